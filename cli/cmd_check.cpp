@@ -1,0 +1,201 @@
+// `lnorm check`: the accuracy gate for any implementation's output (PyTorch, ONNX Runtime, ours).
+// Computes the exact answer for the given inputs row by row (a few MiB in memory at a time) and
+// measures the candidate against it with the metrics of DESIGN.md "Measuring error".
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "lnorm/metrics.hpp"
+#include "lnorm/parallel.hpp"
+#include "lnorm/reference.hpp"
+#include "problem_flags.hpp"
+
+namespace lnorm::cli {
+namespace {
+
+struct CheckFlags {
+  ProblemFlags problem;
+  std::string y, mean, rstd, json;
+  Budget budget;
+  double max_mean_ulp = -1, max_rstd_ulp = -1;  // < 0: report only
+};
+
+std::uint64_t load_bits(const std::byte* p, std::size_t es, std::int64_t i) {
+  switch (es) {
+    case 2: return reinterpret_cast<const std::uint16_t*>(p)[i];
+    case 4: return reinterpret_cast<const std::uint32_t*>(p)[i];
+    default: return reinterpret_cast<const std::uint64_t*>(p)[i];
+  }
+}
+
+io::NpyReader open_stats(const std::string& path, const char* flag, const ProblemInputs& in) {
+  io::NpyReader r(path);
+  const std::string want = descr_of(stats_dtype(in.problem.dtype));
+  if (r.header().descr != want)
+    throw InputError(path + ": " + flag + " holds '" + r.header().descr + "' but the stats dtype is '" + want + "'");
+  const std::vector<std::int64_t> lead(in.shape.begin(), in.shape.begin() + in.axis);
+  if (r.header().shape != in.stats_shape() && r.header().shape != lead)
+    throw InputError(path + ": " + flag + " has shape " + shape_text(r.header().shape) + "; expected " +
+                     shape_text(in.stats_shape()) + " (one value per row)");
+  return r;
+}
+
+std::string coords(std::int64_t flat, const std::vector<std::int64_t>& shape) {
+  std::vector<std::int64_t> c(shape.size());
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    c[i] = shape[i] ? flat % shape[i] : 0;
+    flat = shape[i] ? flat / shape[i] : 0;
+  }
+  std::string s = "[";
+  for (std::size_t i = 0; i < c.size(); ++i) s += (i ? ", " : "") + std::to_string(c[i]);
+  return s + "]";
+}
+
+nlohmann::json stat_json(const StatSummary& s, double limit) {
+  return {{"max_ulp", s.max_ulp}, {"max_ulp_row", s.max_ulp_index}, {"got", s.max_ulp_got},
+          {"exact", s.max_ulp_exact}, {"nan_mismatches", s.nan_mismatches},
+          {"budget", limit < 0 ? nlohmann::json(nullptr) : nlohmann::json(limit)},
+          {"pass", s.nan_mismatches == 0 && (limit < 0 || s.max_ulp <= limit)}};
+}
+
+int run_check(const CheckFlags& f) {
+  if (!f.json.empty()) check_not_an_input(f.json, "--json", {f.problem.x, f.y, f.mean, f.rstd});
+  ProblemInputs in = load_problem(f.problem);
+  const Problem& p = in.problem;
+  io::NpyReader cand(f.y);
+  if (cand.header().descr != in.x.header().descr)
+    throw InputError(f.y + ": holds '" + cand.header().descr + "' but x holds '" + in.x.header().descr + "'");
+  if (cand.header().shape != in.shape)
+    throw InputError(f.y + ": has shape " + shape_text(cand.header().shape) + " but x has shape " + shape_text(in.shape));
+  std::optional<io::NpyReader> mean_in, rstd_in;
+  if (!f.mean.empty()) mean_in.emplace(open_stats(f.mean, "--mean", in));
+  if (!f.rstd.empty()) rstd_in.emplace(open_stats(f.rstd, "--rstd", in));
+
+  const Format fmt = format_of(p.dtype), sfmt = format_of(stats_dtype(p.dtype));
+  const std::size_t es = size_of(p.dtype), ss = size_of(sfmt.dtype);
+  const std::int64_t chunk = rows_per_chunk(p.cols, es);
+  const int threads = p.threads;
+  ErrorSummary ey;
+  StatSummary em, er;
+  std::vector<std::byte> xbuf, cbuf, mbuf, rbuf;
+  for (std::int64_t r0 = 0; r0 < p.rows; r0 += chunk) {
+    const std::int64_t nr = std::min(chunk, p.rows - r0);
+    xbuf.resize(static_cast<std::size_t>(nr * p.cols) * es);
+    cbuf.resize(xbuf.size());
+    in.x.read(r0 * p.cols, nr * p.cols, xbuf.data());
+    cand.read(r0 * p.cols, nr * p.cols, cbuf.data());
+    mbuf.resize(static_cast<std::size_t>(nr) * ss);
+    rbuf.resize(mbuf.size());
+    if (mean_in) mean_in->read(r0, nr, mbuf.data());
+    if (rstd_in) rstd_in->read(r0, nr, rbuf.data());
+    // Each thread takes a contiguous block of rows; partial summaries merge in row order, so the
+    // report does not depend on the thread count.
+    const int t = static_cast<int>(std::min<std::int64_t>(threads, nr));
+    std::vector<ErrorSummary> ys(static_cast<std::size_t>(t));
+    std::vector<StatSummary> ms(ys.size()), rs(ys.size());
+    parallel_rows(t, t, [&](std::int64_t tb, std::int64_t te) {
+      for (std::int64_t ti = tb; ti < te; ++ti) {
+        const std::int64_t begin = nr * ti / t, end = nr * (ti + 1) / t;
+        RowReferencer ref(p.dtype, p.eps);
+        std::vector<ElementReference> elems(static_cast<std::size_t>(p.cols));
+        std::vector<std::byte> exact(static_cast<std::size_t>(p.cols) * es);
+        auto& ysum = ys[static_cast<std::size_t>(ti)];
+        for (std::int64_t r = begin; r < end; ++r) {
+          const std::size_t off = static_cast<std::size_t>(r * p.cols) * es;
+          const RowReference row = ref.run(xbuf.data() + off, in.gamma_data.empty() ? nullptr : in.gamma_data.data(),
+                                           in.beta_data.empty() ? nullptr : in.beta_data.data(), p.cols,
+                                           exact.data(), elems.data());
+          for (std::int64_t i = 0; i < p.cols; ++i) {
+            const std::uint64_t got = load_bits(cbuf.data() + off, es, i);
+            ysum.add(fmt, (r0 + r) * p.cols + i, bits_to_double(fmt, got), got, load_bits(exact.data(), es, i),
+                     elems[static_cast<std::size_t>(i)], row.kappa, f.budget);
+          }
+          if (mean_in)
+            ms[static_cast<std::size_t>(ti)].add(sfmt, r0 + r, bits_to_double(sfmt, load_bits(mbuf.data(), ss, r)), row.mean);
+          if (rstd_in)
+            rs[static_cast<std::size_t>(ti)].add(sfmt, r0 + r, bits_to_double(sfmt, load_bits(rbuf.data(), ss, r)), row.rstd);
+        }
+      }
+    });
+    for (std::size_t i = 0; i < ys.size(); ++i) {
+      ey.merge(ys[i]);
+      em.merge(ms[i]);
+      er.merge(rs[i]);
+    }
+  }
+
+  const bool mean_ok = !mean_in || (em.nan_mismatches == 0 && (f.max_mean_ulp < 0 || em.max_ulp <= f.max_mean_ulp));
+  const bool rstd_ok = !rstd_in || (er.nan_mismatches == 0 && (f.max_rstd_ulp < 0 || er.max_ulp <= f.max_rstd_ulp));
+  const bool pass = ey.within_budget() && mean_ok && rstd_ok;
+
+  // One summary line first (scripts and the demo read it), then the details.
+  std::printf("%s  y max %.3g scaled ulp (budget %g + %g*kappa)  correctly rounded %.2f%%  NaN mismatches %lld",
+              pass ? "PASS" : "FAIL", ey.max_ulp, f.budget.a, f.budget.b, 100 * ey.correctly_rounded_fraction(),
+              static_cast<long long>(ey.nan_mismatches));
+  if (mean_in) std::printf("  mean %g ulp", em.max_ulp);
+  if (rstd_in) std::printf("  rstd %g ulp", er.max_ulp);
+  std::printf("\n");
+  std::printf("  input     %s %s, %s, axis %d, eps %.9g, %lld rows x %lld\n", f.problem.x.c_str(),
+              shape_text(in.shape).c_str(), std::string(name(p.dtype)).c_str(), in.axis, p.eps,
+              static_cast<long long>(p.rows), static_cast<long long>(p.cols));
+  if (ey.max_ulp_index >= 0)
+    std::printf("  worst y   %s: got %.17g, exact %.17g, %.4g scaled ulp, row kappa %.3g\n",
+                coords(ey.max_ulp_index, in.shape).c_str(), ey.max_ulp_got, ey.max_ulp_exact, ey.max_ulp,
+                ey.max_ulp_kappa);
+  std::printf("  over budget %lld of %lld elements\n", static_cast<long long>(ey.over_budget),
+              static_cast<long long>(ey.elements));
+  if (ey.first_nan_mismatch_index >= 0)
+    std::printf("  first NaN mismatch at %s\n", coords(ey.first_nan_mismatch_index, in.shape).c_str());
+  if (mean_in && em.max_ulp_index >= 0)
+    std::printf("  mean      max %g ulp at row %lld (got %.9g, exact %.9g), NaN mismatches %lld\n", em.max_ulp,
+                static_cast<long long>(em.max_ulp_index), em.max_ulp_got, em.max_ulp_exact,
+                static_cast<long long>(em.nan_mismatches));
+  if (rstd_in && er.max_ulp_index >= 0)
+    std::printf("  rstd      max %g ulp at row %lld (got %.9g, exact %.9g), NaN mismatches %lld\n", er.max_ulp,
+                static_cast<long long>(er.max_ulp_index), er.max_ulp_got, er.max_ulp_exact,
+                static_cast<long long>(er.nan_mismatches));
+
+  if (!f.json.empty()) {
+    nlohmann::json j = {
+        {"x", f.problem.x}, {"candidate", f.y}, {"shape", in.shape}, {"axis", in.axis},
+        {"dtype", std::string(name(p.dtype))}, {"eps", p.eps}, {"rows", p.rows}, {"cols", p.cols},
+        {"elements", ey.elements}, {"max_ulp", ey.max_ulp}, {"max_ulp_index", ey.max_ulp_index},
+        {"max_ulp_kappa", ey.max_ulp_kappa}, {"max_ulp_got", ey.max_ulp_got}, {"max_ulp_exact", ey.max_ulp_exact},
+        {"correctly_rounded", ey.correctly_rounded_fraction()}, {"nan_mismatches", ey.nan_mismatches},
+        {"over_budget", ey.over_budget}, {"budget", {{"a", f.budget.a}, {"b", f.budget.b}}}, {"pass", pass}};
+    if (mean_in) j["mean"] = stat_json(em, f.max_mean_ulp);
+    if (rstd_in) j["rstd"] = stat_json(er, f.max_rstd_ulp);
+    write_text_atomically(f.json, j.dump(2) + "\n");
+  }
+  return pass ? 0 : 1;
+}
+
+}  // namespace
+
+void add_check(CLI::App& app, int& exit_code) {
+  auto f = std::make_shared<CheckFlags>();
+  auto* cmd = app.add_subcommand("check", "Measure a candidate output against the exact answer and gate on a budget");
+  add_problem_flags(*cmd, f->problem);
+  cmd->add_option("--y", f->y, "Candidate output (.npy, x's shape and dtype)")->required();
+  cmd->add_option("--mean", f->mean, "Candidate per-row mean (.npy, f32; f64 for f64 data)");
+  cmd->add_option("--rstd", f->rstd, "Candidate per-row 1/sqrt(var+eps) (.npy, like --mean)");
+  cmd->add_option("--max-ulp", f->budget.a, "Budget: allowed scaled ulps per element, flat part a")->default_val(8.0);
+  cmd->add_option("--max-ulp-per-kappa", f->budget.b, "Budget: allowed scaled ulps per unit of row kappa, b")
+      ->default_val(1.0);
+  cmd->add_option("--max-mean-ulp", f->max_mean_ulp, "Also gate the mean's ulp distance (default: report only)");
+  cmd->add_option("--max-rstd-ulp", f->max_rstd_ulp, "Also gate rstd's ulp distance (default: report only)");
+  cmd->add_option("--json", f->json, "Write the measurements as JSON here");
+  cmd->add_option("--threads", f->problem.threads, "Threads for the reference (default: all cores)")
+      ->default_val(std::max(1u, std::thread::hardware_concurrency()));
+  cmd->callback([f, &exit_code] {
+    if (!(f->budget.a >= 0) || !(f->budget.b >= 0)) throw InputError("--max-ulp/--max-ulp-per-kappa: must be >= 0");
+    exit_code = run_check(*f);
+  });
+}
+
+}  // namespace lnorm::cli

@@ -1,0 +1,101 @@
+// `lnorm run --kernel K` and `lnorm reference`: normalize x.npy, write y (and mean, rstd).
+// Both stream row chunks (a few MiB at a time), so memory stays flat for any input size, and write
+// through NpyWriter's temporary files: a failed run leaves no output file behind.
+#include <cstdio>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "commands.hpp"
+#include "lnorm/reference.hpp"
+#include "lnorm/registry.hpp"
+#include "problem_flags.hpp"
+
+namespace lnorm::cli {
+namespace {
+
+struct RunFlags {
+  ProblemFlags problem;
+  std::string kernel, y, mean, rstd;
+};
+
+// kernel == nullptr: the exact reference.
+int run_problem(const RunFlags& f, const KernelInfo* kernel) {
+  for (const auto& [out, flag] : {std::pair{f.y, "--y"}, {f.mean, "--mean"}, {f.rstd, "--rstd"}})
+    check_not_an_input(out, flag, {f.problem.x, f.problem.gamma, f.problem.beta});
+  ProblemInputs in = load_problem(f.problem);
+  const Problem& p = in.problem;
+  if (kernel) {
+    if (const auto why = unavailable_reason(*kernel, p))
+      throw InputError("--kernel " + f.kernel + ": cannot run here: " + *why);
+  }
+  const std::size_t es = size_of(p.dtype), ss = size_of(stats_dtype(p.dtype));
+  const std::string stats_descr = descr_of(stats_dtype(p.dtype));
+  io::NpyWriter y(f.y, in.x.header().descr, in.shape);
+  std::optional<io::NpyWriter> mean, rstd;
+  if (!f.mean.empty()) mean.emplace(f.mean, stats_descr, in.stats_shape());
+  if (!f.rstd.empty()) rstd.emplace(f.rstd, stats_descr, in.stats_shape());
+
+  const std::int64_t chunk = rows_per_chunk(p.cols, es);
+  std::vector<std::byte> xbuf, ybuf, mbuf, rbuf;
+  for (std::int64_t r0 = 0; r0 < p.rows; r0 += chunk) {
+    const std::int64_t nr = std::min(chunk, p.rows - r0);
+    xbuf.resize(static_cast<std::size_t>(nr * p.cols) * es);
+    ybuf.resize(xbuf.size());
+    mbuf.resize(static_cast<std::size_t>(nr) * ss);
+    rbuf.resize(mbuf.size());
+    in.x.read(r0 * p.cols, nr * p.cols, xbuf.data());
+    Problem part = p;
+    part.rows = nr;
+    const Tensors t{xbuf.data(), in.gamma_data.empty() ? nullptr : in.gamma_data.data(),
+                    in.beta_data.empty() ? nullptr : in.beta_data.data(), ybuf.data(), mbuf.data(), rbuf.data()};
+    if (kernel) kernel->run(part, t);
+    else reference(part, t);
+    y.write(ybuf.data(), ybuf.size());
+    if (mean) mean->write(mbuf.data(), mbuf.size());
+    if (rstd) rstd->write(rbuf.data(), rbuf.size());
+  }
+  y.commit();
+  if (mean) mean->commit();
+  if (rstd) rstd->commit();
+  return 0;
+}
+
+void add_outputs(CLI::App& cmd, RunFlags& f) {
+  cmd.add_option("--y", f.y, "Output tensor (.npy, x's shape and dtype)")->required();
+  cmd.add_option("--mean", f.mean, "Per-row mean (.npy, f32; f64 for f64 data; ONNX Mean shape)");
+  cmd.add_option("--rstd", f.rstd, "Per-row 1/sqrt(var+eps) (.npy, like --mean; ONNX InvStdDev)");
+}
+
+}  // namespace
+
+void add_run(CLI::App& app, int& exit_code) {
+  auto f = std::make_shared<RunFlags>();
+  auto* cmd = app.add_subcommand("run", "Run one kernel on x.npy and write its outputs");
+  cmd->add_option("--kernel", f->kernel, "Kernel name (see `lnorm list`)")->required();
+  add_problem_flags(*cmd, f->problem);
+  add_outputs(*cmd, *f);
+  cmd->add_option("--threads", f->problem.threads, "Threads to split rows across (results are bitwise the same)")
+      ->default_val(1);
+  cmd->callback([f, &exit_code] {
+    const KernelInfo* k = find_kernel(f->kernel);
+    if (!k) {
+      std::string known;
+      for (const auto& ki : registry()) known += (known.empty() ? "" : ", ") + std::string(ki.name);
+      throw InputError("--kernel: unknown kernel '" + f->kernel + "'; known: " + known);
+    }
+    exit_code = run_problem(*f, k);
+  });
+}
+
+void add_reference(CLI::App& app, int& exit_code) {
+  auto f = std::make_shared<RunFlags>();
+  auto* cmd = app.add_subcommand("reference", "Write the exact answer, rounded once (y, mean, rstd)");
+  add_problem_flags(*cmd, f->problem);
+  add_outputs(*cmd, *f);
+  cmd->add_option("--threads", f->problem.threads, "Threads (default: all cores; output is the same)")
+      ->default_val(std::max(1u, std::thread::hardware_concurrency()));
+  cmd->callback([f, &exit_code] { exit_code = run_problem(*f, nullptr); });
+}
+
+}  // namespace lnorm::cli

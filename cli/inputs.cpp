@@ -1,0 +1,157 @@
+#include "inputs.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+namespace lnorm::cli {
+
+std::string descr_of(DType d) {
+  switch (d) {
+    case DType::f32: return "<f4";
+    case DType::f64: return "<f8";
+    case DType::f16: return "<f2";
+    case DType::bf16: return "<u2";
+  }
+  return "?";
+}
+
+std::vector<std::int64_t> parse_shape(const std::string& text, const std::string& what) {
+  std::vector<std::int64_t> shape;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, 'x')) {
+    std::size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(part, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (part.empty() || used != part.size() || v < 0)
+      throw InputError(what + ": bad shape '" + text + "'; expected sizes joined by 'x', like 4096x1024");
+    shape.push_back(v);
+  }
+  if (shape.empty()) throw InputError(what + ": empty shape");
+  return shape;
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string s;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += 'x';
+    s += std::to_string(shape[i]);
+  }
+  return s.empty() ? "scalar" : s;
+}
+
+namespace {
+
+DType dtype_for(const io::NpyReader& x, const std::string& flag) {
+  const std::string& descr = x.header().descr;
+  if (!flag.empty()) {
+    const auto d = parse_dtype(flag);
+    if (!d) throw InputError("--dtype: unknown dtype '" + flag + "'; known: f32, f64, f16, bf16");
+    if (descr_of(*d) != descr)
+      throw InputError(x.path() + ": holds '" + descr + "' but --dtype " + flag + " needs '" + descr_of(*d) + "'");
+    return *d;
+  }
+  if (descr == "<f4") return DType::f32;
+  if (descr == "<f8") return DType::f64;
+  if (descr == "<f2") return DType::f16;
+  throw InputError(x.path() + ": holds '<u2'; pass --dtype bf16 if these are bfloat16 bit patterns");
+}
+
+std::vector<std::byte> load_affine(const io::NpyReader& x, io::NpyReader& r, const char* flag,
+                                   const std::vector<std::int64_t>& row_shape, std::int64_t cols) {
+  if (r.header().descr != x.header().descr)
+    throw InputError(r.path() + ": " + flag + " holds '" + r.header().descr + "' but x holds '" +
+                     x.header().descr + "'");
+  const auto& s = r.header().shape;
+  const bool same = s == row_shape || (s.size() == 1 && s[0] == cols);
+  if (!same)
+    throw InputError(r.path() + ": " + flag + " has shape " + shape_text(s) + " but the normalized dims of x are " +
+                     shape_text(row_shape));
+  std::vector<std::byte> data(static_cast<std::size_t>(cols) * r.header().item_size);
+  r.read(0, cols, data.data());
+  return data;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> ProblemInputs::stats_shape() const {
+  std::vector<std::int64_t> s(shape.begin(), shape.begin() + axis);
+  s.resize(shape.size(), 1);
+  return s;
+}
+
+ProblemInputs load_problem(const ProblemFlags& f) {
+  if (f.x.empty()) throw InputError("--x is required");
+  if (!std::isfinite(f.eps) || f.eps < 0)
+    throw InputError("--eps: must be finite and >= 0 (got " + std::to_string(f.eps) + ")");
+  if (f.threads < 1) throw InputError("--threads: must be >= 1");
+  ProblemInputs in{io::NpyReader(f.x), {}, {}, {}, 0, {}, {}, {}};
+  in.shape = in.x.header().shape;
+  const DType dtype = dtype_for(in.x, f.dtype);
+  const int rank = static_cast<int>(in.shape.size());
+  if (rank == 0) throw InputError(f.x + ": is a 0-d scalar; LayerNorm needs at least one dimension");
+  if (f.axis < -rank || f.axis >= rank)
+    throw InputError("--axis: " + std::to_string(f.axis) + " is out of range for " + f.x + " of rank " +
+                     std::to_string(rank) + " (valid: " + std::to_string(-rank) + " .. " + std::to_string(rank - 1) + ")");
+  in.axis = f.axis < 0 ? f.axis + rank : f.axis;
+  std::int64_t rows = 1, cols = 1;
+  for (int i = 0; i < rank; ++i) (i < in.axis ? rows : cols) *= in.shape[static_cast<std::size_t>(i)];
+  if (cols == 0) throw InputError(f.x + ": the normalized dims (from axis " + std::to_string(in.axis) + " on) have zero width");
+  const std::vector<std::int64_t> row_shape(in.shape.begin() + in.axis, in.shape.end());
+  if (!f.gamma.empty()) {
+    in.gamma.emplace(f.gamma);
+    in.gamma_data = load_affine(in.x, *in.gamma, "gamma", row_shape, cols);
+  }
+  if (!f.beta.empty()) {
+    in.beta.emplace(f.beta);
+    in.beta_data = load_affine(in.x, *in.beta, "beta", row_shape, cols);
+  }
+  in.problem = make_problem(rows, cols, dtype, f.eps, !f.gamma.empty(), !f.beta.empty(), f.threads);
+  return in;
+}
+
+void check_not_an_input(const std::string& out, const std::string& flag, const std::vector<std::string>& inputs) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const auto& in : inputs) {
+    if (in.empty() || !fs::exists(out, ec)) continue;
+    if (fs::equivalent(out, in, ec))
+      throw InputError(flag + ": " + out + " is also an input; refusing to overwrite it");
+  }
+}
+
+std::int64_t rows_per_chunk(std::int64_t cols, std::size_t item_size, std::size_t bytes_budget) {
+  const auto row_bytes = static_cast<std::size_t>(cols) * item_size;
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(bytes_budget / std::max<std::size_t>(row_bytes, 1)));
+}
+
+}  // namespace lnorm::cli
+
+namespace lnorm::cli {
+
+void write_text_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw InputError(path + ": cannot create output file: " + std::strerror(errno));
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) {
+    std::remove(tmp.c_str());
+    throw InputError(path + ": write failed: " + std::strerror(errno));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw InputError(path + ": cannot rename into place: " + std::strerror(errno));
+  }
+}
+
+}  // namespace lnorm::cli

@@ -1,0 +1,59 @@
+// Loading a LayerNorm problem from .npy files and flags, with every check the CLI contract asks
+// for: dtype rules, axis range, gamma/beta shape, eps, outputs that are not inputs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "lnorm/npy.hpp"
+#include "lnorm/problem.hpp"
+
+namespace lnorm::cli {
+
+// Bad input or usage: the CLI prints the message and exits 2.
+struct InputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Flags shared by run, reference and check.
+struct ProblemFlags {
+  std::string x, gamma, beta;
+  int axis = -1;
+  double eps = 1e-5;
+  std::string dtype;  // empty: from x.npy
+  int threads = 1;
+};
+
+// The .npy descr that holds a dtype ('<u2' for bf16 bit patterns).
+std::string descr_of(DType d);
+// Shape text like "4096x1024" or "2x3x5"; throws InputError naming `what`.
+std::vector<std::int64_t> parse_shape(const std::string& text, const std::string& what);
+std::string shape_text(const std::vector<std::int64_t>& shape);
+
+struct ProblemInputs {
+  io::NpyReader x;
+  std::optional<io::NpyReader> gamma, beta;
+  std::vector<std::int64_t> shape;       // x's shape
+  int axis = 0;                          // normalized to [0, rank)
+  Problem problem;                       // rows × cols, dtype, eps (kernel format), threads
+  std::vector<std::byte> gamma_data, beta_data;  // cols elements each, or empty
+  std::vector<std::int64_t> stats_shape() const;  // x.shape[:axis] + (1,)*(rank-axis)
+};
+
+ProblemInputs load_problem(const ProblemFlags& flags);
+
+// Throws InputError if `out` names the same file as any input (it would be destroyed).
+void check_not_an_input(const std::string& out, const std::string& flag, const std::vector<std::string>& inputs);
+
+// The row-chunk size that keeps roughly `bytes_budget` of data per chunk in memory.
+std::int64_t rows_per_chunk(std::int64_t cols, std::size_t item_size, std::size_t bytes_budget = 4u << 20);
+
+}  // namespace lnorm::cli
+
+namespace lnorm::cli {
+// Writes text to path via a temporary file and a rename (no partial file on failure).
+void write_text_atomically(const std::string& path, const std::string& text);
+}  // namespace lnorm::cli

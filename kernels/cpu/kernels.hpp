@@ -1,0 +1,10 @@
+// Declarations of the CPU kernels' KernelInfo objects, collected by registry.cpp.
+#pragma once
+
+#include "lnorm/kernel.hpp"
+
+namespace lnorm::cpu {
+extern const KernelInfo kNaive;
+extern const KernelInfo kOnePass;
+extern const KernelInfo kWelford;
+}  // namespace lnorm::cpu

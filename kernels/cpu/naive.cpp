@@ -1,0 +1,32 @@
+// naive — the textbook two-pass LayerNorm, straight from the definition.
+//   pass 1: mean = (Σ x) / n           sequential sum in f32 (f64 for f64 data)
+//   pass 2: var  = (Σ (x − mean)²) / n  centred, so no cancellation on offset rows
+// Its weakness is the sequential sum: error grows like n·u in the worst case (≈ sqrt(n)·u typical).
+#include "kernels.hpp"
+#include "scalar_rows.hpp"
+
+namespace lnorm::cpu {
+namespace {
+
+template <class T>
+struct TwoPassStats {
+  RowStats<T> operator()(const T* x, std::int64_t n) const {
+    Acc<T> sum = 0;
+    for (std::int64_t i = 0; i < n; ++i) sum += load(x[i]);
+    const Acc<T> mean = sum / static_cast<Acc<T>>(n);
+    Acc<T> sq = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const Acc<T> d = load(x[i]) - mean;
+      sq += d * d;
+    }
+    return {mean, sq / static_cast<Acc<T>>(n), 0, mean};
+  }
+};
+
+}  // namespace
+
+const KernelInfo kNaive{
+    "naive", "scalar two-pass: mean, then centred variance; sequential f32 sums (f64 for f64)",
+    DTypeSet{DType::f32, DType::f64, DType::f16, DType::bf16}, nullptr, &run_scalar<TwoPassStats>};
+
+}  // namespace lnorm::cpu

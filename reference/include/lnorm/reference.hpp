@@ -1,0 +1,59 @@
+// The exact LayerNorm reference: the real-number answer for the inputs as stored, rounded once.
+//
+// How it stays exact (details in src/exact_row.cpp):
+//   - Σx and Σx² are formed exactly in long fixed-point accumulators (src/superaccumulator.hpp);
+//   - mean = S/n, n²·var = n·Q − S², and v·n² = W = n²·var + n²·eps are exact dyadic rationals;
+//   - y* = β + (n·x − S)·γ / sqrt(W) is compared with any rounding boundary m exactly, by squaring;
+//   - a double-double fast path with a proven error bound decides the rounding for almost every
+//     element, and the exact comparison settles the rest (near-ties, exact ties, huge/tiny ranges).
+// The reference includes only the problem description and the storage types, never a kernel.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "lnorm/format.hpp"
+#include "lnorm/problem.hpp"
+
+namespace lnorm {
+
+// What the metrics need of the exact answer at one element.
+struct ElementReference {
+  double y_hi = 0, y_lo = 0;  // y* ≈ y_hi + y_lo, relative error < 2^-90 (NaN where y* is NaN)
+  double z = 0;               // z* = (x − mean)·rstd, to double precision (NaN where y* is NaN)
+  double scale = 0;           // s = |γ|·max(1, |z*|) + |β|: the size the error is measured against
+};
+
+struct RowReference {
+  double mean = 0;     // exact mean rounded once to the stats format (NaN for a non-finite row)
+  double rstd = 0;     // exact 1/sqrt(var + eps) rounded once to the stats format (+Inf if var+eps == 0)
+  double kappa = 0;    // |mean| / sqrt(var), 0 when var == 0 (NaN for a non-finite row)
+  bool nonfinite = false;          // the row held a NaN or an Inf
+  std::int64_t exact_fallbacks = 0;  // elements the fast path could not certify (diagnostics)
+};
+
+// Computes reference rows one at a time, reusing its scratch memory. Not thread-safe: use one per
+// thread. eps is used exactly as given (callers pass the Problem's eps, already in kernel format).
+class RowReferencer {
+ public:
+  RowReferencer(DType dtype, double eps);
+  ~RowReferencer();
+  RowReferencer(RowReferencer&&) noexcept;
+  RowReferencer& operator=(RowReferencer&&) noexcept;
+
+  // x: n elements of dtype; gamma/beta: n elements or null. y_out: n elements of dtype (rounded
+  // bits), may be null. elems: n entries, may be null.
+  RowReference run(const void* x, const void* gamma, const void* beta, std::int64_t n, void* y_out,
+                   ElementReference* elems);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The whole problem, rows split over problem.threads. Writes y, mean, rstd like a kernel would;
+// kappa (rows entries) if non-null.
+void reference(const Problem& problem, const Tensors& tensors, double* kappa = nullptr);
+
+}  // namespace lnorm

@@ -1,0 +1,93 @@
+#include "lnorm/format.hpp"
+
+#include <bit>
+#include <cassert>
+#include <cmath>
+#include <limits>
+
+#include "lnorm/half.hpp"
+
+namespace lnorm {
+
+Format format_of(DType d) {
+  switch (d) {
+    case DType::f32: return {d, 24, -126, 127, 32};
+    case DType::f64: return {d, 53, -1022, 1023, 64};
+    case DType::f16: return {d, 11, -14, 15, 16};
+    case DType::bf16: return {d, 8, -126, 127, 16};
+  }
+  return {d, 24, -126, 127, 32};
+}
+
+double Format::unit_roundoff() const { return std::ldexp(1.0, -precision); }
+
+std::int64_t Format::inf_ordinal() const {
+  // Inf's pattern is (all exponent bits set, mantissa 0) = (2^(bits-1) - 1) >> (p-1) << (p-1).
+  const std::uint64_t exp_bits = static_cast<std::uint64_t>(bits - precision);
+  return static_cast<std::int64_t>(((std::uint64_t{1} << exp_bits) - 1) << (precision - 1));
+}
+
+double bits_to_double(const Format& f, std::uint64_t bits) {
+  switch (f.dtype) {
+    case DType::f32: return std::bit_cast<float>(static_cast<std::uint32_t>(bits));
+    case DType::f64: return std::bit_cast<double>(bits);
+    case DType::f16: return to_float(f16{static_cast<std::uint16_t>(bits)});
+    case DType::bf16: return to_float(bf16{static_cast<std::uint16_t>(bits)});
+  }
+  return 0;
+}
+
+std::uint64_t double_to_bits(const Format& f, double v) {
+  switch (f.dtype) {
+    case DType::f32: return std::bit_cast<std::uint32_t>(static_cast<float>(v));
+    case DType::f64: return std::bit_cast<std::uint64_t>(v);
+    case DType::f16: return f16_from_float(static_cast<float>(v)).bits;
+    case DType::bf16: return bf16_from_float(static_cast<float>(v)).bits;
+  }
+  return 0;
+}
+
+bool bits_is_nan(const Format& f, std::uint64_t bits) {
+  const std::uint64_t sign = std::uint64_t{1} << (f.bits - 1);
+  return static_cast<std::int64_t>(bits & ~sign) > f.inf_ordinal();
+}
+
+std::int64_t ordinal_of_bits(const Format& f, std::uint64_t bits) {
+  const std::uint64_t sign = std::uint64_t{1} << (f.bits - 1);
+  const auto mag = static_cast<std::int64_t>(bits & ~sign);
+  return (bits & sign) ? -mag : mag;
+}
+
+std::uint64_t bits_of_ordinal(const Format& f, std::int64_t k) {
+  const std::uint64_t sign = std::uint64_t{1} << (f.bits - 1);
+  return k < 0 ? (static_cast<std::uint64_t>(-k) | sign) : static_cast<std::uint64_t>(k);
+}
+
+double round_to_format(const Format& f, double v) {
+  if (std::isnan(v) || std::isinf(v) || v == 0) return v;
+  const double a = std::fabs(v);
+  const int e = std::ilogb(a);
+  // Quantum of the destination binade (subnormals share the quantum of the smallest binade).
+  const int qexp = std::max(e, f.emin) - f.precision + 1;
+  // a / 2^qexp < 2^p: scaling by a power of two is exact for these magnitudes in double
+  // (qexp >= -1074 for every format, and the scaled value is at most 2^53).
+  const double scaled = std::ldexp(a, -qexp);
+  const double r = std::nearbyint(scaled);  // default rounding mode: nearest, ties to even
+  const double rounded = std::ldexp(r, qexp);
+  const double max_finite = std::ldexp(2.0 - std::ldexp(1.0, 1 - f.precision), f.emax);
+  const double out = rounded > max_finite ? std::numeric_limits<double>::infinity() : rounded;
+  return std::signbit(v) ? -out : out;
+}
+
+std::int64_t round_to_ordinal(const Format& f, double v) {
+  assert(!std::isnan(v));
+  return ordinal_of_bits(f, double_to_bits(f, round_to_format(f, v)));
+}
+
+double ulp_at(const Format& f, double s) {
+  const double a = std::fabs(s);
+  const int e = (a == 0 || !std::isfinite(a)) ? f.emin : std::max(std::ilogb(a), f.emin);
+  return std::ldexp(1.0, e - f.precision + 1);
+}
+
+}  // namespace lnorm

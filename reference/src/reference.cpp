@@ -1,0 +1,31 @@
+#include <vector>
+
+#include "lnorm/parallel.hpp"
+#include "lnorm/reference.hpp"
+
+namespace lnorm {
+
+void reference(const Problem& p, const Tensors& t, double* kappa) {
+  const std::size_t es = size_of(p.dtype);
+  const Format stats = format_of(stats_dtype(p.dtype));
+  parallel_rows(p.rows, p.threads, [&](std::int64_t begin, std::int64_t end) {
+    RowReferencer ref(p.dtype, p.eps);
+    for (std::int64_t r = begin; r < end; ++r) {
+      const auto off = static_cast<std::size_t>(r * p.cols) * es;
+      const RowReference row = ref.run(static_cast<const char*>(t.x) + off, p.has_gamma ? t.gamma : nullptr,
+                                       p.has_beta ? t.beta : nullptr, p.cols,
+                                       t.y ? static_cast<char*>(t.y) + off : nullptr, nullptr);
+      if (t.mean) {
+        if (stats.dtype == DType::f64) static_cast<double*>(t.mean)[r] = row.mean;
+        else static_cast<float*>(t.mean)[r] = static_cast<float>(row.mean);
+      }
+      if (t.rstd) {
+        if (stats.dtype == DType::f64) static_cast<double*>(t.rstd)[r] = row.rstd;
+        else static_cast<float*>(t.rstd)[r] = static_cast<float>(row.rstd);
+      }
+      if (kappa) kappa[r] = row.kappa;
+    }
+  });
+}
+
+}  // namespace lnorm
