@@ -64,7 +64,7 @@ nlohmann::json stat_json(const StatSummary& s, double limit) {
 }
 
 int run_check(const CheckFlags& f) {
-  if (!f.json.empty()) check_not_an_input(f.json, "--json", {f.problem.x, f.y, f.mean, f.rstd});
+  check_outputs({{f.json, "--json"}}, {f.problem.x, f.problem.gamma, f.problem.beta, f.y, f.mean, f.rstd});
   ProblemInputs in = load_problem(f.problem);
   const Problem& p = in.problem;
   io::NpyReader cand(f.y);

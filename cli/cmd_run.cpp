@@ -21,8 +21,7 @@ struct RunFlags {
 
 // kernel == nullptr: the exact reference.
 int run_problem(const RunFlags& f, const KernelInfo* kernel) {
-  for (const auto& [out, flag] : {std::pair{f.y, "--y"}, {f.mean, "--mean"}, {f.rstd, "--rstd"}})
-    check_not_an_input(out, flag, {f.problem.x, f.problem.gamma, f.problem.beta});
+  check_outputs({{f.y, "--y"}, {f.mean, "--mean"}, {f.rstd, "--rstd"}}, {f.problem.x, f.problem.gamma, f.problem.beta});
   ProblemInputs in = load_problem(f.problem);
   const Problem& p = in.problem;
   if (kernel) {

@@ -92,8 +92,11 @@ std::vector<std::int64_t> ProblemInputs::stats_shape() const {
 
 ProblemInputs load_problem(const ProblemFlags& f) {
   if (f.x.empty()) throw InputError("--x is required");
-  if (!std::isfinite(f.eps) || f.eps < 0)
-    throw InputError("--eps: must be finite and >= 0 (got " + std::to_string(f.eps) + ")");
+  if (!std::isfinite(f.eps) || f.eps < 0) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", f.eps);
+    throw InputError(std::string("--eps: must be finite and >= 0 (got ") + got + ")");
+  }
   if (f.threads < 1) throw InputError("--threads: must be >= 1");
   ProblemInputs in{io::NpyReader(f.x), {}, {}, {}, 0, {}, {}, {}};
   in.shape = in.x.header().shape;
@@ -120,13 +123,21 @@ ProblemInputs load_problem(const ProblemFlags& f) {
   return in;
 }
 
-void check_not_an_input(const std::string& out, const std::string& flag, const std::vector<std::string>& inputs) {
+void check_outputs(const std::vector<OutputPath>& outputs, const std::vector<std::string>& inputs) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  for (const auto& in : inputs) {
-    if (in.empty() || !fs::exists(out, ec)) continue;
-    if (fs::equivalent(out, in, ec))
-      throw InputError(flag + ": " + out + " is also an input; refusing to overwrite it");
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [out, flag] = outputs[i];
+    if (out.empty()) continue;
+    const fs::path parent = fs::path(out).parent_path();
+    if (!parent.empty() && !fs::is_directory(parent, ec))
+      throw InputError(flag + ": " + out + ": cannot create output file: folder " + parent.string() + " does not exist");
+    for (const auto& in : inputs)
+      if (!in.empty() && fs::exists(out, ec) && fs::equivalent(out, in, ec))
+        throw InputError(flag + ": " + out + " is also an input; refusing to overwrite it");
+    for (std::size_t j = 0; j < i; ++j)
+      if (outputs[j].path == out || (fs::exists(out, ec) && fs::equivalent(outputs[j].path, out, ec)))
+        throw InputError(flag + ": " + out + " is also the " + outputs[j].flag + " output; give each output its own file");
   }
 }
 

@@ -45,8 +45,14 @@ struct ProblemInputs {
 
 ProblemInputs load_problem(const ProblemFlags& flags);
 
-// Throws InputError if `out` names the same file as any input (it would be destroyed).
-void check_not_an_input(const std::string& out, const std::string& flag, const std::vector<std::string>& inputs);
+// An output file the command will write, with the flag that named it.
+struct OutputPath {
+  std::string path;
+  std::string flag;
+};
+// Refuses, before any work is done, outputs that would destroy an input or each other, and outputs
+// whose folder does not exist. Empty paths (optional outputs not asked for) are skipped.
+void check_outputs(const std::vector<OutputPath>& outputs, const std::vector<std::string>& inputs);
 
 // The row-chunk size that keeps roughly `bytes_budget` of data per chunk in memory.
 std::int64_t rows_per_chunk(std::int64_t cols, std::size_t item_size, std::size_t bytes_budget = 4u << 20);

@@ -1,1 +1,129 @@
+// The scalar kernels against the exact reference, and the registry's contract.
+#include <cstring>
+#include <set>
+#include <string>
+
 #include <catch2/catch.hpp>
+
+#include "kernel_cases.hpp"
+#include "lnorm/registry.hpp"
+
+using namespace lnorm;
+using lnorm::testing::foundation_cases;
+using lnorm::testing::measure;
+
+namespace {
+
+const KernelInfo& kernel(std::string_view name) {
+  const KernelInfo* k = find_kernel(name);
+  REQUIRE(k != nullptr);
+  return *k;
+}
+
+// welford's known failures, all outside the accumulation format's range (the issue allows these,
+// and asks that they be named): the spread squared overflows (x^2 near f32/f64 max), or, with
+// eps = 0, a subnormal row's squared deviations underflow to 0, so var = 0 and rstd = Inf.
+bool welford_expected_to_fail(DType d, const std::string& label) {
+  const bool eps0 = label.find("eps=0") != std::string::npos && label.find("eps=0.") == std::string::npos;
+  if (label.rfind("near overflow", 0) == 0) return d != DType::f16;              // f16 max² fits f32
+  if (label.rfind("large (x^2", 0) == 0) return d == DType::f32 || d == DType::bf16;  // f16: Inf row; f64: fits
+  if (label.rfind("subnormal", 0) == 0) return eps0 && d != DType::f16;          // f16 subnormal² fits f32
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("registry: unique names in a fixed order, found by name, all dtypes available here", "[registry]") {
+  std::set<std::string_view> names;
+  for (const KernelInfo& k : registry()) {
+    CHECK(names.insert(k.name).second);
+    CHECK(find_kernel(k.name) == &k);
+    CHECK_FALSE(k.summary.empty());
+    for (DType d : kAllDTypes) CHECK_FALSE(unavailable_reason(k, make_problem(1, 8, d, 1e-5, false, false)));
+  }
+  CHECK(registry()[0].name == "welford");
+  CHECK(find_kernel("no-such-kernel") == nullptr);
+  CHECK(kernel("onepass").cautionary);
+  CHECK_FALSE(kernel("welford").cautionary);
+}
+
+TEST_CASE("welford: within 8 + 1*kappa scaled ulps on every foundation case but the named range failures",
+          "[kernels][welford]") {
+  const Budget budget{8, 1};
+  for (DType d : kAllDTypes) {
+    for (const auto& c : foundation_cases(d)) {
+      const auto m = measure(kernel("welford"), d, c.x, c.eps, budget);
+      INFO(name(d) << " " << c.label << ": max " << m.y.max_ulp << " scaled ulp, kappa " << m.y.max_ulp_kappa
+                   << ", NaN mismatches " << m.y.nan_mismatches);
+      if (welford_expected_to_fail(d, c.label)) CHECK_FALSE(m.y.within_budget());  // still failing: keep listed
+      else CHECK(m.y.within_budget());
+    }
+  }
+}
+
+TEST_CASE("welford: a constant row gives y = beta bit-exactly for every dtype", "[kernels][welford]") {
+  for (DType d : kAllDTypes) {
+    const Format f = format_of(d);
+    const std::vector<double> x(37, round_to_format(f, 7.3)), g = testing::normal(d, 37, 1, 0.5, 1),
+                              b = testing::normal(d, 37, 0, 1, 2);
+    const auto xb = testing::encode(d, x), gb = testing::encode(d, g), bb = testing::encode(d, b);
+    std::vector<std::byte> y(xb.size()), mean(8), rstd(8);
+    kernel("welford").run(make_problem(1, 37, d, 1e-5, true, true),
+                          Tensors{xb.data(), gb.data(), bb.data(), y.data(), mean.data(), rstd.data()});
+    INFO(name(d));
+    CHECK(std::memcmp(y.data(), bb.data(), y.size()) == 0);
+  }
+}
+
+TEST_CASE("onepass: flagged on offset rows (E[x^2] - E[x]^2 cancels), for every dtype", "[kernels][onepass]") {
+  for (DType d : {DType::f32, DType::f64}) {
+    const auto x = testing::normal(d, 1024, 1e4, 1, 3);
+    const auto m = measure(kernel("onepass"), d, x, 1e-5, Budget{8, 1});
+    INFO(name(d) << ": max " << m.y.max_ulp << " NaN mismatches " << m.y.nan_mismatches);
+    CHECK_FALSE(m.y.within_budget());
+  }
+  // f16/bf16 storage caps kappa (≈ 2^p), and f32 accumulation loses ≈ kappa²·2^-24 relative — less
+  // than the budget's 1·kappa output ulps. onepass is caught there where var goes negative (NaN):
+  // two-valued rows [o, o + ulp(o), ...] (found by sweeping o and n; measured kappa 4e3 and 5e2).
+  for (auto [d, n] : {std::pair{DType::f16, 64}, std::pair{DType::bf16, 1024}}) {
+    const Format f = format_of(d);
+    std::vector<double> x(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = 1000 + static_cast<double>(i % 2) * ulp_at(f, 1000);
+    const auto m = measure(kernel("onepass"), d, x, 1e-5, Budget{8, 1});
+    INFO(name(d) << ": max " << m.y.max_ulp << " NaN mismatches " << m.y.nan_mismatches);
+    CHECK(m.y.nan_mismatches > 0);
+  }
+  // The famous report: [40000, 40001, 40002, 40003] in f32 gives NaN.
+  const auto m = measure(kernel("onepass"), DType::f32, {40000, 40001, 40002, 40003}, 1e-5, Budget{8, 1});
+  CHECK(m.y.nan_mismatches == 4);
+  CHECK(measure(kernel("welford"), DType::f32, {40000, 40001, 40002, 40003}, 1e-5, Budget{8, 1}).y.within_budget());
+}
+
+TEST_CASE("naive: flagged on long offset rows (its sequential f32 sum loses the mean)", "[kernels][naive]") {
+  const auto x = testing::normal(DType::f32, 1024, 1e4, 1, 7);
+  CHECK_FALSE(measure(kernel("naive"), DType::f32, x, 1e-5, Budget{8, 1}).y.within_budget());
+  // ... and fine on short centred rows.
+  CHECK(measure(kernel("naive"), DType::f32, testing::normal(DType::f32, 64, 0, 1, 7), 1e-5, Budget{8, 1}).y.within_budget());
+}
+
+TEST_CASE("every kernel: results are bitwise identical for 1, 2 and 3 threads", "[kernels][threads]") {
+  for (const KernelInfo& k : registry()) {
+    for (DType d : kAllDTypes) {
+      const std::int64_t rows = 7, cols = 129;
+      const auto x = testing::encode(d, testing::normal(d, rows * cols, 3, 2, 11));
+      const std::size_t ss = size_of(stats_dtype(d));
+      std::vector<std::vector<std::byte>> ys;
+      for (int threads : {1, 2, 3}) {
+        std::vector<std::byte> y(x.size()), mean(rows * ss), rstd(rows * ss);
+        k.run(make_problem(rows, cols, d, 1e-5, false, false, threads),
+              Tensors{x.data(), nullptr, nullptr, y.data(), mean.data(), rstd.data()});
+        y.insert(y.end(), mean.begin(), mean.end());
+        y.insert(y.end(), rstd.begin(), rstd.end());
+        ys.push_back(std::move(y));
+      }
+      INFO(k.name << " " << name(d));
+      CHECK(ys[0] == ys[1]);
+      CHECK(ys[0] == ys[2]);
+    }
+  }
+}

@@ -1,1 +1,82 @@
+// The error metrics of DESIGN.md "Measuring error", on hand-computed values.
+#include <cmath>
+
 #include <catch2/catch.hpp>
+
+#include "lnorm/metrics.hpp"
+
+using namespace lnorm;
+
+namespace {
+ElementReference exact(double y, double z, double gamma = 1, double beta = 0) {
+  return {y, 0, z, std::fabs(gamma) * std::max(1.0, std::fabs(z)) + std::fabs(beta)};
+}
+std::uint64_t bits(const Format& f, double v) { return double_to_bits(f, v); }
+}  // namespace
+
+TEST_CASE("metrics: ulp(s) is the format's spacing at s, floored at the smallest normal binade", "[metrics]") {
+  const Format f32 = format_of(DType::f32), f16 = format_of(DType::f16), bf = format_of(DType::bf16);
+  CHECK(ulp_at(f32, 1.0) == 0x1p-23);
+  CHECK(ulp_at(f32, 1.5) == 0x1p-23);
+  CHECK(ulp_at(f32, 2.0) == 0x1p-22);
+  CHECK(ulp_at(f32, 0.75) == 0x1p-24);
+  CHECK(ulp_at(f32, 0.0) == 0x1p-149);
+  CHECK(ulp_at(f16, 1.0) == 0x1p-10);
+  CHECK(ulp_at(f16, 1e-7) == 0x1p-24);  // subnormal range
+  CHECK(ulp_at(bf, 3.0) == 0x1p-6);
+  CHECK(format_of(DType::f64).unit_roundoff() == 0x1p-53);
+}
+
+TEST_CASE("metrics: a value k ulps from an exactly representable answer has scaled error k", "[metrics]") {
+  const Format f = format_of(DType::f32);
+  for (int k : {0, 1, 2, 5, 100}) {
+    const double got = 1.5 + k * 0x1p-23;
+    CHECK(scaled_ulp_error(f, got, bits(f, got), bits(f, 1.5), exact(1.5, 1.5)) == k);
+  }
+  // Below 1 the output's ulp is finer than ulp(s) (s >= |gamma|): half a scaled ulp per output ulp.
+  CHECK(scaled_ulp_error(f, 0.5 + 0x1p-24, bits(f, 0.5 + 0x1p-24), bits(f, 0.5), exact(0.5, 0.5)) == 0.5);
+  // beta enters the scale: gamma = 1, beta = 3, z = 1 → s = 4, ulp(s) = 2^-21.
+  CHECK(scaled_ulp_error(f, 4 + 0x1p-21, 0, 0, exact(4, 1, 1, 3)) == 1);
+}
+
+TEST_CASE("metrics: NaN rules", "[metrics]") {
+  const Format f = format_of(DType::f32);
+  const ElementReference nan_ref{NAN, NAN, NAN, NAN};
+  CHECK(scaled_ulp_error(f, NAN, bits(f, NAN), bits(f, NAN), nan_ref) == 0);               // NaN where NaN: exact
+  CHECK(std::isinf(scaled_ulp_error(f, 1.0, bits(f, 1.0), bits(f, NAN), nan_ref)));       // finite where NaN
+  CHECK(std::isinf(scaled_ulp_error(f, NAN, bits(f, NAN), bits(f, 1.0), exact(1, 1))));  // NaN where finite
+  CHECK(std::isinf(scaled_ulp_error(f, INFINITY, bits(f, INFINITY), bits(f, 1.0), exact(1, 1))));
+  CHECK(scaled_ulp_error(f, INFINITY, bits(f, INFINITY), bits(f, INFINITY), exact(1e39, 1, 1e39)) == 0);
+  CHECK(correctly_rounded(f, bits(f, NAN), bits(f, NAN)));
+  CHECK(correctly_rounded(f, bits(f, -0.0), bits(f, 0.0)));
+  CHECK_FALSE(correctly_rounded(f, bits(f, 1.0), bits(f, NAN)));
+}
+
+TEST_CASE("metrics: ulp distance of statistics counts representable values between", "[metrics]") {
+  const Format f = format_of(DType::f32);
+  CHECK(ulp_distance(f, 1.0, 1.0) == 0);
+  CHECK(ulp_distance(f, 1.0 + 0x1p-23 * 3, 1.0) == 3);
+  CHECK(ulp_distance(f, 1.0 - 0x1p-24, 1.0 + 0x1p-23) == 2);  // across a binade
+  CHECK(ulp_distance(f, -0x1p-149, 0x1p-149) == 2);            // through zero
+  CHECK(std::isinf(ulp_distance(f, NAN, 1.0)));
+  CHECK(ulp_distance(f, NAN, NAN) == 0);
+}
+
+TEST_CASE("metrics: the summary keeps the worst element, budget a + b*kappa, and NaN mismatches", "[metrics]") {
+  const Format f = format_of(DType::f32);
+  ErrorSummary s;
+  const Budget budget{2, 0.5};
+  s.add(f, 0, 1.5, bits(f, 1.5), bits(f, 1.5), exact(1.5, 1.5), 0, budget);                   // exact
+  s.add(f, 1, 1.5 + 3 * 0x1p-23, 0, bits(f, 1.5), exact(1.5, 1.5), 0, budget);               // 3 > 2: over
+  s.add(f, 2, 1.5 + 5 * 0x1p-23, 0, bits(f, 1.5), exact(1.5, 1.5), 8, budget);               // 5 <= 2 + 4
+  s.add(f, 3, NAN, bits(f, NAN), bits(f, 1.5), exact(1.5, 1.5), 0, budget);                   // NaN mismatch
+  CHECK(s.elements == 4);
+  CHECK(s.correctly_rounded == 1);
+  CHECK(s.max_ulp == 5);
+  CHECK(s.max_ulp_index == 2);
+  CHECK(s.max_ulp_kappa == 8);
+  CHECK(s.nan_mismatches == 1);
+  CHECK(s.first_nan_mismatch_index == 3);
+  CHECK(s.over_budget == 2);
+  CHECK_FALSE(s.within_budget());
+}

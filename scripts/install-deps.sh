@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs exactly the Debian 12 packages lnorm's build and tests need. Idempotent: installs only
+# what is missing, says what it does. As non-root it prints the one apt-get line to run instead.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++          # toolchain (CMake >= 3.25)
+  libboost-dev                   # Boost.Multiprecision: the exact reference
+  libcli11-dev                   # the lnorm command line
+  nlohmann-json3-dev             # --json outputs
+  catch2                         # unit tests (Catch2 v2.13 single header)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing ${missing[*]}; as root run:"
+  echo "  apt-get update && $cmd"
+  exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
