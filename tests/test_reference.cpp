@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "independent_exact.hpp"
+#include "kernel_cases.hpp"
 #include "lnorm/format.hpp"
 #include "lnorm/reference.hpp"
 
@@ -17,21 +18,18 @@ using namespace lnorm;
 
 namespace {
 
+using lnorm::testing::encode;
+std::vector<double> in_format(DType d, std::vector<double> v) { return lnorm::testing::rounded(d, std::move(v)); }
+std::vector<double> normal_row(DType d, std::size_t n, double offset, double scale, std::uint64_t seed) {
+  return lnorm::testing::normal(d, n, offset, scale, seed);
+}
+
+
 // One reference row in double values (y rounded, as a double), for any dtype.
 struct Out {
   std::vector<double> y;
   RowReference row;
 };
-
-std::vector<std::byte> encode(DType d, const std::vector<double>& v) {
-  const Format f = format_of(d);
-  std::vector<std::byte> out(v.size() * size_of(d));
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    const std::uint64_t b = double_to_bits(f, v[i]);
-    std::memcpy(out.data() + i * size_of(d), &b, size_of(d));
-  }
-  return out;
-}
 
 Out run_reference(DType d, double eps, const std::vector<double>& x, const std::vector<double>* g = nullptr,
                   const std::vector<double>* b = nullptr) {
@@ -76,20 +74,6 @@ std::string compare_with_independent(DType d, double eps, const std::vector<doub
       return buf;
     }
   return "";
-}
-
-std::vector<double> in_format(DType d, std::vector<double> v) {
-  const Format f = format_of(d);
-  for (double& e : v) e = round_to_format(f, e);
-  return v;
-}
-
-std::vector<double> normal_row(DType d, std::size_t n, double offset, double scale, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> nd;
-  std::vector<double> v(n);
-  for (double& e : v) e = offset + scale * nd(rng);
-  return in_format(d, v);
 }
 
 }  // namespace
