@@ -85,8 +85,7 @@ void store_bits(const Format& f, void* dst, std::int64_t i, std::uint64_t bits) 
 struct RowReferencer::Impl {
   DType dtype;
   Format fmt, stats_fmt;
-  double eps;
-  Dyadic eps_dyadic;
+  Dyadic eps_dyadic;  // eps exactly as the kernels receive it
   std::vector<double> x, gamma, beta;
 
   // Per-row exact state.
@@ -97,7 +96,7 @@ struct RowReferencer::Impl {
   bool fast_ok = false;
 
   Impl(DType dt, double e)
-      : dtype(dt), fmt(format_of(dt)), stats_fmt(format_of(stats_dtype(dt))), eps(e),
+      : dtype(dt), fmt(format_of(dt)), stats_fmt(format_of(stats_dtype(dt))),
         eps_dyadic(Dyadic::from_double(e)) {}
 
   void accumulate(std::int64_t n) {
