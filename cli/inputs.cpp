@@ -11,15 +11,7 @@
 
 namespace lnorm::cli {
 
-std::string descr_of(DType d) {
-  switch (d) {
-    case DType::f32: return "<f4";
-    case DType::f64: return "<f8";
-    case DType::f16: return "<f2";
-    case DType::bf16: return "<u2";
-  }
-  return "?";
-}
+std::string descr_of(DType d) { return std::string(npy_descr(d)); }
 
 std::vector<std::int64_t> parse_shape(const std::string& text, const std::string& what) {
   std::vector<std::int64_t> shape;

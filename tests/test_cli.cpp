@@ -69,15 +69,7 @@ Result cli(const std::string& args) {
   return r;
 }
 
-std::string descr_of(DType d) {
-  switch (d) {
-    case DType::f32: return "<f4";
-    case DType::f64: return "<f8";
-    case DType::f16: return "<f2";
-    case DType::bf16: return "<u2";
-  }
-  return "?";
-}
+std::string descr_of(DType d) { return std::string(lnorm::npy_descr(d)); }
 
 // An .npy file's contents.
 struct Array {

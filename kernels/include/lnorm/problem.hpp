@@ -26,6 +26,17 @@ constexpr std::string_view name(DType d) {
 }
 std::optional<DType> parse_dtype(std::string_view s);
 
+// The .npy descr that stores a dtype ('<u2' holds bf16 bit patterns).
+constexpr std::string_view npy_descr(DType d) {
+  switch (d) {
+    case DType::f32: return "<f4";
+    case DType::f64: return "<f8";
+    case DType::f16: return "<f2";
+    case DType::bf16: return "<u2";
+  }
+  return "?";
+}
+
 constexpr std::size_t size_of(DType d) {
   return d == DType::f64 ? 8 : d == DType::f32 ? 4 : 2;
 }
