@@ -18,15 +18,19 @@ namespace lnorm::cpu {
 template <class T>
 using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-// The row's statistics. The centre is shift + mean_from_shift: kernels that accumulate shifted
-// values (x − shift) normalize with (x − shift) − mean_from_shift, which keeps the mean's rounding
-// error relative to the spread, not to the offset. shift = 0 is the plain algorithm, bitwise.
+// The row's statistics. Kernels may work on v = x·scale − shift·scale (scale a power of two, so
+// the product is exact unless it underflows), with mean_from_shift and var in that scaled domain:
+//   rstd_scaled = 1/sqrt(var + eps·scale²),  y = (v − mean_from_shift)·rstd_scaled,  rstd = rstd_scaled·scale.
+// The shift keeps the mean's rounding error relative to the spread, not to the offset; the scale keeps
+// squares of the spread inside the accumulator's range (rows near overflow, subnormal rows).
+// shift = 0, scale = 1 is the plain algorithm, bitwise.
 template <class T>
 struct RowStats {
-  Acc<T> mean;             // reported mean (rounded once from shift + mean_from_shift)
-  Acc<T> var;              // population variance (divide by n); may be negative for onepass
-  Acc<T> shift = 0;
-  Acc<T> mean_from_shift;  // mean of (x − shift)
+  Acc<T> mean;             // reported mean (rounded once from shift + mean_from_shift/scale)
+  Acc<T> var;              // population variance (divide by n) of v; may be negative for onepass
+  Acc<T> shift_scaled = 0; // shift·scale
+  Acc<T> mean_from_shift;  // mean of v
+  Acc<T> scale = 1;
 };
 
 // StatsFn: RowStats<T> stats(const T* row, std::int64_t n).
@@ -46,11 +50,17 @@ void normalize_rows(const Problem& p, const Tensors& t, StatsFn stats) {
       const T* xr = x + r * n;
       T* yr = y + r * n;
       const RowStats<T> s = stats(xr, n);
-      const A rstd = A(1) / std::sqrt(s.var + eps);
+      // eps·scale² may overflow to +Inf for subnormal rows: then rstd_scaled = 0 and y = β, the
+      // right answer to the format's precision since var ≪ eps there; the reported rstd is then
+      // taken unscaled, where var/scale² ≪ eps.
+      const A eps_scaled = s.scale == A(1) ? eps : eps * s.scale * s.scale;
+      const A rstd = A(1) / std::sqrt(s.var + eps_scaled);
       if (mean_out) mean_out[r] = s.mean;
-      if (rstd_out) rstd_out[r] = rstd;
+      if (rstd_out) {
+        rstd_out[r] = std::isinf(eps_scaled) ? A(1) / std::sqrt(s.var / s.scale / s.scale + eps) : rstd * s.scale;
+      }
       for (std::int64_t i = 0; i < n; ++i) {
-        A v = ((static_cast<A>(to_float(xr[i])) - s.shift) - s.mean_from_shift) * rstd;
+        A v = ((static_cast<A>(to_float(xr[i])) * s.scale - s.shift_scaled) - s.mean_from_shift) * rstd;
         if (gamma) v *= static_cast<A>(to_float(gamma[i]));
         if (beta) v += static_cast<A>(to_float(beta[i]));
         if constexpr (std::is_same_v<T, double>) yr[i] = v;

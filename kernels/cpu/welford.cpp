@@ -3,16 +3,26 @@
 // sample variance", §3: shifting by a sample value removes the offset before it costs precision).
 //   x' = x − x[0]   (exact by Sterbenz's lemma whenever x is within a factor 2 of x[0], which is
 //                    precisely the offset case where an unshifted mean would lose kappa·u)
-//   in a block:  k += 1; d = x' − mean; mean += d/k; m2 += d·(x' − mean)
-//   merge a,b:   n = na+nb; δ = mean_b − mean_a; mean = mean_a + δ·nb/n; m2 = m2a + m2b + δ²·na·nb/n
+//   in a block:  k += 1; d = x' − mean; sum += x'; mean = sum/k; m2 += d·(x' − mean)
+//   merge a,b:   n = na+nb; δ = mean_b − mean_a; sum = sum_a + sum_b; mean = sum/n;
+//                m2 = m2a + m2b + δ²·na·nb/n
+// The mean is carried as a sum (divided once per step) rather than as Welford's running
+// mean += d/k: the sum is a blocked pairwise sum, so when every partial sum is representable (the
+// exact-statistics rows of property_tests/) the mean is exact, and otherwise it is as accurate as a
+// pairwise sum — with the running form each d/k rounds and the mean drifts by ~1 ulp per block.
 // Blocks of kBlock elements are merged as a binary counter (equal-sized partials merge first), so
 // no value passes through more than kBlock + log2(n/kBlock) rounding steps: the error grows like
 // log n, not n. On a constant row every d and δ is exactly 0, so mean = x and m2 = 0 exactly and
 // y = β bit-exactly. Measured on `lnorm gen --dist offset --offset 1e4` (kappa ≈ 1e4, 64x1024 f32):
 // without the shift the mean is 1 ulp off and y errs by 1.9·kappa scaled ulps; with it, by < 8.
-// Failure modes (f32 range): d·(x − mean) overflows when the row's spread exceeds ~1.8e19 (x² near
-// f32 max), and underflows to 0 for subnormal rows — with eps = 0 that gives var = 0, rstd = Inf.
+// Range: when max |x − x[0]| leaves [2^-40, 2^40] (2^±400 for f64) — rows near overflow, whose
+// squares overflow, and subnormal rows, whose squares underflow — the row is recomputed on values
+// scaled by an exact power of two (RowStats::scale); this costs a second and third pass on those
+// rows only.
+#include <algorithm>
 #include <array>
+#include <cmath>
+#include <limits>
 
 #include "kernels.hpp"
 #include "scalar_rows.hpp"
@@ -23,33 +33,43 @@ namespace {
 // 32 elements per block: long enough to amortize the merges (a merge costs a division), short
 // enough that a block's sequential updates add at most ~32 roundings to the mean.
 constexpr std::int64_t kBlock = 32;
+// Largest |v| whose square, summed over 2^31 elements, stays finite (and smallest whose square stays
+// normal) in the accumulator: 2^40 → 2^80·2^31 < 2^127 for f32; f64 gets 2^400 by the same sum.
+template <class A>
+constexpr A kSafeMaxOf = std::is_same_v<A, double> ? 0x1p400 : 0x1p40f;
+template <class A>
+constexpr A kSafeMinOf = std::is_same_v<A, double> ? 0x1p-400 : 0x1p-40f;
 
 template <class T>
 struct WelfordStats {
   using A = Acc<T>;
+  static constexpr A kSafeMax = kSafeMaxOf<A>, kSafeMin = kSafeMinOf<A>;
   struct Partial {
-    A count = 0, mean = 0, m2 = 0;
+    A count = 0, sum = 0, mean = 0, m2 = 0;
   };
   static Partial merge(const Partial& a, const Partial& b) {
     const A n = a.count + b.count;
     const A delta = b.mean - a.mean;
-    const A wb = b.count / n;
-    return {n, a.mean + delta * wb, a.m2 + b.m2 + delta * delta * a.count * wb};
+    const A sum = a.sum + b.sum;
+    return {n, sum, sum / n, a.m2 + b.m2 + delta * delta * a.count * (b.count / n)};
   }
-  RowStats<T> operator()(const T* x, std::int64_t n) const {
-    const A shift = load(x[0]);
+  // One blocked Welford/Chan pass over v = x·scale − shift_scaled; also returns max |v|.
+  static Partial pass(const T* x, std::int64_t n, A scale, A shift_scaled, A& max_abs) {
     // levels[k] holds a partial of 2^k blocks (or is empty): a binary counter of partials.
     std::array<Partial, 64> levels{};
     std::array<bool, 64> full{};
     Partial tail;
+    max_abs = 0;
     for (std::int64_t start = 0; start < n; start += kBlock) {
       const std::int64_t end = std::min(n, start + kBlock);
       Partial p;
       for (std::int64_t i = start; i < end; ++i) {
-        const A v = load(x[i]) - shift;
+        const A v = load(x[i]) * scale - shift_scaled;
+        max_abs = std::max(max_abs, std::abs(v));
         p.count += 1;
         const A d = v - p.mean;
-        p.mean += d / p.count;
+        p.sum += v;
+        p.mean = p.sum / p.count;
         p.m2 += d * (v - p.mean);
       }
       if (end - start < kBlock) {  // the short last block merges at the end
@@ -74,7 +94,35 @@ struct WelfordStats {
       have = true;
     }
     if (tail.count > 0) total = have ? merge(total, tail) : tail;
-    return {shift + total.mean, total.m2 / static_cast<A>(n), shift, total.mean};
+    return total;
+  }
+
+  RowStats<T> operator()(const T* x, std::int64_t n) const {
+    const A shift = load(x[0]);
+    A max_abs = 0;
+    Partial total = pass(x, n, A(1), shift, max_abs);
+    A scale = 1;
+    // Squares of the spread must stay normal and finite in A: max |v| in [2^-kSafeExp, 2^kSafeExp].
+    // Outside it (rows near overflow, where x − x[0] itself may overflow; subnormal rows, whose
+    // squares underflow to 0) the row is redone on v·2^k with max |v| in [1, 2): exact scaling.
+    // NaN/Inf rows fail both tests and stay NaN.
+    if (max_abs != 0 && !(max_abs >= kSafeMin && max_abs <= kSafeMax)) {
+      A raw_max = 0;
+      for (std::int64_t i = 0; i < n; ++i) raw_max = std::max(raw_max, std::abs(load(x[i]) - shift));
+      if (!std::isfinite(raw_max)) {  // x − x[0] overflows: scale before subtracting
+        raw_max = 0;
+        for (std::int64_t i = 0; i < n; ++i) raw_max = std::max(raw_max, std::abs(load(x[i])));
+        raw_max *= 2;  // bounds |x − x[0]| ≤ 2·max|x|, in units where it is finite
+        if (!std::isfinite(raw_max)) raw_max = std::numeric_limits<A>::max();
+      }
+      if (std::isfinite(raw_max) && raw_max > 0) {
+        // Clamped so the scale itself stays a normal number of A (subnormal f32 rows need 2^149).
+        const int max_exp = std::numeric_limits<A>::max_exponent - 2;
+        scale = std::ldexp(A(1), std::clamp(-std::ilogb(raw_max), -max_exp, max_exp));
+        total = pass(x, n, scale, shift * scale, max_abs);
+      }
+    }
+    return {shift + total.mean / scale, total.m2 / static_cast<A>(n), shift * scale, total.mean, scale};
   }
 };
 
