@@ -11,5 +11,6 @@ void add_run(CLI::App& app, int& exit_code);        // run --kernel K
 void add_reference(CLI::App& app, int& exit_code);  // the exact reference, same flags as run
 void add_check(CLI::App& app, int& exit_code);
 void add_gen(CLI::App& app, int& exit_code);        // generates test inputs (.npy)
+void add_verify(CLI::App& app, int& exit_code);     // the property suite against budgets.toml
 
 }  // namespace lnorm::cli

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   lnorm::cli::add_reference(app, exit_code);
   lnorm::cli::add_check(app, exit_code);
   lnorm::cli::add_gen(app, exit_code);
+  lnorm::cli::add_verify(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -9,6 +9,8 @@ packages=(
   libcli11-dev                   # the lnorm command line
   nlohmann-json3-dev             # --json outputs
   catch2                         # unit tests (Catch2 v2.13 single header)
+  librapidcheck-dev              # property-based generators and shrinking (property_tests/)
+  libtomlplusplus-dev            # budgets.toml
 )
 
 missing=()

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lnorm/format.hpp"
+#include "cli_support.hpp"
 #include "lnorm/npy.hpp"
 
 namespace fs = std::filesystem;
@@ -29,45 +30,7 @@ using Shape = std::vector<std::int64_t>;
 
 namespace {
 
-// A fresh directory per test, removed at the end even when the test fails.
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    std::random_device rd;
-    dir = fs::temp_directory_path() / ("lnorm_cli_test_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
-    fs::create_directories(dir);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string operator/(const std::string& name) const { return (dir / name).string(); }
-  std::set<std::string> entries() const {
-    std::set<std::string> s;
-    for (const auto& e : fs::directory_iterator(dir)) s.insert(e.path().filename().string());
-    return s;
-  }
-};
-
-struct Result {
-  int code = -1;
-  std::string out;  // stdout and stderr together
-};
-
-// Runs `lnorm ARGS` through the shell and captures its output and exit status.
-Result cli(const std::string& args) {
-  const std::string cmd = std::string("'") + LNORM_EXE + "' " + args + " 2>&1";
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  Result r;
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
-  const int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using namespace lnorm::testing;
 
 std::string descr_of(DType d) { return std::string(lnorm::npy_descr(d)); }
 
@@ -114,15 +77,8 @@ std::vector<double> values(const Array& a, DType d) {
 
 std::vector<double> load_values(const std::string& path, DType d) { return values(load(path), d); }
 
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 // Byte equality of two files' contents, without printing binary bytes on failure.
 bool identical(const std::string& a, const std::string& b) { return a == b; }
-
-nlohmann::json load_json(const std::string& path) { return nlohmann::json::parse(file_bytes(path)); }
 
 std::vector<double> random_values(std::size_t n, double offset, unsigned seed) {
   std::mt19937 rng(seed);
@@ -130,18 +86,6 @@ std::vector<double> random_values(std::size_t n, double offset, unsigned seed) {
   std::vector<double> v(n);
   for (auto& e : v) e = offset + normal(rng);
   return v;
-}
-
-// Exit 2, exactly one line "lnorm: ..." that contains `must_name`, and no file but the inputs.
-void expect_refused(const TempDir& t, const std::string& args, const std::string& must_name) {
-  const auto before = t.entries();
-  const Result r = cli(args);
-  INFO("lnorm " << args << "\n-> exit " << r.code << ": " << r.out);
-  CHECK(r.code == 2);
-  CHECK(r.out.rfind("lnorm: ", 0) == 0);
-  CHECK(r.out.find('\n') == r.out.size() - 1);  // one line, newline-terminated
-  CHECK_THAT(r.out, Contains(must_name));
-  CHECK(t.entries() == before);
 }
 
 // The 16-value row with mean 0 and variance exactly 4: with eps 0, rstd = 1/2 and y = x/2 exactly.

@@ -242,7 +242,7 @@ TEST_CASE("f16: to_float of every bit pattern is its IEEE binary16 value, signed
   check_every_pattern_widens_exactly(kF16);
 }
 
-TEST_CASE("f16: every non-NaN pattern round-trips through float exactly; NaN stays NaN",
+TEST_CASE("f16: every non-NaN pattern round-trips through float exactly, NaN stays NaN",
           "[half]") {
   check_every_pattern_round_trips(kF16);
 }
@@ -261,7 +261,7 @@ TEST_CASE("bf16: to_float of every bit pattern is its bfloat16 value, the top ha
   REQUIRE_NO_MISMATCHES(mm);
 }
 
-TEST_CASE("bf16: every non-NaN pattern round-trips through float exactly; NaN stays NaN",
+TEST_CASE("bf16: every non-NaN pattern round-trips through float exactly, NaN stays NaN",
           "[half]") {
   check_every_pattern_round_trips(kBF16);
 }

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "lnorm/half.hpp"
@@ -54,10 +55,13 @@ void normalize_rows(const Problem& p, const Tensors& t, StatsFn stats) {
       // right answer to the format's precision since var ≪ eps there; the reported rstd is then
       // taken unscaled, where var/scale² ≪ eps.
       const A eps_scaled = s.scale == A(1) ? eps : eps * s.scale * s.scale;
-      const A rstd = A(1) / std::sqrt(s.var + eps_scaled);
-      if (mean_out) mean_out[r] = s.mean;
+      // A NaN or Inf in the row reaches the mean or the variance; DESIGN says the whole row is NaN
+      // (an Inf alone would leave mean = ±Inf and y = NaN, a half-poisoned row).
+      const bool poisoned = !std::isfinite(s.mean) || std::isnan(s.var);
+      const A rstd = poisoned ? std::numeric_limits<A>::quiet_NaN() : A(1) / std::sqrt(s.var + eps_scaled);
+      if (mean_out) mean_out[r] = poisoned ? rstd : s.mean;
       if (rstd_out) {
-        rstd_out[r] = std::isinf(eps_scaled) ? A(1) / std::sqrt(s.var / s.scale / s.scale + eps) : rstd * s.scale;
+        rstd_out[r] = std::isinf(eps_scaled) && !poisoned ? A(1) / std::sqrt(s.var / s.scale / s.scale + eps) : rstd * s.scale;
       }
       for (std::int64_t i = 0; i < n; ++i) {
         A v = ((static_cast<A>(to_float(xr[i])) * s.scale - s.shift_scaled) - s.mean_from_shift) * rstd;

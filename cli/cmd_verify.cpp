@@ -1,0 +1,131 @@
+// lnorm verify — the CI gate: the ten properties (property_tests/) for each chosen kernel × dtype,
+// judged against budgets.toml. Exit 0 when every property holds (expected failures excepted), 1 when
+// any fails, is mistrusted, or an expected failure starts passing; 2 on bad usage.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "commands.hpp"
+#include "inputs.hpp"
+#include "lnorm/registry.hpp"
+#include "lnorm/verify.hpp"
+#include "lnorm/verify_report.hpp"
+
+namespace lnorm::cli {
+
+namespace {
+
+struct VerifyFlags {
+  std::vector<std::string> kernels{"all"};
+  std::vector<std::string> dtypes;
+  std::vector<std::string> properties;
+  std::string budgets, json, junit, dump;
+  int cases = 0;
+  std::uint64_t seed = 1;
+  bool quick = false;
+};
+
+}  // namespace
+
+void add_verify(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("verify", "Check the kernels' properties against the exact reference and budgets.toml");
+  auto f = std::make_shared<VerifyFlags>();
+  cmd->add_option("--kernel", f->kernels, "Kernel name, repeatable, or 'all' (default: all)");
+  cmd->add_option("--dtype", f->dtypes, "f32, f64, f16 or bf16, repeatable (default: every dtype the kernel takes)");
+  cmd->add_option("--property", f->properties, "Only this property, repeatable (default: all ten)");
+  cmd->add_option("--budgets", f->budgets, "Budgets file (default: the built-in property_tests/budgets.toml)");
+  cmd->add_option("--cases", f->cases, "Generated cases per property (default: 24 with --quick, else 160)")
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--seed", f->seed, "Seed of the run (default 1); the same seed reproduces the same cases");
+  cmd->add_flag("--quick", f->quick, "The quick suite ctest runs (24 cases per property)");
+  cmd->add_option("--json", f->json, "Write the results as JSON to this file");
+  cmd->add_option("--junit", f->junit, "Write JUnit XML (one testcase per kernel x dtype x property) to this file");
+  cmd->add_option("--dump-failures", f->dump, "Write each failing case's x/gamma/beta as .npy under this folder");
+  cmd->callback([f, &exit_code] {
+    using namespace lnorm::verify;
+    check_outputs({{f->json, "--json"}, {f->junit, "--junit"}}, {});
+    std::vector<const KernelInfo*> kernels;
+    for (const std::string& k : f->kernels) {
+      if (k == "all") {
+        for (const KernelInfo& info : registry()) kernels.push_back(&info);
+        continue;
+      }
+      const KernelInfo* info = find_kernel(k);
+      if (!info) {
+        std::string names;
+        for (const KernelInfo& i : registry()) names += " " + std::string(i.name);
+        throw InputError("--kernel " + k + ": no such kernel (have:" + names + ")");
+      }
+      kernels.push_back(info);
+    }
+    std::vector<DType> dtypes;
+    for (const std::string& d : f->dtypes) {
+      const auto parsed = parse_dtype(d);
+      if (!parsed) throw InputError("--dtype " + d + ": expected f32, f64, f16 or bf16");
+      dtypes.push_back(*parsed);
+    }
+    Settings settings;
+    settings.cases = f->cases;
+    settings.seed = f->seed;
+    settings.quick = f->quick;
+    settings.dump_dir = f->dump;
+    for (const std::string& p : f->properties) {
+      const auto parsed = parse_property(p);
+      if (!parsed) throw InputError("--property " + p + ": not a property (see lnorm verify --help; e.g. accuracy)");
+      settings.properties.push_back(*parsed);
+    }
+    Budgets budgets;
+    try {
+      budgets = f->budgets.empty() ? Budgets::builtin() : Budgets::load(f->budgets);
+    } catch (const BudgetError& e) {
+      throw InputError(e.what());
+    }
+    // The work list, so progress can say "n of m".
+    std::vector<std::pair<const KernelInfo*, DType>> work;
+    for (const KernelInfo* k : kernels) {
+      for (DType d : dtypes.empty() ? std::vector<DType>(std::begin(kAllDTypes), std::end(kAllDTypes)) : dtypes) {
+        if (k->dtypes.contains(d)) work.emplace_back(k, d);
+      }
+    }
+    if (work.empty()) throw InputError("no chosen kernel takes the chosen dtype");
+    const std::size_t nprops = settings.properties.empty() ? kAllProperties.size() : settings.properties.size();
+    const std::size_t total = work.size() * nprops;
+    const bool tty = isatty(fileno(stderr));
+    std::size_t done = 0;
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<Outcome> outcomes;
+    for (const auto& [k, d] : work) {
+      KernelBudget budget;
+      try {
+        budget = budgets.for_kernel(k->name, d);
+      } catch (const BudgetError& e) {
+        throw InputError(e.what());
+      }
+      auto progress = [&](std::string_view kernel, DType dtype, Property p) {
+        ++done;
+        if (tty) {
+          std::fprintf(stderr, "\r\033[Kverify [%zu/%zu] %s %s %s", done, total, std::string(kernel).c_str(),
+                       std::string(name(dtype)).c_str(), std::string(name(p)).c_str());
+        }
+      };
+      for (Outcome& o : verify_kernel(*k, d, budget, settings, progress)) outcomes.push_back(std::move(o));
+    }
+    if (tty) std::fprintf(stderr, "\r\033[K");
+    RunInfo info;
+    info.seed = settings.seed;
+    info.quick = settings.quick;
+    info.cases = settings.default_cases();
+    info.budgets_source = budgets.source();
+    info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fputs(table_text(outcomes, info).c_str(), stdout);
+    if (!f->json.empty()) write_text_atomically(f->json, json_text(outcomes, info));
+    if (!f->junit.empty()) write_text_atomically(f->junit, junit_text(outcomes, info));
+    bool failed = false;
+    for (const Outcome& o : outcomes) failed = failed || is_failure(o.status);
+    exit_code = failed ? 1 : 0;
+  });
+}
+
+}  // namespace lnorm::cli

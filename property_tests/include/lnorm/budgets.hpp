@@ -1,0 +1,59 @@
+// Error budgets per kernel × dtype, read from budgets.toml (property_tests/budgets.toml is built in;
+// `lnorm verify --budgets F` reads another). Every number carries a one-line reason.
+//
+//   [welford.f32]
+//   y    = { a = 4, b = 1, reason = "..." }      # scaled ulps per element: a + b·kappa
+//   mean = { ulp = 2, reason = "..." }           # ulps of max(|mean|, sqrt(var + eps)), stats format
+//   rstd = { ulp = 3, reason = "..." }           # plain ulps of rstd, stats format
+//   exact_mean = { value = true, reason = "..." } # mean bit-exact on exact-statistics rows
+//   [welford.f32.expected_failures]
+//   accuracy = "why this algorithm cannot meet the budget"
+//
+// A kernel with no section of its own (a plugin, a test mutant) is held to [default.<dtype>].
+#pragma once
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "lnorm/metrics.hpp"
+#include "lnorm/problem.hpp"
+#include "lnorm/properties.hpp"
+
+namespace lnorm::verify {
+
+struct KernelBudget {
+  Budget y;                 // a + b·kappa scaled ulps
+  double mean_ulp = 0;      // |mean − mean*| in ulps of max(|mean*|, sqrt(var* + eps)) (stats format)
+  double rstd_ulp = 0;      // |rstd − rstd*| in plain ulps (stats format)
+  bool exact_mean = false;  // mean must be bit-exact on exact-statistics rows
+  std::string y_reason, mean_reason, rstd_reason, exact_mean_reason;
+  std::map<Property, std::string> expected_failures;  // property → why it is expected to fail
+  std::string section;      // "welford.f32" or "default.f32": where these numbers came from
+};
+
+class BudgetError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Budgets {
+ public:
+  // Parses TOML text; `source` names it in error messages. Throws BudgetError naming the key.
+  static Budgets parse(std::string_view toml_text, const std::string& source);
+  static Budgets load(const std::string& path);
+  static Budgets builtin();  // property_tests/budgets.toml as built into the binary
+
+  // The kernel's own section, or [default.<dtype>]; throws BudgetError if neither exists.
+  const KernelBudget& for_kernel(std::string_view kernel, DType dtype) const;
+  bool has_own(std::string_view kernel, DType dtype) const;
+  const std::string& source() const { return source_; }
+
+ private:
+  std::map<std::pair<std::string, DType>, KernelBudget> table_;
+  std::string source_;
+};
+
+}  // namespace lnorm::verify

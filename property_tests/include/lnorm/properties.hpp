@@ -1,0 +1,48 @@
+// The ten properties `lnorm verify` checks for every kernel × dtype (DESIGN.md "Verification").
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string_view>
+
+namespace lnorm::verify {
+
+enum class Property : int {
+  shape,             // 1. y has x's shape; nothing written outside y/mean/rstd; every output written
+  normalized,        // 2. gamma = 1, beta = 0: row mean ≈ 0, row variance ≈ var/(var + eps)
+  accuracy,          // 3. scaled ulp error ≤ a + b·kappa; mean and rstd within their budgets
+  eps_edges,         // 4. constant row → beta; var ≪ eps; eps = 0 constant → NaN; width 1 → beta
+  row_independence,  // 5. a row's output is bitwise the same alone, in any batch, at any position
+  determinism,       // 6. bitwise identical over repeated runs and thread counts
+  affine_identity,   // 7. gamma = 1, beta = 0 given explicitly equals no affine, bitwise
+  invariance,        // 8. LN(a·x + c) ≈ LN(x), a > 0, eps = 0, within the budget's kappa term
+  permutation,       // 9. permuting a row permutes its output (within budget)
+  nonfinite,         // 10. a NaN or Inf makes its row NaN and no other
+};
+
+inline constexpr std::array kAllProperties = {
+    Property::shape,      Property::normalized,  Property::accuracy,    Property::eps_edges,
+    Property::row_independence, Property::determinism, Property::affine_identity,
+    Property::invariance, Property::permutation, Property::nonfinite};
+
+// Stable names: budgets.toml, --property, JSON and JUnit use them.
+constexpr std::string_view name(Property p) {
+  switch (p) {
+    case Property::shape: return "shape";
+    case Property::normalized: return "normalized";
+    case Property::accuracy: return "accuracy";
+    case Property::eps_edges: return "eps_edges";
+    case Property::row_independence: return "row_independence";
+    case Property::determinism: return "determinism";
+    case Property::affine_identity: return "affine_identity";
+    case Property::invariance: return "invariance";
+    case Property::permutation: return "permutation";
+    case Property::nonfinite: return "nonfinite";
+  }
+  return "?";
+}
+
+std::string_view summary(Property p);
+std::optional<Property> parse_property(std::string_view s);
+
+}  // namespace lnorm::verify

@@ -1,0 +1,65 @@
+// `lnorm verify` as a library: run the properties for one kernel × dtype and say, for each, whether
+// it held, on how many cases of which classes, the worst errors seen, and how to reproduce a failure.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lnorm/budgets.hpp"
+#include "lnorm/kernel.hpp"
+#include "lnorm/properties.hpp"
+
+namespace lnorm::verify {
+
+enum class Status {
+  pass,              // held on every case, and every input class was generated
+  fail,              // a case broke it
+  expected_failure,  // broke it, and budgets.toml lists this property as expected to fail
+  unexpected_pass,   // listed as expected to fail, but held on the full suite: budgets.toml is stale
+  unconfirmed,       // listed as expected to fail, held on the quick suite's few cases: reported,
+                     // not failed — the full suite (which does fail on XPASS) decides
+  mistrusted,        // held, but some input class was never generated: the run proved too little
+  skipped,           // the kernel cannot run here (the reason is in `message`)
+};
+std::string_view name(Status s);
+// Whether this outcome makes `lnorm verify` exit 1.
+bool is_failure(Status s);
+
+struct Settings {
+  int cases = 0;                    // per property; 0: the default for quick/full
+  std::uint64_t seed = 1;           // the run's seed; each kernel × dtype × property derives its own
+  bool quick = false;
+  std::vector<Property> properties;  // empty: all ten
+  std::string dump_dir;             // when set, each failing case is written there as .npy files
+  std::string command = "lnorm verify";  // how reproduction lines start
+  int default_cases() const { return cases > 0 ? cases : quick ? 24 : 160; }
+};
+
+struct Outcome {
+  std::string kernel;
+  DType dtype = DType::f32;
+  Property property = Property::shape;
+  Status status = Status::pass;
+  int cases = 0;                         // generated cases checked (before any shrinking)
+  double seconds = 0;
+  std::uint64_t seed = 0;                // the derived seed RapidCheck ran with
+  std::map<std::string, double> worst;   // worst value of each measure seen (scaled ulps, ratios)
+  std::map<std::string, int> classes;    // generated cases per primary input class
+  std::string message;                   // what broke (or why skipped / mistrusted)
+  std::string counterexample;            // the shrunk case, one line
+  std::string reproduce;                 // one command line that reruns exactly this
+  std::string expected_reason;           // from budgets.toml, for expected failures
+  std::vector<std::string> dumped;       // .npy files written for the counterexample
+};
+
+// Called before each property with (kernel, dtype, property).
+using Progress = std::function<void(std::string_view, DType, Property)>;
+
+std::vector<Outcome> verify_kernel(const KernelInfo& kernel, DType dtype, const KernelBudget& budget,
+                                   const Settings& settings, const Progress& progress = {});
+
+}  // namespace lnorm::verify

@@ -1,0 +1,242 @@
+// mutants — LayerNorm kernels that are WRONG ON PURPOSE, one defect each, so a test can check that
+// the property-based suite catches every one. Apart from its defect each mutant is the control
+// kernel (`control()`): a two-pass LayerNorm computed in double (long double for f64 data) and
+// rounded once to the storage type, accurate enough to pass every property — the mutants test
+// checks that — so a failure can only come from the defect. Each imitates a real-world bug:
+//   var_unbiased      var = Σ(x−mean)²/(n−1); NaN at n = 1. Hand-written LayerNorms built on
+//                     torch's x.std(-1) / x.var(-1), unbiased by default (Annotated Transformer).
+//   eps_outside_sqrt  rstd = 1/(sqrt(var) + eps): the same Annotated Transformer line,
+//                     (x − mean) / (std + eps). Differs only when var is within ~eps of 0.
+//   eps_missing       rstd = 1/sqrt(var): a constant row (padding tokens) gives rstd = Inf and
+//                     y = 0·Inf = NaN.
+//   f16_accumulation  Σx and Σ(x−mean)² rounded to f16 after every add: the llm.c / fp16
+//                     "accumulate in half" bug; a sum of unit values stalls at 2048.
+//   drops_last        statistics over x[0..n−2] and / (n−1): an off-by-one loop bound.
+//   counts_padding    row padded with zeros to a multiple of 8 and the padding counted in mean and
+//                     var: Triton's LayerNorm at non-power-of-two widths (BLOCK_SIZE = next_pow2(n)
+//                     with the mask forgotten on the statistics).
+//   wrong_axis        statistics down each column instead of along each row: normalizing the batch
+//                     axis, BatchNorm-style (an axis / normalized_shape mix-up).
+//   approx_rsqrt      rstd from an rsqrtps-like estimate (12 significant bits) without the Newton
+//                     step that SIMD code must follow it with; relative error up to ~2^-12.
+//   skips_tail        an 8-wide "vector loop" with no remainder loop: the last n mod 8 elements are
+//                     missing from the statistics (sums still / n) and their y is never written.
+#include "mutants.hpp"
+
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "lnorm/half.hpp"
+#include "lnorm/parallel.hpp"
+#include "lnorm/problem.hpp"
+
+namespace lnorm::mutants {
+namespace {
+
+enum class Defect {
+  none,  // the control
+  var_unbiased,
+  eps_outside_sqrt,
+  eps_missing,
+  f16_accumulation,
+  drops_last,
+  counts_padding,
+  wrong_axis,
+  approx_rsqrt,
+  skips_tail,
+};
+
+// 8 = the AVX2 f32 vector width: padding width for counts_padding, loop width for skips_tail.
+constexpr std::int64_t kPad = 8;
+
+// Wider than any kernel's accumulator: the control's own rounding errors stay far below the
+// budgets (f32 data summed in double: 2^-29 of an f32 ulp per addition).
+template <class T>
+using Acc = std::conditional_t<std::is_same_v<T, double>, long double, double>;
+// The stats format mean/rstd are written in (DESIGN: f32, or f64 for f64 data).
+template <class T>
+using Stat = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+template <class T>
+Acc<T> load(const T& v) {
+  return static_cast<Acc<T>>(to_float(v));
+}
+
+// One running-sum step. f16_accumulation keeps the sum in f16 (rounded after every add).
+template <Defect D, class A>
+A add(A sum, A v) {
+  if constexpr (D == Defect::f16_accumulation)
+    return static_cast<A>(to_float(f16_from_float(static_cast<float>(sum + v))));
+  else
+    return sum + v;
+}
+
+// What the output loop needs: the centre and the scale.
+template <class A>
+struct Norm {
+  A mean;
+  A rstd;
+};
+
+// Keeps the top 12 significant mantissa bits (truncating), like rsqrtps's 1.5·2^-12 estimate.
+template <class A>
+A truncate_to_12_bits(A r) {
+  const double d = static_cast<double>(r);
+  return static_cast<A>(std::bit_cast<double>(std::bit_cast<std::uint64_t>(d) & ~((std::uint64_t{1} << 40) - 1)));
+}
+
+template <Defect D, class A>
+A rstd_of(A var, A eps) {
+  if constexpr (D == Defect::eps_outside_sqrt) return A(1) / (std::sqrt(var) + eps);
+  else if constexpr (D == Defect::eps_missing) return A(1) / std::sqrt(var);
+  else if constexpr (D == Defect::approx_rsqrt)
+    return truncate_to_12_bits(A(1) / std::sqrt(var + eps));
+  else return A(1) / std::sqrt(var + eps);
+}
+
+// Two-pass statistics of the n values x[0], x[stride], ..., x[(n−1)·stride] (stride ≠ 1 only for
+// wrong_axis's columns). Which elements are summed, and what by, is decided here; rstd_of holds
+// the eps and rsqrt defects.
+template <class T, Defect D>
+Norm<Acc<T>> stats(const T* x, std::int64_t n, std::int64_t stride, Acc<T> eps) {
+  using A = Acc<T>;
+  std::int64_t m = n;  // elements that enter the sums
+  A mean_div = static_cast<A>(n), var_div = static_cast<A>(n);
+  if constexpr (D == Defect::drops_last) {
+    m = n - 1;
+    mean_div = var_div = static_cast<A>(n > 1 ? n - 1 : 1);
+  } else if constexpr (D == Defect::skips_tail) {
+    m = n / kPad * kPad;
+  } else if constexpr (D == Defect::counts_padding) {
+    mean_div = var_div = static_cast<A>((n + kPad - 1) / kPad * kPad);
+  } else if constexpr (D == Defect::var_unbiased) {
+    var_div = static_cast<A>(n - 1);
+  }
+  // Sums of x − x[0]: a constant row then gives mean = x[0] exactly whatever n (a plain sum of
+  // 4097 equal doubles is not exact even in long double).
+  const A shift = n > 0 ? load(x[0]) : A(0);
+  A sum = 0;
+  for (std::int64_t i = 0; i < m; ++i) sum = add<D>(sum, load(x[i * stride]) - shift);
+  if constexpr (D == Defect::counts_padding) {
+    for (std::int64_t i = n; i < (n + kPad - 1) / kPad * kPad; ++i) sum = add<D>(sum, A(0) - shift);
+  }
+  const A mean = shift + sum / mean_div;
+  A sq = 0;
+  for (std::int64_t i = 0; i < m; ++i) {
+    const A d = load(x[i * stride]) - mean;
+    sq = add<D>(sq, d * d);
+  }
+  if constexpr (D == Defect::counts_padding) {
+    for (std::int64_t i = n; i < (n + kPad - 1) / kPad * kPad; ++i) {
+      const A d = A(0) - mean;  // a zero padding lane, counted as data
+      sq = add<D>(sq, d * d);
+    }
+  }
+  return {mean, rstd_of<D>(sq / var_div, eps)};
+}
+
+template <class T, Defect D>
+void run_typed(const Problem& p, const Tensors& t) {
+  using A = Acc<T>;
+  const T* x = static_cast<const T*>(t.x);
+  const T* gamma = p.has_gamma ? static_cast<const T*>(t.gamma) : nullptr;
+  const T* beta = p.has_beta ? static_cast<const T*>(t.beta) : nullptr;
+  T* y = static_cast<T*>(t.y);
+  Stat<T>* mean_out = static_cast<Stat<T>*>(t.mean);
+  Stat<T>* rstd_out = static_cast<Stat<T>*>(t.rstd);
+  const A eps = static_cast<A>(p.eps);
+  const std::int64_t n = p.cols;
+  // skips_tail writes only the vector-loop part of each row.
+  const std::int64_t written = D == Defect::skips_tail ? n / kPad * kPad : n;
+
+  // wrong_axis: column statistics first, on this thread, so the threads only read them.
+  std::vector<Norm<A>> cols;
+  if constexpr (D == Defect::wrong_axis) {
+    if (n == 0) return;  // no columns: nothing to report (and r % 0 below would be undefined)
+    cols.reserve(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) cols.push_back(stats<T, D>(x + i, p.rows, n, eps));
+  }
+
+  parallel_rows(p.rows, p.threads, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t r = begin; r < end; ++r) {
+      const T* xr = x + r * n;
+      T* yr = y + r * n;
+      Norm<A> row;
+      if constexpr (D == Defect::wrong_axis) row = cols[static_cast<std::size_t>(r % n)];
+      else row = stats<T, D>(xr, n, 1, eps);
+      // A NaN/Inf in the row makes the whole row NaN (DESIGN), mean and rstd included.
+      if (!std::isfinite(row.mean) || std::isnan(row.rstd)) row.mean = row.rstd = std::numeric_limits<A>::quiet_NaN();
+      if (mean_out) mean_out[r] = static_cast<Stat<T>>(row.mean);
+      if (rstd_out) rstd_out[r] = static_cast<Stat<T>>(row.rstd);
+      for (std::int64_t i = 0; i < written; ++i) {
+        Norm<A> s = row;
+        if constexpr (D == Defect::wrong_axis) s = cols[static_cast<std::size_t>(i)];
+        A v = (load(xr[i]) - s.mean) * s.rstd;
+        if (gamma) v *= load(gamma[i]);
+        if (beta) v += load(beta[i]);
+        if constexpr (std::is_same_v<T, double>) yr[i] = static_cast<double>(v);
+        else if constexpr (std::is_same_v<T, float>) yr[i] = static_cast<float>(v);
+        else yr[i] = from_float<T>(static_cast<float>(v));  // two roundings: ≤ 0.5 ulp + 2^-13 ulp
+      }
+    }
+  });
+}
+
+template <Defect D>
+void run(const Problem& p, const Tensors& t) {
+  switch (p.dtype) {
+    case DType::f32: return run_typed<float, D>(p, t);
+    case DType::f64: return run_typed<double, D>(p, t);
+    case DType::f16: return run_typed<f16, D>(p, t);
+    case DType::bf16: return run_typed<bf16, D>(p, t);
+  }
+}
+
+constexpr DTypeSet kAll{DType::f32, DType::f64, DType::f16, DType::bf16};
+
+constexpr KernelInfo mutant(std::string_view id, std::string_view summary,
+                            void (*fn)(const Problem&, const Tensors&)) {
+  return KernelInfo{id, summary, kAll, nullptr, fn, false};
+}
+
+}  // namespace
+
+const KernelInfo& control() {
+  static const KernelInfo kControl =
+      mutant("mutant_control", "no defect: two-pass in double (long double for f64), rounded once", &run<Defect::none>);
+  return kControl;
+}
+
+std::span<const KernelInfo> all() {
+  static const std::array<KernelInfo, 9> kMutants{
+      mutant("mutant_var_unbiased", "variance divided by n-1 instead of n (NaN at n = 1)",
+             &run<Defect::var_unbiased>),
+      mutant("mutant_eps_outside_sqrt", "rstd = 1/(sqrt(var) + eps) instead of 1/sqrt(var + eps)",
+             &run<Defect::eps_outside_sqrt>),
+      mutant("mutant_eps_missing", "rstd = 1/sqrt(var): no eps, NaN/Inf on constant rows",
+             &run<Defect::eps_missing>),
+      mutant("mutant_f16_accumulation", "both running sums rounded to f16 after every addition",
+             &run<Defect::f16_accumulation>),
+      mutant("mutant_drops_last", "statistics leave out the last element and divide by n-1",
+             &run<Defect::drops_last>),
+      mutant("mutant_counts_padding",
+             "row zero-padded to a multiple of 8, the padding counted in mean and var",
+             &run<Defect::counts_padding>),
+      mutant("mutant_wrong_axis", "statistics taken down each column instead of along each row",
+             &run<Defect::wrong_axis>),
+      mutant("mutant_approx_rsqrt",
+             "rstd truncated to 12 significant bits (rsqrtps, no Newton step)",
+             &run<Defect::approx_rsqrt>),
+      mutant("mutant_skips_tail",
+             "8-wide loop without remainder: last n mod 8 elements ignored, their y unwritten",
+             &run<Defect::skips_tail>),
+  };
+  return kMutants;
+}
+
+}  // namespace lnorm::mutants

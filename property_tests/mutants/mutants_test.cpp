@@ -1,0 +1,54 @@
+// ctest `mutants`: the suite must catch every deliberately wrong kernel. Runs the quick suite on each
+// mutant × dtype against the [default.*] budgets (a mutant has no section of its own), prints which
+// properties caught which mutant, and exits 1 if any mutant got through every property.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "lnorm/budgets.hpp"
+#include "lnorm/verify.hpp"
+#include "mutants.hpp"
+
+int main() {
+  using namespace lnorm;
+  using namespace lnorm::verify;
+  const Budgets budgets = Budgets::builtin();
+  Settings settings;
+  settings.quick = true;
+  settings.command = "lnorm verify (mutant: rebuild with it in the registry)";
+  int uncaught = 0;
+  // The control first: if it failed, the mutants' failures could be the base's, not their defects'.
+  for (DType d : kAllDTypes) {
+    for (const Outcome& o : verify_kernel(mutants::control(), d, budgets.for_kernel(mutants::control().name, d), settings)) {
+      if (is_failure(o.status)) {
+        std::printf("FAIL: the control kernel (no defect) fails %s %s: %s\n  case: %s\n", std::string(name(d)).c_str(),
+                    std::string(name(o.property)).c_str(), o.message.c_str(), o.counterexample.c_str());
+        return 1;
+      }
+    }
+  }
+  std::printf("%-26s passes every property x dtype (%s)\n\n", std::string(mutants::control().name).c_str(),
+              std::string(mutants::control().summary).c_str());
+  for (const KernelInfo& mutant : mutants::all()) {
+    std::string caught_by, first;
+    int failures = 0, runs = 0;
+    for (DType d : kAllDTypes) {
+      std::string props;
+      for (const Outcome& o : verify_kernel(mutant, d, budgets.for_kernel(mutant.name, d), settings)) {
+        ++runs;
+        if (!is_failure(o.status)) continue;
+        ++failures;
+        if (!props.empty()) props += ' ';
+        props += name(o.property);
+        if (first.empty()) first = std::string(name(d)) + " " + std::string(name(o.property)) + ": " + o.message + "\n      case: " + o.counterexample;
+      }
+      if (!props.empty()) caught_by += "\n    " + std::string(name(d)) + ": " + props;
+    }
+    std::printf("%-26s %s — %s (%d of %d kernel x dtype x property runs failed)%s%s%s\n", std::string(mutant.name).c_str(),
+                failures ? "CAUGHT" : "MISSED", std::string(mutant.summary).c_str(), failures, runs, caught_by.c_str(),
+                first.empty() ? "" : "\n    first: ", first.c_str());
+    if (!failures) ++uncaught;
+  }
+  std::printf("\n%s: %d mutant(s) got through every property\n", uncaught ? "FAIL" : "PASS", uncaught);
+  return uncaught ? 1 : 0;
+}

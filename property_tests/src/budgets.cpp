@@ -1,0 +1,137 @@
+// budgets.toml → KernelBudget. Strict: an unknown key, a missing reason or a negative budget is an
+// error naming the key, because a typo in a budget file silently loosens a CI gate.
+#include "lnorm/budgets.hpp"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+namespace lnorm::verify {
+
+extern const char* const kBuiltinBudgetsToml;  // generated from budgets.toml at build time
+
+namespace {
+
+[[noreturn]] void fail(const std::string& source, const std::string& key, const std::string& what) {
+  throw BudgetError(source + ": " + key + ": " + what);
+}
+
+void only_keys(const toml::table& t, const std::set<std::string>& allowed, const std::string& source,
+               const std::string& where) {
+  for (const auto& [k, v] : t) {
+    (void)v;
+    if (!allowed.count(std::string(k.str()))) fail(source, where + "." + std::string(k.str()), "unknown key");
+  }
+}
+
+const toml::table& table_at(const toml::table& t, const std::string& key, const std::string& source,
+                            const std::string& where) {
+  const toml::table* sub = t[key].as_table();
+  if (!sub) fail(source, where + "." + key, "missing (expected a table with a reason)");
+  return *sub;
+}
+
+double number_at(const toml::table& t, const std::string& key, const std::string& source, const std::string& where) {
+  const std::optional<double> v = t[key].value<double>();
+  if (!v) fail(source, where + "." + key, "missing or not a number");
+  if (!(*v >= 0)) fail(source, where + "." + key, "must be >= 0");
+  return *v;
+}
+
+std::string reason_at(const toml::table& t, const std::string& source, const std::string& where) {
+  const std::optional<std::string> r = t["reason"].value<std::string>();
+  if (!r || r->empty()) fail(source, where + ".reason", "every budget needs a one-line reason");
+  return *r;
+}
+
+KernelBudget parse_section(const toml::table& t, const std::string& source, const std::string& where) {
+  only_keys(t, {"y", "mean", "rstd", "exact_mean", "expected_failures"}, source, where);
+  KernelBudget b;
+  b.section = where;
+  const toml::table& y = table_at(t, "y", source, where);
+  only_keys(y, {"a", "b", "reason"}, source, where + ".y");
+  b.y = Budget{number_at(y, "a", source, where + ".y"), number_at(y, "b", source, where + ".y")};
+  b.y_reason = reason_at(y, source, where + ".y");
+  const toml::table& mean = table_at(t, "mean", source, where);
+  only_keys(mean, {"ulp", "reason"}, source, where + ".mean");
+  b.mean_ulp = number_at(mean, "ulp", source, where + ".mean");
+  b.mean_reason = reason_at(mean, source, where + ".mean");
+  const toml::table& rstd = table_at(t, "rstd", source, where);
+  only_keys(rstd, {"ulp", "reason"}, source, where + ".rstd");
+  b.rstd_ulp = number_at(rstd, "ulp", source, where + ".rstd");
+  b.rstd_reason = reason_at(rstd, source, where + ".rstd");
+  const toml::table& exact = table_at(t, "exact_mean", source, where);
+  only_keys(exact, {"value", "reason"}, source, where + ".exact_mean");
+  const std::optional<bool> ev = exact["value"].value<bool>();
+  if (!ev) fail(source, where + ".exact_mean.value", "missing or not a boolean");
+  b.exact_mean = *ev;
+  b.exact_mean_reason = reason_at(exact, source, where + ".exact_mean");
+  if (const toml::table* xf = t["expected_failures"].as_table()) {
+    for (const auto& [k, v] : *xf) {
+      const std::string key = where + ".expected_failures." + std::string(k.str());
+      const std::optional<Property> p = parse_property(k.str());
+      if (!p) fail(source, key, "not a property name");
+      const std::optional<std::string> reason = v.value<std::string>();
+      if (!reason || reason->empty()) fail(source, key, "needs the reason as a string");
+      b.expected_failures[*p] = *reason;
+    }
+  }
+  return b;
+}
+
+}  // namespace
+
+Budgets Budgets::parse(std::string_view toml_text, const std::string& source) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, source);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream msg;
+    msg << source << ":" << e.source().begin.line << ":" << e.source().begin.column << ": " << e.description();
+    throw BudgetError(msg.str());
+  }
+  Budgets out;
+  out.source_ = source;
+  for (const auto& [kernel, node] : root) {
+    const std::string kname(kernel.str());
+    const toml::table* per_dtype = node.as_table();
+    if (!per_dtype) fail(source, kname, "expected a table of dtypes");
+    for (const auto& [dt, section] : *per_dtype) {
+      const std::string where = kname + "." + std::string(dt.str());
+      const std::optional<DType> d = parse_dtype(dt.str());
+      if (!d) fail(source, where, "not a dtype (f32, f64, f16, bf16)");
+      const toml::table* st = section.as_table();
+      if (!st) fail(source, where, "expected a table");
+      out.table_[{kname, *d}] = parse_section(*st, source, where);
+    }
+  }
+  return out;
+}
+
+Budgets Budgets::load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw BudgetError(path + ": cannot open");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse(text.str(), path);
+}
+
+Budgets Budgets::builtin() { return parse(kBuiltinBudgetsToml, "budgets.toml (built in)"); }
+
+bool Budgets::has_own(std::string_view kernel, DType dtype) const {
+  return table_.count({std::string(kernel), dtype}) != 0;
+}
+
+const KernelBudget& Budgets::for_kernel(std::string_view kernel, DType dtype) const {
+  auto it = table_.find({std::string(kernel), dtype});
+  if (it == table_.end()) it = table_.find({"default", dtype});
+  if (it == table_.end()) {
+    throw BudgetError(source_ + ": no [" + std::string(kernel) + "." + std::string(name(dtype)) +
+                      "] and no [default." + std::string(name(dtype)) + "] section");
+  }
+  return it->second;
+}
+
+}  // namespace lnorm::verify

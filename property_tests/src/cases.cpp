@@ -1,0 +1,223 @@
+// Row classes and the values a CaseSpec stands for. All values are drawn as doubles and rounded once
+// to the storage format, so the reference sees exactly what the kernel sees.
+#include "cases.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+namespace lnorm::verify {
+
+std::string_view name(RowClass c) {
+  switch (c) {
+    case RowClass::normal: return "normal";
+    case RowClass::uniform: return "uniform";
+    case RowClass::offset: return "offset";
+    case RowClass::constant: return "constant";
+    case RowClass::tiny: return "tiny";
+    case RowClass::huge: return "huge";
+    case RowClass::subnormal: return "subnormal";
+    case RowClass::sparse: return "sparse";
+    case RowClass::exact_stats: return "exact_stats";
+    case RowClass::bits: return "bits";
+    case RowClass::nonfinite: return "nonfinite";
+  }
+  return "?";
+}
+
+std::string_view name(Affine a) {
+  switch (a) {
+    case Affine::absent: return "absent";
+    case Affine::identity: return "identity";
+    case Affine::random: return "random";
+    case Affine::with_zeros: return "with_zeros";
+  }
+  return "?";
+}
+
+std::int64_t CaseSpec::rows() const {
+  std::int64_t r = 1;
+  for (int i = 0; i < axis; ++i) r *= shape[static_cast<std::size_t>(i)];
+  return r;
+}
+
+std::int64_t CaseSpec::cols() const {
+  std::int64_t c = 1;
+  for (std::size_t i = static_cast<std::size_t>(axis); i < shape.size(); ++i) c *= shape[i];
+  return c;
+}
+
+std::string CaseSpec::describe() const {
+  std::ostringstream s;
+  s << name(dtype);
+  for (std::size_t i = 0; i < row_classes.size(); ++i) s << (i ? "+" : " ") << name(row_classes[i]);
+  if (std::find(row_classes.begin(), row_classes.end(), RowClass::offset) != row_classes.end()) {
+    char k[32];
+    std::snprintf(k, sizeof k, " kappa=1e%.2g", log10_kappa);
+    s << k;
+  }
+  s << " shape=[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s << (i ? "," : "") << shape[i];
+  char e[32];
+  std::snprintf(e, sizeof e, "%.9g", eps);
+  s << "] axis=" << axis << " (" << rows() << "x" << cols() << ") eps=" << e << " gamma=" << name(gamma)
+    << " beta=" << name(beta) << " misalign=" << misalign << " seed=" << data_seed;
+  return s.str();
+}
+
+Problem Case::problem(int threads) const {
+  return make_problem(spec.rows(), spec.cols(), spec.dtype, spec.eps, !gamma.empty(), !beta.empty(), threads);
+}
+
+double random_float_bits(std::mt19937_64& rng, const Format& f, int exp_lo, int exp_hi) {
+  // Exponent e in [lsb_exponent - 1, emax]: e < emin means a subnormal binade, lsb_exponent - 1 means 0.
+  const int lo = std::max(exp_lo, f.lsb_exponent() - 1), hi = std::min(exp_hi, f.emax);
+  const int e = std::uniform_int_distribution<int>(lo, std::max(lo, hi))(rng);
+  const double sign = (rng() & 1) ? -1.0 : 1.0;
+  if (e < f.lsb_exponent()) return sign * 0.0;
+  // Mantissa: p - 1 random bits below the leading one, at the binade's spacing (coarser below emin).
+  const int frac_bits = std::min(f.precision - 1, e - f.lsb_exponent());
+  const std::uint64_t m = frac_bits > 0 ? rng() >> (64 - frac_bits) : 0;
+  return sign * std::ldexp(1.0 + std::ldexp(static_cast<double>(m), -frac_bits), e);
+}
+
+namespace {
+
+double max_finite(const Format& f) { return std::ldexp(2.0 - std::ldexp(1.0, 1 - f.precision), f.emax); }
+
+// Pairs around mean = 2^j: x = mean ± d·q with d ∈ [0, 15] and mean = M·q, M = 2^m a power of two.
+// Every value is an integer multiple of q below 2^(m+1)·q, so it is exact in any format with p > m+1;
+// every partial sum of n values is below n·2^(m+1)·q, exact in the f32 accumulator (p = 24) when
+// n·2^(m+1) ≤ 2^24, and Σ(x − mean)² ≤ n·225·q² likewise (n ≤ 65537 keeps it under 2^24·q²).
+// So mean = Σx/n = M·q exactly whatever the summation order, and var is one rounding of an exact sum.
+std::vector<double> exact_stats_row(std::mt19937_64& rng, const Format& f, std::int64_t n) {
+  const int log2n = static_cast<int>(std::ceil(std::log2(static_cast<double>(std::max<std::int64_t>(n, 2)))));
+  const int m = std::clamp(std::min(24, f.precision) - 2 - log2n, 4, 10);  // 2^m ≥ 16 > max d
+  const int j = std::uniform_int_distribution<int>(-6, 6)(rng);
+  const double q = std::ldexp(1.0, j - m), mean = std::ldexp(1.0, j) * ((rng() & 1) ? -1 : 1);
+  std::vector<double> x(static_cast<std::size_t>(n), mean);
+  for (std::int64_t i = 0; i + 1 < n; i += 2) {
+    const double d = static_cast<double>(std::uniform_int_distribution<int>(0, 15)(rng)) * q;
+    x[static_cast<std::size_t>(i)] = mean + d;
+    x[static_cast<std::size_t>(i + 1)] = mean - d;
+  }
+  return x;  // an odd n leaves the last element at the mean
+}
+
+}  // namespace
+
+std::vector<double> make_row(std::mt19937_64& rng, DType d, RowClass c, std::int64_t n, double eps,
+                             double log10_kappa) {
+  const Format f = format_of(d);
+  const auto un = static_cast<std::size_t>(n);
+  std::vector<double> x(un);
+  std::normal_distribution<double> normal;
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  // Magnitudes stay well inside f16's range (max 65504) unless the class is about range.
+  const auto binade = [&](int lo, int hi) { return std::ldexp(1.0, std::uniform_int_distribution<int>(lo, hi)(rng)); };
+  switch (c) {
+    case RowClass::normal: {
+      const double s = binade(-6, 6);
+      for (double& v : x) v = s * normal(rng);
+      break;
+    }
+    case RowClass::uniform: {
+      const double s = binade(-6, 6);
+      for (double& v : x) v = s * unit(rng);
+      break;
+    }
+    case RowClass::offset: {
+      // mean 2^e·(1..2) with e up to a quarter of the way to overflow, std = |mean|/kappa.
+      const double mean = binade(0, std::min(60, f.emax / 4)) * (1 + 0.5 * (unit(rng) + 1)) * ((rng() & 1) ? -1 : 1);
+      const double std_dev = std::abs(mean) / std::pow(10.0, log10_kappa);
+      for (double& v : x) v = mean + std_dev * normal(rng);
+      break;
+    }
+    case RowClass::constant: {
+      const double v = random_float_bits(rng, f, f.lsb_exponent() - 1, f.emax);
+      std::fill(x.begin(), x.end(), v);
+      break;
+    }
+    case RowClass::tiny: {
+      // std = sqrt(eps)·2^-12: var = eps·2^-24, far below eps, above the format's subnormals for
+      // eps ≥ 1e-12 in f32 (and flushed towards a constant row in f16/bf16, which is still var ≪ eps).
+      const double centre = (rng() & 1) ? 0.0 : binade(-2, 2);
+      const double s = std::sqrt(eps > 0 ? eps : 1e-5) * 0x1p-12;
+      for (double& v : x) v = centre + s * normal(rng);
+      break;
+    }
+    case RowClass::huge: {
+      const double top = max_finite(f);
+      for (double& v : x) v = top * (0.625 + 0.375 * std::abs(unit(rng))) * ((rng() & 1) ? -1 : 1);
+      break;
+    }
+    case RowClass::subnormal: {
+      const double lsb = std::ldexp(1.0, f.lsb_exponent());
+      const auto top = static_cast<std::int64_t>(std::ldexp(1.0, f.precision - 1)) - 1;
+      std::uniform_int_distribution<std::int64_t> k(-top, top);
+      for (double& v : x) v = static_cast<double>(k(rng)) * lsb;
+      break;
+    }
+    case RowClass::sparse: {
+      std::fill(x.begin(), x.end(), 0.0);
+      const std::int64_t outliers = 1 + static_cast<std::int64_t>(rng() % 3);
+      for (std::int64_t k = 0; k < outliers; ++k) {
+        x[rng() % un] = binade(4, 12) * ((rng() & 1) ? -1 : 1) * (1 + 0.5 * (unit(rng) + 1));
+      }
+      break;
+    }
+    case RowClass::exact_stats: return exact_stats_row(rng, f, n);
+    case RowClass::bits:
+      for (double& v : x) v = random_float_bits(rng, f, f.lsb_exponent() - 1, f.emax);
+      break;
+    case RowClass::nonfinite: {
+      for (double& v : x) v = normal(rng);
+      const double specials[] = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                                 -std::numeric_limits<double>::infinity()};
+      const std::int64_t count = 1 + static_cast<std::int64_t>(rng() % 2);
+      for (std::int64_t k = 0; k < count; ++k) x[rng() % un] = specials[rng() % 3];
+      break;
+    }
+  }
+  for (double& v : x) v = round_to_format(f, v);
+  return x;
+}
+
+namespace {
+
+std::vector<double> make_affine(std::mt19937_64& rng, const Format& f, Affine a, std::int64_t n, bool is_gamma) {
+  std::vector<double> v;
+  if (a == Affine::absent) return v;
+  v.assign(static_cast<std::size_t>(n), is_gamma ? 1.0 : 0.0);
+  if (a == Affine::identity) return v;
+  std::normal_distribution<double> normal(is_gamma ? 1.0 : 0.0, is_gamma ? 0.5 : 1.0);
+  for (double& e : v) {
+    e = round_to_format(f, normal(rng));
+    if (a == Affine::with_zeros && rng() % 4 == 0) e = 0;
+  }
+  return v;
+}
+
+}  // namespace
+
+Case materialize(const CaseSpec& spec) {
+  Case c;
+  c.spec = spec;
+  const Format f = format_of(spec.dtype);
+  const std::int64_t rows = spec.rows(), cols = spec.cols();
+  std::mt19937_64 rng(spec.data_seed);
+  c.x.reserve(static_cast<std::size_t>(rows * cols));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const RowClass rc = spec.row_classes[static_cast<std::size_t>(r) % spec.row_classes.size()];
+    std::mt19937_64 row_rng(rng());
+    const auto row = make_row(row_rng, spec.dtype, rc, cols, spec.eps, spec.log10_kappa);
+    c.x.insert(c.x.end(), row.begin(), row.end());
+  }
+  c.gamma = make_affine(rng, f, spec.gamma, cols, true);
+  c.beta = make_affine(rng, f, spec.beta, cols, false);
+  return c;
+}
+
+}  // namespace lnorm::verify

@@ -1,0 +1,76 @@
+// A test case as a small, printable recipe (CaseSpec) and the data it stands for (Case).
+//
+// RapidCheck generates and shrinks the recipe — class, shape, axis, eps, affine kind, seed — and the
+// values are drawn from it deterministically. Shrinking then means "fewer rows, a narrower row, a
+// simpler class", the counterexample prints as one line, and a seed reproduces it exactly.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lnorm/format.hpp"
+#include "lnorm/problem.hpp"
+
+namespace lnorm::verify {
+
+// Input classes (DESIGN.md "Verification"). Every run counts how many rows of each it generated.
+enum class RowClass : int {
+  normal,       // N(0, 1)·2^k
+  uniform,      // U(−1, 1)·2^k
+  offset,       // mean ±2^e, kappa = |mean|/std from 1 to 1e7
+  constant,     // every element equal (any finite value, subnormals and ±0 included)
+  tiny,         // var ≪ eps (eps > 0)
+  huge,         // |x| near the format's largest finite value
+  subnormal,    // every element subnormal or zero
+  sparse,       // zeros with a few large outliers
+  exact_stats,  // pairs x[i] + x[i+1] = 2·mean, mean a power of two: mean and var exact in any order
+  bits,         // every element drawn by sign/exponent/mantissa over the whole finite range
+  nonfinite,    // a normal row with NaN, +Inf or −Inf in it
+};
+inline constexpr int kRowClassCount = 11;
+std::string_view name(RowClass c);
+
+enum class Affine : int { absent, identity, random, with_zeros };
+std::string_view name(Affine a);
+
+struct CaseSpec {
+  DType dtype = DType::f32;
+  std::vector<RowClass> row_classes;  // row r has class row_classes[r % size]
+  std::vector<std::int64_t> shape;    // the N-d tensor; rows = prod(shape[:axis]), cols = prod(shape[axis:])
+  int axis = 0;
+  double eps = 1e-5;                  // already rounded to the kernel's eps format
+  Affine gamma = Affine::absent, beta = Affine::absent;
+  double log10_kappa = 0;             // offset rows: target kappa = 10^log10_kappa
+  int misalign = 0;                   // elements by which x, gamma, beta, y sit off 64-byte alignment
+  std::uint64_t data_seed = 0;
+
+  std::int64_t rows() const;
+  std::int64_t cols() const;
+  // One line: "f32 offset kappa=1e4 shape=[2,17] axis=1 (2x17) eps=1e-05 gamma=random beta=absent misalign=3 seed=7"
+  std::string describe() const;
+};
+
+// The values a spec stands for, as doubles exactly representable in spec.dtype.
+struct Case {
+  CaseSpec spec;
+  std::vector<double> x;      // rows*cols
+  std::vector<double> gamma;  // cols, or empty when absent
+  std::vector<double> beta;   // cols, or empty when absent
+  Problem problem(int threads = 1) const;
+};
+
+Case materialize(const CaseSpec& spec);
+
+// One value by sign, exponent and mantissa, uniformly over exponents in [exp_lo, exp_hi] (clamped to
+// the format; exponents below emin give subnormals, and exp_lo below that gives ±0 too). Unlike
+// RapidCheck's own float generator this reaches subnormals, −0 and the largest binades.
+double random_float_bits(std::mt19937_64& rng, const Format& f, int exp_lo, int exp_hi);
+
+// One row of class c (n values of the format), for the given eps.
+std::vector<double> make_row(std::mt19937_64& rng, DType d, RowClass c, std::int64_t n, double eps,
+                             double log10_kappa);
+
+}  // namespace lnorm::verify

@@ -1,0 +1,60 @@
+// Running a kernel on a Case the way a suspicious harness does, and the exact answer for it.
+//
+// Every output buffer sits between two 64-byte guard regions filled with a canary byte, and the
+// output itself is prefilled with a canary NaN pattern: after the run the guards must be intact and
+// no output may still hold the canary (an element the kernel never wrote). Inputs may sit off
+// 64-byte alignment (CaseSpec::misalign) and are checked to be unchanged.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cases.hpp"
+#include "lnorm/kernel.hpp"
+#include "lnorm/reference.hpp"
+
+namespace lnorm::verify {
+
+// Encoded values of one dtype, at a chosen offset from 64-byte alignment.
+class Buffer {
+ public:
+  Buffer(DType d, std::size_t count, int misalign_elements);
+  Buffer(DType d, const std::vector<double>& values, int misalign_elements);
+  void* data() { return bytes_.data() + offset_; }
+  const void* data() const { return bytes_.data() + offset_; }
+  std::size_t count() const { return count_; }
+  std::uint64_t bits(std::size_t i) const;
+  double value(std::size_t i) const;
+  void fill_bits(std::uint64_t pattern);
+  // Guard bytes before and after the data, as filled by the constructor.
+  bool guards_intact() const;
+
+ private:
+  DType dtype_;
+  std::size_t count_, offset_;
+  std::vector<std::byte> bytes_;
+};
+
+struct Outputs {
+  std::vector<std::uint64_t> y, mean, rstd;  // bit patterns (y: dtype, mean/rstd: stats dtype)
+  std::string violation;                     // empty, or what the kernel broke (guards, unwritten, inputs)
+  bool same_bits(const Outputs& o) const { return y == o.y && mean == o.mean && rstd == o.rstd; }
+};
+
+// Runs k on c with `threads` threads; explicit_identity passes gamma = 1 / beta = 0 buffers in
+// place of absent ones (property 7).
+Outputs run_guarded(const KernelInfo& k, const Case& c, int threads = 1, bool explicit_identity = false);
+
+struct Exact {
+  std::vector<std::uint64_t> y;             // exact answer rounded once, bits
+  std::vector<ElementReference> elems;      // per element, for the metrics
+  std::vector<RowReference> rows;
+};
+Exact exact_answer(const Case& c);
+
+// A case holding only the given rows of c (in that order): row-independence and NaN isolation.
+Case select_rows(const Case& c, const std::vector<std::int64_t>& rows);
+
+}  // namespace lnorm::verify

@@ -1,0 +1,62 @@
+// The ten properties as checks on one generated case. A check returns "" when the property holds
+// and otherwise one line saying what broke (element, row, got, expected, allowed).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "cases.hpp"
+#include "generators.hpp"
+#include "harness.hpp"
+#include "lnorm/budgets.hpp"
+#include "lnorm/kernel.hpp"
+#include "lnorm/properties.hpp"
+
+namespace lnorm::verify {
+
+// The worst value of each named measure seen over a run (scaled ulps, ratios to budget, ...).
+struct Worst {
+  std::map<std::string, double> values;
+  void note(const std::string& measure, double v) {
+    auto [it, fresh] = values.emplace(measure, v);
+    if (!fresh && (v > it->second || v != v)) it->second = v;
+  }
+};
+
+struct CheckContext {
+  const KernelInfo& kernel;
+  const KernelBudget& budget;
+  Worst& worst;
+};
+
+using CheckFn = std::string (*)(const CheckContext&, const Case&);
+
+struct PropertyDef {
+  Property id;
+  Profile profile;
+  CheckFn check;
+};
+
+// The profile and check of a property for a dtype.
+PropertyDef definition(Property p, DType dtype);
+
+// Shared by the checks (properties_accuracy.cpp).
+// Scaled-ulp error of every y element against the exact answer; "" or the first element over budget.
+std::string check_y_within_budget(const CheckContext& ctx, const Case& c, const Outputs& got, const Exact& exact,
+                                  const char* measure = "y_ulp");
+// mean and rstd against their budgets; exact mean on exact-statistics rows when the budget says so.
+std::string check_stats_within_budget(const CheckContext& ctx, const Case& c, const Outputs& got, const Exact& exact);
+bool row_has_nonfinite(const Case& c, std::int64_t row);
+
+std::string check_shape(const CheckContext&, const Case&);
+std::string check_normalized(const CheckContext&, const Case&);
+std::string check_accuracy(const CheckContext&, const Case&);
+std::string check_eps_edges(const CheckContext&, const Case&);
+std::string check_row_independence(const CheckContext&, const Case&);
+std::string check_determinism(const CheckContext&, const Case&);
+std::string check_affine_identity(const CheckContext&, const Case&);
+std::string check_invariance(const CheckContext&, const Case&);
+std::string check_permutation(const CheckContext&, const Case&);
+std::string check_nonfinite(const CheckContext&, const Case&);
+
+}  // namespace lnorm::verify

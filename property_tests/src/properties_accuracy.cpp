@@ -1,0 +1,247 @@
+// Properties 1–4: shape and guards, normalized output, accuracy against the exact reference, eps
+// edge cases; and the budget checks the other properties share.
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "lnorm/format.hpp"
+#include "lnorm/metrics.hpp"
+#include "properties.hpp"
+
+namespace lnorm::verify {
+
+namespace {
+
+std::string fmt(const char* f, auto... args) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, f, args...);
+  return buf;
+}
+
+RowClass class_of(const Case& c, std::int64_t row) {
+  return c.spec.row_classes[static_cast<std::size_t>(row) % c.spec.row_classes.size()];
+}
+
+}  // namespace
+
+bool row_has_nonfinite(const Case& c, std::int64_t row) {
+  const std::int64_t n = c.spec.cols();
+  for (std::int64_t i = row * n; i < (row + 1) * n; ++i) {
+    if (!std::isfinite(c.x[static_cast<std::size_t>(i)])) return true;
+  }
+  return false;
+}
+
+std::string check_y_within_budget(const CheckContext& ctx, const Case& c, const Outputs& got, const Exact& exact,
+                                  const char* measure) {
+  const Format f = format_of(c.spec.dtype);
+  const std::int64_t n = c.spec.cols();
+  for (std::size_t i = 0; i < got.y.size(); ++i) {
+    const auto r = static_cast<std::int64_t>(i) / n;
+    const double kappa = exact.rows[static_cast<std::size_t>(r)].kappa;
+    const double value = bits_to_double(f, got.y[i]);
+    const double e = scaled_ulp_error(f, value, got.y[i], exact.y[i], exact.elems[i]);
+    const double exact_value = bits_to_double(f, exact.y[i]);
+    if (std::isinf(e)) {
+      return fmt("y[row %lld, col %lld] = %.9g where the exact answer is %.9g (NaN mismatch)", (long long)r,
+                 (long long)(static_cast<std::int64_t>(i) % n), value, exact_value);
+    }
+    const double allowed = ctx.budget.y.allowed(std::isnan(kappa) ? 0 : kappa);
+    ctx.worst.note(measure, e);
+    ctx.worst.note(std::string(measure) + "." + std::string(name(class_of(c, r))), e);
+    ctx.worst.note("y_budget_used", e / allowed);
+    if (e > allowed) {
+      return fmt("y[row %lld, col %lld] = %.9g, exact %.9g: %.4g scaled ulp > allowed %.4g (a %g + b %g x kappa %.4g)",
+                 (long long)r, (long long)(static_cast<std::int64_t>(i) % n), value, exact_value, e, allowed,
+                 ctx.budget.y.a, ctx.budget.y.b, kappa);
+    }
+  }
+  return "";
+}
+
+std::string check_stats_within_budget(const CheckContext& ctx, const Case& c, const Outputs& got, const Exact& exact) {
+  const Format sf = format_of(stats_dtype(c.spec.dtype));
+  for (std::size_t r = 0; r < exact.rows.size(); ++r) {
+    const RowReference& ref = exact.rows[r];
+    const double mean = bits_to_double(sf, got.mean[r]), rstd = bits_to_double(sf, got.rstd[r]);
+    const auto row = static_cast<long long>(r);
+    if (ref.nonfinite) {
+      if (!std::isnan(mean) || !std::isnan(rstd)) {
+        return fmt("row %lld holds NaN/Inf but mean = %.9g, rstd = %.9g (both must be NaN)", row, mean, rstd);
+      }
+      continue;
+    }
+    if (!std::isfinite(mean)) return fmt("mean of row %lld is %.9g, exact %.9g", row, mean, ref.mean);
+    // An error in the mean moves every z by δ/sqrt(var + eps): measure it against that size.
+    const double size = std::max(std::abs(ref.mean), std::isinf(ref.rstd) ? 0.0 : 1.0 / ref.rstd);
+    const double e_mean = std::abs(mean - ref.mean) / ulp_at(sf, size);
+    const double e_rstd = ulp_distance(sf, rstd, ref.rstd);
+    ctx.worst.note("mean_ulp", e_mean);
+    ctx.worst.note("mean_ulp." + std::string(name(class_of(c, static_cast<std::int64_t>(r)))), e_mean);
+    if (std::isfinite(e_rstd)) ctx.worst.note("rstd_ulp", e_rstd);
+    if (ctx.budget.exact_mean && class_of(c, static_cast<std::int64_t>(r)) == RowClass::exact_stats &&
+        mean != ref.mean) {
+      return fmt("mean of exact-statistics row %lld is %.17g, exact %.17g (must be bit-exact)", row, mean, ref.mean);
+    }
+    if (e_mean > ctx.budget.mean_ulp) {
+      return fmt("mean of row %lld = %.9g, exact %.9g: %.4g ulp of max(|mean|, sqrt(var+eps)) > allowed %g", row, mean,
+                 ref.mean, e_mean, ctx.budget.mean_ulp);
+    }
+    if (e_rstd > ctx.budget.rstd_ulp) {
+      return fmt("rstd of row %lld = %.9g, exact %.9g: %.4g ulp > allowed %g", row, rstd, ref.rstd, e_rstd,
+                 ctx.budget.rstd_ulp);
+    }
+  }
+  return "";
+}
+
+// 1. The kernel fills exactly y (x's shape), mean and rstd (x.shape[:axis] + 1s), every element of
+// them, nothing around them, and leaves its inputs alone. The N-d shape and axis come from the case.
+std::string check_shape(const CheckContext& ctx, const Case& c) {
+  const Outputs got = run_guarded(ctx.kernel, c);
+  if (!got.violation.empty()) return got.violation;
+  std::int64_t elements = 1;
+  for (std::int64_t d : c.spec.shape) elements *= d;
+  if (static_cast<std::int64_t>(got.y.size()) != elements || static_cast<std::int64_t>(got.mean.size()) != c.spec.rows()) {
+    return "output sizes do not match x's shape";
+  }
+  return "";
+}
+
+// 2. gamma = 1, beta = 0: each row of y has mean ≈ 0 and variance ≈ var/(var + eps).
+// Derivation of the tolerance. Write ŷ_i = z_i + d_i with z_i = (x_i − mean)·rstd exact; the
+// kernel's budget bounds |d_i| ≤ t_i = (a + b·kappa)·ulp(max(1, |z_i|)) (DESIGN "Measuring error",
+// s = max(1, |z|) without affine). Σz_i = 0 and (1/n)Σz_i² = var/(var + eps) =: v exactly, so
+//   |mean(ŷ)| = |mean(d)| ≤ mean(t)
+//   |var(ŷ) − v| = |(2/n)Σz_i d_i + mean(d²) − mean(ŷ)²| ≤ 2·sqrt(v)·rms(t) + 2·mean(t²)   (Cauchy–Schwarz)
+// The check itself runs in long double (64-bit significand) over n ≤ 2^17 terms: its own error is
+// below n·2^-63·Σ|term|, added to both bounds; z comes from the reference to 2^-52 relative (4·2^-52·v).
+std::string check_normalized(const CheckContext& ctx, const Case& c) {
+  const Outputs got = run_guarded(ctx.kernel, c);
+  if (!got.violation.empty()) return got.violation;
+  const Exact exact = exact_answer(c);
+  const Format f = format_of(c.spec.dtype);
+  const std::int64_t n = c.spec.cols();
+  const long double check_eps = static_cast<long double>(n) * 0x1p-63L;
+  for (std::int64_t r = 0; r < c.spec.rows(); ++r) {
+    const RowReference& ref = exact.rows[static_cast<std::size_t>(r)];
+    if (ref.nonfinite || std::isinf(ref.rstd)) continue;  // no finite normalized row to speak of
+    const double allowed = ctx.budget.y.allowed(ref.kappa);
+    long double sum = 0, sum_abs = 0, v = 0, t_sum = 0, t_sq = 0;
+    for (std::int64_t i = r * n; i < (r + 1) * n; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      const double yv = bits_to_double(f, got.y[k]);
+      if (!std::isfinite(yv)) return fmt("row %lld: y[%lld] = %g in a finite row", (long long)r, (long long)(i - r * n), yv);
+      const double z = exact.elems[k].z;
+      const long double t = allowed * ulp_at(f, std::max(1.0, std::abs(z)));
+      sum += yv;
+      sum_abs += std::abs(yv);
+      v += static_cast<long double>(z) * z;
+      t_sum += t;
+      t_sq += t * t;
+    }
+    const long double nn = static_cast<long double>(n);
+    const long double mean_y = sum / nn, v_exact = v / nn;
+    long double var_y = 0, var_abs = 0;
+    for (std::int64_t i = r * n; i < (r + 1) * n; ++i) {
+      const long double d = bits_to_double(f, got.y[static_cast<std::size_t>(i)]) - mean_y;
+      var_y += d * d;
+      var_abs += d * d;
+    }
+    var_y /= nn;
+    const long double mean_tol = t_sum / nn + check_eps * sum_abs / nn;
+    const long double rms_t = std::sqrt(t_sq / nn);
+    const long double var_tol = 2 * std::sqrt(v_exact) * rms_t + 2 * t_sq / nn + 4 * 0x1p-52L * v_exact +
+                                check_eps * (var_abs / nn + v_exact);
+    ctx.worst.note("mean_y_over_tolerance", static_cast<double>(std::abs(mean_y) / mean_tol));
+    ctx.worst.note("var_y_over_tolerance", static_cast<double>(std::abs(var_y - v_exact) / var_tol));
+    if (std::abs(mean_y) > mean_tol) {
+      return fmt("row %lld: mean of y = %.6Lg, tolerance %.3Lg", (long long)r, mean_y, mean_tol);
+    }
+    if (std::abs(var_y - v_exact) > var_tol) {
+      return fmt("row %lld: variance of y = %.9Lg, expected var/(var+eps) = %.9Lg, tolerance %.3Lg", (long long)r,
+                 var_y, v_exact, var_tol);
+    }
+  }
+  return "";
+}
+
+// 3. Every element within a + b·kappa scaled ulps; mean and rstd within their budgets.
+std::string check_accuracy(const CheckContext& ctx, const Case& c) {
+  const Outputs got = run_guarded(ctx.kernel, c);
+  if (!got.violation.empty()) return got.violation;
+  const Exact exact = exact_answer(c);
+  std::string msg = check_y_within_budget(ctx, c, got, exact);
+  if (msg.empty()) msg = check_stats_within_budget(ctx, c, got, exact);
+  return msg;
+}
+
+namespace {
+
+double beta_at(const Case& c, std::int64_t col) { return c.beta.empty() ? 0.0 : c.beta[static_cast<std::size_t>(col)]; }
+
+// Rows that must come out as beta exactly (eps > 0) or all NaN (eps = 0): constant rows.
+std::string check_constant_rows(const CheckContext& ctx, const Case& c, const Outputs& got, const char* what) {
+  const Format f = format_of(c.spec.dtype);
+  const std::int64_t n = c.spec.cols();
+  for (std::int64_t r = 0; r < c.spec.rows(); ++r) {
+    bool constant = true;
+    for (std::int64_t i = 1; i < n && constant; ++i) constant = c.x[static_cast<std::size_t>(r * n + i)] == c.x[static_cast<std::size_t>(r * n)];
+    if (!constant || row_has_nonfinite(c, r)) continue;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double yv = bits_to_double(f, got.y[static_cast<std::size_t>(r * n + i)]);
+      if (c.spec.eps == 0) {
+        if (!std::isnan(yv)) return fmt("%s: eps = 0, constant row %lld: y[%lld] = %.9g, IEEE says NaN (0/0)", what, (long long)r, (long long)i, yv);
+      } else if (yv != beta_at(c, i)) {
+        ctx.worst.note("constant_row_mismatches", 1);
+        return fmt("%s: constant row %lld: y[%lld] = %.9g, must be beta = %.9g exactly", what, (long long)r, (long long)i, yv, beta_at(c, i));
+      }
+    }
+    if (c.spec.eps == 0 && !std::isinf(bits_to_double(format_of(stats_dtype(c.spec.dtype)), got.rstd[static_cast<std::size_t>(r)]))) {
+      return fmt("%s: eps = 0, constant row %lld: rstd must be +Inf (1/sqrt(0))", what, (long long)r);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+// 4. eps edge cases, each derived from the generated case:
+//   a) as generated: constant rows give beta exactly, var ≪ eps rows are within budget of
+//      (x − mean)/sqrt(var + eps) (the reference), mixed rows within budget;
+//   b) the same rows with eps = 0: constant rows give NaN (and rstd = +Inf), no other row NaN;
+//   c) the first column alone (width 1): y = beta exactly for eps > 0, NaN for eps = 0.
+std::string check_eps_edges(const CheckContext& ctx, const Case& c) {
+  {
+    const Outputs got = run_guarded(ctx.kernel, c);
+    if (!got.violation.empty()) return got.violation;
+    if (auto m = check_constant_rows(ctx, c, got, "as generated"); !m.empty()) return m;
+    const Exact exact = exact_answer(c);
+    if (auto m = check_y_within_budget(ctx, c, got, exact); !m.empty()) return "as generated: " + m;
+    if (auto m = check_stats_within_budget(ctx, c, got, exact); !m.empty()) return "as generated: " + m;
+  }
+  {
+    Case zero = c;
+    zero.spec.eps = 0;
+    const Outputs got = run_guarded(ctx.kernel, zero);
+    if (auto m = check_constant_rows(ctx, zero, got, "eps = 0"); !m.empty()) return m;
+    const Exact exact = exact_answer(zero);
+    if (auto m = check_y_within_budget(ctx, zero, got, exact); !m.empty()) return "eps = 0: " + m;
+  }
+  {
+    Case one = c;
+    const std::int64_t n = c.spec.cols(), rows = c.spec.rows();
+    one.spec.shape = {rows, 1};
+    one.spec.axis = 1;
+    one.x.clear();
+    for (std::int64_t r = 0; r < rows; ++r) one.x.push_back(c.x[static_cast<std::size_t>(r * n)]);
+    if (!one.gamma.empty()) one.gamma = {c.gamma[0]};
+    if (!one.beta.empty()) one.beta = {c.beta[0]};
+    const Outputs got = run_guarded(ctx.kernel, one);
+    if (!got.violation.empty()) return "width 1: " + got.violation;
+    if (auto m = check_constant_rows(ctx, one, got, "width 1"); !m.empty()) return m;
+  }
+  return "";
+}
+
+}  // namespace lnorm::verify

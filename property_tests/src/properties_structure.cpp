@@ -1,0 +1,267 @@
+// Properties 5–10: row independence, determinism, the identity affine, invariance under a·x + c,
+// permutation equivariance and NaN/Inf isolation; and which inputs each property draws.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <random>
+
+#include "lnorm/format.hpp"
+#include "lnorm/metrics.hpp"
+#include "properties.hpp"
+
+namespace lnorm::verify {
+
+namespace {
+
+std::string fmt(const char* f, auto... args) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, f, args...);
+  return buf;
+}
+
+// "" if row `a` of `x` equals row `b` of `y` bit for bit (y, mean and rstd). With zero_sign_free,
+// y values +0 and −0 count as equal (see check_affine_identity).
+std::string same_row(const Outputs& x, std::int64_t a, const Outputs& y, std::int64_t b, std::int64_t n,
+                     DType d = DType::f32, bool zero_sign_free = false) {
+  const std::uint64_t sign = std::uint64_t{1} << (8 * size_of(d) - 1);
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::uint64_t u = x.y[static_cast<std::size_t>(a * n + i)], v = y.y[static_cast<std::size_t>(b * n + i)];
+    if (zero_sign_free && (u | sign) == sign && (v | sign) == sign) u = v;
+    if (u != v) return fmt("y[%lld] differs (bits %llx vs %llx)", (long long)i, (unsigned long long)u, (unsigned long long)v);
+  }
+  if (x.mean[static_cast<std::size_t>(a)] != y.mean[static_cast<std::size_t>(b)]) return "mean differs";
+  if (x.rstd[static_cast<std::size_t>(a)] != y.rstd[static_cast<std::size_t>(b)]) return "rstd differs";
+  return "";
+}
+
+}  // namespace
+
+// 5. Row r of a batch equals the same row computed alone and at the mirrored position of the
+// reversed batch, bitwise.
+std::string check_row_independence(const CheckContext& ctx, const Case& c) {
+  const Outputs batch = run_guarded(ctx.kernel, c);
+  if (!batch.violation.empty()) return batch.violation;
+  const std::int64_t rows = c.spec.rows(), n = c.spec.cols();
+  std::vector<std::int64_t> reversed(static_cast<std::size_t>(rows));
+  std::iota(reversed.rbegin(), reversed.rend(), 0);
+  const Outputs rev = run_guarded(ctx.kernel, select_rows(c, reversed));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    if (auto m = same_row(batch, r, rev, rows - 1 - r, n); !m.empty()) {
+      return fmt("row %lld of %lld: at position %lld of the reversed batch, ", (long long)r, (long long)rows,
+                 (long long)(rows - 1 - r)) + m;
+    }
+  }
+  // Alone: the first, the last and one in the middle (every row alone would cost rows runs).
+  for (std::int64_t r : {std::int64_t{0}, rows / 2, rows - 1}) {
+    const Outputs alone = run_guarded(ctx.kernel, select_rows(c, {r}));
+    if (auto m = same_row(batch, r, alone, 0, n); !m.empty()) {
+      return fmt("row %lld of %lld computed alone: ", (long long)r, (long long)rows) + m;
+    }
+  }
+  return "";
+}
+
+// 6. Two runs, and runs on 2, 3 and 8 threads, give the same bits.
+std::string check_determinism(const CheckContext& ctx, const Case& c) {
+  const Outputs first = run_guarded(ctx.kernel, c, 1);
+  if (!first.violation.empty()) return first.violation;
+  if (!run_guarded(ctx.kernel, c, 1).same_bits(first)) return "a second run on 1 thread gave different bits";
+  for (int threads : {2, 3, 8}) {
+    if (!run_guarded(ctx.kernel, c, threads).same_bits(first)) {
+      return fmt("%d threads gave different bits from 1 thread", threads);
+    }
+  }
+  return "";
+}
+
+// 7. gamma = 1 and beta = 0 passed as buffers give the same bits as no affine at all — except the
+// sign of a zero: IEEE gives −0 + (+0) = +0, so adding an explicit beta = 0 legitimately turns a −0
+// into +0 (the values are equal; no framework distinguishes them here).
+std::string check_affine_identity(const CheckContext& ctx, const Case& c) {
+  const Outputs plain = run_guarded(ctx.kernel, c);
+  if (!plain.violation.empty()) return plain.violation;
+  const Outputs identity = run_guarded(ctx.kernel, c, 1, /*explicit_identity=*/true);
+  const std::int64_t n = c.spec.cols();
+  for (std::int64_t r = 0; r < c.spec.rows(); ++r) {
+    if (auto m = same_row(plain, r, identity, r, n, c.spec.dtype, /*zero_sign_free=*/true); !m.empty()) {
+      return fmt("row %lld with gamma = 1, beta = 0 given: ", (long long)r) + m;
+    }
+  }
+  return "";
+}
+
+// 8. With eps = 0, LN(a·x + c) = LN(x) exactly in real arithmetic for a > 0. The kernel sees
+// x' = fl(a·x + c), whose rounding moves each x'_i by ≤ u·|x'_i| ≤ u·(|mean'| + |x'_i − mean'|):
+// that moves z by ≤ u·(kappa' + |z|) through the centring and as much again through the standard
+// deviation, i.e. ≤ 2·(kappa' + 1) ulps of max(1, |z|) (ulp(s) ≥ u·s). So, in scaled ulps,
+//   |LN_kernel(x')_i − z_i(x)| ≤ (a + b·kappa') + 2·(kappa' + 1) + 0.5 (z_i(x) itself rounded).
+// Rows where x' collapses to a constant (var' = 0) have no LN and are skipped.
+std::string check_invariance(const CheckContext& ctx, const Case& c) {
+  const Format f = format_of(c.spec.dtype);
+  std::mt19937_64 rng(c.spec.data_seed ^ 0x9E3779B97F4A7C15ull);
+  const double a = std::ldexp(1.0 + std::uniform_real_distribution<double>(0, 1)(rng), std::uniform_int_distribution<int>(-2, 2)(rng));
+  // Shift by up to 10^(0.3·(p − 6)) standard deviations (10^4 at most): beyond that the format
+  // cannot resolve the row after the shift.
+  const double max_log_shift = std::min(4.0, 0.3 * (f.precision - 6));
+  const double shift_in_stds = std::pow(10.0, std::uniform_real_distribution<double>(0, max_log_shift)(rng)) * ((rng() & 1) ? -1 : 1);
+  const std::int64_t n = c.spec.cols();
+  const Exact base = exact_answer(c);
+  Case moved = c;
+  for (std::int64_t r = 0; r < c.spec.rows(); ++r) {
+    const RowReference& ref = base.rows[static_cast<std::size_t>(r)];
+    const double sd = std::isinf(ref.rstd) || ref.rstd == 0 ? 0 : 1 / ref.rstd;
+    // x' = a·(x − mean) + a·k·std: c = a·(k·std − mean) puts the row at kappa' ≈ |k|. Formed in
+    // long double so that the storage rounding is the only one that matters (also for f64).
+    const long double c_shift = static_cast<long double>(shift_in_stds) * sd - ref.mean;
+    for (std::int64_t i = r * n; i < (r + 1) * n; ++i) {
+      double& v = moved.x[static_cast<std::size_t>(i)];
+      v = round_to_format(f, static_cast<double>(static_cast<long double>(a) * (v + c_shift)));
+    }
+  }
+  const Outputs got = run_guarded(ctx.kernel, moved);
+  if (!got.violation.empty()) return got.violation;
+  const Exact exact_moved = exact_answer(moved);
+  for (std::int64_t r = 0; r < c.spec.rows(); ++r) {
+    const RowReference& ref = exact_moved.rows[static_cast<std::size_t>(r)];
+    if (ref.nonfinite || std::isinf(ref.rstd) || base.rows[static_cast<std::size_t>(r)].nonfinite) continue;
+    const double kappa = ref.kappa;
+    const double allowed = ctx.budget.y.allowed(kappa) + 2 * (kappa + 1) + 0.5;
+    for (std::int64_t i = r * n; i < (r + 1) * n; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      const double z = base.elems[k].z, yv = bits_to_double(f, got.y[k]);
+      if (std::isnan(z)) continue;
+      const double e = std::abs(yv - z) / ulp_at(f, std::max(1.0, std::abs(z)));
+      if (!std::isfinite(e)) return fmt("row %lld: LN(a·x + c)[%lld] = %g where LN(x) = %.9g", (long long)r, (long long)(i - r * n), yv, z);
+      ctx.worst.note("invariance_ulp", e);
+      if (e > allowed) {
+        return fmt("row %lld (a = %.6g, c = mean + %.3g std): LN(a·x + c)[%lld] = %.9g, LN(x) = %.9g: %.4g scaled ulp > %.4g (kappa' %.4g)",
+                   (long long)r, a, shift_in_stds, (long long)(i - r * n), yv, z, e, allowed, kappa);
+      }
+    }
+  }
+  return "";
+}
+
+// 9. Permuting the columns of x, gamma and beta permutes y: both outputs are within the budget of
+// the same exact values, so they differ by at most twice the budget (scaled ulps); NaN stays NaN.
+std::string check_permutation(const CheckContext& ctx, const Case& c) {
+  const Format f = format_of(c.spec.dtype);
+  const std::int64_t n = c.spec.cols(), rows = c.spec.rows();
+  std::vector<std::int64_t> perm(static_cast<std::size_t>(n));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::mt19937_64 rng(c.spec.data_seed + 1);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  Case permuted = c;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t i = 0; i < n; ++i) permuted.x[static_cast<std::size_t>(r * n + i)] = c.x[static_cast<std::size_t>(r * n + perm[static_cast<std::size_t>(i)])];
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (!c.gamma.empty()) permuted.gamma[static_cast<std::size_t>(i)] = c.gamma[static_cast<std::size_t>(perm[static_cast<std::size_t>(i)])];
+    if (!c.beta.empty()) permuted.beta[static_cast<std::size_t>(i)] = c.beta[static_cast<std::size_t>(perm[static_cast<std::size_t>(i)])];
+  }
+  const Outputs got = run_guarded(ctx.kernel, c), got_perm = run_guarded(ctx.kernel, permuted);
+  if (!got.violation.empty()) return got.violation;
+  const Exact exact = exact_answer(c);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const double kappa = exact.rows[static_cast<std::size_t>(r)].kappa;
+    const double allowed = 2 * ctx.budget.y.allowed(std::isnan(kappa) ? 0 : kappa);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const auto k = static_cast<std::size_t>(r * n + perm[static_cast<std::size_t>(i)]);
+      const double y0 = bits_to_double(f, got.y[k]), y1 = bits_to_double(f, got_perm.y[static_cast<std::size_t>(r * n + i)]);
+      if (std::isnan(y0) != std::isnan(y1)) return fmt("row %lld: y[%lld] = %g but %g after permuting", (long long)r, (long long)perm[static_cast<std::size_t>(i)], y0, y1);
+      if (std::isnan(y0) || y0 == y1) continue;
+      const double e = std::abs(y0 - y1) / ulp_at(f, exact.elems[k].scale);
+      ctx.worst.note("permutation_ulp", e);
+      if (!(e <= allowed)) {
+        return fmt("row %lld: y[%lld] = %.9g but %.9g after permuting: %.4g scaled ulp apart > 2 x budget %.4g",
+                   (long long)r, (long long)perm[static_cast<std::size_t>(i)], y0, y1, e, allowed);
+      }
+    }
+  }
+  return "";
+}
+
+// 10. Rows holding NaN or Inf give NaN y, mean and rstd; every other row is bitwise what it is
+// without them in the batch.
+std::string check_nonfinite(const CheckContext& ctx, const Case& c) {
+  const Format f = format_of(c.spec.dtype), sf = format_of(stats_dtype(c.spec.dtype));
+  const std::int64_t n = c.spec.cols(), rows = c.spec.rows();
+  const Outputs got = run_guarded(ctx.kernel, c);
+  if (!got.violation.empty()) return got.violation;
+  std::vector<std::int64_t> finite_rows;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    if (!row_has_nonfinite(c, r)) {
+      finite_rows.push_back(r);
+      continue;
+    }
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double yv = bits_to_double(f, got.y[static_cast<std::size_t>(r * n + i)]);
+      if (!std::isnan(yv)) return fmt("row %lld holds NaN/Inf but y[%lld] = %.9g (must be NaN)", (long long)r, (long long)i, yv);
+    }
+    if (!std::isnan(bits_to_double(sf, got.mean[static_cast<std::size_t>(r)])) || !std::isnan(bits_to_double(sf, got.rstd[static_cast<std::size_t>(r)]))) {
+      return fmt("row %lld holds NaN/Inf but its mean/rstd is not NaN", (long long)r);
+    }
+  }
+  if (finite_rows.empty() || static_cast<std::int64_t>(finite_rows.size()) == rows) return "";
+  const Outputs clean = run_guarded(ctx.kernel, select_rows(c, finite_rows));
+  for (std::size_t k = 0; k < finite_rows.size(); ++k) {
+    if (auto m = same_row(got, finite_rows[k], clean, static_cast<std::int64_t>(k), n); !m.empty()) {
+      return fmt("finite row %lld changed when NaN/Inf rows share its batch: ", (long long)finite_rows[k]) + m;
+    }
+  }
+  return "";
+}
+
+PropertyDef definition(Property p, DType dtype) {
+  using C = RowClass;
+  const std::vector<RowClass> all = {C::normal, C::uniform, C::offset, C::constant, C::tiny, C::huge,
+                                     C::subnormal, C::sparse, C::exact_stats, C::bits, C::nonfinite};
+  const std::vector<RowClass> finite = {C::normal, C::uniform, C::offset, C::constant, C::tiny, C::huge,
+                                        C::subnormal, C::sparse, C::exact_stats, C::bits};
+  (void)dtype;
+  Profile prof;
+  switch (p) {
+    case Property::shape:
+      prof.classes = all;
+      return {p, prof, &check_shape};
+    case Property::normalized:
+      prof.classes = finite;
+      prof.allow_affine = false;
+      return {p, prof, &check_normalized};
+    case Property::accuracy:
+      prof.classes = all;
+      return {p, prof, &check_accuracy};
+    case Property::eps_edges:
+      prof.classes = {C::constant, C::tiny, C::normal, C::exact_stats};
+      prof.allow_eps_zero = false;  // the check derives the eps = 0 variant of every case itself
+      return {p, prof, &check_eps_edges};
+    case Property::row_independence:
+      prof.classes = all;
+      return {p, prof, &check_row_independence};
+    case Property::determinism:
+      prof.classes = all;
+      prof.max_rows = 64;
+      return {p, prof, &check_determinism};
+    case Property::affine_identity:
+      prof.classes = all;
+      prof.allow_affine = false;
+      return {p, prof, &check_affine_identity};
+    case Property::invariance:
+      // Rows that a shift and scale keep meaningful: constant rows have no LN with eps = 0, tiny rows
+      // are about eps, and range-edge rows overflow or underflow under a·x + c.
+      prof.classes = {C::normal, C::uniform, C::offset, C::sparse, C::exact_stats};
+      prof.eps_zero_only = true;
+      prof.allow_affine = false;
+      return {p, prof, &check_invariance};
+    case Property::permutation:
+      prof.classes = all;
+      return {p, prof, &check_permutation};
+    case Property::nonfinite:
+      prof.classes = {C::nonfinite, C::normal, C::nonfinite, C::offset, C::nonfinite, C::constant, C::exact_stats};
+      return {p, prof, &check_nonfinite};
+  }
+  return {p, prof, &check_accuracy};
+}
+
+}  // namespace lnorm::verify

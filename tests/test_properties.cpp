@@ -1,0 +1,215 @@
+// Specifications for the pieces of the property suite (property_tests/): the float and row
+// generators make the inputs they claim, the harness catches out-of-bounds and missing writes, the
+// budget file is strict, and the driver's verdicts (fail, expected failure, XPASS, mistrusted) mean
+// what they say.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+
+#include "cases.hpp"
+#include "harness.hpp"
+#include "lnorm/budgets.hpp"
+#include "lnorm/registry.hpp"
+#include "lnorm/verify.hpp"
+
+using namespace lnorm;
+using namespace lnorm::verify;
+
+namespace {
+
+const char* kOneSection = R"(
+[k.f32]
+y = { a = 2, b = 1, reason = "r" }
+mean = { ulp = 3, reason = "r" }
+rstd = { ulp = 4, reason = "r" }
+exact_mean = { value = true, reason = "r" }
+[k.f32.expected_failures]
+accuracy = "known"
+)";
+
+// A kernel that writes one element before y: the guard region must catch it.
+void writes_before_y(const Problem& p, const Tensors& t) {
+  registry()[0].run(p, t);
+  static_cast<float*>(t.y)[-1] = 1.0f;
+}
+// A kernel that never writes the last y element.
+void skips_last_y(const Problem& p, const Tensors& t) {
+  const std::uint32_t keep_bits = 0;
+  float* y = static_cast<float*>(t.y);
+  const float last = y[p.elements() - 1];
+  registry()[0].run(p, t);
+  std::memcpy(&y[p.elements() - 1], &last, sizeof last);
+  (void)keep_bits;
+}
+// Outputs x itself: wrong everywhere but the structure.
+void copies_x(const Problem& p, const Tensors& t) {
+  std::memcpy(t.y, t.x, static_cast<std::size_t>(p.elements()) * size_of(p.dtype));
+  registry()[0].run(Problem{p.rows, p.cols, p.dtype, p.eps, p.has_gamma, p.has_beta, p.threads},
+                    Tensors{t.x, t.gamma, t.beta, t.y, t.mean, t.rstd});
+  std::memcpy(t.y, t.x, static_cast<std::size_t>(p.elements()) * size_of(p.dtype));
+}
+
+const KernelInfo kWritesBefore{"writes_before_y", "test", DTypeSet{DType::f32}, nullptr, &writes_before_y};
+const KernelInfo kSkipsLast{"skips_last_y", "test", DTypeSet{DType::f32}, nullptr, &skips_last_y};
+const KernelInfo kCopiesX{"copies_x", "test", DTypeSet{DType::f32}, nullptr, &copies_x};
+
+Case one_row_case(std::int64_t n) {
+  CaseSpec s;
+  s.row_classes = {RowClass::normal};
+  s.shape = {3, n};
+  s.axis = 1;
+  s.data_seed = 5;
+  return materialize(s);
+}
+
+}  // namespace
+
+TEST_CASE("float generator: reaches subnormals, -0, the top binade, never NaN or Inf", "[generators]") {
+  for (DType d : kAllDTypes) {
+    const Format f = format_of(d);
+    std::mt19937_64 rng(1);
+    int subnormal = 0, neg_zero = 0, top = 0;
+    for (int i = 0; i < 50000; ++i) {
+      const double v = random_float_bits(rng, f, f.lsb_exponent() - 1, f.emax);
+      REQUIRE(std::isfinite(v));
+      REQUIRE(round_to_format(f, v) == v);  // representable
+      if (v != 0 && std::abs(v) < std::ldexp(1.0, f.emin)) ++subnormal;
+      if (v == 0 && std::signbit(v)) ++neg_zero;
+      if (std::abs(v) >= std::ldexp(1.0, f.emax)) ++top;
+    }
+    INFO(name(d));
+    CHECK(subnormal > 0);
+    CHECK(neg_zero > 0);
+    CHECK(top > 0);
+  }
+}
+
+TEST_CASE("row classes: each makes the rows its name promises", "[generators]") {
+  for (DType d : kAllDTypes) {
+    INFO(name(d));
+    const Format f = format_of(d);
+    std::mt19937_64 rng(3);
+    for (int trial = 0; trial < 50; ++trial) {
+      const std::int64_t n = 1 + static_cast<std::int64_t>(rng() % 300);
+      // exact_stats: the mean is a power of two and the plain double sum is exactly n·mean.
+      const auto ex = make_row(rng, d, RowClass::exact_stats, n, 1e-5, 0);
+      const double sum = std::accumulate(ex.begin(), ex.end(), 0.0);
+      const double mean = sum / static_cast<double>(n);
+      int e = 0;
+      CHECK(std::frexp(std::abs(mean), &e) == 0.5);
+      for (double v : ex) CHECK(std::abs(v - mean) <= 15 * std::abs(mean) / 16);
+      // subnormal: every element below the smallest normal
+      for (double v : make_row(rng, d, RowClass::subnormal, n, 1e-5, 0)) CHECK(std::abs(v) < std::ldexp(1.0, f.emin));
+      // huge: every element within a factor 2 of the largest finite value
+      for (double v : make_row(rng, d, RowClass::huge, n, 1e-5, 0)) {
+        CHECK(std::isfinite(v));
+        CHECK(std::abs(v) >= std::ldexp(1.0, f.emax - 1));
+      }
+      // constant: all equal
+      const auto c = make_row(rng, d, RowClass::constant, n, 1e-5, 0);
+      for (double v : c) CHECK(v == c[0]);
+      // nonfinite: at least one NaN or Inf
+      const auto nf = make_row(rng, d, RowClass::nonfinite, n, 1e-5, 0);
+      CHECK(std::any_of(nf.begin(), nf.end(), [](double v) { return !std::isfinite(v); }));
+    }
+  }
+}
+
+TEST_CASE("row classes: offset rows reach the asked kappa, tiny rows have var << eps", "[generators]") {
+  std::mt19937_64 rng(9);
+  for (double log10_kappa : {0.0, 3.0, 6.0}) {
+    const auto x = make_row(rng, DType::f64, RowClass::offset, 4096, 1e-5, log10_kappa);
+    const double mean = std::accumulate(x.begin(), x.end(), 0.0) / 4096;
+    double var = 0;
+    for (double v : x) var += (v - mean) * (v - mean) / 4096;
+    CHECK(std::log10(std::abs(mean) / std::sqrt(var)) == Approx(log10_kappa).margin(0.1));
+  }
+  const double eps = 1e-5;
+  const auto t = make_row(rng, DType::f32, RowClass::tiny, 4096, eps, 0);
+  const double mean = std::accumulate(t.begin(), t.end(), 0.0) / 4096;
+  double var = 0;
+  for (double v : t) var += (v - mean) * (v - mean) / 4096;
+  CHECK(var < eps * 1e-6);
+}
+
+TEST_CASE("harness: a write before y, a y element never written, are reported", "[harness]") {
+  const Case c = one_row_case(17);
+  CHECK_THAT(run_guarded(kWritesBefore, c).violation, Catch::Matchers::Contains("wrote outside y"));
+  CHECK_THAT(run_guarded(kSkipsLast, c).violation, Catch::Matchers::Contains("never wrote y element 50"));
+  CHECK(run_guarded(registry()[0], c).violation.empty());
+}
+
+TEST_CASE("budgets: the built-in file covers every kernel x dtype with reasons", "[budgets]") {
+  const Budgets b = Budgets::builtin();
+  for (const KernelInfo& k : registry()) {
+    for (DType d : kAllDTypes) {
+      if (!k.dtypes.contains(d)) continue;
+      INFO(k.name << " " << name(d));
+      CHECK(b.has_own(k.name, d));
+      const KernelBudget& kb = b.for_kernel(k.name, d);
+      CHECK_FALSE(kb.y_reason.empty());
+      CHECK_FALSE(kb.mean_reason.empty());
+      CHECK_FALSE(kb.rstd_reason.empty());
+      for (const auto& [p, reason] : kb.expected_failures) CHECK_FALSE(reason.empty());
+    }
+    // A kernel with no section (a plugin, a mutant) falls back to [default.<dtype>].
+    CHECK(b.for_kernel("no_such_kernel", DType::f32).section == "default.f32");
+  }
+}
+
+TEST_CASE("budgets: a typo, a missing reason, a negative number or an unknown property is an error naming the key", "[budgets]") {
+  const Budgets ok = Budgets::parse(kOneSection, "t.toml");
+  CHECK(ok.for_kernel("k", DType::f32).y.a == 2);
+  CHECK(ok.for_kernel("k", DType::f32).expected_failures.at(Property::accuracy) == "known");
+  CHECK_THROWS_WITH(Budgets::parse(kOneSection + std::string("[k.f32.y]\n"), "t.toml"), Catch::Matchers::Contains("t.toml"));
+  std::string s = kOneSection;
+  CHECK_THROWS_WITH(Budgets::parse(std::string(s).replace(s.find("a = 2"), 5, "aa = 2"), "t.toml"),
+                    Catch::Matchers::Contains("k.f32.y.aa: unknown key"));
+  CHECK_THROWS_WITH(Budgets::parse(std::string(s).replace(s.find("ulp = 3, reason = \"r\""), 22, "ulp = 3"), "t.toml"),
+                    Catch::Matchers::Contains("k.f32.mean.reason"));
+  CHECK_THROWS_WITH(Budgets::parse(std::string(s).replace(s.find("ulp = 4"), 7, "ulp = -4"), "t.toml"),
+                    Catch::Matchers::Contains("k.f32.rstd.ulp: must be >= 0"));
+  CHECK_THROWS_WITH(Budgets::parse(std::string(s).replace(s.find("accuracy = "), 11, "acuracy = "), "t.toml"),
+                    Catch::Matchers::Contains("k.f32.expected_failures.acuracy: not a property name"));
+  std::string f33 = s;
+  for (std::size_t at; (at = f33.find("k.f32")) != std::string::npos;) f33.replace(at, 5, "k.f33");
+  CHECK_THROWS_WITH(Budgets::parse(f33, "t.toml"),
+                    Catch::Matchers::Contains("k.f33: not a dtype"));
+  CHECK_THROWS_WITH(ok.for_kernel("k", DType::f64), Catch::Matchers::Contains("no [k.f64]"));
+}
+
+TEST_CASE("verify: a wrong kernel fails with a shrunk case and a reproduction, and the same seed gives the same verdict", "[verify]") {
+  const KernelBudget budget = Budgets::builtin().for_kernel("welford", DType::f32);
+  Settings s;
+  s.cases = 30;
+  s.properties = {Property::accuracy, Property::shape};
+  const auto a = verify_kernel(kCopiesX, DType::f32, budget, s);
+  REQUIRE(a.size() == 2);
+  CHECK(a[0].status == Status::fail);
+  CHECK_FALSE(a[0].counterexample.empty());
+  CHECK_THAT(a[0].reproduce, Catch::Matchers::Contains("--kernel copies_x --dtype f32 --property accuracy --seed 1"));
+  CHECK(a[1].status == Status::pass);  // the structure is right: it writes every y and nothing else
+  const auto b = verify_kernel(kCopiesX, DType::f32, budget, s);
+  CHECK(b[0].counterexample == a[0].counterexample);
+  CHECK(b[0].message == a[0].message);
+}
+
+TEST_CASE("verify: expected failures are xfail, one that passes is XPASS, too few cases is mistrusted", "[verify]") {
+  KernelBudget budget = Budgets::builtin().for_kernel("welford", DType::f32);
+  Settings s;
+  s.cases = 30;
+  s.properties = {Property::accuracy};
+  budget.expected_failures[Property::accuracy] = "pretend";
+  CHECK(verify_kernel(kCopiesX, DType::f32, budget, s)[0].status == Status::expected_failure);
+  const Outcome xpass = verify_kernel(registry()[0], DType::f32, budget, s)[0];
+  CHECK(xpass.status == Status::unexpected_pass);
+  CHECK(is_failure(xpass.status));
+  budget.expected_failures.clear();
+  s.cases = 5;  // fewer cases than the 11 input classes: some class is never generated
+  const Outcome few = verify_kernel(registry()[0], DType::f32, budget, s)[0];
+  CHECK(few.status == Status::mistrusted);
+  CHECK_THAT(few.message, Catch::Matchers::Contains("never generated"));
+}
