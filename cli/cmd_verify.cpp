@@ -34,7 +34,11 @@ void add_verify(CLI::App& app, int& exit_code) {
   auto f = std::make_shared<VerifyFlags>();
   cmd->add_option("--kernel", f->kernels, "Kernel name, repeatable, or 'all' (default: all)");
   cmd->add_option("--dtype", f->dtypes, "f32, f64, f16 or bf16, repeatable (default: every dtype the kernel takes)");
-  cmd->add_option("--property", f->properties, "Only this property, repeatable (default: all ten)");
+  std::string property_names;
+  for (lnorm::verify::Property p : lnorm::verify::kAllProperties) {
+    property_names += (property_names.empty() ? "" : ", ") + std::string(lnorm::verify::name(p));
+  }
+  cmd->add_option("--property", f->properties, "Only this property, repeatable (default: all ten): " + property_names);
   cmd->add_option("--budgets", f->budgets, "Budgets file (default: the built-in property_tests/budgets.toml)");
   cmd->add_option("--cases", f->cases, "Generated cases per property (default: 24 with --quick, else 160)")
       ->check(CLI::Range(1, 1000000));
@@ -43,7 +47,7 @@ void add_verify(CLI::App& app, int& exit_code) {
   cmd->add_option("--json", f->json, "Write the results as JSON to this file");
   cmd->add_option("--junit", f->junit, "Write JUnit XML (one testcase per kernel x dtype x property) to this file");
   cmd->add_option("--dump-failures", f->dump, "Write each failing case's x/gamma/beta as .npy under this folder");
-  cmd->callback([f, &exit_code] {
+  cmd->callback([f, property_names, &exit_code] {
     using namespace lnorm::verify;
     check_outputs({{f->json, "--json"}, {f->junit, "--junit"}}, {});
     std::vector<const KernelInfo*> kernels;
@@ -73,7 +77,7 @@ void add_verify(CLI::App& app, int& exit_code) {
     settings.dump_dir = f->dump;
     for (const std::string& p : f->properties) {
       const auto parsed = parse_property(p);
-      if (!parsed) throw InputError("--property " + p + ": not a property (see lnorm verify --help; e.g. accuracy)");
+      if (!parsed) throw InputError("--property " + p + ": not a property (have: " + property_names + ")");
       settings.properties.push_back(*parsed);
     }
     Budgets budgets;

@@ -37,3 +37,6 @@ for c in "${cases[@]}"; do
     printf '%-9s %-5s %-8s %s\n' "$label" "$dtype" "$k" "$verdict"
   done
 done
+echo
+echo "== lnorm verify --quick: ten properties x every kernel x dtype against property_tests/budgets.toml"
+"$lnorm" verify --quick | grep -v '^  ' || true

@@ -11,6 +11,7 @@
 
 #include "cases.hpp"
 #include "harness.hpp"
+#include "properties.hpp"
 #include "lnorm/budgets.hpp"
 #include "lnorm/registry.hpp"
 #include "lnorm/verify.hpp"
@@ -212,4 +213,32 @@ TEST_CASE("verify: expected failures are xfail, one that passes is XPASS, too fe
   const Outcome few = verify_kernel(registry()[0], DType::f32, budget, s)[0];
   CHECK(few.status == Status::mistrusted);
   CHECK_THAT(few.message, Catch::Matchers::Contains("never generated"));
+}
+
+TEST_CASE("properties: onepass fails accuracy and invariance on offset rows, welford holds both", "[verify]") {
+  // The llm.c / ONNX Runtime failure: offset rows (kappa = 1e4) in f32.
+  CaseSpec s;
+  s.row_classes = {RowClass::offset};
+  s.log10_kappa = 4;
+  s.shape = {4, 1024};
+  s.axis = 1;
+  s.eps = 0;
+  s.data_seed = 11;
+  const Case c = materialize(s);
+  Worst worst;
+  const KernelInfo& onepass = *find_kernel("onepass");
+  const KernelInfo& welford = *find_kernel("welford");
+  const Budgets b = Budgets::builtin();
+  CHECK_FALSE(check_accuracy({onepass, b.for_kernel("onepass", DType::f32), worst}, c).empty());
+  CHECK(check_accuracy({welford, b.for_kernel("welford", DType::f32), worst}, c).empty());
+  s.row_classes = {RowClass::normal};  // invariance shifts a centred row to kappa' up to 1e4 itself
+  const Case centred = materialize(s);
+  int onepass_failures = 0;
+  for (std::uint64_t seed = 0; seed < 8; ++seed) {
+    Case k = centred;
+    k.spec.data_seed = seed;
+    onepass_failures += !check_invariance({onepass, b.for_kernel("onepass", DType::f32), worst}, k).empty();
+    CHECK(check_invariance({welford, b.for_kernel("welford", DType::f32), worst}, k).empty());
+  }
+  CHECK(onepass_failures > 0);
 }

@@ -1,6 +1,7 @@
 #include "lnorm/verify_report.hpp"
 
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -83,6 +84,18 @@ std::string table_text(const std::vector<Outcome>& outcomes, const RunInfo& info
     if (!o.counterexample.empty()) s << "  shrunk case: " << o.counterexample << "\n";
     s << "  reproduce: " << o.reproduce << "\n";
     for (const std::string& f : o.dumped) s << "  wrote " << f << "\n";
+    if (!o.check_command.empty()) s << "  check it: " << o.check_command << "\n";
+  }
+  // Input classes actually generated (benchdnn's "mistrusted" check fails a property whose run missed
+  // one): the whole run's counts here, each property's in --json.
+  std::map<std::string, long> classes;
+  for (const Outcome& o : outcomes) {
+    for (const auto& [cls, n] : o.classes) classes[cls] += n;
+  }
+  if (!classes.empty()) {
+    s << "\ninput classes generated (cases, all properties):";
+    for (const auto& [cls, n] : classes) s << " " << cls << " " << n;
+    s << "\n";
   }
   std::snprintf(line, sizeof line,
                 "\n%s: %d passed, %d failed, %d expected failures (%d not seen in this run), %d skipped (seed %llu, %s, budgets: %s, %.1f s)\n",
@@ -111,7 +124,8 @@ std::string json_text(const std::vector<Outcome>& outcomes, const RunInfo& info)
                        {"counterexample", o.counterexample},
                        {"reproduce", o.reproduce},
                        {"expected_reason", o.expected_reason},
-                       {"dumped", o.dumped}});
+                       {"dumped", o.dumped},
+                       {"check_command", o.check_command}});
   }
   const nlohmann::json out = {{"pass", pass},     {"seed", info.seed},     {"quick", info.quick},
                               {"cases", info.cases}, {"budgets", info.budgets_source}, {"seconds", info.seconds},

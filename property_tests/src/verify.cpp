@@ -4,6 +4,7 @@
 #include "lnorm/verify.hpp"
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -117,6 +118,26 @@ std::vector<std::string> dump_case(const Case& c, const std::string& dir) {
   return files;
 }
 
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+// `lnorm run` the kernel on the dumped case, then `lnorm check` its output against the reference.
+std::string check_command(const std::string& kernel, const Budget& budget, const Case& c, const std::string& dir) {
+  const auto path = [&](const char* f) { return (std::filesystem::path(dir) / f).string(); };
+  char eps[32];
+  std::snprintf(eps, sizeof eps, "%.9g", c.spec.eps);
+  std::string common = " --x " + path("x.npy");
+  if (!c.gamma.empty()) common += " --gamma " + path("gamma.npy");
+  if (!c.beta.empty()) common += " --beta " + path("beta.npy");
+  common += " --axis " + std::to_string(c.spec.axis) + " --eps " + eps + " --dtype " + std::string(name(c.spec.dtype));
+  return "lnorm run --kernel " + kernel + common + " --y " + path("y.npy") + " --mean " + path("mean.npy") + " --rstd " +
+         path("rstd.npy") + " && lnorm check" + common + " --y " + path("y.npy") + " --mean " + path("mean.npy") +
+         " --rstd " + path("rstd.npy") + " --max-ulp " + num(budget.a) + " --max-ulp-per-kappa " + num(budget.b);
+}
+
 }  // namespace
 
 std::vector<Outcome> verify_kernel(const KernelInfo& kernel, DType dtype, const KernelBudget& budget,
@@ -202,9 +223,11 @@ std::vector<Outcome> verify_kernel(const KernelInfo& kernel, DType dtype, const 
       o.message = last_message;
       o.counterexample = last_case.spec.describe();
       if (!settings.dump_dir.empty() && o.status == Status::fail) {
-        o.dumped = dump_case(last_case, (std::filesystem::path(settings.dump_dir) /
-                                         (o.kernel + "-" + std::string(name(dtype)) + "-" + std::string(name(p))))
-                                            .string());
+        const std::string dir = (std::filesystem::path(settings.dump_dir) /
+                                 (o.kernel + "-" + std::string(name(dtype)) + "-" + std::string(name(p))))
+                                    .string();
+        o.dumped = dump_case(last_case, dir);
+        o.check_command = check_command(o.kernel, budget.y, last_case, dir);
       }
     } else {
       std::ostringstream msg;

@@ -54,6 +54,7 @@ struct Outcome {
   std::string reproduce;                 // one command line that reruns exactly this
   std::string expected_reason;           // from budgets.toml, for expected failures
   std::vector<std::string> dumped;       // .npy files written for the counterexample
+  std::string check_command;             // lnorm run + lnorm check on the dumped files
 };
 
 // Called before each property with (kernel, dtype, property).
