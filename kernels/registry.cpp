@@ -9,7 +9,8 @@
 namespace lnorm {
 
 std::span<const KernelInfo> registry() {
-  static const std::array<KernelInfo, 3> kernels{cpu::kWelford, cpu::kNaive, cpu::kOnePass};
+  static const std::array<KernelInfo, 5> kernels{cpu::kAvx2Cr, cpu::kAvx2, cpu::kWelford, cpu::kNaive,
+                                                 cpu::kOnePass};
   return kernels;
 }
 

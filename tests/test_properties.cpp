@@ -33,7 +33,7 @@ accuracy = "known"
 
 // A kernel that writes one element before y: the guard region must catch it.
 void writes_before_y(const Problem& p, const Tensors& t) {
-  registry()[0].run(p, t);
+  find_kernel("welford")->run(p, t);
   static_cast<float*>(t.y)[-1] = 1.0f;
 }
 // A kernel that never writes the last y element.
@@ -41,14 +41,14 @@ void skips_last_y(const Problem& p, const Tensors& t) {
   const std::uint32_t keep_bits = 0;
   float* y = static_cast<float*>(t.y);
   const float last = y[p.elements() - 1];
-  registry()[0].run(p, t);
+  find_kernel("welford")->run(p, t);
   std::memcpy(&y[p.elements() - 1], &last, sizeof last);
   (void)keep_bits;
 }
 // Outputs x itself: wrong everywhere but the structure.
 void copies_x(const Problem& p, const Tensors& t) {
   std::memcpy(t.y, t.x, static_cast<std::size_t>(p.elements()) * size_of(p.dtype));
-  registry()[0].run(Problem{p.rows, p.cols, p.dtype, p.eps, p.has_gamma, p.has_beta, p.threads},
+  find_kernel("welford")->run(Problem{p.rows, p.cols, p.dtype, p.eps, p.has_gamma, p.has_beta, p.threads},
                     Tensors{t.x, t.gamma, t.beta, t.y, t.mean, t.rstd});
   std::memcpy(t.y, t.x, static_cast<std::size_t>(p.elements()) * size_of(p.dtype));
 }
@@ -140,7 +140,7 @@ TEST_CASE("harness: a write before y, a y element never written, are reported", 
   const Case c = one_row_case(17);
   CHECK_THAT(run_guarded(kWritesBefore, c).violation, Catch::Matchers::Contains("wrote outside y"));
   CHECK_THAT(run_guarded(kSkipsLast, c).violation, Catch::Matchers::Contains("never wrote y element 50"));
-  CHECK(run_guarded(registry()[0], c).violation.empty());
+  CHECK(run_guarded(*find_kernel("welford"), c).violation.empty());
 }
 
 TEST_CASE("budgets: the built-in file covers every kernel x dtype with reasons", "[budgets]") {
@@ -205,12 +205,12 @@ TEST_CASE("verify: expected failures are xfail, one that passes is XPASS, too fe
   s.properties = {Property::accuracy};
   budget.expected_failures[Property::accuracy] = "pretend";
   CHECK(verify_kernel(kCopiesX, DType::f32, budget, s)[0].status == Status::expected_failure);
-  const Outcome xpass = verify_kernel(registry()[0], DType::f32, budget, s)[0];
+  const Outcome xpass = verify_kernel(*find_kernel("welford"), DType::f32, budget, s)[0];
   CHECK(xpass.status == Status::unexpected_pass);
   CHECK(is_failure(xpass.status));
   budget.expected_failures.clear();
   s.cases = 5;  // fewer cases than the 11 input classes: some class is never generated
-  const Outcome few = verify_kernel(registry()[0], DType::f32, budget, s)[0];
+  const Outcome few = verify_kernel(*find_kernel("welford"), DType::f32, budget, s)[0];
   CHECK(few.status == Status::mistrusted);
   CHECK_THAT(few.message, Catch::Matchers::Contains("never generated"));
 }

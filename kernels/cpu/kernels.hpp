@@ -7,4 +7,6 @@ namespace lnorm::cpu {
 extern const KernelInfo kNaive;
 extern const KernelInfo kOnePass;
 extern const KernelInfo kWelford;
+extern const KernelInfo kAvx2;
+extern const KernelInfo kAvx2Cr;
 }  // namespace lnorm::cpu

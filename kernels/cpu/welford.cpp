@@ -24,6 +24,7 @@
 #include <cmath>
 #include <limits>
 
+#include "isa.hpp"
 #include "kernels.hpp"
 #include "scalar_rows.hpp"
 
@@ -140,6 +141,18 @@ struct WelfordStats {
 };
 
 }  // namespace
+
+void welford_row(const Problem& p, const Tensors& t, std::int64_t row) {
+  const std::size_t es = size_of(p.dtype), ss = size_of(stats_dtype(p.dtype));
+  const auto offset = static_cast<std::size_t>(row * p.cols) * es;
+  Problem one = p;
+  one.rows = 1;
+  one.threads = 1;
+  const Tensors t1{static_cast<const std::byte*>(t.x) + offset, t.gamma, t.beta, static_cast<std::byte*>(t.y) + offset,
+                   t.mean ? static_cast<std::byte*>(t.mean) + static_cast<std::size_t>(row) * ss : nullptr,
+                   t.rstd ? static_cast<std::byte*>(t.rstd) + static_cast<std::size_t>(row) * ss : nullptr};
+  run_scalar<WelfordStats>(one, t1);
+}
 
 const KernelInfo kWelford{
     "welford", "scalar Welford updates in blocks of 32, Chan pairwise merge; f32 (f64 for f64)",

@@ -47,7 +47,7 @@ std::string reason_at(const toml::table& t, const std::string& source, const std
 }
 
 KernelBudget parse_section(const toml::table& t, const std::string& source, const std::string& where) {
-  only_keys(t, {"y", "mean", "rstd", "exact_mean", "expected_failures"}, source, where);
+  only_keys(t, {"y", "mean", "rstd", "exact_mean", "correctly_rounded", "expected_failures"}, source, where);
   KernelBudget b;
   b.section = where;
   const toml::table& y = table_at(t, "y", source, where);
@@ -68,6 +68,13 @@ KernelBudget parse_section(const toml::table& t, const std::string& source, cons
   if (!ev) fail(source, where + ".exact_mean.value", "missing or not a boolean");
   b.exact_mean = *ev;
   b.exact_mean_reason = reason_at(exact, source, where + ".exact_mean");
+  if (t.contains("correctly_rounded")) {
+    const toml::table& cr = table_at(t, "correctly_rounded", source, where);
+    only_keys(cr, {"min", "reason"}, source, where + ".correctly_rounded");
+    b.min_correctly_rounded = number_at(cr, "min", source, where + ".correctly_rounded");
+    if (b.min_correctly_rounded > 1) fail(source, where + ".correctly_rounded.min", "a fraction: at most 1");
+    b.correctly_rounded_reason = reason_at(cr, source, where + ".correctly_rounded");
+  }
   if (const toml::table* xf = t["expected_failures"].as_table()) {
     for (const auto& [k, v] : *xf) {
       const std::string key = where + ".expected_failures." + std::string(k.str());

@@ -61,7 +61,7 @@ std::string CaseSpec::describe() const {
   s << " shape=[";
   for (std::size_t i = 0; i < shape.size(); ++i) s << (i ? "," : "") << shape[i];
   char e[32];
-  std::snprintf(e, sizeof e, "%.9g", eps);
+  std::snprintf(e, sizeof e, dtype == DType::f64 ? "%.17g" : "%.9g", eps);  // round-trips the kernel's eps
   s << "] axis=" << axis << " (" << rows() << "x" << cols() << ") eps=" << e << " gamma=" << name(gamma)
     << " beta=" << name(beta) << " misalign=" << misalign << " seed=" << data_seed;
   return s.str();
@@ -131,7 +131,10 @@ std::vector<double> make_row(std::mt19937_64& rng, DType d, RowClass c, std::int
     case RowClass::offset: {
       // mean 2^e·(1..2) with e up to a quarter of the way to overflow, std = |mean|/kappa.
       const double mean = binade(0, std::min(60, f.emax / 4)) * (1 + 0.5 * (unit(rng) + 1)) * ((rng() & 1) ? -1 : 1);
-      const double std_dev = std::abs(mean) / std::pow(10.0, log10_kappa);
+      // kappa is capped where the format still resolves the row: std ≥ 2^3 ulps of the mean, so
+      // f16 (p = 11) reaches ~1e2 and bf16 ~1e1 instead of collapsing to a constant row.
+      const double max_log10_kappa = 0.30103 * (f.precision - 4);
+      const double std_dev = std::abs(mean) / std::pow(10.0, std::min(log10_kappa, max_log10_kappa));
       for (double& v : x) v = mean + std_dev * normal(rng);
       break;
     }
@@ -143,7 +146,9 @@ std::vector<double> make_row(std::mt19937_64& rng, DType d, RowClass c, std::int
     case RowClass::tiny: {
       // std = sqrt(eps)·2^-12: var = eps·2^-24, far below eps, above the format's subnormals for
       // eps ≥ 1e-12 in f32 (and flushed towards a constant row in f16/bf16, which is still var ≪ eps).
-      const double centre = (rng() & 1) ? 0.0 : binade(-2, 2);
+      // A centre other than 0 would round the row to a constant in f16/bf16 (their ulp at 1 is far
+      // above sqrt(eps)·2^-12): there the rows sit at 0, down among the subnormals.
+      const double centre = (rng() & 1) || f.precision < 12 ? 0.0 : binade(-2, 2);
       const double s = std::sqrt(eps > 0 ? eps : 1e-5) * 0x1p-12;
       for (double& v : x) v = centre + s * normal(rng);
       break;

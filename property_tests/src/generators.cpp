@@ -65,7 +65,8 @@ rc::Gen<CaseSpec> gen_case(DType dtype, const Profile& profile, std::shared_ptr<
         // eps: an edge value or 10^U(-15, 0.5); eps = 0 only where the profile allows it.
         double eps = eps_pick < kEdgeEpsCount ? kEdgeEps[eps_pick] : std::pow(10.0, -eps_exp_x10 / 10.0);
         if (prof.eps_zero_only) eps = 0;
-        if (eps == 0 && (!prof.allow_eps_zero || primary_class == RowClass::tiny)) eps = 1e-5;
+        const bool has_tiny = std::find(s.row_classes.begin(), s.row_classes.end(), RowClass::tiny) != s.row_classes.end();
+        if (eps == 0 && (!prof.allow_eps_zero || has_tiny)) eps = 1e-5;  // tiny means var << eps > 0
         s.eps = make_problem(1, 1, dtype, eps, false, false).eps;
         s.gamma = prof.allow_affine ? static_cast<Affine>(gamma) : Affine::absent;
         s.beta = prof.allow_affine ? static_cast<Affine>(beta) : Affine::absent;

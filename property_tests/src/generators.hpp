@@ -18,7 +18,7 @@ struct Profile {
   bool eps_zero_only = false;         // eps = 0 (invariance)
   bool allow_eps_zero = true;
   bool allow_affine = true;           // gamma/beta drawn; otherwise absent
-  std::int64_t max_elements = 1 << 16;
+  std::int64_t max_elements = 1 << 17;  // room for one 65537-wide row
   int max_rows = 48;
 };
 

@@ -39,7 +39,7 @@ class Buffer {
 
 struct Outputs {
   std::vector<std::uint64_t> y, mean, rstd;  // bit patterns (y: dtype, mean/rstd: stats dtype)
-  std::string violation;                     // empty, or what the kernel broke (guards, unwritten, inputs)
+  std::string violation;  // empty, or "harness: " + what the kernel broke (guards, unwritten, inputs)
   bool same_bits(const Outputs& o) const { return y == o.y && mean == o.mean && rstd == o.rstd; }
 };
 

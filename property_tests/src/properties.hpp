@@ -17,6 +17,8 @@ namespace lnorm::verify {
 // The worst value of each named measure seen over a run (scaled ulps, ratios to budget, ...).
 struct Worst {
   std::map<std::string, double> values;
+  std::map<std::string, double> totals;  // running sums (elements checked, correctly rounded, ...)
+  void add(const std::string& counter, double v) { totals[counter] += v; }
   void note(const std::string& measure, double v) {
     auto [it, fresh] = values.emplace(measure, v);
     if (!fresh && (v > it->second || v != v)) it->second = v;

@@ -54,6 +54,11 @@ std::string worst_text(const Outcome& o) {
     if (std::string(key) == "y_budget_used") out += num(100 * it->second) + "% " + label;
     else out += std::string(label) + " " + num(it->second);
   }
+  if (o.correctly_rounded >= 0 && o.property == Property::accuracy) {
+    char cr[48];
+    std::snprintf(cr, sizeof cr, "%s%.4g%% correctly rounded", out.empty() ? "" : ", ", 100 * o.correctly_rounded);
+    out += cr;
+  }
   return out.empty() ? "-" : out;
 }
 
@@ -120,6 +125,7 @@ std::string json_text(const std::vector<Outcome>& outcomes, const RunInfo& info)
                        {"seed", o.seed},
                        {"worst", o.worst},
                        {"classes", o.classes},
+                       {"correctly_rounded", o.correctly_rounded >= 0 ? nlohmann::json(o.correctly_rounded) : nlohmann::json(nullptr)},
                        {"message", o.message},
                        {"counterexample", o.counterexample},
                        {"reproduce", o.reproduce},

@@ -226,7 +226,10 @@ struct RowReferencer::Impl {
         stats_fmt, detail::round_exactly(stats_fmt, round_to_ordinal(stats_fmt, mean_bf.convert_to<double>()),
                                          [&](const Dyadic& m) { return detail::compare(S, m * n_big); }));
     mean_dd = to_dd(mean_bf);
-    out.kappa = M.sign() == 0 ? 0.0 : BigFloat(abs(to_bigfloat(S)) / sqrt(to_bigfloat(M))).convert_to<double>();
+    // kappa = |mean| / sqrt(var + eps) = |S| / sqrt(W): what a mean error δ costs z is δ·rstd, so eps
+    // belongs in it (with sqrt(var) alone, rows with var << eps got a kappa thousands of times too big
+    // and a budget a + b·kappa that let anything through).
+    out.kappa = W.sign() == 0 ? 0.0 : BigFloat(abs(to_bigfloat(S)) / sqrt(to_bigfloat(W))).convert_to<double>();
 
     if (W.sign() == 0) {  // constant row with eps = 0: rstd = +Inf, y = 0·Inf = NaN (IEEE)
       out.rstd = kInf;

@@ -6,6 +6,7 @@
 //   mean = { ulp = 2, reason = "..." }           # ulps of max(|mean|, sqrt(var + eps)), stats format
 //   rstd = { ulp = 3, reason = "..." }           # plain ulps of rstd, stats format
 //   exact_mean = { value = true, reason = "..." } # mean bit-exact on exact-statistics rows
+//   correctly_rounded = { min = 0.9999, reason = "..." }  # optional: least correctly rounded fraction of y
 //   [welford.f32.expected_failures]
 //   accuracy = "why this algorithm cannot meet the budget"
 //
@@ -29,7 +30,8 @@ struct KernelBudget {
   double mean_ulp = 0;      // |mean − mean*| in ulps of max(|mean*|, sqrt(var* + eps)) (stats format)
   double rstd_ulp = 0;      // |rstd − rstd*| in plain ulps (stats format)
   bool exact_mean = false;  // mean must be bit-exact on exact-statistics rows
-  std::string y_reason, mean_reason, rstd_reason, exact_mean_reason;
+  double min_correctly_rounded = 0;  // least fraction of y bit-identical to the exact answer rounded once
+  std::string y_reason, mean_reason, rstd_reason, exact_mean_reason, correctly_rounded_reason;
   std::map<Property, std::string> expected_failures;  // property → why it is expected to fail
   std::string section;      // "welford.f32" or "default.f32": where these numbers came from
 };

@@ -28,7 +28,7 @@ struct ElementReference {
 struct RowReference {
   double mean = 0;     // exact mean rounded once to the stats format (NaN for a non-finite row)
   double rstd = 0;     // exact 1/sqrt(var + eps) rounded once to the stats format (+Inf if var+eps == 0)
-  double kappa = 0;    // |mean| / sqrt(var), 0 when var == 0 (NaN for a non-finite row)
+  double kappa = 0;    // |mean| / sqrt(var + eps), 0 when var + eps == 0 (NaN for a non-finite row)
   bool nonfinite = false;          // the row held a NaN or an Inf
   std::int64_t exact_fallbacks = 0;  // elements the fast path could not certify (diagnostics)
 };

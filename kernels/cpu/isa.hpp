@@ -1,0 +1,27 @@
+// Entry points of the ISA-specific translation units (avx2.cpp, ...), compiled with their own target
+// flags. They take a row range and nothing from the C++ library: everything that allocates, spawns
+// threads or is shared with generic code stays in the generic TUs, so no inline function compiled for
+// AVX2 can be picked by the linker for generic code (ctest `isa_objects_share_no_code` checks this).
+#pragma once
+
+#include <cstdint>
+
+#include "lnorm/problem.hpp"
+
+namespace lnorm::cpu {
+
+namespace avx2 {
+// Rows [begin, end) of p (f32, f16 or bf16). Rows whose statistics leave the fast path's safe range
+// (near overflow, subnormal spread, NaN/Inf) are handed to fallback_row.
+void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end);
+}  // namespace avx2
+
+namespace avx2_cr {
+// The same contract, computed in f64 and rounded once (avx2_cr.cpp).
+void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end);
+}  // namespace avx2_cr
+
+// The scalar welford kernel on one row: the exact-range fallback of the SIMD kernels (welford.cpp).
+void welford_row(const Problem& p, const Tensors& t, std::int64_t row);
+
+}  // namespace lnorm::cpu

@@ -1,0 +1,16 @@
+#!/bin/sh
+# Fails if an object compiled with ISA flags (-mavx2, ...) defines a weak symbol: an inline function or
+# template instantiation there may be chosen by the linker for every caller, and would then execute
+# AVX2 instructions on a CPU without them. Usage: check_isa_objects.sh OBJECT...
+status=0
+for obj in "$@"; do
+  weak=$(nm -C --defined-only "$obj" | grep -E ' [WVu] ' || true)
+  if [ -n "$weak" ]; then
+    echo "FAIL: $obj defines weak symbols:"
+    echo "$weak"
+    status=1
+  else
+    echo "ok: $obj ($(nm --defined-only "$obj" | grep -c ' T ') global function(s), no weak symbols)"
+  fi
+done
+exit $status
