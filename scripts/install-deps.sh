@@ -11,6 +11,8 @@ packages=(
   catch2                         # unit tests (Catch2 v2.13 single header)
   librapidcheck-dev              # property-based generators and shrinking (property_tests/)
   libtomlplusplus-dev            # budgets.toml
+  libbenchmark-dev               # bench/: Google Benchmark
+  libdnnl-dev                    # bench/: oneDNN, the CPU baseline
 )
 
 missing=()

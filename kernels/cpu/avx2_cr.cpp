@@ -5,9 +5,9 @@
 // rounded once at the end. The f64 result carries a relative error of a few 2^-53, so it rounds to
 // the same f32 as the exact y* unless y* lies within ~2^-50 relative of a rounding boundary — about
 // 2^-26 of f32 outputs (f16/bf16: far fewer). lnorm verify measures the correctly rounded fraction.
-//   1. s = Σ (x − x[0])  (exact in f64 for f32 data whose binades span < 29)   m = x[0] + s/n
-//   2. c = Σ (x − m), q = Σ (x − m)²                                     mean_lo = c/n, var = q/n − mean_lo²
-//   3. y = ((x − m) − mean_lo) · rstd · γ + β  in f64,  rstd = 1/sqrt(var + eps)
+//   1. s = Σ (x − x[0]) with TwoSum (error-free)       m = m_hi + m_lo = x[0] + s/n, a double-double
+//   2. q = Σ ((x − m_hi) − m_lo)²                      var = q/n
+//   3. y = ((x − m_hi) − m_lo) · rstd · γ + β  in f64,  rstd = 1/sqrt(var + eps)
 // f64 has the range f32 lacks: x² of f32's largest values (1e77) and of its subnormals (1e-90) are
 // normal f64 numbers, so no row needs rescaling; only NaN/Inf rows take the scalar welford path.
 // f16/bf16 outputs: f64 → f32 by round-to-odd, then f32 → f16/bf16 to nearest even. Rounding to odd
@@ -74,6 +74,38 @@ __m128 to_f32_odd(__m256d v) {
   return _mm_castsi128_ps(bits);
 }
 
+// Exact ties. When y* is exactly halfway between two outputs (it happens: a row of zeros and one
+// outlier at n = 17, 65 or 4097 has z = −1/sqrt(n − 1) exactly, and β + γ·z can land on a midpoint)
+// or exactly 0 (β = −γ·z), the f64 value sits a few 2^-53 off and rounds to the nearer side instead
+// of to even. A value within kTieTolerance of the terms' size (|γ·z| + |β|: the f64 error scales
+// with the terms, not with a cancelled result) of a midpoint of the output format, or of 0, is taken
+// to be exactly that. Measured, `lnorm verify --kernel avx2_cr --property accuracy --cases 1500
+// --seed 24` (misrounded / all outputs, bf16): no snapping 1969 / 13.9M; 2^-46 after compensated
+// sums 757 (near-ties from eps = 1e-12 snapped wrongly); 2^-50 with compensated sums 470 — what
+// remains is mostly sparse rows, whose near-ties are closer than f64 can tell apart. Deciding those
+// needs a double-double recomputation next to midpoints (as the reference does); not done.
+constexpr double kTieTolerance = 0x1p-50;
+
+template <class T>
+__m256d snap_ties(__m256d v, __m256d size) {
+  constexpr int kPrecision = std::is_same_v<T, F32> ? 24 : std::is_same_v<T, F16> ? 11 : 8;
+  constexpr int kDropped = 52 - kPrecision;  // f64 bits below the midpoint's last bit (p + 1 bits kept)
+  const __m256i bits = _mm256_castpd_si256(v);
+  const __m256i half = _mm256_set1_epi64x(std::int64_t{1} << (kDropped - 1));
+  const __m256i keep = _mm256_set1_epi64x(~((std::int64_t{1} << kDropped) - 1));
+  const __m256i nearest = _mm256_and_si256(_mm256_add_epi64(bits, half), keep);  // v to p + 1 bits
+  const __m256d grid = _mm256_castsi256_pd(nearest);
+  // A midpoint has its last kept bit set: bit kDropped of the pattern.
+  const __m256i last = _mm256_and_si256(nearest, _mm256_set1_epi64x(std::int64_t{1} << kDropped));
+  const __m256d is_mid = _mm256_castsi256_pd(_mm256_cmpeq_epi64(last, _mm256_set1_epi64x(std::int64_t{1} << kDropped)));
+  const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
+  const __m256d close = _mm256_cmp_pd(_mm256_and_pd(_mm256_sub_pd(v, grid), abs_mask),
+                                      _mm256_mul_pd(size, _mm256_set1_pd(kTieTolerance)), _CMP_LE_OQ);
+  // An exact zero (β = −γ·z exactly) shows up as a few 2^-53 of the terms: take it to be 0.
+  const __m256d tiny = _mm256_cmp_pd(_mm256_and_pd(v, abs_mask), _mm256_mul_pd(size, _mm256_set1_pd(kTieTolerance)), _CMP_LE_OQ);
+  return _mm256_andnot_pd(tiny, _mm256_blendv_pd(v, grid, _mm256_and_pd(is_mid, close)));
+}
+
 template <class T>
 void store4(typename T::Bits* p, __m256d v, std::int64_t count = 4) {
   if constexpr (std::is_same_v<T, F32>) {
@@ -112,64 +144,104 @@ struct Stats {
   bool finite;
 };
 
+// Knuth's TwoSum: s + e == a + b exactly.
+inline void two_sum(__m256d a, __m256d b, __m256d& s, __m256d& e) {
+  s = _mm256_add_pd(a, b);
+  const __m256d bb = _mm256_sub_pd(s, a);
+  e = _mm256_add_pd(_mm256_sub_pd(a, _mm256_sub_pd(s, bb)), _mm256_sub_pd(b, bb));
+}
+
+// Pass 1 sums x − x[0] with TwoSum, so the mean is a double-double m_hi + m_lo accurate to ~2^-100:
+// the corrected two-pass's Σ(x − m) would lose ~sqrt(n)·n·2^-53·|m| on rows of many equal values
+// (measured: z off by 2^-44 relative on a 4097-wide row of zeros and one outlier, which misrounded
+// 757 of 13.9M bf16 outputs at exact ties). Pass 2 then needs only Σ d², d = (x − m_hi) − m_lo.
 template <class T>
 Stats row_stats(const typename T::Bits* x, std::int64_t n, double eps) {
-  const std::int64_t full = n / 4 * 4, r = n - full, unrolled = n / 16 * 16;
+  const std::int64_t full = n / 4 * 4, r = n - full, unrolled = n / 8 * 8;
   const __m256d shift = _mm256_set1_pd(_mm256_cvtsd_f64(load4<T>(x, n >= 4 ? 4 : r)));
-  __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+  __m256d s0 = _mm256_setzero_pd(), s1 = s0, e0 = s0, e1 = s0;
   std::int64_t i = 0;
-  for (; i < unrolled; i += 16) {
-    a0 = _mm256_add_pd(a0, _mm256_sub_pd(load4<T>(x + i), shift));
-    a1 = _mm256_add_pd(a1, _mm256_sub_pd(load4<T>(x + i + 4), shift));
-    a2 = _mm256_add_pd(a2, _mm256_sub_pd(load4<T>(x + i + 8), shift));
-    a3 = _mm256_add_pd(a3, _mm256_sub_pd(load4<T>(x + i + 12), shift));
+  for (; i < unrolled; i += 8) {
+    __m256d t0, t1, err0, err1;
+    two_sum(s0, _mm256_sub_pd(load4<T>(x + i), shift), t0, err0);
+    two_sum(s1, _mm256_sub_pd(load4<T>(x + i + 4), shift), t1, err1);
+    s0 = t0, s1 = t1;
+    e0 = _mm256_add_pd(e0, err0), e1 = _mm256_add_pd(e1, err1);
   }
-  for (; i < full; i += 4) a0 = _mm256_add_pd(a0, _mm256_sub_pd(load4<T>(x + i), shift));
   const __m256d lane = _mm256_setr_pd(0, 1, 2, 3);
   const __m256d tail = _mm256_cmp_pd(lane, _mm256_set1_pd(static_cast<double>(r)), _CMP_LT_OQ);
-  if (r) a1 = _mm256_add_pd(a1, _mm256_and_pd(_mm256_sub_pd(load4<T>(x + full, r), shift), tail));
+  for (; i < n; i += 4) {
+    const __m256d v = i < full ? _mm256_sub_pd(load4<T>(x + i), shift)
+                               : _mm256_and_pd(_mm256_sub_pd(load4<T>(x + full, r), shift), tail);
+    __m256d t, err;
+    two_sum(s0, v, t, err);
+    s0 = t;
+    e0 = _mm256_add_pd(e0, err);
+  }
+  // Lanes and accumulators folded with TwoSum too, in a fixed order.
+  __m256d sv, ev;
+  two_sum(s0, s1, sv, ev);
+  ev = _mm256_add_pd(ev, _mm256_add_pd(e0, e1));
+  alignas(32) double sl[4], el[4];
+  _mm256_store_pd(sl, sv);
+  _mm256_store_pd(el, ev);
+  double hi = sl[0], lo = el[0] + el[1] + el[2] + el[3];
+  for (int k = 1; k < 4; ++k) {
+    const double t = hi + sl[k], bb = t - hi;
+    lo += (hi - (t - bb)) + (sl[k] - bb);
+    hi = t;
+  }
+  // (hi + lo)/n as a double-double, then + x[0].
   const double nd = static_cast<double>(n);
-  const double m = _mm256_cvtsd_f64(shift) + hsum(_mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3))) / nd;
-  const __m256d mv = _mm256_set1_pd(m);
-  __m256d c0 = _mm256_setzero_pd(), c1 = c0, q0 = c0, q1 = c0;
+  const double q_hi = hi / nd;
+  const double q_lo = (std::fma(-q_hi, nd, hi) + lo) / nd;
+  const double x0 = _mm256_cvtsd_f64(shift);
+  const double m_hi = x0 + q_hi, bb = m_hi - x0;
+  const double m_lo = (x0 - (m_hi - bb)) + (q_hi - bb) + q_lo;
+  const __m256d mv = _mm256_set1_pd(m_hi), mlo = _mm256_set1_pd(m_lo);
+  // Σ d² compensated as well (Ogita, Rump & Oishi's Dot2: the exact square by FMA, the sum by
+  // TwoSum): a plain f64 sum lost ~2^-47 of rstd on 65537-wide rows, too much to tell an exact tie
+  // of the output from a near one.
+  __m256d p0 = _mm256_setzero_pd(), p1 = p0, f0 = p0, f1 = p0;
+  const auto add_square = [](__m256d d, __m256d& p, __m256d& f) {
+    const __m256d sq = _mm256_mul_pd(d, d);
+    const __m256d sq_err = _mm256_fmsub_pd(d, d, sq);
+    __m256d t, e;
+    two_sum(p, sq, t, e);
+    p = t;
+    f = _mm256_add_pd(f, _mm256_add_pd(e, sq_err));
+  };
   i = 0;
-  for (; i < unrolled; i += 16) {
-    const __m256d d0 = _mm256_sub_pd(load4<T>(x + i), mv), d1 = _mm256_sub_pd(load4<T>(x + i + 4), mv);
-    const __m256d d2 = _mm256_sub_pd(load4<T>(x + i + 8), mv), d3 = _mm256_sub_pd(load4<T>(x + i + 12), mv);
-    c0 = _mm256_add_pd(c0, _mm256_add_pd(d0, d2));
-    c1 = _mm256_add_pd(c1, _mm256_add_pd(d1, d3));
-    q0 = _mm256_fmadd_pd(d0, d0, q0);
-    q1 = _mm256_fmadd_pd(d1, d1, q1);
-    q0 = _mm256_fmadd_pd(d2, d2, q0);
-    q1 = _mm256_fmadd_pd(d3, d3, q1);
+  for (; i < unrolled; i += 8) {
+    add_square(_mm256_sub_pd(_mm256_sub_pd(load4<T>(x + i), mv), mlo), p0, f0);
+    add_square(_mm256_sub_pd(_mm256_sub_pd(load4<T>(x + i + 4), mv), mlo), p1, f1);
   }
-  for (; i < full; i += 4) {
-    const __m256d d = _mm256_sub_pd(load4<T>(x + i), mv);
-    c0 = _mm256_add_pd(c0, d);
-    q0 = _mm256_fmadd_pd(d, d, q0);
+  for (; i < n; i += 4) {
+    const __m256d v = i < full ? load4<T>(x + i) : load4<T>(x + full, r);
+    const __m256d d = _mm256_sub_pd(_mm256_sub_pd(v, mv), mlo);
+    add_square(i < full ? d : _mm256_and_pd(d, tail), p0, f0);
   }
-  if (r) {
-    const __m256d d = _mm256_and_pd(_mm256_sub_pd(load4<T>(x + full, r), mv), tail);
-    c1 = _mm256_add_pd(c1, d);
-    q1 = _mm256_fmadd_pd(d, d, q1);
-  }
-  const double c = hsum(_mm256_add_pd(c0, c1)), q = hsum(_mm256_add_pd(q0, q1));
-  const double mean_lo = c / nd;
-  const double var = std::fmax(q / nd - mean_lo * mean_lo, 0.0);
-  return {m, mean_lo, 1.0 / std::sqrt(var + eps), std::isfinite(m) && std::isfinite(c) && std::isfinite(q)};
+  const double q = hsum(_mm256_add_pd(p0, p1)) + hsum(_mm256_add_pd(f0, f1));
+  const double var = q / nd;
+  return {m_hi, m_lo, 1.0 / std::sqrt(var + eps), std::isfinite(m_hi) && std::isfinite(m_lo) && std::isfinite(q)};
 }
 
 template <class T>
 void normalize_row(const typename T::Bits* x, const typename T::Bits* gamma, const typename T::Bits* beta,
                    typename T::Bits* y, std::int64_t n, const Stats& s) {
   const __m256d mv = _mm256_set1_pd(s.m), lo = _mm256_set1_pd(s.mean_lo), rstd = _mm256_set1_pd(s.rstd);
+  const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
   for (std::int64_t i = 0; i < n; i += 4) {
     const std::int64_t count = n - i < 4 ? n - i : 4;
     __m256d t = _mm256_mul_pd(_mm256_sub_pd(_mm256_sub_pd(load4<T>(x + i, count), mv), lo), rstd);
-    if (gamma && beta) t = _mm256_fmadd_pd(t, load4<T>(gamma + i, count), load4<T>(beta + i, count));
-    else if (gamma) t = _mm256_mul_pd(t, load4<T>(gamma + i, count));
-    else if (beta) t = _mm256_add_pd(t, load4<T>(beta + i, count));
-    store4<T>(y + i, t, count);
+    if (gamma) t = _mm256_mul_pd(t, load4<T>(gamma + i, count));
+    __m256d size = _mm256_and_pd(t, abs_mask);
+    if (beta) {
+      const __m256d b = load4<T>(beta + i, count);
+      size = _mm256_add_pd(size, _mm256_and_pd(b, abs_mask));
+      t = _mm256_add_pd(t, b);
+    }
+    store4<T>(y + i, snap_ties<T>(t, size), count);
   }
 }
 

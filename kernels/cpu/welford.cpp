@@ -36,6 +36,8 @@ namespace {
 constexpr std::int64_t kBlock = 32;
 // Largest |v| whose square, summed over 2^31 elements, stays finite (and smallest whose square stays
 // normal) in the accumulator: 2^40 → 2^80·2^31 < 2^127 for f32; f64 gets 2^400 by the same sum.
+// (Element counts are kept in the accumulator type too: exact up to 2^24 elements per f32 row; wider
+// rows round the merge weights by 2^-24 relative, which moves the result by about an ulp.)
 // Recentre when |mean − shift| > 1 std. Measured with `lnorm verify --kernel welford --property
 // accuracy --cases 400` (worst y error, f32 / f64 scaled ulps): threshold 4 → 14.3 / 6.9 (bits
 // and sparse rows whose x[0] is an outlier), 2 → 7.7 / 5.5, 1 → 4.3 / 5.5. The price: a second pass

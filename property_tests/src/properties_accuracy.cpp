@@ -48,7 +48,9 @@ std::string check_y_within_budget(const CheckContext& ctx, const Case& c, const 
     }
     const double allowed = ctx.budget.y.allowed(std::isnan(kappa) ? 0 : kappa);
     ctx.worst.add(std::string(measure) + ".elements", 1);
-    ctx.worst.add(std::string(measure) + ".correctly_rounded", correctly_rounded(f, got.y[i], exact.y[i]) ? 1 : 0);
+    const bool cr = correctly_rounded(f, got.y[i], exact.y[i]);
+    ctx.worst.add(std::string(measure) + ".correctly_rounded", cr ? 1 : 0);
+    if (!cr) ctx.worst.add(std::string(measure) + ".not_correctly_rounded." + std::string(name(class_of(c, r))), 1);
     ctx.worst.note(measure, e);
     ctx.worst.note(std::string(measure) + "." + std::string(name(class_of(c, r))), e);
     ctx.worst.note("y_budget_used", e / allowed);

@@ -125,6 +125,7 @@ std::string json_text(const std::vector<Outcome>& outcomes, const RunInfo& info)
                        {"seed", o.seed},
                        {"worst", o.worst},
                        {"classes", o.classes},
+                       {"totals", o.totals},
                        {"correctly_rounded", o.correctly_rounded >= 0 ? nlohmann::json(o.correctly_rounded) : nlohmann::json(nullptr)},
                        {"message", o.message},
                        {"counterexample", o.counterexample},

@@ -200,6 +200,7 @@ std::vector<Outcome> verify_kernel(const KernelInfo& kernel, DType dtype, const 
         rc::detail::checkProperty(rc::detail::toProperty(property), meta, params, quiet);
     o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     o.worst = worst.values;
+    o.totals = worst.totals;
     if (const double checked = worst.totals["y_ulp.elements"]; checked > 0) {
       o.correctly_rounded = worst.totals["y_ulp.correctly_rounded"] / checked;
     }

@@ -49,6 +49,7 @@ struct Outcome {
   std::uint64_t seed = 0;                // the derived seed RapidCheck ran with
   std::map<std::string, double> worst;   // worst value of each measure seen (scaled ulps, ratios)
   std::map<std::string, int> classes;    // generated cases per primary input class
+  std::map<std::string, double> totals;  // counters summed over the run (elements, misrounded per class)
   double correctly_rounded = -1;         // fraction of y elements checked that were correctly rounded (-1: none)
   std::string message;                   // what broke (or why skipped / mistrusted)
   std::string counterexample;            // the shrunk case, one line
