@@ -16,6 +16,11 @@
 // go to the scalar welford row (exact scaling there); such rows are rare and never the fast case.
 // Tails: masked loads/stores for f32; 16-bit types go through an 8-lane stack buffer. Nothing is read
 // or written past the row.
+// Speed (lnorm_gbench, single thread, medians of 5, GB/s of x read + y written; this 2-core AMD EPYC,
+// 2026-11-30): f32 64x4096 17.1 (memcpy 62.4, oneDNN 25.7); 1024x768 22.7 (65.4, 37.6); 16384x4096
+// 8.4 (21.2, 9.7): 0.27-0.39x memcpy, 0.56-0.87x oneDNN. bf16 16384x4096 5.4 GB/s is 1.29x f32's rows/s.
+// Not yet tuned: three passes with a per-block f64 fold; the next step is fusing pass 1 into pass 2
+// for rows that fit L1 and streaming stores at DRAM sizes.
 #include <immintrin.h>
 
 #include <cmath>

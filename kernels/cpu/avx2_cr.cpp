@@ -13,8 +13,10 @@
 // f16/bf16 outputs: f64 → f32 by round-to-odd, then f32 → f16/bf16 to nearest even. Rounding to odd
 // first (truncate, set the last bit if inexact) keeps the two roundings equal to one, because f32 has
 // at least two bits more than f16 (11) and bf16 (8) (Boldo & Melquiond 2008).
-// The normalize pass costs 2x the f32 lanes; at DRAM sizes the row is read from L1/L2 by then, so
-// the kernel stays memory-bound (numbers in the avx2 bench notes).
+// Speed (lnorm_gbench as in avx2.cpp): f32 64x4096 3.3 GB/s, 16384x4096 3.4 GB/s (avx2: 17.1, 8.4);
+// f16/bf16 about 1 GB/s. Compute-bound, not memory-bound: TwoSum and Dot2 cost ~14 f64 flops per
+// element on 4 lanes. Issue 4's "≥ 90% of the fast kernel at DRAM sizes" is far off; AVX-512's 8
+// f64 lanes and cheaper compensation (one TwoSum per block of plain sums) are the way there.
 #include <immintrin.h>
 
 #include <cmath>
