@@ -12,5 +12,7 @@ void add_reference(CLI::App& app, int& exit_code);  // the exact reference, same
 void add_check(CLI::App& app, int& exit_code);
 void add_gen(CLI::App& app, int& exit_code);        // generates test inputs (.npy)
 void add_verify(CLI::App& app, int& exit_code);     // the property suite against budgets.toml
+void add_bench(CLI::App& app, int& exit_code);      // throughput beside memcpy and oneDNN
+void add_select(CLI::App& app, int& exit_code);     // the fastest kernel within an accuracy budget
 
 }  // namespace lnorm::cli

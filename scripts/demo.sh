@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set-up + the main job: builds lnorm, lists the kernels, and measures every kernel against the
-# exact reference on a few generated problems (centred, offset kappa ≈ 1e4, constant, f16/bf16).
+# Set-up + the main job: builds lnorm, lists the kernels, measures every kernel against the exact
+# reference on a few generated problems (centred, offset kappa ≈ 1e4, constant, f16/bf16), runs the
+# quick property suite, the quick benchmark and a kernel selection.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -44,4 +45,11 @@ status=0
 sed '/^$/q' "$work/verify.txt"              # the table
 tail -3 "$work/verify.txt"                  # classes generated and the verdict
 echo "(expected failures and their reasons: lnorm verify --quick; budgets in property_tests/budgets.toml)"
+
+echo
+echo "== lnorm bench --quick: GB/s beside memcpy and oneDNN, single thread (bench/README.md explains)"
+"$lnorm" bench --quick || status=$?
+echo
+echo "== lnorm select --shape 4096x1024 --dtype f32 --max-ulp 12"
+"$lnorm" select --shape 4096x1024 --dtype f32 --max-ulp 12 || status=$?
 exit "$status"

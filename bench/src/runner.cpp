@@ -1,0 +1,193 @@
+// Entries → Google Benchmark, and its median aggregates back as Results.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "bodies.hpp"
+#include "lnorm/bench.hpp"
+
+namespace lnorm::bench {
+
+extern const char* const kBuiltinShapes;  // bench/shapes.txt, generated at build time
+
+std::optional<Shape> parse_shape(std::string_view s) {
+  const auto x = s.find('x');
+  if (x == std::string_view::npos) return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const std::string r(s.substr(0, x)), c(s.substr(x + 1));
+    const long long rows = std::stoll(r, &used);
+    if (used != r.size()) return std::nullopt;
+    const long long cols = std::stoll(c, &used);
+    if (used != c.size() || rows < 1 || cols < 1) return std::nullopt;
+    return Shape{rows, cols};
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::vector<Shape> builtin_shapes(bool quick) {
+  std::vector<Shape> out;
+  std::istringstream in(kBuiltinShapes);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream words(line);
+    std::string shape, tag;
+    words >> shape >> tag;
+    if (quick && tag != "quick") continue;
+    if (const auto s = parse_shape(shape)) out.push_back(*s);
+  }
+  return out;
+}
+
+std::string Entry::name() const { return what + "/" + std::string(lnorm::name(dtype)) + "/" + shape.text(); }
+
+namespace {
+
+double bytes_per_call(const Entry& e, const Settings& s) {
+  const double es = static_cast<double>(size_of(e.dtype));
+  double bytes = 2.0 * static_cast<double>(e.shape.rows * e.shape.cols) * es;  // x read, y written
+  if (s.affine && e.what != "memcpy") bytes += 2.0 * static_cast<double>(e.shape.cols) * es;  // gamma, beta once
+  return bytes;
+}
+
+// Google Benchmark calls a benchmark's function once per repetition (and more to size the
+// iteration count); the data is made once per entry and kept until the next entry.
+void body(benchmark::State& state, Entry e, Settings s) {
+  static std::string cached_name;
+  static std::unique_ptr<Body> cached;
+  if (cached_name != e.name() || !cached) {
+    cached.reset();
+    cached_name.clear();
+    try {
+      cached = make_body(e, s);
+      cached_name = e.name();
+    } catch (const std::exception& ex) {
+      state.SkipWithError(ex.what());
+      return;
+    }
+  }
+  Body* b = cached.get();
+  if (!b) {
+    state.SkipWithError("not runnable here");
+    return;
+  }
+  for (auto _ : state) {
+    b->call();
+    benchmark::ClobberMemory();
+  }
+  const double bytes = bytes_per_call(e, s);
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes * static_cast<double>(state.iterations())));
+  state.counters["rows_per_second"] = benchmark::Counter(
+      static_cast<double>(e.shape.rows) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+// Keeps the median aggregate of each benchmark, and errors.
+class Collector : public benchmark::BenchmarkReporter {
+ public:
+  std::map<std::string, benchmark::BenchmarkReporter::Run> medians;
+  std::map<std::string, std::string> errors;
+  std::function<void(const std::string&)> progress;
+  bool ReportContext(const Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& r : runs) {
+      const std::string name = r.run_name.str();
+      if (r.error_occurred) errors[name] = r.error_message;
+      else if (r.run_type == Run::RT_Aggregate && r.aggregate_name == "median") medians[name] = r;
+      else if (r.run_type == Run::RT_Iteration && progress && r.repetition_index <= 0) progress(name);
+    }
+  }
+};
+
+}  // namespace
+
+void register_entries(const std::vector<Entry>& entries, const Settings& settings) {
+  // Repetitions and minimum time come from Google Benchmark's flags (see run() and lnorm_gbench's
+  // main): set per benchmark, they would be appended to the names, which must stay KERNEL/DTYPE/RxC.
+  (void)settings.repetitions;
+  for (const Entry& e : entries) benchmark::RegisterBenchmark(e.name().c_str(), body, e, settings);
+}
+
+std::vector<std::string> benchmark_flags(const Settings& settings) {
+  char min_time[64];
+  std::snprintf(min_time, sizeof min_time, "--benchmark_min_time=%g", settings.min_seconds);
+  return {"--benchmark_repetitions=" + std::to_string(settings.repetitions), min_time,
+          "--benchmark_report_aggregates_only=true"};
+}
+
+std::vector<Result> run(const std::vector<Entry>& entries, const Settings& settings,
+                        const std::function<void(const std::string&)>& progress) {
+  std::vector<Result> results;
+  std::vector<Entry> runnable;
+  for (const Entry& e : entries) {
+    Result r;
+    r.entry = e;
+    if (e.kernel) {
+      if (auto why = unavailable_reason(*e.kernel, make_problem(e.shape.rows, e.shape.cols, e.dtype, 1e-5, true, true))) r.skipped = *why;
+    } else if (e.what == "onednn") {
+      r.skipped = onednn_unavailable(e.dtype);
+    }
+    if (r.skipped.empty()) runnable.push_back(e);
+    results.push_back(r);
+  }
+  benchmark::ClearRegisteredBenchmarks();
+  std::vector<std::string> args = {"lnorm"};
+  for (const std::string& f : benchmark_flags(settings)) args.push_back(f);
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  int argc = static_cast<int>(argv.size());
+  benchmark::Initialize(&argc, argv.data());
+  register_entries(runnable, settings);
+  Collector collector;
+  collector.progress = progress;
+  benchmark::RunSpecifiedBenchmarks(&collector);
+  benchmark::ClearRegisteredBenchmarks();
+  for (Result& r : results) {
+    if (!r.skipped.empty()) continue;
+    const std::string name = r.entry.name();
+    if (auto it = collector.errors.find(name); it != collector.errors.end()) {
+      r.skipped = it->second;
+      continue;
+    }
+    const auto it = collector.medians.find(name);
+    if (it == collector.medians.end()) {
+      r.skipped = "no measurement";
+      continue;
+    }
+    r.seconds = it->second.GetAdjustedRealTime() * 1e-9;  // the default time unit is ns
+    r.bytes_per_second = bytes_per_call(r.entry, settings) / r.seconds;
+    r.rows_per_second = static_cast<double>(r.entry.shape.rows) / r.seconds;
+  }
+  return results;
+}
+
+std::string hardware() {
+  std::string model = "unknown CPU";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) == 0) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  __builtin_cpu_init();
+  std::string isa;
+  const auto has = [&](const char* name, bool yes) {
+    if (!yes) return;
+    if (!isa.empty()) isa += ' ';
+    isa += name;
+  };
+  has("avx2", __builtin_cpu_supports("avx2"));
+  has("fma", __builtin_cpu_supports("fma"));
+  has("f16c", __builtin_cpu_supports("f16c"));
+  has("avx512f", __builtin_cpu_supports("avx512f"));
+  has("avx512bw", __builtin_cpu_supports("avx512bw"));
+  has("avx512vl", __builtin_cpu_supports("avx512vl"));
+  has("avx512bf16", __builtin_cpu_supports("avx512bf16"));
+  return model + " (" + (isa.empty() ? "no AVX2" : isa) + ")";
+}
+
+}  // namespace lnorm::bench

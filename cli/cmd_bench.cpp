@@ -1,0 +1,271 @@
+// lnorm bench — kernels beside memcpy and oneDNN in one run; lnorm select — the fastest kernel here
+// whose verified budget meets the accuracy asked. Both time single calls on resident, warm data.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "inputs.hpp"
+#include "lnorm/bench.hpp"
+#include "lnorm/budgets.hpp"
+#include "lnorm/registry.hpp"
+
+namespace lnorm::cli {
+
+namespace {
+
+using bench::Entry;
+using bench::Result;
+using bench::Shape;
+
+std::vector<DType> parse_dtypes(const std::vector<std::string>& names, std::vector<DType> fallback) {
+  if (names.empty()) return fallback;
+  std::vector<DType> out;
+  for (const std::string& n : names) {
+    const auto d = parse_dtype(n);
+    if (!d) throw InputError("--dtype " + n + ": expected f32, f64, f16 or bf16");
+    out.push_back(*d);
+  }
+  return out;
+}
+
+Shape shape_flag(const std::string& s) {
+  const auto shape = bench::parse_shape(s);
+  if (!shape) throw InputError("--shape " + s + ": expected ROWSxCOLS with both at least 1, e.g. 4096x1024");
+  return *shape;
+}
+
+const KernelInfo& kernel_flag(const std::string& name) {
+  const KernelInfo* k = find_kernel(name);
+  if (!k) {
+    std::string msg = "--kernel ";
+    msg += name;
+    msg += ": no such kernel (have:";
+    for (const KernelInfo& i : registry()) {
+      msg += ' ';
+      msg += i.name;
+    }
+    throw InputError(msg + ")");
+  }
+  return *k;
+}
+
+// A progress line on a terminal: "bench [3/40] avx2/f32/64x4096".
+std::function<void(const std::string&)> progress_line(std::size_t total) {
+  if (!isatty(fileno(stderr))) return {};
+  auto done = std::make_shared<std::size_t>(0);
+  return [done, total](const std::string& name) {
+    std::fprintf(stderr, "\r\033[Kbench [%zu/%zu] %s", ++*done, total, name.c_str());
+  };
+}
+
+const Result* find(const std::vector<Result>& rs, const std::string& what, DType d, const Shape& s) {
+  for (const Result& r : rs) {
+    if (r.entry.what == what && r.entry.dtype == d && r.entry.shape.rows == s.rows && r.entry.shape.cols == s.cols) return &r;
+  }
+  return nullptr;
+}
+
+nlohmann::json result_json(const Result& r, const std::vector<Result>& all) {
+  nlohmann::json j = {{"name", r.entry.name()},         {"kernel", r.entry.what},
+                      {"dtype", name(r.entry.dtype)},   {"shape", r.entry.shape.text()},
+                      {"seconds", r.seconds},           {"bytes_per_second", r.bytes_per_second},
+                      {"rows_per_second", r.rows_per_second}};
+  if (!r.skipped.empty()) j["skipped"] = r.skipped;
+  const Result* mc = find(all, "memcpy", r.entry.dtype, r.entry.shape);
+  const Result* od = find(all, "onednn", r.entry.dtype, r.entry.shape);
+  if (mc && mc->skipped.empty() && r.skipped.empty()) j["fraction_of_memcpy"] = r.bytes_per_second / mc->bytes_per_second;
+  if (od && od->skipped.empty() && r.skipped.empty()) j["times_onednn"] = r.rows_per_second / od->rows_per_second;
+  return j;
+}
+
+void print_tables(const std::vector<Result>& results, const std::vector<Shape>& shapes) {
+  for (const Shape& s : shapes) {
+    std::printf("\n%s (GB/s of x read + y written + gamma/beta; single calls, median)\n", s.text().c_str());
+    std::printf("  %-10s %-5s %9s %11s %10s\n", "kernel", "dtype", "GB/s", "% memcpy", "x oneDNN");
+    for (const Result& r : results) {
+      if (r.entry.shape.rows != s.rows || r.entry.shape.cols != s.cols) continue;
+      if (!r.skipped.empty()) {
+        std::printf("  %-10s %-5s  skipped: %s\n", r.entry.what.c_str(), std::string(name(r.entry.dtype)).c_str(), r.skipped.c_str());
+        continue;
+      }
+      const Result* mc = find(results, "memcpy", r.entry.dtype, s);
+      const Result* od = find(results, "onednn", r.entry.dtype, s);
+      char pct[32] = "-", x[32] = "-";
+      if (mc && mc->skipped.empty()) std::snprintf(pct, sizeof pct, "%.0f%%", 100 * r.bytes_per_second / mc->bytes_per_second);
+      if (od && od->skipped.empty()) std::snprintf(x, sizeof x, "%.2fx", r.rows_per_second / od->rows_per_second);
+      std::printf("  %-10s %-5s %9.2f %11s %10s\n", r.entry.what.c_str(), std::string(name(r.entry.dtype)).c_str(),
+                  r.bytes_per_second / 1e9, pct, x);
+    }
+  }
+}
+
+struct BenchFlags {
+  std::vector<std::string> kernels, shapes, dtypes;
+  int threads = 1;
+  bool quick = false;
+  std::string json;
+};
+
+struct SelectFlags {
+  std::string shape, dtype = "f32", json;
+  double max_ulp = -1;
+  int threads = 1;
+};
+
+}  // namespace
+
+void add_bench(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("bench", "Throughput of the kernels beside memcpy and oneDNN, in one run");
+  auto f = std::make_shared<BenchFlags>();
+  cmd->add_option("--kernel", f->kernels, "Kernel, repeatable (default: every available one but the cautionary)");
+  cmd->add_option("--shape", f->shapes, "ROWSxCOLS, repeatable (default: bench/shapes.txt; its quick lines with --quick)");
+  cmd->add_option("--dtype", f->dtypes, "f32, f16, bf16 (f64 for the scalar kernels), repeatable (default: f32, bf16, f16)");
+  cmd->add_option("--threads", f->threads, "Threads per kernel call (default 1)")->check(CLI::Range(1, 1024));
+  cmd->add_flag("--quick", f->quick, "Fewer shapes and repetitions: every available kernel in under 2 minutes");
+  cmd->add_option("--json", f->json, "Write the results (and the hardware) as JSON to this file");
+  cmd->callback([f, &exit_code] {
+    check_outputs({{f->json, "--json"}}, {});
+    std::vector<Shape> shapes;
+    for (const std::string& s : f->shapes) shapes.push_back(shape_flag(s));
+    if (shapes.empty()) shapes = bench::builtin_shapes(f->quick);
+    const auto dtypes = parse_dtypes(f->dtypes, {DType::f32, DType::bf16, DType::f16});
+    std::vector<const KernelInfo*> kernels;
+    for (const std::string& k : f->kernels) kernels.push_back(&kernel_flag(k));
+    if (kernels.empty()) {
+      for (const KernelInfo& k : registry()) {
+        if (!k.cautionary) kernels.push_back(&k);
+      }
+    }
+    std::vector<Entry> entries;
+    for (const Shape& s : shapes) {
+      for (DType d : dtypes) {
+        entries.push_back({"memcpy", nullptr, d, s});
+        entries.push_back({"onednn", nullptr, d, s});
+        for (const KernelInfo* k : kernels) {
+          if (k->dtypes.contains(d)) entries.push_back({std::string(k->name), k, d, s});
+        }
+      }
+    }
+    bench::Settings settings;
+    settings.threads = f->threads;
+    if (f->quick) settings.repetitions = 3, settings.min_seconds = 0.05;
+    std::printf("lnorm bench on %s, %d thread(s), %d repetitions\n", bench::hardware().c_str(), settings.threads,
+                settings.repetitions);
+    std::fflush(stdout);
+    const auto results = bench::run(entries, settings, progress_line(entries.size()));
+    if (isatty(fileno(stderr))) std::fprintf(stderr, "\r\033[K");
+    print_tables(results, shapes);
+    if (!f->json.empty()) {
+      nlohmann::json all = nlohmann::json::array();
+      for (const Result& r : results) all.push_back(result_json(r, results));
+      const nlohmann::json out = {{"hardware", bench::hardware()}, {"threads", settings.threads},
+                                  {"repetitions", settings.repetitions}, {"results", all}};
+      write_text_atomically(f->json, out.dump(2) + "\n");
+    }
+    exit_code = 0;
+  });
+}
+
+void add_select(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("select", "Recommend the fastest kernel here whose verified budget meets --max-ulp");
+  auto f = std::make_shared<SelectFlags>();
+  cmd->add_option("--shape", f->shape, "ROWSxCOLS of the problem")->required();
+  cmd->add_option("--dtype", f->dtype, "f32, f64, f16 or bf16 (default f32)");
+  cmd->add_option("--max-ulp", f->max_ulp,
+                  "Accuracy asked: a kernel qualifies when its budgets.toml y budget is at most this many scaled ulps "
+                  "and has no kappa term (default: any kernel that passes its own accuracy property)");
+  cmd->add_option("--threads", f->threads, "Threads per kernel call (default 1)")->check(CLI::Range(1, 1024));
+  cmd->add_option("--json", f->json, "Write {\"kernel\": ..., \"candidates\": [...]} to this file");
+  cmd->callback([f, &exit_code] {
+    check_outputs({{f->json, "--json"}}, {});
+    const Shape shape = shape_flag(f->shape);
+    const DType dtype = parse_dtypes({f->dtype}, {})[0];
+    const verify::Budgets budgets = verify::Budgets::builtin();
+    struct Candidate {
+      const KernelInfo* k;
+      std::string status, reason;
+      double a = 0, b = 0, gbps = 0;
+    };
+    std::vector<Candidate> cands;
+    std::vector<Entry> entries;
+    for (const KernelInfo& k : registry()) {
+      Candidate c{&k, "", "", 0, 0, 0};
+      if (!k.dtypes.contains(dtype)) continue;
+      const verify::KernelBudget& kb = budgets.for_kernel(k.name, dtype);
+      c.a = kb.y.a, c.b = kb.y.b;
+      const auto why = unavailable_reason(k, make_problem(shape.rows, shape.cols, dtype, 1e-5, true, true));
+      if (why) c.status = "unavailable", c.reason = *why;
+      else if (k.cautionary) c.status = "excluded", c.reason = "cautionary (wrong on purpose)";
+      else if (kb.expected_failures.count(verify::Property::accuracy)) {
+        c.status = "over budget", c.reason = "fails its own accuracy property: " + kb.expected_failures.at(verify::Property::accuracy);
+      } else if (f->max_ulp >= 0 && (kb.y.a > f->max_ulp || kb.y.b > 0)) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "budget %g + %g*kappa scaled ulps is over --max-ulp %g", kb.y.a, kb.y.b, f->max_ulp);
+        c.status = "over budget", c.reason = buf;
+      } else {
+        entries.push_back({std::string(k.name), &k, dtype, shape});
+      }
+      cands.push_back(c);
+    }
+    if (entries.empty()) {
+      std::printf("no kernel here meets the accuracy asked for %s %s\n", shape.text().c_str(), std::string(name(dtype)).c_str());
+    }
+    entries.push_back({"memcpy", nullptr, dtype, shape});
+    bench::Settings settings;
+    settings.threads = f->threads;
+    settings.repetitions = 3;
+    const auto results = bench::run(entries, settings, progress_line(entries.size()));
+    if (isatty(fileno(stderr))) std::fprintf(stderr, "\r\033[K");
+    const Candidate* best = nullptr;
+    for (Candidate& c : cands) {
+      if (!c.status.empty()) continue;
+      const Result* r = find(results, std::string(c.k->name), dtype, shape);
+      if (!r || !r->skipped.empty()) {
+        c.status = "unavailable", c.reason = r ? r->skipped : "not measured";
+        continue;
+      }
+      c.gbps = r->bytes_per_second / 1e9;
+      if (!best || c.gbps > best->gbps) best = &c;
+    }
+    for (Candidate& c : cands) {
+      if (!c.status.empty()) continue;
+      if (&c == best) {
+        c.status = "chosen";
+      } else {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "%.2fx slower than %s", best->gbps / c.gbps, std::string(best->k->name).c_str());
+        c.status = "slower", c.reason = buf;
+      }
+    }
+    const Result* mc = find(results, "memcpy", dtype, shape);
+    std::printf("lnorm select %s %s on %s\n", shape.text().c_str(), std::string(name(dtype)).c_str(), bench::hardware().c_str());
+    std::printf("  %-10s %-12s %8s %14s  %s\n", "kernel", "status", "GB/s", "budget", "why");
+    for (const Candidate& c : cands) {
+      char budget[48];
+      std::snprintf(budget, sizeof budget, "%g+%g*k", c.a, c.b);
+      std::printf("  %-10s %-12s %8.2f %14s  %s\n", std::string(c.k->name).c_str(), c.status.c_str(), c.gbps, budget, c.reason.c_str());
+    }
+    if (mc && mc->skipped.empty()) std::printf("  %-10s %-12s %8.2f\n", "memcpy", "baseline", mc->bytes_per_second / 1e9);
+    std::printf("%s\n", best ? ("recommended: " + std::string(best->k->name)).c_str() : "recommended: none");
+    if (!f->json.empty()) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const Candidate& c : cands) {
+        list.push_back({{"kernel", c.k->name}, {"status", c.status}, {"reason", c.reason}, {"gb_per_second", c.gbps},
+                        {"budget", {{"a", c.a}, {"b", c.b}}}});
+      }
+      const nlohmann::json out = {{"kernel", best ? nlohmann::json(std::string(best->k->name)) : nlohmann::json(nullptr)},
+                                  {"shape", shape.text()}, {"dtype", name(dtype)}, {"hardware", bench::hardware()},
+                                  {"candidates", list}};
+      write_text_atomically(f->json, out.dump(2) + "\n");
+    }
+    exit_code = best ? 0 : 1;
+  });
+}
+
+}  // namespace lnorm::cli
