@@ -108,7 +108,7 @@ void print_tables(const std::vector<Result>& results, const std::vector<Shape>& 
 struct BenchFlags {
   std::vector<std::string> kernels, shapes, dtypes;
   int threads = 1;
-  bool quick = false;
+  bool quick = false, cold = false;
   std::string json;
 };
 
@@ -128,6 +128,7 @@ void add_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("--dtype", f->dtypes, "f32, f16, bf16 (f64 for the scalar kernels), repeatable (default: f32, bf16, f16)");
   cmd->add_option("--threads", f->threads, "Threads per kernel call (default 1)")->check(CLI::Range(1, 1024));
   cmd->add_flag("--quick", f->quick, "Fewer shapes and repetitions: every available kernel in under 2 minutes");
+  cmd->add_flag("--cold", f->cold, "Evict the caches (64 MiB) before every timed call: data comes from DRAM");
   cmd->add_option("--json", f->json, "Write the results (and the hardware) as JSON to this file");
   cmd->callback([f, &exit_code] {
     check_outputs({{f->json, "--json"}}, {});
@@ -154,9 +155,10 @@ void add_bench(CLI::App& app, int& exit_code) {
     }
     bench::Settings settings;
     settings.threads = f->threads;
+    settings.cold = f->cold;
     if (f->quick) settings.repetitions = 3, settings.min_seconds = 0.05;
-    std::printf("lnorm bench on %s, %d thread(s), %d repetitions\n", bench::hardware().c_str(), settings.threads,
-                settings.repetitions);
+    std::printf("lnorm bench on %s, %d thread(s), %d repetitions%s\n", bench::hardware().c_str(), settings.threads,
+                settings.repetitions, settings.cold ? ", cold caches" : ", warm caches");
     std::fflush(stdout);
     const auto results = bench::run(entries, settings, progress_line(entries.size()));
     if (isatty(fileno(stderr))) std::fprintf(stderr, "\r\033[K");
@@ -165,7 +167,7 @@ void add_bench(CLI::App& app, int& exit_code) {
       nlohmann::json all = nlohmann::json::array();
       for (const Result& r : results) all.push_back(result_json(r, results));
       const nlohmann::json out = {{"hardware", bench::hardware()}, {"threads", settings.threads},
-                                  {"repetitions", settings.repetitions}, {"results", all}};
+                                  {"repetitions", settings.repetitions}, {"cold", settings.cold}, {"results", all}};
       write_text_atomically(f->json, out.dump(2) + "\n");
     }
     exit_code = 0;

@@ -31,6 +31,13 @@ TEST_CASE("cli bench: names KERNEL/DTYPE/RxC, memcpy and onednn rows, fractions 
   CHECK(saw_onednn);
 }
 
+TEST_CASE("cli bench --cold: evicts the caches before every call and says so", "[cli][bench]") {
+  const Result r = cli("bench --kernel welford --shape 4x64 --dtype f32 --quick --cold");
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Contains("cold caches"));
+}
+
 TEST_CASE("cli select: recommends an accurate kernel, says why the others lost", "[cli][bench]") {
   TempDir t;
   const Result r = cli("select --shape 8x256 --dtype f32 --max-ulp 12 --json " + t / "s.json");

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <vector>
 
 #include "bodies.hpp"
 #include "lnorm/bench.hpp"
@@ -54,6 +55,18 @@ double bytes_per_call(const Entry& e, const Settings& s) {
   return bytes;
 }
 
+// Writes and reads a buffer larger than any last-level cache we expect (64 MiB), so the next call
+// finds its data in DRAM. Used by --cold; the pause around it keeps it out of the timing.
+void evict_caches() {
+  static std::vector<std::uint64_t> junk(64u << 17);  // 64 MiB
+  std::uint64_t sum = 0;
+  for (std::size_t i = 0; i < junk.size(); i += 8) {
+    junk[i] += 1;
+    sum += junk[i];
+  }
+  benchmark::DoNotOptimize(sum);
+}
+
 // Google Benchmark calls a benchmark's function once per repetition (and more to size the
 // iteration count); the data is made once per entry and kept until the next entry.
 void body(benchmark::State& state, Entry e, Settings s) {
@@ -76,6 +89,11 @@ void body(benchmark::State& state, Entry e, Settings s) {
     return;
   }
   for (auto _ : state) {
+    if (s.cold) {
+      state.PauseTiming();
+      evict_caches();
+      state.ResumeTiming();
+    }
     b->call();
     benchmark::ClobberMemory();
   }

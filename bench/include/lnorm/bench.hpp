@@ -43,6 +43,7 @@ struct Settings {
   int repetitions = 5;
   double min_seconds = 0.1;  // per repetition
   bool affine = true;        // gamma and beta, as oneDNN's use_scale | use_shift
+  bool cold = false;         // evict the caches before every timed call (data comes from DRAM)
 };
 
 // "" when oneDNN was built in and can run this dtype here; otherwise why not.
