@@ -2,6 +2,7 @@
 // and otherwise one line saying what broke (element, row, got, expected, allowed).
 #pragma once
 
+#include <cstdio>
 #include <map>
 #include <string>
 
@@ -41,6 +42,14 @@ struct PropertyDef {
 
 // The profile and check of a property for a dtype.
 PropertyDef definition(Property p, DType dtype);
+
+// printf-style one-line messages for the checks.
+template <class... Args>
+std::string fmt(const char* f, Args... args) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, f, args...);
+  return buf;
+}
 
 // Shared by the checks (properties_accuracy.cpp).
 // Scaled-ulp error of every y element against the exact answer; "" or the first element over budget.

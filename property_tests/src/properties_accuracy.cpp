@@ -12,12 +12,6 @@ namespace lnorm::verify {
 
 namespace {
 
-std::string fmt(const char* f, auto... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, f, args...);
-  return buf;
-}
-
 RowClass class_of(const Case& c, std::int64_t row) {
   return c.spec.row_classes[static_cast<std::size_t>(row) % c.spec.row_classes.size()];
 }

@@ -14,12 +14,6 @@ namespace lnorm::verify {
 
 namespace {
 
-std::string fmt(const char* f, auto... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, f, args...);
-  return buf;
-}
-
 // "" if row `a` of `x` equals row `b` of `y` bit for bit (y, mean and rstd). With zero_sign_free,
 // y values +0 and −0 count as equal (see check_affine_identity).
 std::string same_row(const Outputs& x, std::int64_t a, const Outputs& y, std::int64_t b, std::int64_t n,
