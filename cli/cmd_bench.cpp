@@ -23,14 +23,10 @@ using bench::Entry;
 using bench::Result;
 using bench::Shape;
 
-std::vector<DType> parse_dtypes(const std::vector<std::string>& names, std::vector<DType> fallback) {
+std::vector<DType> dtypes_or(const std::vector<std::string>& names, std::vector<DType> fallback) {
   if (names.empty()) return fallback;
   std::vector<DType> out;
-  for (const std::string& n : names) {
-    const auto d = parse_dtype(n);
-    if (!d) throw InputError("--dtype " + n + ": expected f32, f64, f16 or bf16");
-    out.push_back(*d);
-  }
+  for (const std::string& n : names) out.push_back(dtype_flag(n));
   return out;
 }
 
@@ -38,21 +34,6 @@ Shape shape_flag(const std::string& s) {
   const auto shape = bench::parse_shape(s);
   if (!shape) throw InputError("--shape " + s + ": expected ROWSxCOLS with both at least 1, e.g. 4096x1024");
   return *shape;
-}
-
-const KernelInfo& kernel_flag(const std::string& name) {
-  const KernelInfo* k = find_kernel(name);
-  if (!k) {
-    std::string msg = "--kernel ";
-    msg += name;
-    msg += ": no such kernel (have:";
-    for (const KernelInfo& i : registry()) {
-      msg += ' ';
-      msg += i.name;
-    }
-    throw InputError(msg + ")");
-  }
-  return *k;
 }
 
 // A progress line on a terminal: "bench [3/40] avx2/f32/64x4096".
@@ -135,7 +116,7 @@ void add_bench(CLI::App& app, int& exit_code) {
     std::vector<Shape> shapes;
     for (const std::string& s : f->shapes) shapes.push_back(shape_flag(s));
     if (shapes.empty()) shapes = bench::builtin_shapes(f->quick);
-    const auto dtypes = parse_dtypes(f->dtypes, {DType::f32, DType::bf16, DType::f16});
+    const auto dtypes = dtypes_or(f->dtypes, {DType::f32, DType::bf16, DType::f16});
     std::vector<const KernelInfo*> kernels;
     for (const std::string& k : f->kernels) kernels.push_back(&kernel_flag(k));
     if (kernels.empty()) {
@@ -187,7 +168,7 @@ void add_select(CLI::App& app, int& exit_code) {
   cmd->callback([f, &exit_code] {
     check_outputs({{f->json, "--json"}}, {});
     const Shape shape = shape_flag(f->shape);
-    const DType dtype = parse_dtypes({f->dtype}, {})[0];
+    const DType dtype = dtype_flag(f->dtype);
     const verify::Budgets budgets = verify::Budgets::builtin();
     struct Candidate {
       const KernelInfo* k;

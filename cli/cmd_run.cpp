@@ -8,7 +8,6 @@
 
 #include "commands.hpp"
 #include "lnorm/reference.hpp"
-#include "lnorm/registry.hpp"
 #include "problem_flags.hpp"
 
 namespace lnorm::cli {
@@ -77,13 +76,7 @@ void add_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", f->problem.threads, "Threads to split rows across (results are bitwise the same)")
       ->default_val(1);
   cmd->callback([f, &exit_code] {
-    const KernelInfo* k = find_kernel(f->kernel);
-    if (!k) {
-      std::string known;
-      for (const auto& ki : registry()) known += (known.empty() ? "" : ", ") + std::string(ki.name);
-      throw InputError("--kernel: unknown kernel '" + f->kernel + "'; known: " + known);
-    }
-    exit_code = run_problem(*f, k);
+    exit_code = run_problem(*f, &kernel_flag(f->kernel));
   });
 }
 

@@ -56,20 +56,10 @@ void add_verify(CLI::App& app, int& exit_code) {
         for (const KernelInfo& info : registry()) kernels.push_back(&info);
         continue;
       }
-      const KernelInfo* info = find_kernel(k);
-      if (!info) {
-        std::string names;
-        for (const KernelInfo& i : registry()) names += " " + std::string(i.name);
-        throw InputError("--kernel " + k + ": no such kernel (have:" + names + ")");
-      }
-      kernels.push_back(info);
+      kernels.push_back(&kernel_flag(k));
     }
     std::vector<DType> dtypes;
-    for (const std::string& d : f->dtypes) {
-      const auto parsed = parse_dtype(d);
-      if (!parsed) throw InputError("--dtype " + d + ": expected f32, f64, f16 or bf16");
-      dtypes.push_back(*parsed);
-    }
+    for (const std::string& d : f->dtypes) dtypes.push_back(dtype_flag(d));
     Settings settings;
     settings.cases = f->cases;
     settings.seed = f->seed;

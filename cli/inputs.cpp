@@ -1,5 +1,7 @@
 #include "inputs.hpp"
 
+#include "lnorm/registry.hpp"
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -42,16 +44,34 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   return s.empty() ? "scalar" : s;
 }
 
+const KernelInfo& kernel_flag(const std::string& name) {
+  const KernelInfo* k = find_kernel(name);
+  if (k) return *k;
+  std::string msg = "--kernel ";
+  msg += name;
+  msg += ": no such kernel (have:";
+  for (const KernelInfo& i : registry()) {
+    msg += ' ';
+    msg += i.name;
+  }
+  throw InputError(msg + ")");
+}
+
+DType dtype_flag(const std::string& name) {
+  const auto d = parse_dtype(name);
+  if (!d) throw InputError("--dtype " + name + ": expected f32, f64, f16 or bf16");
+  return *d;
+}
+
 namespace {
 
 DType dtype_for(const io::NpyReader& x, const std::string& flag) {
   const std::string& descr = x.header().descr;
   if (!flag.empty()) {
-    const auto d = parse_dtype(flag);
-    if (!d) throw InputError("--dtype: unknown dtype '" + flag + "'; known: f32, f64, f16, bf16");
-    if (descr_of(*d) != descr)
-      throw InputError(x.path() + ": holds '" + descr + "' but --dtype " + flag + " needs '" + descr_of(*d) + "'");
-    return *d;
+    const DType d = dtype_flag(flag);
+    if (descr_of(d) != descr)
+      throw InputError(x.path() + ": holds '" + descr + "' but --dtype " + flag + " needs '" + descr_of(d) + "'");
+    return d;
   }
   if (descr == "<f4") return DType::f32;
   if (descr == "<f8") return DType::f64;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lnorm/npy.hpp"
+#include "lnorm/kernel.hpp"
 #include "lnorm/problem.hpp"
 
 namespace lnorm::cli {
@@ -29,6 +30,10 @@ struct ProblemFlags {
 
 // The .npy descr that holds a dtype ('<u2' for bf16 bit patterns).
 std::string descr_of(DType d);
+// --kernel / --dtype values; throw InputError "--kernel K: no such kernel (have: ...)" or
+// "--dtype D: expected f32, f64, f16 or bf16".
+const KernelInfo& kernel_flag(const std::string& name);
+DType dtype_flag(const std::string& name);
 // Shape text like "4096x1024" or "2x3x5"; throws InputError naming `what`.
 std::vector<std::int64_t> parse_shape(const std::string& text, const std::string& what);
 std::string shape_text(const std::vector<std::int64_t>& shape);

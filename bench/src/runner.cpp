@@ -127,7 +127,6 @@ class Collector : public benchmark::BenchmarkReporter {
 void register_entries(const std::vector<Entry>& entries, const Settings& settings) {
   // Repetitions and minimum time come from Google Benchmark's flags (see run() and lnorm_gbench's
   // main): set per benchmark, they would be appended to the names, which must stay KERNEL/DTYPE/RxC.
-  (void)settings.repetitions;
   for (const Entry& e : entries) {
     auto* b = benchmark::RegisterBenchmark(e.name().c_str(), body, e, settings);
     // Cold calls are timed with the eviction paused out, so Google Benchmark would keep adding
