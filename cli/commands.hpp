@@ -14,5 +14,6 @@ void add_gen(CLI::App& app, int& exit_code);        // generates test inputs (.n
 void add_verify(CLI::App& app, int& exit_code);     // the property suite against budgets.toml
 void add_bench(CLI::App& app, int& exit_code);      // throughput beside memcpy and oneDNN
 void add_select(CLI::App& app, int& exit_code);     // the fastest kernel within an accuracy budget
+void add_report(CLI::App& app, int& exit_code);     // precision report: JSON, Markdown, HTML, plots
 
 }  // namespace lnorm::cli

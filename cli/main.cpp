@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   lnorm::cli::add_verify(app, exit_code);
   lnorm::cli::add_bench(app, exit_code);
   lnorm::cli::add_select(app, exit_code);
+  lnorm::cli::add_report(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

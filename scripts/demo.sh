@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set-up + the main job: builds lnorm, lists the kernels, measures every kernel against the exact
 # reference on a few generated problems (centred, offset kappa ≈ 1e4, constant, f16/bf16), runs the
-# quick property suite, the quick benchmark and a kernel selection.
+# quick property suite, the quick benchmark, a kernel selection, and writes a quick precision report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -52,4 +52,10 @@ echo "== lnorm bench --quick: GB/s beside memcpy and oneDNN, single thread (benc
 echo
 echo "== lnorm select --shape 4096x1024 --dtype f32 --max-ulp 12"
 "$lnorm" select --shape 4096x1024 --dtype f32 --max-ulp 12 || status=$?
+echo
+echo "== lnorm report --quick: error against kappa, width, eps/var and input class, every kernel x dtype"
+report=out/report
+"$lnorm" report --quick --out "$report" || status=$?
+sed -n '/^## Findings/,/^## Kernel/p' "$report/report.md" | sed '$d'
+echo "open $report/index.html (plots, tables), $report/report.md (for a PR comment), $report/report.json (numbers)"
 exit "$status"

@@ -13,6 +13,8 @@ packages=(
   libtomlplusplus-dev            # budgets.toml
   libbenchmark-dev               # bench/: Google Benchmark
   libdnnl-dev                    # bench/: oneDNN, the CPU baseline
+  python3-matplotlib             # reports/render.py: the precision report's plots (brings numpy)
+  python3-jsonschema             # tests/test_report.py: report.json against reports/report.schema.json
 )
 
 missing=()

@@ -9,8 +9,8 @@
 #include <numeric>
 #include <random>
 
-#include "cases.hpp"
-#include "harness.hpp"
+#include "lnorm/cases.hpp"
+#include "lnorm/harness.hpp"
 #include "properties.hpp"
 #include "lnorm/budgets.hpp"
 #include "lnorm/registry.hpp"

@@ -1,6 +1,6 @@
 // Row classes and the values a CaseSpec stands for. All values are drawn as doubles and rounded once
 // to the storage format, so the reference sees exactly what the kernel sees.
-#include "cases.hpp"
+#include "lnorm/cases.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -8,7 +8,7 @@
 
 #include <rapidcheck.h>
 
-#include "cases.hpp"
+#include "lnorm/cases.hpp"
 
 namespace lnorm::verify {
 

@@ -1,4 +1,4 @@
-#include "harness.hpp"
+#include "lnorm/harness.hpp"
 
 #include <cstring>
 

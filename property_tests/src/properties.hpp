@@ -6,9 +6,9 @@
 #include <map>
 #include <string>
 
-#include "cases.hpp"
+#include "lnorm/cases.hpp"
 #include "generators.hpp"
-#include "harness.hpp"
+#include "lnorm/harness.hpp"
 #include "lnorm/budgets.hpp"
 #include "lnorm/kernel.hpp"
 #include "lnorm/properties.hpp"

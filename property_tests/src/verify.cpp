@@ -12,7 +12,7 @@
 
 #include <rapidcheck.h>
 
-#include "cases.hpp"
+#include "lnorm/cases.hpp"
 #include "generators.hpp"
 #include "lnorm/npy.hpp"
 #include "properties.hpp"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "cases.hpp"
+#include "lnorm/cases.hpp"
 #include "lnorm/kernel.hpp"
 #include "lnorm/reference.hpp"
 

@@ -1,0 +1,165 @@
+// lnorm report: the precision report (reports/): sweeps every kernel × dtype, writes DIR/report.json,
+// then renders DIR/report.md, DIR/index.html and the plots with the compiled-in render.py
+// (matplotlib). --merge combines report.json files from several machines instead of measuring.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "commands.hpp"
+#include "inputs.hpp"
+#include "lnorm/precision_report.hpp"
+#include "lnorm/registry.hpp"
+
+namespace lnorm::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ReportFlags {
+  std::string out;
+  bool quick = false;
+  std::vector<std::string> kernels, dtypes, peers, merge;
+  std::uint64_t seed = 1;
+  int threads = 0;
+  std::string label;
+  bool no_render = false;
+};
+
+report::Peer peer_flag(const std::string& text) {
+  static const std::regex form("([A-Za-z0-9_.-]+)=(.+)");
+  std::smatch m;
+  if (!std::regex_match(text, m, form))
+    throw InputError("--peer " + text + ": expected NAME=COMMAND, e.g. torch='python3 peer.py --x {x} --y {y} --eps {eps}'");
+  if (find_kernel(m[1].str())) throw InputError("--peer " + text + ": " + m[1].str() + " is already a kernel's name");
+  if (m[2].str().find("{y}") == std::string::npos)
+    throw InputError("--peer " + text + ": the command never mentions {y}, the output it must write");
+  return {m[1].str(), m[2].str()};
+}
+
+// The Python that renders: $LNORM_PYTHON, else Debian's /usr/bin/python3 (where apt-get puts
+// python3-matplotlib, even when another python3 comes first on PATH), else python3. Checked before a
+// long run, so a missing matplotlib costs seconds, not the whole sweep.
+std::string find_renderer() {
+  std::vector<std::string> candidates;
+  if (const char* env = std::getenv("LNORM_PYTHON"); env && *env) candidates.push_back(env);
+  candidates.push_back("/usr/bin/python3");
+  candidates.push_back("python3");
+  for (const std::string& py : candidates)
+    if (std::system(("'" + py + "' -c 'import matplotlib' >/dev/null 2>&1").c_str()) == 0) return py;
+  throw InputError("report: rendering needs python3 with matplotlib (Debian: apt-get install python3-matplotlib); "
+                   "--no-render writes report.json alone");
+}
+
+void render(const std::string& python, const std::string& dir) {
+  const std::string script = dir + "/.render.py";
+  write_text_atomically(script, report::render_script());
+  const std::string cmd = "'" + python + "' '" + script + "' '" + dir + "'";
+  const int status = std::system(cmd.c_str());
+  fs::remove(script);
+  if (status != 0) throw std::runtime_error("render.py failed (status " + std::to_string(status) + ")");
+}
+
+std::string clock_text(double seconds) {
+  const int s = static_cast<int>(seconds + 0.5);
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%d:%02d", s / 60, s % 60);
+  return buf;
+}
+
+nlohmann::json load_report(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError("--merge " + path + ": cannot open");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError("--merge " + path + ": not JSON (" + e.what() + ")");
+  }
+}
+
+void run_report(const ReportFlags& f, int& exit_code) {
+  if (fs::exists(f.out) && !fs::is_directory(f.out)) throw InputError("--out " + f.out + ": exists and is not a folder");
+  // Every flag is checked before anything is created.
+  for (const std::string& k : f.kernels)
+    if (k != "all") kernel_flag(k);
+  for (const std::string& d : f.dtypes) dtype_flag(d);
+  for (const std::string& p : f.peers) peer_flag(p);
+  // The folder is created with its parents, like `cmake -B`; only a failure to create it is an error.
+  std::error_code ec;
+  fs::create_directories(f.out, ec);
+  if (ec) throw InputError("--out " + f.out + ": cannot create the folder (" + ec.message() + ")");
+  const std::string python = f.no_render ? std::string() : find_renderer();
+
+  nlohmann::json doc;
+  if (!f.merge.empty()) {
+    if (!f.kernels.empty() || !f.dtypes.empty() || !f.peers.empty() || f.quick)
+      throw InputError("--merge combines finished reports; --kernel, --dtype, --peer and --quick do not apply");
+    std::vector<nlohmann::json> docs;
+    for (const std::string& path : f.merge) docs.push_back(load_report(path));
+    try {
+      doc = report::merge(docs, f.merge);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(std::string("--merge ") + e.what());
+    }
+  } else {
+    report::Settings s;
+    s.quick = f.quick;
+    s.seed = f.seed;
+    s.machine_label = f.label;
+    s.threads = f.threads > 0 ? f.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    for (const std::string& k : f.kernels)
+      if (k != "all") s.kernels.push_back(&kernel_flag(k));
+    for (const std::string& d : f.dtypes) s.dtypes.push_back(dtype_flag(d));
+    for (const std::string& p : f.peers) s.peers.push_back(peer_flag(p));
+    s.scratch_dir = f.out + "/.scratch";
+    const bool tty = isatty(fileno(stderr));
+    const auto start = std::chrono::steady_clock::now();
+    auto progress = [&](const std::string& sweep, int done, int total) {
+      if (!tty) return;
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double left = done ? elapsed * (total - done) / done : 0;
+      std::fprintf(stderr, "\r\033[Kreport [%d/%d cells] %s, %s left", done, total, sweep.c_str(), clock_text(left).c_str());
+    };
+    doc = report::run(s, progress);
+    if (tty) std::fprintf(stderr, "\r\033[K");
+    fs::remove_all(s.scratch_dir);
+  }
+  write_text_atomically(f.out + "/report.json", doc.dump(1) + "\n");
+  if (f.no_render) {
+    std::printf("report: %s/report.json\n", f.out.c_str());
+  } else {
+    render(python, f.out);
+    std::printf("report: %s/index.html (summary %s/report.md, numbers %s/report.json)\n", f.out.c_str(), f.out.c_str(),
+                f.out.c_str());
+  }
+  exit_code = 0;
+}
+
+}  // namespace
+
+void add_report(CLI::App& app, int& exit_code) {
+  auto flags = std::make_shared<ReportFlags>();
+  CLI::App* cmd = app.add_subcommand("report", "Precision report: error against kappa, width, eps/var and input class, "
+                                               "as report.json, report.md and index.html with plots");
+  cmd->add_option("--out", flags->out, "Folder for report.json, report.md, index.html and the plots")->required();
+  cmd->add_flag("--quick", flags->quick, "Smaller sweeps (about 8x fewer elements): a few minutes on two cores");
+  cmd->add_option("--kernel", flags->kernels, "Kernels to measure (repeatable; default all available)");
+  cmd->add_option("--dtype", flags->dtypes, "Dtypes to measure (repeatable; default f32 f64 f16 bf16)");
+  cmd->add_option("--peer", flags->peers,
+                  "Another implementation as NAME=COMMAND (repeatable); COMMAND reads {x} {gamma} {beta} and writes "
+                  "{y} [{mean} {rstd}] as .npy, with {eps} and {dtype} given; see reports/peers/");
+  cmd->add_option("--merge", flags->merge, "Combine these report.json files (one per machine) instead of measuring")
+      ->expected(1, -1);
+  cmd->add_option("--seed", flags->seed, "Seed of the sweeps' data");
+  cmd->add_option("--threads", flags->threads, "Cells measured in parallel (default: all cores)");
+  cmd->add_option("--label", flags->label, "This machine's name in the report (default: the host name)");
+  cmd->add_flag("--no-render", flags->no_render, "Write report.json only (no matplotlib needed)");
+  cmd->callback([flags, &exit_code] { run_report(*flags, exit_code); });
+}
+
+}  // namespace lnorm::cli

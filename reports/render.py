@@ -1,0 +1,399 @@
+#!/usr/bin/env python3
+"""Render an lnorm precision report (report.json) as report.md, index.html and PNG plots.
+
+Usage: render.py DIR        reads DIR/report.json, writes DIR/report.md, DIR/index.html, DIR/*.png
+
+Everything shown comes from report.json alone, so a merged report (several machines) renders the same
+way. `lnorm report` runs this script (compiled into the binary) after measuring; run it by hand to
+re-render after editing it. Needs matplotlib (Debian: python3-matplotlib); the page needs no network.
+"""
+import html
+import json
+import math
+import os
+import sys
+
+SCHEMA = "lnorm-report/1"
+DTYPES = ["f32", "f64", "f16", "bf16"]
+FLOOR = 1e-2  # an error of exactly 0 is drawn here on log axes (and said so in the caption)
+
+
+def load(folder):
+    with open(os.path.join(folder, "report.json"), encoding="utf-8") as f:
+        report = json.load(f)
+    if report.get("schema") != SCHEMA:
+        sys.exit(f"render.py: {folder}/report.json: schema {report.get('schema')!r}, expected {SCHEMA!r}")
+    return report
+
+
+def series_name(report, impl, machine):
+    return impl if len(report["machines"]) == 1 else f"{impl} @ {machine}"
+
+
+def colour(report, impl, machine):
+    """One colour per implementation × machine, the same in every plot."""
+    keys = [(i["name"], i["machine"]) for i in report["implementations"]]
+    k = keys.index((impl, machine)) if (impl, machine) in keys else len(keys)
+    return f"C{k % 10}" if k < 10 else ["black", "gray", "olive", "navy", "teal"][k % 5]
+
+
+def fmt_ulp(v):
+    if v is None:
+        return "—"
+    if v == "unbounded":
+        return "∞"
+    if v == 0:
+        return "0"
+    if v >= 1e4:
+        return f"{v:.2e}"
+    return f"{v:.3g}"
+
+
+def fmt_fraction(v):
+    if v >= 0.99995 and v < 1:
+        return f"{100 * v:.4f}%"
+    return f"{100 * v:.2f}%"
+
+
+# --- plots -----------------------------------------------------------------------------------------
+
+
+def plot_sweep(report, sweep, folder, plt):
+    cells = [c for c in report["cells"] if c["sweep"] == sweep["name"] and c["status"] == "ok" and c["x"] is not None]
+    dtypes = [d for d in DTYPES if any(c["dtype"] == d for c in cells)]
+    if not dtypes:
+        return None
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(4.2 * len(dtypes), 3.8), squeeze=False)
+    for ax, dtype in zip(axes[0], dtypes):
+        keys = sorted({(c["implementation"], c["machine"]) for c in cells if c["dtype"] == dtype},
+                      key=lambda k: (k[1], k[0]))
+        for impl, machine in keys:
+            pts = sorted((c for c in cells if c["dtype"] == dtype and c["implementation"] == impl
+                          and c["machine"] == machine and c["x"] is not None), key=lambda c: c["x"])
+            if not pts:
+                continue
+            xs = [c["x"] for c in pts]
+            ys = [max(c["max_ulp"], FLOOR) for c in pts]
+            (line,) = ax.plot(xs, ys, marker="o", markersize=3, label=series_name(report, impl, machine),
+                              color=colour(report, impl, machine))
+            bad = [(c["x"], max(c["max_ulp"], FLOOR)) for c in pts if c["nan_mismatches"]]
+            if bad:
+                ax.scatter([b[0] for b in bad], [b[1] for b in bad], marker="x", s=60, color="red", zorder=5)
+            bounds = [(c["x"], c["bound_ulp"]) for c in pts if isinstance(c["bound_ulp"], (int, float))]
+            if bounds:
+                ax.plot([b[0] for b in bounds], [b[1] for b in bounds], linestyle=":", linewidth=1,
+                        color=line.get_color())
+        ax.set_xscale("log" if sweep["log_x"] else "linear")
+        ax.set_yscale("log")
+        ax.set_title(dtype)
+        ax.set_xlabel(sweep["x_axis"])
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0][0].set_ylabel("max scaled ulp error (log)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    for ax in axes[0][1:]:
+        for h, l in zip(*ax.get_legend_handles_labels()):
+            if l not in labels:
+                handles.append(h)
+                labels.append(l)
+    fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=8, frameon=False)
+    fig.suptitle(sweep["title"] + "  (dotted: the algorithm's worst-case bound; red x: NaN mismatch)", fontsize=10)
+    fig.tight_layout(rect=(0, 0.08, 1, 0.95))
+    name = f"error_vs_{sweep['name']}.png"
+    fig.savefig(os.path.join(folder, name), dpi=110)
+    plt.close(fig)
+    return name
+
+
+def plot_histograms(report, folder, plt):
+    edges = report["histogram_edges"]
+    labels = ["0", "≤½"] + [f"≤{e:g}" if e < 1024 else f"≤2^{int(math.log2(e))}" for e in edges[2:]] + [">2^20"]
+    rows = report["summary"]
+    dtypes = [d for d in DTYPES if any(s["dtype"] == d for s in rows)]
+    if not dtypes:
+        return None
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(4.2 * len(dtypes), 3.8), squeeze=False)
+    for ax, dtype in zip(axes[0], dtypes):
+        for s in (s for s in rows if s["dtype"] == dtype):
+            total = max(1, sum(s["histogram"]))
+            frac = [h / total for h in s["histogram"]]
+            last = max((i for i, h in enumerate(s["histogram"]) if h), default=0)
+            ax.step(range(last + 1), frac[: last + 1], where="mid",
+                    label=series_name(report, s["implementation"], s["machine"]),
+                    color=colour(report, s["implementation"], s["machine"]))
+        ax.set_yscale("log")
+        ax.set_ylim(bottom=1e-7)
+        ax.set_title(dtype)
+        ticks = list(range(0, len(labels), 2))
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([labels[i] for i in ticks], rotation=60, fontsize=7)
+        ax.set_xlabel("scaled ulp error bin")
+        ax.grid(True, alpha=0.3)
+    axes[0][0].set_ylabel("fraction of elements")
+    handles, lbls = [], []
+    for ax in axes[0]:
+        for h, l in zip(*ax.get_legend_handles_labels()):
+            if l not in lbls:
+                handles.append(h)
+                lbls.append(l)
+    fig.legend(handles, lbls, loc="lower center", ncol=min(6, len(lbls)), fontsize=8, frameon=False)
+    fig.suptitle("Distribution of scaled ulp errors, all sweeps together", fontsize=10)
+    fig.tight_layout(rect=(0, 0.1, 1, 0.95))
+    fig.savefig(os.path.join(folder, "error_histograms.png"), dpi=110)
+    plt.close(fig)
+    return "error_histograms.png"
+
+
+def plot_correctly_rounded(report, folder, plt):
+    rows = report["summary"]
+    if not rows:
+        return None
+    series = sorted({(s["implementation"], s["machine"]) for s in rows}, key=lambda k: (k[1], k[0]))
+    dtypes = [d for d in DTYPES if any(s["dtype"] == d for s in rows)]
+    width = 0.8 / max(1, len(series))
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    for i, (impl, machine) in enumerate(series):
+        vals = []
+        for d in dtypes:
+            hit = [s for s in rows if s["implementation"] == impl and s["machine"] == machine and s["dtype"] == d]
+            vals.append(100 * hit[0]["correctly_rounded"] if hit else 0)
+        ax.bar([j + i * width for j in range(len(dtypes))], vals, width, label=series_name(report, impl, machine),
+               color=colour(report, impl, machine))
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(dtypes))])
+    ax.set_xticklabels(dtypes)
+    ax.set_ylabel("correctly rounded elements (%)")
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize=8, ncol=3, loc="lower right")
+    ax.set_title("Correctly rounded fraction per kernel × dtype (all sweeps)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(os.path.join(folder, "correctly_rounded.png"), dpi=110)
+    plt.close(fig)
+    return "correctly_rounded.png"
+
+
+# --- findings and tables ---------------------------------------------------------------------------
+
+
+def findings(report):
+    out = []
+    cells = [c for c in report["cells"] if c["status"] == "ok"]
+    cautionary = {(i["name"], i["machine"]) for i in report["implementations"] if i.get("cautionary")}
+    for dtype in DTYPES:
+        rows = [s for s in report["summary"] if s["dtype"] == dtype]
+        fair = [s for s in rows if (s["implementation"], s["machine"]) not in cautionary and not s["nan_mismatches"]]
+        if len(fair) >= 2:
+            best = min(fair, key=lambda s: s["max_ulp"])
+            worst = max(fair, key=lambda s: s["max_ulp"])
+            if fmt_ulp(worst["max_ulp"]) == fmt_ulp(best["max_ulp"]):
+                out.append(f"**{dtype}**: all {len(fair)} implementations without NaN mismatches within {fmt_ulp(worst['max_ulp'])} scaled "
+                           f"ulp; correctly rounded from {fmt_fraction(min(s['correctly_rounded'] for s in fair))} "
+                           f"to {fmt_fraction(max(s['correctly_rounded'] for s in fair))}.")
+                continue
+            out.append(f"**{dtype}** (implementations without NaN mismatches): most exact {series_name(report, best['implementation'], best['machine'])} "
+                       f"(max {fmt_ulp(best['max_ulp'])} scaled ulp, {fmt_fraction(best['correctly_rounded'])} "
+                       f"correctly rounded); least exact {series_name(report, worst['implementation'], worst['machine'])} "
+                       f"(max {fmt_ulp(worst['max_ulp'])}, at {worst['worst_cell']}).")
+    for s in report["summary"]:
+        if s["nan_mismatches"]:
+            where = sorted({c["label"] for c in cells if c["implementation"] == s["implementation"]
+                            and c["machine"] == s["machine"] and c["dtype"] == s["dtype"] and c["nan_mismatches"]})
+            out.append(f"**{series_name(report, s['implementation'], s['machine'])} {s['dtype']}**: "
+                       f"{s['nan_mismatches']} NaN/Inf where the exact answer is finite ({', '.join(where[:4])}"
+                       f"{', …' if len(where) > 4 else ''}).")
+    for s in report["summary"]:
+        pts = sorted((c for c in cells if c["sweep"] == "kappa" and c["implementation"] == s["implementation"]
+                      and c["machine"] == s["machine"] and c["dtype"] == s["dtype"] and c["x"] is not None),
+                     key=lambda c: c["x"])
+        if len(pts) >= 2 and pts[-1]["max_ulp"] > 10 * max(pts[0]["max_ulp"], 1):
+            out.append(f"**{series_name(report, s['implementation'], s['machine'])} {s['dtype']}**: error grows "
+                       f"with kappa — {fmt_ulp(pts[0]['max_ulp'])} at kappa {pts[0]['x']:.3g}, "
+                       f"{fmt_ulp(pts[-1]['max_ulp'])} at kappa {pts[-1]['x']:.3g}.")
+    over = [c for c in cells if isinstance(c.get("bound_ulp"), (int, float)) and c["max_ulp"] > c["bound_ulp"]]
+    for c in over[:5]:
+        out.append(f"**Bound exceeded** — {c['implementation']} {c['dtype']} at {c['label']}: "
+                   f"{fmt_ulp(c['max_ulp'])} > bound {fmt_ulp(c['bound_ulp'])}: the kernel or its bound "
+                   f"model (reports/src/bounds.cpp) is wrong.")
+    for impl in report["implementations"]:
+        for dtype, state in impl["dtypes"].items():
+            if state.startswith("skipped"):
+                out.append(f"{series_name(report, impl['name'], impl['machine'])} {dtype} not measured "
+                           f"({state[len('skipped: '):]}).")
+    errors = [c for c in report["cells"] if c["status"] != "ok"]
+    for c in errors[:5]:
+        out.append(f"**Error** — {c['implementation']} {c['dtype']} at {c['label']}: {c['message']}")
+    return out
+
+
+def summary_table(report, dtype):
+    rows = [s for s in report["summary"] if s["dtype"] == dtype]
+    if not rows:
+        return None
+    header = ["implementation"] + (["machine"] if len(report["machines"]) > 1 else []) + [
+        "max ulp", "p99.9 ulp", "correctly rounded", "NaN mismatches", "mean max ulp*", "rstd max ulp", "worst at"]
+    body = []
+    for s in rows:
+        body.append([s["implementation"]] + ([s["machine"]] if len(report["machines"]) > 1 else []) + [
+            fmt_ulp(s["max_ulp"]), fmt_ulp(s["p999_ulp"]), fmt_fraction(s["correctly_rounded"]),
+            str(s["nan_mismatches"]), fmt_ulp(s["mean_max_ulp"]), fmt_ulp(s["rstd_max_ulp"]), s["worst_cell"]])
+    return header, body
+
+
+def sweep_table(report, sweep, dtype):
+    cells = [c for c in report["cells"] if c["sweep"] == sweep and c["dtype"] == dtype]
+    if not cells:
+        return None
+    points = sorted({(c["point"], c["label"]) for c in cells})
+    series = sorted({(c["implementation"], c["machine"]) for c in cells}, key=lambda k: (k[1], k[0]))
+    header = ["point"] + [series_name(report, i, m) for i, m in series]
+    body = []
+    for p, label in points:
+        row = [label]
+        for impl, machine in series:
+            hit = [c for c in cells if c["point"] == p and c["implementation"] == impl and c["machine"] == machine]
+            if not hit:
+                row.append("")
+            elif hit[0]["status"] != "ok":
+                row.append("error")
+            else:
+                c = hit[0]
+                text = fmt_ulp(c["max_ulp"])
+                if c["nan_mismatches"]:
+                    text += f" · {c['nan_mismatches']} NaN"
+                if c["bound_ulp"] is not None:
+                    text += f" (≤ {fmt_ulp(c['bound_ulp'])})"
+                row.append(text)
+        body.append(row)
+    return header, body
+
+
+def blocks(report, images):
+    """The document as a list of (kind, content) blocks, rendered to Markdown and HTML alike."""
+    b = [("h1", "lnorm precision report")]
+    for m in report["machines"]:
+        b.append(("p", f"**{m['label']}**: {m['description']} — lnorm {m['lnorm_version']}, {m['created']}, "
+                        f"seed {m['seed']}, {'quick' if m['quick'] else 'full'} sweeps, {m['seconds']:.0f} s."))
+    b.append(("p", "Errors are scaled ulps against the exact LayerNorm rounded once (DESIGN.md \"Measuring "
+                   "error\"): 0.5 is the best any kernel can do without being correctly rounded. The bound in "
+                   "parentheses is the algorithm's first-order worst case (reports/src/bounds.cpp cites the "
+                   "derivations); measurements sit far below it, and a measurement above it is a bug. mean*: in ulps "
+                   "of max(|mean|, sqrt(var + eps)), the size by which a mean error moves every output, as "
+                   "`lnorm verify` measures it; rstd: plain ulps of the stats format. No bound (—): the kernel's "
+                   "algorithm is unknown to lnorm, a row holds NaN/Inf, or a row leaves the range the bound "
+                   "assumes (squares that overflow or underflow in naive and onepass)."))
+    b.append(("h2", "Findings"))
+    b.append(("ul", findings(report)))
+    b.append(("h2", "Kernel × dtype"))
+    for d in DTYPES:
+        t = summary_table(report, d)
+        if t:
+            b.append(("h3", d))
+            b.append(("table", t))
+    for sweep in report["sweeps"]:
+        b.append(("h2", sweep["title"]))
+        if sweep["name"] in images:
+            b.append(("img", (images[sweep["name"]], sweep["title"])))
+        for d in DTYPES:
+            t = sweep_table(report, sweep["name"], d)
+            if t:
+                b.append(("h3", f"{d}: max scaled ulp (bound)"))
+                b.append(("table", t))
+    for key, title in (("histograms", "Error distributions"), ("correctly_rounded", "Correctly rounded fraction")):
+        if key in images:
+            b.append(("h2img", title))
+            b.append(("img", (images[key], title)))
+    b.append(("p", "Zero errors are drawn at 0.01 on the log axes. Regenerate: `lnorm report --out DIR` "
+                   "(or `python3 reports/render.py DIR` to redraw from DIR/report.json)."))
+    return b
+
+
+def to_markdown(doc):
+    out = []
+    for kind, content in doc:
+        if kind in ("h1", "h2", "h3"):
+            out.append("#" * int(kind[1]) + " " + content + "\n")
+        elif kind == "p":
+            out.append(content + "\n")
+        elif kind == "ul":
+            out.extend(f"- {item}" for item in content)
+            out.append("")
+        elif kind == "table":
+            header, body = content
+            out.append("| " + " | ".join(header) + " |")
+            out.append("|" + "|".join("---" for _ in header) + "|")
+            out.extend("| " + " | ".join(row) + " |" for row in body)
+            out.append("")
+        elif kind == "img":
+            out.append(f"![{content[1]}]({content[0]})\n")
+    return "\n".join(out) + "\n"
+
+
+def inline_html(text):
+    """**bold** and `code` of the Markdown blocks, escaped for HTML."""
+    parts = html.escape(text).split("**")
+    text = "".join(p if i % 2 == 0 else f"<b>{p}</b>" for i, p in enumerate(parts))
+    parts = text.split("`")
+    return "".join(p if i % 2 == 0 else f"<code>{p}</code>" for i, p in enumerate(parts))
+
+
+def to_html(doc):
+    out = ["<!doctype html><html><head><meta charset='utf-8'><title>lnorm precision report</title><style>",
+           "body{font-family:sans-serif;max-width:1400px;margin:2em auto;padding:0 1em;color:#222}",
+           "table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:13px}",
+           "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child,th:first-child{text-align:left}",
+           "th{background:#f3f3f3}img{max-width:100%;border:1px solid #eee}code{background:#f5f5f5}",
+           "</style></head><body>"]
+    for kind, content in doc:
+        if kind == "h2img":
+            out.append(f"<h2>{inline_html(content)}</h2>")
+        elif kind in ("h1", "h2", "h3"):
+            out.append(f"<{kind}>{inline_html(content)}</{kind}>")
+        elif kind == "p":
+            out.append(f"<p>{inline_html(content)}</p>")
+        elif kind == "ul":
+            out.append("<ul>" + "".join(f"<li>{inline_html(i)}</li>" for i in content) + "</ul>")
+        elif kind == "table":
+            header, body = content
+            out.append("<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>")
+            out.extend("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in body)
+            out.append("</table>")
+        elif kind == "img":
+            out.append(f"<p><img src='{html.escape(content[0])}' alt='{html.escape(content[1])}'></p>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+def write_atomically(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def main(argv):
+    if len(argv) != 2:
+        sys.exit(__doc__)
+    folder = argv[1]
+    report = load(folder)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        sys.exit("render.py: matplotlib is missing (Debian: apt-get install python3-matplotlib)")
+    images = {}
+    for sweep in report["sweeps"]:
+        name = plot_sweep(report, sweep, folder, plt)
+        if name:
+            images[sweep["name"]] = name
+    for key, fn in (("histograms", plot_histograms), ("correctly_rounded", plot_correctly_rounded)):
+        name = fn(report, folder, plt)
+        if name:
+            images[key] = name
+    doc = blocks(report, images)
+    md = to_markdown([blk for blk in doc if blk[0] not in ("img", "h2img")] + [("p", "Plots: " + ", ".join(
+        f"[{n}]({n})" for n in images.values()) + " (in index.html).")])
+    write_atomically(os.path.join(folder, "report.md"), md)
+    write_atomically(os.path.join(folder, "index.html"), to_html(doc))
+
+
+if __name__ == "__main__":
+    main(sys.argv)

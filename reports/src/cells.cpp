@@ -1,0 +1,147 @@
+#include "cells.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "lnorm/format.hpp"
+#include "lnorm/metrics.hpp"
+
+namespace lnorm::report {
+namespace {
+
+constexpr int kTopEdgeLog2 = 20;  // 2^20 scaled ulps: past it an f32 result has ~4 correct bits left
+
+std::size_t bin_of(double e) {
+  if (e == 0) return 0;
+  if (e <= 0.5) return 1;
+  const int k = static_cast<int>(std::ceil(std::log2(e)));  // e in (2^(k-1), 2^k]
+  return static_cast<std::size_t>(std::min(k, kTopEdgeLog2 + 1) + 2);
+}
+
+nlohmann::json optional_number(const std::optional<double>& v) {
+  if (!v) return nullptr;
+  if (std::isinf(*v)) return "inf";
+  return *v;
+}
+
+}  // namespace
+
+std::vector<double> histogram_edges() {
+  std::vector<double> edges{0, 0.5};
+  for (int k = 0; k <= kTopEdgeLog2; ++k) edges.push_back(std::ldexp(1.0, k));
+  return edges;
+}
+
+double quantile(std::vector<float>& values, double p) {
+  if (values.empty()) return 0;
+  const auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(values.size())));
+  const std::size_t k = std::min(values.size() - 1, rank == 0 ? 0 : rank - 1);
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(k), values.end());
+  return values[k];
+}
+
+void Measurement::merge(const Measurement& o) {
+  elements += o.elements;
+  correctly_rounded += o.correctly_rounded;
+  nan_mismatches += o.nan_mismatches;
+  errors.insert(errors.end(), o.errors.begin(), o.errors.end());
+  if (histogram.size() < o.histogram.size()) histogram.resize(o.histogram.size());
+  for (std::size_t i = 0; i < o.histogram.size(); ++i) histogram[i] += o.histogram[i];
+  const auto max_of = [](std::optional<double> a, std::optional<double> b) -> std::optional<double> {
+    if (!a) return b;
+    if (!b) return a;
+    return std::max(*a, *b);
+  };
+  mean_max_ulp = max_of(mean_max_ulp, o.mean_max_ulp);
+  rstd_max_ulp = max_of(rstd_max_ulp, o.rstd_max_ulp);
+  stat_nan_mismatches += o.stat_nan_mismatches;
+}
+
+nlohmann::json Measurement::summary() const {
+  std::vector<float> e = errors;
+  const double max = e.empty() ? 0 : *std::max_element(e.begin(), e.end());
+  return {
+      {"elements", elements},
+      {"max_ulp", max},
+      {"p999_ulp", quantile(e, 0.999)},
+      {"correctly_rounded", elements ? static_cast<double>(correctly_rounded) / static_cast<double>(elements) : 1.0},
+      {"nan_mismatches", nan_mismatches},
+      {"mean_max_ulp", optional_number(mean_max_ulp)},
+      {"rstd_max_ulp", optional_number(rstd_max_ulp)},
+      {"stat_nan_mismatches", stat_nan_mismatches},
+  };
+}
+
+Measurement measure(const verify::Case& input, const verify::Exact& exact, const std::vector<std::uint64_t>& y_bits,
+                    const std::vector<std::uint64_t>& mean_bits, const std::vector<std::uint64_t>& rstd_bits) {
+  const Format f = format_of(input.spec.dtype), fs = format_of(stats_dtype(input.spec.dtype));
+  Measurement m;
+  m.histogram.assign(histogram_edges().size() + 1, 0);
+  m.elements = static_cast<std::int64_t>(y_bits.size());
+  m.errors.reserve(y_bits.size());
+  for (std::size_t i = 0; i < y_bits.size(); ++i) {
+    const double got = bits_to_double(f, y_bits[i]);
+    const double e = scaled_ulp_error(f, got, y_bits[i], exact.y[i], exact.elems[i]);
+    if (correctly_rounded(f, y_bits[i], exact.y[i])) ++m.correctly_rounded;
+    if (std::isinf(e)) {
+      ++m.nan_mismatches;
+      continue;
+    }
+    m.errors.push_back(static_cast<float>(e));
+    ++m.histogram[bin_of(e)];
+  }
+  // mean: as lnorm verify measures it (properties_accuracy.cpp), in ulps of max(|mean|, sqrt(var + eps)),
+  // the size an error in the mean moves z by; plain ulps would make any mean near 0 look terrible.
+  // rstd: plain ulp distance.
+  const auto stat = [&](const std::vector<std::uint64_t>& bits, bool is_mean) -> std::optional<double> {
+    if (bits.empty()) return std::nullopt;
+    double worst = 0;
+    for (std::size_t r = 0; r < bits.size(); ++r) {
+      const RowReference& ref = exact.rows[r];
+      const double got = bits_to_double(fs, bits[r]), want = is_mean ? ref.mean : ref.rstd;
+      if (std::isnan(got) != std::isnan(want) || (std::isnan(want) && std::isnan(got))) {
+        if (std::isnan(got) != std::isnan(want)) ++m.stat_nan_mismatches;
+        continue;
+      }
+      double d = ulp_distance(fs, got, want);
+      if (is_mean && std::isfinite(got)) {
+        const double size = std::max(std::abs(ref.mean), std::isinf(ref.rstd) ? 0.0 : 1.0 / ref.rstd);
+        d = std::abs(got - ref.mean) / ulp_at(fs, size);
+      }
+      if (std::isinf(d)) ++m.stat_nan_mismatches;
+      else worst = std::max(worst, d);
+    }
+    return worst;
+  };
+  m.mean_max_ulp = stat(mean_bits, true);
+  m.rstd_max_ulp = stat(rstd_bits, false);
+  return m;
+}
+
+std::optional<double> bound_for(Algorithm a, const verify::Case& input, const verify::Exact& exact) {
+  std::optional<double> bound;
+  const std::int64_t n = input.spec.cols();
+  for (std::size_t r = 0; r < exact.rows.size(); ++r) {
+    const RowReference& row = exact.rows[r];
+    if (row.nonfinite || !std::isfinite(row.kappa)) continue;
+    double max_abs = 0;
+    for (std::int64_t i = 0; i < n; ++i) max_abs = std::max(max_abs, std::abs(input.x[r * static_cast<std::size_t>(n) + static_cast<std::size_t>(i)]));
+    const double var_plus_eps = 1 / (row.rstd * row.rstd);  // from the rounded rstd: only a range test
+    if (!bound_applies(a, n, max_abs, var_plus_eps, input.spec.dtype)) return std::nullopt;
+    const double b = error_bound(a, n, row.kappa, input.spec.dtype);
+    bound = bound ? std::max(*bound, b) : b;
+  }
+  return bound;
+}
+
+KappaStats kappa_stats(const verify::Exact& exact) {
+  std::vector<float> k;
+  for (const RowReference& row : exact.rows)
+    if (!row.nonfinite && std::isfinite(row.kappa)) k.push_back(static_cast<float>(row.kappa));
+  if (k.empty()) return {std::nan(""), std::nan("")};
+  const double max = *std::max_element(k.begin(), k.end());
+  return {quantile(k, 0.5), max};
+}
+
+}  // namespace lnorm::report

@@ -1,0 +1,46 @@
+// One cell of a report: one implementation's outputs on one sweep point, against the exact answer.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bounds.hpp"
+#include "lnorm/harness.hpp"
+
+namespace lnorm::report {
+
+// Scaled-ulp histogram bins: exactly 0, then (0, 1/2], (1/2, 1], (1, 2], ... (2^19, 2^20], above 2^20;
+// NaN mismatches are counted apart. Fixed edges, so histograms from different machines add up.
+std::vector<double> histogram_edges();
+
+struct Measurement {
+  std::int64_t elements = 0, correctly_rounded = 0, nan_mismatches = 0;
+  std::vector<float> errors;          // scaled ulp error of every element without a NaN mismatch
+  std::vector<std::int64_t> histogram;  // histogram_edges().size() + 1 bins
+  std::optional<double> mean_max_ulp, rstd_max_ulp;  // absent when the implementation gave none
+  std::int64_t stat_nan_mismatches = 0;
+  void merge(const Measurement& other);
+  nlohmann::json summary() const;  // max, p99.9, correctly-rounded fraction, NaN mismatches, stats
+};
+
+// y_bits: rows*cols bit patterns of the case's dtype; mean/rstd: rows bit patterns of the stats dtype,
+// or empty when the implementation does not produce them.
+Measurement measure(const verify::Case& input, const verify::Exact& exact, const std::vector<std::uint64_t>& y_bits,
+                    const std::vector<std::uint64_t>& mean_bits, const std::vector<std::uint64_t>& rstd_bits);
+
+// The algorithm's worst-case bound over the case's finite rows; nullopt when no row is finite or a
+// row leaves the range the bound assumes (bound_applies).
+std::optional<double> bound_for(Algorithm a, const verify::Case& input, const verify::Exact& exact);
+
+// Median and maximum of the finite row kappas (NaN when there are none).
+struct KappaStats {
+  double median = 0, max = 0;
+};
+KappaStats kappa_stats(const verify::Exact& exact);
+
+// The p-quantile (0..1) of the values, nearest rank; 0 for none. Reorders `values`.
+double quantile(std::vector<float>& values, double p);
+
+}  // namespace lnorm::report

@@ -1,0 +1,297 @@
+// The report's measurement loop: every sweep point once through the exact reference, then through
+// every implementation; cells measured in parallel, each kernel on one thread (kernels must give the
+// same bits on any thread count, so this changes no number).
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <unistd.h>
+
+#include "bounds.hpp"
+#include "cells.hpp"
+#include "lnorm/bench.hpp"
+#include "lnorm/precision_report.hpp"
+#include "lnorm/registry.hpp"
+#include "peers.hpp"
+#include "sweeps.hpp"
+
+namespace lnorm::report {
+namespace {
+
+using nlohmann::json;
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown-host";
+  return buf;
+}
+
+// eps / var of a case's rows (median), var in long double from the stored values: this only places
+// the point on the plot's axis; nothing is measured with it.
+double median_eps_over_var(const verify::Case& c) {
+  const std::int64_t n = c.spec.cols();
+  std::vector<float> ratios;
+  for (std::int64_t r = 0; r < c.spec.rows(); ++r) {
+    long double sum = 0, sq = 0;
+    for (std::int64_t i = 0; i < n; ++i) sum += c.x[static_cast<std::size_t>(r * n + i)];
+    const long double mean = sum / n;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const long double d = c.x[static_cast<std::size_t>(r * n + i)] - mean;
+      sq += d * d;
+    }
+    if (sq > 0) ratios.push_back(static_cast<float>(c.spec.eps / static_cast<double>(sq / n)));
+  }
+  return ratios.empty() ? std::nan("") : quantile(ratios, 0.5);
+}
+
+json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+json bound_json(const std::optional<double>& b) {
+  if (!b) return nullptr;
+  if (std::isinf(*b)) return "unbounded";
+  return *b;
+}
+
+struct Implementation {
+  std::string name, kind, summary;
+  const KernelInfo* kernel = nullptr;  // null for peers
+  const Peer* peer = nullptr;
+  std::optional<Algorithm> algorithm;
+};
+
+struct Task {
+  SweepPoint point;
+  std::vector<std::size_t> implementations;  // those that run on this dtype
+};
+
+}  // namespace
+
+json run(const Settings& settings, const Progress& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string machine = settings.machine_label.empty() ? host_name() : settings.machine_label;
+  const std::vector<DType> dtypes =
+      settings.dtypes.empty() ? std::vector<DType>(std::begin(kAllDTypes), std::end(kAllDTypes)) : settings.dtypes;
+  std::vector<const KernelInfo*> kernels = settings.kernels;
+  if (kernels.empty())
+    for (const KernelInfo& k : registry()) kernels.push_back(&k);
+
+  std::vector<Implementation> impls;
+  json impl_json = json::array();
+  for (const KernelInfo* k : kernels) {
+    Implementation im{std::string(k->name), "kernel", std::string(k->summary), k, nullptr, algorithm_of(k->name)};
+    json j = {{"name", im.name}, {"kind", "kernel"}, {"summary", im.summary}, {"machine", machine},
+              {"cautionary", k->cautionary},
+              {"algorithm", im.algorithm ? json(std::string(report::name(*im.algorithm))) : json(nullptr)},
+              {"bound_source", im.algorithm ? json(std::string(citation(*im.algorithm))) : json(nullptr)},
+              {"dtypes", json::object()}};
+    for (DType d : dtypes) {
+      const auto why = unavailable_reason(*k, make_problem(1, 1024, d, 1e-5, false, false));
+      j["dtypes"][std::string(name(d))] = why ? "skipped: " + *why : "measured";
+    }
+    impl_json.push_back(j);
+    impls.push_back(im);
+  }
+  for (const Peer& p : settings.peers) {
+    impls.push_back({p.name, "peer", p.command, nullptr, &p, std::nullopt});
+    json j = {{"name", p.name}, {"kind", "peer"}, {"summary", p.command}, {"machine", machine},
+              {"cautionary", false}, {"algorithm", nullptr}, {"bound_source", nullptr}, {"dtypes", json::object()}};
+    for (DType d : dtypes) j["dtypes"][std::string(name(d))] = "measured";
+    impl_json.push_back(j);
+  }
+
+  std::vector<Task> tasks;
+  int total_cells = 0;
+  for (DType d : dtypes) {
+    std::vector<std::size_t> runnable;
+    for (std::size_t i = 0; i < impls.size(); ++i) {
+      if (impls[i].kernel && unavailable_reason(*impls[i].kernel, make_problem(1, 1024, d, 1e-5, false, false))) continue;
+      runnable.push_back(i);
+    }
+    for (SweepPoint& p : sweep_points(d, settings.quick, settings.seed)) {
+      total_cells += static_cast<int>(runnable.size());
+      tasks.push_back({std::move(p), runnable});
+    }
+  }
+
+  std::mutex mu;
+  json cells = json::array();
+  std::map<std::pair<std::size_t, DType>, Measurement> totals;
+  std::map<std::pair<std::size_t, DType>, std::pair<double, std::string>> worst_at;
+  std::atomic<std::size_t> next{0};
+  int done = 0;
+  const auto worker = [&](int worker_id) {
+    const std::string scratch = settings.scratch_dir + "/peer-" + std::to_string(worker_id);
+    for (std::size_t t = next++; t < tasks.size(); t = next++) {
+      const Task& task = tasks[t];
+      const verify::Case& input = task.point.input;
+      const DType d = input.spec.dtype;
+      const verify::Exact exact = verify::exact_answer(input);
+      const KappaStats kappa = kappa_stats(exact);
+      double x = task.point.nominal;
+      if (task.point.sweep == "kappa") x = kappa.median;
+      if (task.point.sweep == "eps_over_var") x = median_eps_over_var(input);
+      for (std::size_t i : task.implementations) {
+        const Implementation& im = impls[i];
+        json cell = {{"sweep", task.point.sweep}, {"point", task.point.index}, {"label", task.point.label},
+                     {"x", finite_or_null(x)}, {"dtype", std::string(name(d))}, {"implementation", im.name},
+                     {"kind", im.kind}, {"machine", machine}, {"rows", input.spec.rows()}, {"cols", input.spec.cols()},
+                     {"eps", input.spec.eps}, {"case", input.spec.describe()},
+                     {"kappa_median", finite_or_null(kappa.median)}, {"kappa_max", finite_or_null(kappa.max)}};
+        std::vector<std::uint64_t> y, mean, rstd;
+        std::string error;
+        if (im.kernel) {
+          verify::Outputs out = verify::run_guarded(*im.kernel, input);
+          error = out.violation;
+          y = std::move(out.y), mean = std::move(out.mean), rstd = std::move(out.rstd);
+        } else {
+          std::filesystem::remove_all(scratch);
+          std::filesystem::create_directories(scratch);
+          PeerOutputs out = run_peer(im.peer->command, input, scratch);
+          error = out.error;
+          y = std::move(out.y), mean = std::move(out.mean), rstd = std::move(out.rstd);
+        }
+        if (!error.empty()) {
+          cell["status"] = "error";
+          cell["message"] = error;
+        } else {
+          const Measurement m = measure(input, exact, y, mean, rstd);
+          cell["status"] = "ok";
+          cell.update(m.summary());
+          cell["bound_ulp"] = im.algorithm ? bound_json(bound_for(*im.algorithm, input, exact)) : json(nullptr);
+          std::lock_guard lock(mu);
+          totals[{i, d}].merge(m);
+          const double worst = cell["max_ulp"].get<double>() + (m.nan_mismatches ? INFINITY : 0);
+          auto& w = worst_at[{i, d}];
+          if (w.second.empty() || worst > w.first) w = {worst, task.point.label};
+        }
+        std::lock_guard lock(mu);
+        cells.push_back(std::move(cell));
+        ++done;
+        if (progress) progress(task.point.sweep + " " + std::string(name(d)), done, total_cells);
+      }
+    }
+    std::filesystem::remove_all(scratch);
+  };
+  std::vector<std::thread> pool;
+  for (int w = 1; w < std::max(1, settings.threads); ++w) pool.emplace_back(worker, w);
+  worker(0);
+  for (std::thread& th : pool) th.join();
+
+  // Cells in a stable order whatever the threads did: dtype, sweep, point, implementation.
+  const auto order = [&](const json& c) {
+    const std::string& s = c["sweep"].get_ref<const std::string&>();
+    int sweep = 0;
+    for (const SweepInfo& info : sweep_infos())
+      if (info.name != s) ++sweep; else break;
+    std::size_t impl = 0;
+    while (impl < impls.size() && impls[impl].name != c["implementation"].get_ref<const std::string&>()) ++impl;
+    return std::make_tuple(*parse_dtype(c["dtype"].get<std::string>()), sweep, c["point"].get<int>(), impl);
+  };
+  std::vector<json> sorted(cells.begin(), cells.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [&](const json& a, const json& b) { return order(a) < order(b); });
+
+  json summary = json::array();
+  for (const auto& [key, m] : totals) {
+    json s = {{"implementation", impls[key.first].name}, {"kind", impls[key.first].kind},
+              {"dtype", std::string(name(key.second))}, {"machine", machine},
+              {"worst_cell", worst_at[key].second}, {"histogram", m.histogram}};
+    s.update(m.summary());
+    summary.push_back(s);
+  }
+
+  json sweeps = json::array();
+  for (const SweepInfo& info : sweep_infos())
+    sweeps.push_back({{"name", info.name}, {"title", info.title}, {"x_axis", info.x_axis}, {"log_x", info.log_x}});
+
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  json machine_json = {{"label", machine},          {"description", bench::hardware()},
+                       {"hostname", host_name()},   {"lnorm_version", LNORM_VERSION},
+                       {"created", utc_now()},      {"seed", settings.seed},
+                       {"quick", settings.quick},   {"seconds", seconds},
+                       {"threads", settings.threads}};
+  return {{"schema", kSchema},
+          {"created", utc_now()},
+          {"machines", json::array({machine_json})},
+          {"sweeps", sweeps},
+          {"histogram_edges", histogram_edges()},
+          {"implementations", impl_json},
+          {"cells", sorted},
+          {"summary", summary}};
+}
+
+json merge(const std::vector<json>& reports, const std::vector<std::string>& names) {
+  json out = {{"schema", kSchema}, {"created", utc_now()}, {"machines", json::array()}, {"sweeps", json::array()},
+              {"histogram_edges", histogram_edges()}, {"implementations", json::array()},
+              {"cells", json::array()}, {"summary", json::array()}};
+  std::map<std::string, int> seen;
+  for (std::size_t r = 0; r < reports.size(); ++r) {
+    const json& in = reports[r];
+    if (const std::string why = schema_problem(in); !why.empty())
+      throw std::invalid_argument(names[r] + ": not an " + std::string(kSchema) + " report: " + why);
+    if (in["histogram_edges"] != out["histogram_edges"])
+      throw std::invalid_argument(names[r] + ": histogram bins differ from this lnorm's");
+    if (out["sweeps"].empty()) out["sweeps"] = in["sweeps"];
+    // Machine labels stay unique: the second "ci-runner" becomes "ci-runner#2".
+    std::map<std::string, std::string> relabel;
+    for (json m : in["machines"]) {
+      const std::string label = m["label"];
+      const int n = ++seen[label];
+      m["label"] = n == 1 ? label : label + "#" + std::to_string(n);
+      m["source"] = names[r];
+      relabel[label] = m["label"];
+      out["machines"].push_back(m);
+    }
+    for (const char* part : {"implementations", "cells", "summary"}) {
+      for (json item : in[part]) {
+        item["machine"] = relabel.at(item["machine"].get<std::string>());
+        out[part].push_back(std::move(item));
+      }
+    }
+  }
+  return out;
+}
+
+std::string schema_problem(const json& r) {
+  if (!r.is_object()) return "not a JSON object";
+  if (!r.contains("schema") || r["schema"] != kSchema)
+    return "schema is " + (r.contains("schema") ? r["schema"].dump() : std::string("missing")) + ", expected \"" + kSchema + "\"";
+  for (const char* key : {"machines", "sweeps", "implementations", "cells", "summary", "histogram_edges"})
+    if (!r.contains(key) || !r[key].is_array()) return std::string("'") + key + "' is missing or not an array";
+  std::map<std::string, bool> machines;
+  for (const json& m : r["machines"]) {
+    if (!m.contains("label") || !m["label"].is_string()) return "a machine has no label";
+    machines[m["label"]] = true;
+  }
+  const auto needs = [](const json& item, std::initializer_list<const char*> keys) -> std::string {
+    for (const char* k : keys)
+      if (!item.contains(k)) return std::string("an entry lacks '") + k + "'";
+    return {};
+  };
+  for (const json& c : r["cells"]) {
+    if (auto why = needs(c, {"sweep", "point", "label", "x", "dtype", "implementation", "kind", "machine", "status"}); !why.empty())
+      return "cells: " + why;
+    if (c["status"] == "ok")
+      if (auto why = needs(c, {"max_ulp", "p999_ulp", "correctly_rounded", "nan_mismatches", "mean_max_ulp", "rstd_max_ulp", "bound_ulp"}); !why.empty())
+        return "cells: " + why;
+    if (!machines.count(c["machine"].get<std::string>())) return "a cell names an unknown machine " + c["machine"].dump();
+  }
+  for (const json& s : r["summary"])
+    if (auto why = needs(s, {"implementation", "dtype", "machine", "max_ulp", "p999_ulp", "correctly_rounded", "nan_mismatches", "histogram"}); !why.empty())
+      return "summary: " + why;
+  return {};
+}
+
+}  // namespace lnorm::report

@@ -1,0 +1,111 @@
+// Sweep sizes. Reference cost is ~3 M elements/s per core here (`lnorm reference` on 1024x1024 f32:
+// 0.34 s), kernels are faster, so a report's time is the element count × implementations. Quick: about
+// 0.2 M elements per dtype; full: about 2 M. Measured on this 2-core machine with all five CPU kernels:
+// quick 4 s of measuring (20 s with rendering), full 50 s (64 s with rendering).
+#include "sweeps.hpp"
+
+#include <cmath>
+#include <random>
+
+#include "lnorm/format.hpp"
+
+namespace lnorm::report {
+namespace {
+
+using verify::Affine;
+using verify::Case;
+using verify::CaseSpec;
+using verify::RowClass;
+
+CaseSpec base_spec(DType d, std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
+  CaseSpec s;
+  s.dtype = d;
+  s.shape = {rows, cols};
+  s.axis = 1;
+  s.eps = make_problem(1, 1, d, 1e-5, false, false).eps;  // PyTorch's default, rounded as kernels get it
+  s.gamma = Affine::absent;
+  s.beta = Affine::absent;
+  s.data_seed = seed;
+  return s;
+}
+
+std::string power_label(const char* what, int exponent) {
+  return std::string(what) + "≈1e" + std::to_string(exponent);
+}
+
+// Rows of N(0, 1) values (variance ≈ 1), so eps alone sets eps/var.
+Case unit_normal_rows(CaseSpec spec) {
+  Case c;
+  c.spec = spec;
+  const Format f = format_of(spec.dtype);
+  std::mt19937_64 rng(spec.data_seed);
+  std::normal_distribution<double> normal;
+  c.x.resize(static_cast<std::size_t>(spec.rows() * spec.cols()));
+  for (double& v : c.x) v = round_to_format(f, normal(rng));
+  return c;
+}
+
+}  // namespace
+
+std::vector<SweepInfo> sweep_infos() {
+  return {
+      {"kappa", "Error against conditioning (offset rows)", "kappa = |mean| / sqrt(var + eps)", true},
+      {"width", "Error against row width (N(0,1)·2^k rows)", "row width n", true},
+      {"eps_over_var", "Error against eps / var (N(0,1) rows)", "eps / var", true},
+      {"class", "Error per input class (the verify suite's rows, odd width)", "input class", false},
+  };
+}
+
+std::vector<SweepPoint> sweep_points(DType d, bool quick, std::uint64_t seed) {
+  std::vector<SweepPoint> points;
+  std::uint64_t point_seed = seed * 1000003 + static_cast<std::uint64_t>(d) * 7919;
+  const auto add = [&](std::string sweep, int index, std::string label, double nominal, Case c) {
+    points.push_back({std::move(sweep), index, std::move(label), nominal, std::move(c)});
+  };
+
+  // kappa 1 .. 1e7 on offset rows. f16/bf16 rows are capped where the format can still hold a
+  // spread (cases.cpp), so the report plots the measured kappa, not this nominal one.
+  const std::int64_t kappa_rows = quick ? 32 : 256, kappa_cols = quick ? 256 : 1024;
+  for (int e = 0; e <= 7; ++e) {
+    CaseSpec s = base_spec(d, kappa_rows, kappa_cols, ++point_seed);
+    s.row_classes = {RowClass::offset};
+    s.log10_kappa = e;
+    add("kappa", e, power_label("kappa", e), std::pow(10.0, e), verify::materialize(s));
+  }
+
+  // Widths 16 .. 65536, about the same number of elements each.
+  const std::int64_t width_elements = quick ? (1 << 15) : (1 << 19);
+  int index = 0;
+  for (std::int64_t n = 16; n <= 65536; n *= 4, ++index) {
+    CaseSpec s = base_spec(d, std::max<std::int64_t>(2, width_elements / n), n, ++point_seed);
+    s.row_classes = {RowClass::normal};
+    add("width", index, "n=" + std::to_string(n), static_cast<double>(n), verify::materialize(s));
+  }
+
+  // eps / var from 1e-8 (eps irrelevant) to 1e4 (eps dominates: y → (x − mean)/sqrt(eps)).
+  const std::int64_t eps_rows = quick ? 16 : 128, eps_cols = quick ? 256 : 1024;
+  index = 0;
+  for (int e = -8; e <= 4; e += 2, ++index) {
+    CaseSpec s = base_spec(d, eps_rows, eps_cols, ++point_seed);
+    s.row_classes = {RowClass::normal};
+    s.eps = make_problem(1, 1, d, std::pow(10.0, e), false, false).eps;
+    add("eps_over_var", index, power_label("eps/var", e), std::pow(10.0, e), unit_normal_rows(s));
+  }
+
+  // The verify suite's classes (offset has its own sweep), at an odd width so every row ends in a
+  // vector tail.
+  const std::int64_t class_rows = quick ? 16 : 128, class_cols = quick ? 255 : 1023;
+  const RowClass classes[] = {RowClass::normal,    RowClass::uniform,     RowClass::constant,
+                              RowClass::tiny,      RowClass::huge,        RowClass::subnormal,
+                              RowClass::sparse,    RowClass::exact_stats, RowClass::bits,
+                              RowClass::nonfinite};
+  index = 0;
+  for (RowClass rc : classes) {
+    CaseSpec s = base_spec(d, class_rows, class_cols, ++point_seed);
+    s.row_classes = {rc};
+    add("class", index++, std::string(verify::name(rc)) + " rows", std::nan(""), verify::materialize(s));
+  }
+  return points;
+}
+
+}  // namespace lnorm::report

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""ctest for `lnorm report`: the report.json schema, the HTML's plots, --merge, --peer and bad input.
+
+Usage: test_report.py LNORM_EXE SCHEMA_JSON PEER_SCRIPT WORK_DIR
+Runs small reports (a few kernels and dtypes, quick sweeps) through the real executable.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import jsonschema
+
+LNORM, SCHEMA, PEER, WORK = sys.argv[1:5]
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def lnorm(*args):
+    r = subprocess.run([LNORM, *args], capture_output=True, text=True)
+    return r.returncode, r.stdout, r.stderr
+
+
+def check_report_dir(d, machines):
+    with open(os.path.join(d, "report.json"), encoding="utf-8") as f:
+        report = json.load(f)
+    with open(SCHEMA, encoding="utf-8") as f:
+        schema = json.load(f)
+    try:
+        jsonschema.validate(report, schema)
+    except jsonschema.ValidationError as e:
+        check(False, f"{d}/report.json violates the schema: {e.message} at {list(e.absolute_path)}")
+    check(len(report["machines"]) == machines, f"{d}: {len(report['machines'])} machines, expected {machines}")
+    labels = {m["label"] for m in report["machines"]}
+    check(len(labels) == machines, f"{d}: machine labels not unique: {labels}")
+    edges = report["histogram_edges"]
+    for s in report["summary"]:
+        check(s["machine"] in labels, f"summary names unknown machine {s['machine']}")
+        check(len(s["histogram"]) == len(edges) + 1, "histogram length != edges + 1")
+        check(sum(s["histogram"]) + s["nan_mismatches"] == s["elements"],
+              f"{s['implementation']} {s['dtype']}: histogram + NaN mismatches != elements")
+    for c in report["cells"]:
+        check(c["machine"] in labels, f"cell names unknown machine {c['machine']}")
+    # Every sweep but the classes gives each implementation × dtype one cell per point.
+    check(any(c["sweep"] == "kappa" for c in report["cells"]), "no kappa cells")
+    with open(os.path.join(d, "index.html"), encoding="utf-8") as f:
+        page = f.read()
+    images = re.findall(r"<img src='([^']+)'", page)
+    check("error_vs_kappa.png" in images, f"{d}/index.html does not show error_vs_kappa.png ({images})")
+    for img in images:
+        path = os.path.join(d, img)
+        check(os.path.isfile(path), f"{d}/index.html references {img}, which does not exist")
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                check(f.read(8) == b"\x89PNG\r\n\x1a\n", f"{img} is not a PNG")
+    check(not re.search(r"(src|href)=['\"]https?://", page), "index.html loads something from the network")
+    with open(os.path.join(d, "report.md"), encoding="utf-8") as f:
+        md = f.read()
+    check("## Findings" in md and "## Kernel × dtype" in md, "report.md lacks its Findings / Kernel × dtype sections")
+    return report
+
+
+shutil.rmtree(WORK, ignore_errors=True)
+os.makedirs(WORK)
+a, b, merged, peer = (os.path.join(WORK, n) for n in ("a", "b", "merged", "peer"))
+
+# One report: the cautionary onepass must show its NaN on offset rows, welford none.
+rc, out, err = lnorm("report", "--quick", "--kernel", "welford", "--kernel", "onepass", "--dtype", "f32",
+                     "--dtype", "bf16", "--label", "box-a", "--out", a)
+check(rc == 0, f"report exited {rc}: {err}")
+check(out.strip().endswith("report.md, numbers " + a + "/report.json)"), f"unexpected output: {out!r}")
+if rc == 0:
+    r = check_report_dir(a, 1)
+    by = {(s["implementation"], s["dtype"]): s for s in r["summary"]}
+    check(by[("onepass", "f32")]["nan_mismatches"] > 0, "onepass f32 shows no NaN mismatch: the sweeps miss offset rows")
+    check(by[("welford", "f32")]["nan_mismatches"] == 0, "welford f32 has NaN mismatches")
+    check(by[("welford", "f32")]["max_ulp"] < 10, "welford f32 over its verify budget of 10 scaled ulps")
+    for c in r["cells"]:
+        if c["implementation"] == "welford" and isinstance(c["bound_ulp"], (int, float)):
+            check(c["max_ulp"] <= c["bound_ulp"], f"welford over its bound at {c['label']} {c['dtype']}")
+
+# --merge of two machines' reports: both labels, every cell kept.
+rc, out, err = lnorm("report", "--quick", "--kernel", "welford", "--dtype", "f32", "--label", "box-b", "--out", b)
+check(rc == 0, f"second report exited {rc}: {err}")
+rc, out, err = lnorm("report", "--merge", a + "/report.json", b + "/report.json", "--out", merged)
+check(rc == 0, f"merge exited {rc}: {err}")
+if rc == 0:
+    m = check_report_dir(merged, 2)
+    with open(a + "/report.json") as fa, open(b + "/report.json") as fb:
+        n = len(json.load(fa)["cells"]) + len(json.load(fb)["cells"])
+    check(len(m["cells"]) == n, f"merged report has {len(m['cells'])} cells, expected {n}")
+    check({x["label"] for x in m["machines"]} == {"box-a", "box-b"}, "merged machine labels wrong")
+
+# A peer through the same metric.
+cmd = (f"{sys.executable} {PEER} --x {{x}} --gamma {{gamma}} --beta {{beta}} --y {{y}} --mean {{mean}} "
+       f"--rstd {{rstd}} --eps {{eps}} --dtype {{dtype}}")
+rc, out, err = lnorm("report", "--quick", "--kernel", "welford", "--dtype", "f16", "--peer", "numpy=" + cmd, "--out", peer)
+check(rc == 0, f"peer report exited {rc}: {err}")
+if rc == 0:
+    r = check_report_dir(peer, 1)
+    s = [x for x in r["summary"] if x["implementation"] == "numpy"]
+    check(len(s) == 1 and s[0]["kind"] == "peer" and s[0]["elements"] > 0, "the numpy peer was not measured")
+    check(all(c["status"] == "ok" for c in r["cells"]), "a peer cell failed")
+
+# Bad input: exit 2, one line naming the flag, nothing written.
+bad = os.path.join(WORK, "bad")
+notreport = os.path.join(WORK, "not-a-report.json")
+with open(notreport, "w") as f:
+    f.write('{"schema": "something-else"}')
+for args, needle in (
+    (["--merge", notreport, "--out", bad], "--merge " + notreport),
+    (["--merge", os.path.join(WORK, "missing.json"), "--out", bad], "cannot open"),
+    (["--peer", "x=true", "--out", bad], "{y}"),
+    (["--kernel", "nope", "--out", bad], "--kernel nope"),
+    (["--dtype", "f8", "--out", bad], "--dtype f8"),
+    (["--out", notreport], "exists and is not a folder"),
+):
+    rc, out, err = lnorm("report", *args)
+    check(rc == 2, f"report {args}: exit {rc}, expected 2")
+    check(needle in err and err.count("\n") == 1, f"report {args}: message {err!r} lacks {needle!r}")
+    check(not os.path.exists(os.path.join(bad, "report.json")), f"report {args} wrote a report")
+
+print(f"{len(failures)} failures" if failures else "all report checks passed")
+sys.exit(1 if failures else 0)
