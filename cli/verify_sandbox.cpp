@@ -22,7 +22,8 @@ using verify::Outcome;
 using verify::Property;
 using verify::Status;
 
-// The child's one message to the parent. Enums travel as numbers: both ends are this binary.
+// The child's one message to the parent, as CBOR (which keeps NaN and Inf; JSON text would turn a
+// worst error of Inf into null). Enums travel as numbers: both ends are this binary.
 nlohmann::json to_json(const Outcome& o) {
   return {{"kernel", o.kernel}, {"dtype", static_cast<int>(o.dtype)}, {"property", static_cast<int>(o.property)},
           {"status", static_cast<int>(o.status)}, {"cases", o.cases}, {"seconds", o.seconds}, {"seed", o.seed},
@@ -74,7 +75,7 @@ std::string read_all(int fd) {
   return s;
 }
 
-// Runs one property in a child. The child sends "R <json>" (its outcome) or "E <message>" (an
+// Runs one property in a child. The child sends "R <cbor>" (its outcome) or "E <message>" (an
 // exception, lnorm's internal error) through a pipe and _exits; a crash ends it by the signal.
 Outcome one_property(const KernelInfo& kernel, DType dtype, const verify::KernelBudget& budget,
                      const verify::Settings& settings, Property p) {
@@ -92,7 +93,8 @@ Outcome one_property(const KernelInfo& kernel, DType dtype, const verify::Kernel
     die_by_signal_on_crash();
     try {
       const std::vector<Outcome> got = verify::verify_kernel(kernel, dtype, budget, one);
-      write_all(fds[1], "R " + to_json(got.at(0)).dump());
+      const std::vector<std::uint8_t> cbor = nlohmann::json::to_cbor(to_json(got.at(0)));
+      write_all(fds[1], "R " + std::string(cbor.begin(), cbor.end()));
       ::_exit(0);
     } catch (const std::exception& e) {
       write_all(fds[1], std::string("E ") + e.what());
@@ -106,7 +108,7 @@ Outcome one_property(const KernelInfo& kernel, DType dtype, const verify::Kernel
   ::close(fds[0]);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && msg.rfind("R ", 0) == 0) return from_json(nlohmann::json::parse(msg.substr(2)));
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && msg.rfind("R ", 0) == 0) return from_json(nlohmann::json::from_cbor(msg.substr(2)));
   if (msg.rfind("E ", 0) == 0) throw std::runtime_error("verify " + std::string(kernel.name) + ": " + msg.substr(2));
   Outcome o;
   o.kernel = std::string(kernel.name);
