@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "plugins.hpp"
 #include "inputs.hpp"
 #include "lnorm/bench.hpp"
 #include "lnorm/budgets.hpp"
@@ -65,14 +66,24 @@ nlohmann::json result_json(const Result& r, const std::vector<Result>& all) {
   return j;
 }
 
+// The kernel column: 10 wide, wider for a longer (plugin) name.
+int name_width(const std::vector<std::string>& names) {
+  std::size_t w = 10;
+  for (const std::string& n : names) w = std::max(w, n.size());
+  return static_cast<int>(w);
+}
+
 void print_tables(const std::vector<Result>& results, const std::vector<Shape>& shapes) {
+  std::vector<std::string> names;
+  for (const Result& r : results) names.push_back(r.entry.what);
+  const int w = name_width(names);
   for (const Shape& s : shapes) {
     std::printf("\n%s (GB/s of x read + y written + gamma/beta; single calls, median)\n", s.text().c_str());
-    std::printf("  %-10s %-5s %9s %11s %10s\n", "kernel", "dtype", "GB/s", "% memcpy", "x oneDNN");
+    std::printf("  %-*s %-5s %9s %11s %10s\n", w, "kernel", "dtype", "GB/s", "% memcpy", "x oneDNN");
     for (const Result& r : results) {
       if (r.entry.shape.rows != s.rows || r.entry.shape.cols != s.cols) continue;
       if (!r.skipped.empty()) {
-        std::printf("  %-10s %-5s  skipped: %s\n", r.entry.what.c_str(), std::string(name(r.entry.dtype)).c_str(), r.skipped.c_str());
+        std::printf("  %-*s %-5s  skipped: %s\n", w, r.entry.what.c_str(), std::string(name(r.entry.dtype)).c_str(), r.skipped.c_str());
         continue;
       }
       const Result* mc = find(results, "memcpy", r.entry.dtype, s);
@@ -80,7 +91,7 @@ void print_tables(const std::vector<Result>& results, const std::vector<Shape>& 
       char pct[32] = "-", x[32] = "-";
       if (mc && mc->skipped.empty()) std::snprintf(pct, sizeof pct, "%.0f%%", 100 * r.bytes_per_second / mc->bytes_per_second);
       if (od && od->skipped.empty()) std::snprintf(x, sizeof x, "%.2fx", r.rows_per_second / od->rows_per_second);
-      std::printf("  %-10s %-5s %9.2f %11s %10s\n", r.entry.what.c_str(), std::string(name(r.entry.dtype)).c_str(),
+      std::printf("  %-*s %-5s %9.2f %11s %10s\n", w, r.entry.what.c_str(), std::string(name(r.entry.dtype)).c_str(),
                   r.bytes_per_second / 1e9, pct, x);
     }
   }
@@ -111,6 +122,7 @@ void add_bench(CLI::App& app, int& exit_code) {
   cmd->add_flag("--quick", f->quick, "Fewer shapes and repetitions: every available kernel in under 2 minutes");
   cmd->add_flag("--cold", f->cold, "Evict the caches (64 MiB) before every timed call: data comes from DRAM");
   cmd->add_option("--json", f->json, "Write the results (and the hardware) as JSON to this file");
+  add_plugin_flag(cmd);
   cmd->callback([f, &exit_code] {
     check_outputs({{f->json, "--json"}}, {});
     std::vector<Shape> shapes;
@@ -165,6 +177,7 @@ void add_select(CLI::App& app, int& exit_code) {
                   "and has no kappa term (default: any kernel that passes its own accuracy property)");
   cmd->add_option("--threads", f->threads, "Threads per kernel call (default 1)")->check(CLI::Range(1, 1024));
   cmd->add_option("--json", f->json, "Write {\"kernel\": ..., \"candidates\": [...]} to this file");
+  add_plugin_flag(cmd);
   cmd->callback([f, &exit_code] {
     check_outputs({{f->json, "--json"}}, {});
     const Shape shape = shape_flag(f->shape);
@@ -228,13 +241,16 @@ void add_select(CLI::App& app, int& exit_code) {
     }
     const Result* mc = find(results, "memcpy", dtype, shape);
     std::printf("lnorm select %s %s on %s\n", shape.text().c_str(), std::string(name(dtype)).c_str(), bench::hardware().c_str());
-    std::printf("  %-10s %-12s %8s %14s  %s\n", "kernel", "status", "GB/s", "budget", "why");
+    std::vector<std::string> names;
+    for (const Candidate& c : cands) names.push_back(std::string(c.k->name));
+    const int w = name_width(names);
+    std::printf("  %-*s %-12s %8s %14s  %s\n", w, "kernel", "status", "GB/s", "budget", "why");
     for (const Candidate& c : cands) {
       char budget[48];
       std::snprintf(budget, sizeof budget, "%g+%g*k", c.a, c.b);
-      std::printf("  %-10s %-12s %8.2f %14s  %s\n", std::string(c.k->name).c_str(), c.status.c_str(), c.gbps, budget, c.reason.c_str());
+      std::printf("  %-*s %-12s %8.2f %14s  %s\n", w, std::string(c.k->name).c_str(), c.status.c_str(), c.gbps, budget, c.reason.c_str());
     }
-    if (mc && mc->skipped.empty()) std::printf("  %-10s %-12s %8.2f\n", "memcpy", "baseline", mc->bytes_per_second / 1e9);
+    if (mc && mc->skipped.empty()) std::printf("  %-*s %-12s %8.2f\n", w, "memcpy", "baseline", mc->bytes_per_second / 1e9);
     std::printf("%s\n", best ? ("recommended: " + std::string(best->k->name)).c_str() : "recommended: none");
     if (!f->json.empty()) {
       nlohmann::json list = nlohmann::json::array();

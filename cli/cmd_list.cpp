@@ -1,7 +1,9 @@
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "plugins.hpp"
 #include "lnorm/registry.hpp"
 
 namespace lnorm::cli {
@@ -10,9 +12,14 @@ void add_list(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("list", "List the kernels, their dtypes and whether they run here");
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "Print JSON instead of a table");
+  add_plugin_flag(cmd);
   cmd->callback([json, &exit_code] {
     nlohmann::json out = nlohmann::json::array();
-    if (!*json) std::printf("%-10s %-18s %-10s %s\n", "kernel", "dtypes", "available", "summary");
+    // The name column: 10 wide, wider for a longer (plugin) name.
+    std::size_t width = 10;
+    for (const KernelInfo& k : registry()) width = std::max(width, k.name.size());
+    const int w = static_cast<int>(width);
+    if (!*json) std::printf("%-*s %-18s %-10s %s\n", w, "kernel", "dtypes", "available", "summary");
     for (const KernelInfo& k : registry()) {
       std::string dtypes;
       nlohmann::json per_dtype = nlohmann::json::object();
@@ -27,9 +34,10 @@ void add_list(CLI::App& app, int& exit_code) {
       if (*json) {
         out.push_back({{"name", k.name}, {"summary", k.summary}, {"dtypes", per_dtype},
                        {"available", !reason.has_value()}, {"cautionary", k.cautionary},
+                       {"plugin", plugin_path_of(k) ? nlohmann::json(*plugin_path_of(k)) : nlohmann::json(nullptr)},
                        {"unavailable_reason", reason ? nlohmann::json(*reason) : nlohmann::json(nullptr)}});
       } else {
-        std::printf("%-10s %-18s %-10s %s%s\n", std::string(k.name).c_str(), dtypes.c_str(),
+        std::printf("%-*s %-18s %-10s %s%s\n", w, std::string(k.name).c_str(), dtypes.c_str(),
                     reason ? "no" : "yes", std::string(k.summary).c_str(),
                     reason ? (" [" + *reason + "]").c_str() : "");
       }

@@ -15,6 +15,7 @@
 #include "inputs.hpp"
 #include "lnorm/precision_report.hpp"
 #include "lnorm/registry.hpp"
+#include "plugins.hpp"
 
 namespace lnorm::cli {
 namespace {
@@ -85,8 +86,7 @@ nlohmann::json load_report(const std::string& path) {
 void run_report(const ReportFlags& f, int& exit_code) {
   if (fs::exists(f.out) && !fs::is_directory(f.out)) throw InputError("--out " + f.out + ": exists and is not a folder");
   // Every flag is checked before anything is created.
-  for (const std::string& k : f.kernels)
-    if (k != "all") kernel_flag(k);
+  kernels_flag(f.kernels);
   for (const std::string& d : f.dtypes) dtype_flag(d);
   for (const std::string& p : f.peers) peer_flag(p);
   // The folder is created with its parents, like `cmake -B`; only a failure to create it is an error.
@@ -111,9 +111,9 @@ void run_report(const ReportFlags& f, int& exit_code) {
     s.quick = f.quick;
     s.seed = f.seed;
     s.machine_label = f.label;
+    s.run_alone = [](const KernelInfo& k) { return plugin_path_of(k) != nullptr; };
     s.threads = f.threads > 0 ? f.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    for (const std::string& k : f.kernels)
-      if (k != "all") s.kernels.push_back(&kernel_flag(k));
+    s.kernels = kernels_flag(f.kernels);
     for (const std::string& d : f.dtypes) s.dtypes.push_back(dtype_flag(d));
     for (const std::string& p : f.peers) s.peers.push_back(peer_flag(p));
     s.scratch_dir = f.out + "/.scratch";
@@ -148,7 +148,8 @@ void add_report(CLI::App& app, int& exit_code) {
                                                "as report.json, report.md and index.html with plots");
   cmd->add_option("--out", flags->out, "Folder for report.json, report.md, index.html and the plots")->required();
   cmd->add_flag("--quick", flags->quick, "Smaller sweeps (about 8x fewer elements): a few minutes on two cores");
-  cmd->add_option("--kernel", flags->kernels, "Kernels to measure (repeatable; default all available)");
+  cmd->add_option("--kernel", flags->kernels,
+                  "Kernels to measure (repeatable; 'all', or 'plugins' for the --plugin files' kernels; default all)");
   cmd->add_option("--dtype", flags->dtypes, "Dtypes to measure (repeatable; default f32 f64 f16 bf16)");
   cmd->add_option("--peer", flags->peers,
                   "Another implementation as NAME=COMMAND (repeatable); COMMAND reads {x} {gamma} {beta} and writes "
@@ -159,6 +160,7 @@ void add_report(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", flags->threads, "Cells measured in parallel (default: all cores)");
   cmd->add_option("--label", flags->label, "This machine's name in the report (default: the host name)");
   cmd->add_flag("--no-render", flags->no_render, "Write report.json only (no matplotlib needed)");
+  add_plugin_flag(cmd);
   cmd->callback([flags, &exit_code] { run_report(*flags, exit_code); });
 }
 

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "crash_guard.hpp"
+#include "plugins.hpp"
 #include "lnorm/reference.hpp"
 #include "problem_flags.hpp"
 
@@ -34,6 +36,11 @@ int run_problem(const RunFlags& f, const KernelInfo* kernel) {
   if (!f.mean.empty()) mean.emplace(f.mean, stats_descr, in.stats_shape());
   if (!f.rstd.empty()) rstd.emplace(f.rstd, stats_descr, in.stats_shape());
 
+  // A plugin kernel that crashes must not leave the temporary outputs behind (crash_guard.hpp).
+  std::vector<std::string> temps{y.temp_path()};
+  if (mean) temps.push_back(mean->temp_path());
+  if (rstd) temps.push_back(rstd->temp_path());
+  const RemoveOnCrash remove_on_crash(temps);
   const std::int64_t chunk = rows_per_chunk(p.cols, es);
   std::vector<std::byte> xbuf, ybuf, mbuf, rbuf;
   for (std::int64_t r0 = 0; r0 < p.rows; r0 += chunk) {
@@ -75,6 +82,7 @@ void add_run(CLI::App& app, int& exit_code) {
   add_outputs(*cmd, *f);
   cmd->add_option("--threads", f->problem.threads, "Threads to split rows across (results are bitwise the same)")
       ->default_val(1);
+  add_plugin_flag(cmd);
   cmd->callback([f, &exit_code] {
     exit_code = run_problem(*f, &kernel_flag(f->kernel));
   });

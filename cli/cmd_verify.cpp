@@ -12,6 +12,8 @@
 #include "lnorm/registry.hpp"
 #include "lnorm/verify.hpp"
 #include "lnorm/verify_report.hpp"
+#include "plugins.hpp"
+#include "verify_sandbox.hpp"
 
 namespace lnorm::cli {
 
@@ -32,7 +34,7 @@ struct VerifyFlags {
 void add_verify(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("verify", "Check the kernels' properties against the exact reference and budgets.toml");
   auto f = std::make_shared<VerifyFlags>();
-  cmd->add_option("--kernel", f->kernels, "Kernel name, repeatable, or 'all' (default: all)");
+  cmd->add_option("--kernel", f->kernels, "Kernel name, repeatable, 'all' (default), or 'plugins' (every --plugin kernel)");
   cmd->add_option("--dtype", f->dtypes, "f32, f64, f16 or bf16, repeatable (default: every dtype the kernel takes)");
   std::string property_names;
   for (lnorm::verify::Property p : lnorm::verify::kAllProperties) {
@@ -47,17 +49,11 @@ void add_verify(CLI::App& app, int& exit_code) {
   cmd->add_option("--json", f->json, "Write the results as JSON to this file");
   cmd->add_option("--junit", f->junit, "Write JUnit XML (one testcase per kernel x dtype x property) to this file");
   cmd->add_option("--dump-failures", f->dump, "Write each failing case's x/gamma/beta as .npy under this folder");
+  add_plugin_flag(cmd);
   cmd->callback([f, property_names, &exit_code] {
     using namespace lnorm::verify;
     check_outputs({{f->json, "--json"}, {f->junit, "--junit"}}, {});
-    std::vector<const KernelInfo*> kernels;
-    for (const std::string& k : f->kernels) {
-      if (k == "all") {
-        for (const KernelInfo& info : registry()) kernels.push_back(&info);
-        continue;
-      }
-      kernels.push_back(&kernel_flag(k));
-    }
+    const std::vector<const KernelInfo*> kernels = kernels_flag(f->kernels);
     std::vector<DType> dtypes;
     for (const std::string& d : f->dtypes) dtypes.push_back(dtype_flag(d));
     Settings settings;
@@ -104,6 +100,16 @@ void add_verify(CLI::App& app, int& exit_code) {
                        std::string(name(dtype)).c_str(), std::string(name(p)).c_str());
         }
       };
+      if (const std::string* plugin = plugin_path_of(*k)) {
+        // A plugin kernel runs in forked children: a crash fails one property, and the run goes on.
+        Settings with_plugin = settings;
+        with_plugin.command = "lnorm verify --plugin " + *plugin;
+        for (Outcome& o : verify_in_child(*k, d, budget, with_plugin, progress)) {
+          if (o.check_command.rfind("lnorm run ", 0) == 0) o.check_command.insert(10, "--plugin " + *plugin + " ");
+          outcomes.push_back(std::move(o));
+        }
+        continue;
+      }
       for (Outcome& o : verify_kernel(*k, d, budget, settings, progress)) outcomes.push_back(std::move(o));
     }
     if (tty) std::fprintf(stderr, "\r\033[K");

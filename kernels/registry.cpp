@@ -1,23 +1,49 @@
-// The one ordered registry. Explicit list (no self-registering statics: a static library would drop
-// them). Order: the recommended kernel of each family first.
+// The one registry. Explicit list (no self-registering statics: a static library would drop
+// them). Order: the recommended kernel of each family first; plugin kernels (append_kernel) last.
 #include "lnorm/registry.hpp"
 
-#include <array>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "cpu/kernels.hpp"
 
 namespace lnorm {
 
-std::span<const KernelInfo> registry() {
-  static const std::array<KernelInfo, 5> kernels{cpu::kAvx2Cr, cpu::kAvx2, cpu::kWelford, cpu::kNaive,
-                                                 cpu::kOnePass};
-  return kernels;
+namespace {
+
+std::vector<KernelInfo>& kernels() {
+  static std::vector<KernelInfo> list = [] {
+    std::vector<KernelInfo> v{cpu::kAvx2Cr, cpu::kAvx2, cpu::kWelford, cpu::kNaive, cpu::kOnePass};
+    v.reserve(v.size() + kMaxAppendedKernels);
+    return v;
+  }();
+  return list;
 }
+
+std::size_t builtin_count() {
+  static const std::size_t n = kernels().size();
+  return n;
+}
+
+}  // namespace
+
+std::span<const KernelInfo> registry() { return kernels(); }
 
 const KernelInfo* find_kernel(std::string_view name) {
   for (const KernelInfo& k : registry())
     if (k.name == name) return &k;
   return nullptr;
+}
+
+void append_kernel(const KernelInfo& kernel) {
+  const std::size_t builtins = builtin_count();
+  if (find_kernel(kernel.name)) throw std::invalid_argument("kernel " + std::string(kernel.name) + " is already registered");
+  if (kernels().size() - builtins >= kMaxAppendedKernels) {
+    throw std::invalid_argument("kernel " + std::string(kernel.name) + ": more than " +
+                                std::to_string(kMaxAppendedKernels) + " plugin kernels in one run");
+  }
+  kernels().push_back(kernel);
 }
 
 }  // namespace lnorm

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ctest for `lnorm report`: the report.json schema, the HTML's plots, --merge, --peer and bad input.
 
-Usage: test_report.py LNORM_EXE SCHEMA_JSON PEER_SCRIPT WORK_DIR
+Usage: test_report.py LNORM_EXE SCHEMA_JSON PEER_SCRIPT WORK_DIR PLUGIN_SO
 Runs small reports (a few kernels and dtypes, quick sweeps) through the real executable.
 """
 import json
@@ -13,7 +13,7 @@ import sys
 
 import jsonschema
 
-LNORM, SCHEMA, PEER, WORK = sys.argv[1:5]
+LNORM, SCHEMA, PEER, WORK, PLUGIN = sys.argv[1:6]
 failures = []
 
 
@@ -108,6 +108,21 @@ if rc == 0:
     s = [x for x in r["summary"] if x["implementation"] == "numpy"]
     check(len(s) == 1 and s[0]["kind"] == "peer" and s[0]["elements"] > 0, "the numpy peer was not measured")
     check(all(c["status"] == "ok" for c in r["cells"]), "a peer cell failed")
+
+# A plugin's kernel beside ours (examples/plugin's two-pass f32 kernel): measured, no bound (lnorm
+# does not know its algorithm).
+plugged = os.path.join(WORK, "plugin")
+rc, out, err = lnorm("report", "--quick", "--plugin", PLUGIN, "--kernel", "plugins", "--kernel", "welford",
+                     "--dtype", "f32", "--out", plugged)
+check(rc == 0, f"plugin report exited {rc}: {err}")
+if rc == 0:
+    r = check_report_dir(plugged, 1)
+    s = [x for x in r["summary"] if x["implementation"] == "demo:two_pass"]
+    check(len(s) == 1 and s[0]["kind"] == "kernel" and s[0]["elements"] > 0, "the plugin kernel was not measured")
+    check(all(c["bound_ulp"] is None for c in r["cells"] if c["implementation"] == "demo:two_pass"),
+          "a bound was printed for a plugin kernel whose algorithm lnorm cannot know")
+    with open(os.path.join(plugged, "report.md"), encoding="utf-8") as f:
+        check("| demo:two_pass |" in f.read(), "report.md has no row for the plugin kernel")
 
 # Bad input: exit 2, one line naming the flag, nothing written.
 bad = os.path.join(WORK, "bad")

@@ -1,5 +1,6 @@
 #include "lnorm/verify_report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -65,12 +66,16 @@ std::string worst_text(const Outcome& o) {
 std::string table_text(const std::vector<Outcome>& outcomes, const RunInfo& info) {
   std::ostringstream s;
   char line[512];
-  std::snprintf(line, sizeof line, "%-10s %-5s %-17s %-10s %6s  %s\n", "kernel", "dtype", "property", "status", "cases",
+  // The kernel column: 10 wide, wider for a longer (plugin) name.
+  std::size_t width = 10;
+  for (const Outcome& o : outcomes) width = std::max(width, o.kernel.size());
+  const int w = static_cast<int>(width);
+  std::snprintf(line, sizeof line, "%-*s %-5s %-17s %-10s %6s  %s\n", w, "kernel", "dtype", "property", "status", "cases",
                 "worst seen (scaled ulps unless a ratio)");
   s << line;
   int failures = 0, xfails = 0, skipped = 0, passes = 0, unconfirmed = 0;
   for (const Outcome& o : outcomes) {
-    std::snprintf(line, sizeof line, "%-10s %-5s %-17s %-10s %6d  %s\n", o.kernel.c_str(), std::string(name(o.dtype)).c_str(),
+    std::snprintf(line, sizeof line, "%-*s %-5s %-17s %-10s %6d  %s\n", w, o.kernel.c_str(), std::string(name(o.dtype)).c_str(),
                   std::string(name(o.property)).c_str(), std::string(name(o.status)).c_str(), o.cases,
                   o.status == Status::skipped ? o.message.c_str() : worst_text(o).c_str());
     s << line;

@@ -73,6 +73,8 @@ class NpyWriter {
   ~NpyWriter();  // removes the temp file if not committed; never throws
 
   const NpyHeader& header() const { return header_; }
+  // The temporary file until commit() (for a crash handler that must unlink it without unwinding).
+  const std::string& temp_path() const { return tmp_path_; }
 
   // Appends raw element bytes in C order. Throws NpyError when more bytes than the shape holds are
   // written, on I/O failure (e.g. disk full), or after commit(). After any NpyError from write() or

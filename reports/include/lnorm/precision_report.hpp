@@ -34,6 +34,9 @@ struct Settings {
   std::string machine_label;               // empty: the host name
   int threads = 1;                         // cells measured in parallel (each kernel runs on one thread)
   std::string scratch_dir;                 // where peers' .npy files go (a folder that exists)
+  // Kernels for which this says true run one at a time (the others still in parallel): plugin kernels,
+  // so that when one crashes the CLI's crash guard names the one that was running.
+  std::function<bool(const KernelInfo&)> run_alone;
 };
 
 // Progress: which sweep, cells done so far of the total.

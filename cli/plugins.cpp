@@ -1,0 +1,185 @@
+#include "plugins.hpp"
+
+#include <dlfcn.h>
+
+#include <array>
+#include <cstdio>
+#include <deque>
+#include <utility>
+
+#include "crash_guard.hpp"
+#include "inputs.hpp"
+#include "lnorm/plugin.h"
+#include "lnorm/registry.hpp"
+
+namespace lnorm::cli {
+
+namespace {
+
+// One plugin kernel as the registry sees it. Lives (in a deque: stable addresses) until exit, as does
+// the library: the registry holds string_views into these strings. Libraries are never dlclose'd.
+struct PluginKernel {
+  std::string name;     // "<plugin>:<kernel>"
+  std::string summary;
+  std::string path;     // the file it came from
+  const lnorm_plugin_kernel* abi = nullptr;
+};
+
+std::deque<PluginKernel>& slots() {
+  static std::deque<PluginKernel> s;
+  return s;
+}
+
+static_assert(static_cast<int>(DType::f32) == LNORM_F32 && static_cast<int>(DType::f64) == LNORM_F64 &&
+                  static_cast<int>(DType::f16) == LNORM_F16 && static_cast<int>(DType::bf16) == LNORM_BF16,
+              "lnorm/plugin.h numbers dtypes as lnorm::DType does (the dtype masks are passed through)");
+
+lnorm_problem to_c(const Problem& p) {
+  lnorm_problem c{};
+  c.rows = p.rows;
+  c.cols = p.cols;
+  c.dtype = static_cast<std::int32_t>(p.dtype);
+  c.threads = p.threads;
+  c.eps = p.eps;
+  c.has_gamma = p.has_gamma ? 1 : 0;
+  c.has_beta = p.has_beta ? 1 : 0;
+  return c;
+}
+
+std::optional<std::string> plugin_why_not(const PluginKernel& k, const Problem& p) {
+  if (!k.abi->why_not) return std::nullopt;
+  const lnorm_problem c = to_c(p);
+  std::array<char, 512> reason{};
+  const RunningPluginKernel running(k.name.c_str());
+  if (k.abi->why_not(&c, reason.data(), reason.size()) == 0) return std::nullopt;
+  reason.back() = '\0';  // a plugin that filled the buffer without a terminator
+  return reason[0] ? std::string(reason.data()) : k.name + " gave no reason";
+}
+
+void plugin_run(const PluginKernel& k, const Problem& p, const Tensors& t) {
+  const lnorm_problem c = to_c(p);
+  const lnorm_tensors ct{t.x, t.gamma, t.beta, t.y, t.mean, t.rstd};
+  const RunningPluginKernel running(k.name.c_str());
+  k.abi->run(&c, &ct);
+}
+
+// KernelInfo holds plain function pointers (the built-in kernels need no state), so each plugin
+// kernel gets a pair of trampolines bound at compile time to its slot number: the built-in path
+// stays as it was, at the price of a fixed number of slots (kMaxAppendedKernels).
+template <std::size_t I>
+std::optional<std::string> why_not_slot(const Problem& p) { return plugin_why_not(slots()[I], p); }
+template <std::size_t I>
+void run_slot(const Problem& p, const Tensors& t) { plugin_run(slots()[I], p, t); }
+
+struct Trampolines {
+  std::optional<std::string> (*why_not)(const Problem&);
+  void (*run)(const Problem&, const Tensors&);
+};
+template <std::size_t... I>
+constexpr std::array<Trampolines, sizeof...(I)> make_trampolines(std::index_sequence<I...>) {
+  return {Trampolines{&why_not_slot<I>, &run_slot<I>}...};
+}
+constexpr auto kTrampolines = make_trampolines(std::make_index_sequence<kMaxAppendedKernels>{});
+
+bool valid_name(const char* s) {
+  if (!s || !*s) return false;
+  for (const char* c = s; *c; ++c) {
+    const bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void load_plugin(const std::string& path) {
+  const std::string what = "--plugin " + path + ": ";
+  // Without a '/', dlopen would search the library path instead of the file the user named.
+  const std::string file = path.find('/') == std::string::npos ? "./" + path : path;
+  void* lib = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) throw InputError(what + "cannot load: " + ::dlerror());
+  ::dlerror();
+  void* sym = ::dlsym(lib, LNORM_PLUGIN_ENTRY_SYMBOL);
+  if (!sym) {
+    const char* err = ::dlerror();
+    throw InputError(what + "not an lnorm plugin: no symbol " LNORM_PLUGIN_ENTRY_SYMBOL + std::string(err ? " (" + std::string(err) + ")" : ""));
+  }
+  install_crash_guard();
+  const lnorm_plugin* plugin = nullptr;
+  {
+    const std::string entry_name = path + " (" LNORM_PLUGIN_ENTRY_SYMBOL ")";
+    const RunningPluginKernel running(entry_name.c_str());
+    plugin = reinterpret_cast<lnorm_plugin_entry_fn>(sym)();
+  }
+  if (!plugin) throw InputError(what + LNORM_PLUGIN_ENTRY_SYMBOL "() returned NULL");
+  // The version is the first member in every ABI version: read it before anything else.
+  if (plugin->abi_version != LNORM_PLUGIN_ABI_VERSION) {
+    throw InputError(what + "plugin ABI version " + std::to_string(plugin->abi_version) + ", but this lnorm reads version " +
+                     std::to_string(LNORM_PLUGIN_ABI_VERSION) + "; rebuild the plugin against this lnorm's lnorm/plugin.h");
+  }
+  if (!valid_name(plugin->name)) throw InputError(what + "plugin name must be letters, digits, '_' or '-' (and not empty)");
+  if (plugin->kernel_count == 0 || !plugin->kernels) throw InputError(what + "plugin " + plugin->name + " declares no kernels");
+  constexpr std::uint32_t kKnownDTypes = (1u << LNORM_F32) | (1u << LNORM_F64) | (1u << LNORM_F16) | (1u << LNORM_BF16);
+  std::vector<PluginKernel> found;
+  for (std::size_t i = 0; i < plugin->kernel_count; ++i) {
+    const lnorm_plugin_kernel& k = plugin->kernels[i];
+    const std::string where = what + "kernel #" + std::to_string(i) + (k.name ? std::string(" (") + k.name + ")" : "") + ": ";
+    if (!valid_name(k.name)) throw InputError(where + "name must be letters, digits, '_' or '-' (and not empty)");
+    if (!k.run) throw InputError(where + "run is NULL");
+    if (k.dtypes == 0 || (k.dtypes & ~kKnownDTypes)) throw InputError(where + "dtypes must be a nonempty set of LNORM_DTYPE_BIT(...)");
+    const std::string full = std::string(plugin->name) + ":" + k.name;
+    if (find_kernel(full)) throw InputError(where + full + " is already loaded");
+    for (const PluginKernel& f : found)
+      if (f.name == full) throw InputError(where + "two kernels named " + full);
+    found.push_back({full, k.summary ? k.summary : "", path, &k});
+  }
+  if (slots().size() + found.size() > kMaxAppendedKernels)
+    throw InputError(what + "more than " + std::to_string(kMaxAppendedKernels) + " plugin kernels in one run");
+  for (PluginKernel& k : found) {
+    const std::size_t slot = slots().size();
+    slots().push_back(std::move(k));
+    const PluginKernel& stored = slots().back();
+    KernelInfo info;
+    info.name = stored.name;
+    info.summary = stored.summary;
+    info.dtypes.bits = static_cast<std::uint8_t>(stored.abi->dtypes);
+    info.why_not = kTrampolines[slot].why_not;
+    info.run = kTrampolines[slot].run;
+    append_kernel(info);
+  }
+}
+
+const std::string* plugin_path_of(const KernelInfo& kernel) {
+  for (const PluginKernel& k : slots())
+    if (k.name == kernel.name) return &k.path;
+  return nullptr;
+}
+
+void add_plugin_flag(CLI::App* cmd) {
+  cmd->add_option_function<std::vector<std::string>>(
+         "--plugin", [](const std::vector<std::string>& paths) {
+           for (const std::string& p : paths) load_plugin(p);
+         },
+         "Load this plugin's kernels (a shared library built against lnorm/plugin.h), repeatable; "
+         "they are named <plugin>:<kernel>")
+      ->type_name("PATH.so");
+}
+
+std::vector<const KernelInfo*> kernels_flag(const std::vector<std::string>& values) {
+  std::vector<const KernelInfo*> kernels;
+  for (const std::string& k : values) {
+    if (k == "all") {
+      for (const KernelInfo& info : registry()) kernels.push_back(&info);
+    } else if (k == "plugins") {
+      const std::size_t before = kernels.size();
+      for (const KernelInfo& info : registry())
+        if (plugin_path_of(info)) kernels.push_back(&info);
+      if (kernels.size() == before) throw InputError("--kernel plugins: no --plugin was given");
+    } else {
+      kernels.push_back(&kernel_flag(k));
+    }
+  }
+  return kernels;
+}
+
+}  // namespace lnorm::cli

@@ -1,0 +1,147 @@
+#include "verify_sandbox.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <string.h>  // strsignal (POSIX)
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "crash_guard.hpp"
+
+namespace lnorm::cli {
+
+namespace {
+
+using verify::Outcome;
+using verify::Property;
+using verify::Status;
+
+// The child's one message to the parent, as CBOR (which keeps NaN and Inf; JSON text would turn a
+// worst error of Inf into null). Enums travel as numbers: both ends are this binary.
+nlohmann::json to_json(const Outcome& o) {
+  return {{"kernel", o.kernel}, {"dtype", static_cast<int>(o.dtype)}, {"property", static_cast<int>(o.property)},
+          {"status", static_cast<int>(o.status)}, {"cases", o.cases}, {"seconds", o.seconds}, {"seed", o.seed},
+          {"worst", o.worst}, {"classes", o.classes}, {"totals", o.totals}, {"correctly_rounded", o.correctly_rounded},
+          {"message", o.message}, {"counterexample", o.counterexample}, {"reproduce", o.reproduce},
+          {"expected_reason", o.expected_reason}, {"dumped", o.dumped}, {"check_command", o.check_command}};
+}
+
+Outcome from_json(const nlohmann::json& j) {
+  Outcome o;
+  o.kernel = j.at("kernel").get<std::string>();
+  o.dtype = static_cast<DType>(j.at("dtype").get<int>());
+  o.property = static_cast<Property>(j.at("property").get<int>());
+  o.status = static_cast<Status>(j.at("status").get<int>());
+  o.cases = j.at("cases").get<int>();
+  o.seconds = j.at("seconds").get<double>();
+  o.seed = j.at("seed").get<std::uint64_t>();
+  o.worst = j.at("worst").get<std::map<std::string, double>>();
+  o.classes = j.at("classes").get<std::map<std::string, int>>();
+  o.totals = j.at("totals").get<std::map<std::string, double>>();
+  o.correctly_rounded = j.at("correctly_rounded").get<double>();
+  o.message = j.at("message").get<std::string>();
+  o.counterexample = j.at("counterexample").get<std::string>();
+  o.reproduce = j.at("reproduce").get<std::string>();
+  o.expected_reason = j.at("expected_reason").get<std::string>();
+  o.dumped = j.at("dumped").get<std::vector<std::string>>();
+  o.check_command = j.at("check_command").get<std::string>();
+  return o;
+}
+
+void write_all(int fd, const std::string& s) {
+  for (std::size_t done = 0; done < s.size();) {
+    const ssize_t w = ::write(fd, s.data() + done, s.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    done += static_cast<std::size_t>(w);
+  }
+}
+
+std::string read_all(int fd) {
+  std::string s;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    s.append(buf, static_cast<std::size_t>(n));
+  }
+  return s;
+}
+
+// Runs one property in a child. The child sends "R <cbor>" (its outcome) or "E <message>" (an
+// exception, lnorm's internal error) through a pipe and _exits; a crash ends it by the signal.
+Outcome one_property(const KernelInfo& kernel, DType dtype, const verify::KernelBudget& budget,
+                     const verify::Settings& settings, Property p) {
+  verify::Settings one = settings;
+  one.properties = {p};
+  int fds[2];
+  if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  // Buffered output would otherwise be written twice, once by each process.
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::close(fds[0]);
+    die_by_signal_on_crash();
+    try {
+      const std::vector<Outcome> got = verify::verify_kernel(kernel, dtype, budget, one);
+      const std::vector<std::uint8_t> cbor = nlohmann::json::to_cbor(to_json(got.at(0)));
+      write_all(fds[1], "R " + std::string(cbor.begin(), cbor.end()));
+      ::_exit(0);
+    } catch (const std::exception& e) {
+      write_all(fds[1], std::string("E ") + e.what());
+    } catch (...) {
+      write_all(fds[1], "E unknown exception");
+    }
+    ::_exit(3);
+  }
+  ::close(fds[1]);
+  const std::string msg = read_all(fds[0]);
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && msg.rfind("R ", 0) == 0) return from_json(nlohmann::json::from_cbor(msg.substr(2)));
+  if (msg.rfind("E ", 0) == 0) throw std::runtime_error("verify " + std::string(kernel.name) + ": " + msg.substr(2));
+  Outcome o;
+  o.kernel = std::string(kernel.name);
+  o.dtype = dtype;
+  o.property = p;
+  o.status = Status::fail;
+  o.reproduce = settings.command + " --kernel " + o.kernel + " --dtype " + std::string(name(dtype)) + " --property " +
+                std::string(verify::name(p)) + " --seed " + std::to_string(settings.seed) + " --cases " +
+                std::to_string(settings.default_cases());
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    o.message = "the kernel crashed: signal " + std::to_string(sig) + " (" + ::strsignal(sig) +
+                "); the case died with the process: run the reproduce line under a debugger";
+  } else {
+    o.message = "the verifying process ended with exit status " + std::to_string(WEXITSTATUS(status)) +
+                " before it reported (the kernel called exit?)";
+  }
+  return o;
+}
+
+}  // namespace
+
+std::vector<Outcome> verify_in_child(const KernelInfo& kernel, DType dtype, const verify::KernelBudget& budget,
+                                     const verify::Settings& settings, const verify::Progress& progress) {
+  const std::vector<Property> props = settings.properties.empty()
+                                          ? std::vector<Property>(verify::kAllProperties.begin(), verify::kAllProperties.end())
+                                          : settings.properties;
+  std::vector<Outcome> out;
+  for (Property p : props) {
+    if (progress) progress(kernel.name, dtype, p);
+    out.push_back(one_property(kernel, dtype, budget, settings, p));
+  }
+  return out;
+}
+
+}  // namespace lnorm::cli

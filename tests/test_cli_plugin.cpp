@@ -1,0 +1,176 @@
+// Specifications for `--plugin PATH.so`: users' kernels through the C ABI of lnorm/plugin.h, beside
+// ours in list, run, verify, bench and select; load failures, ABI mismatches and crashes named.
+// The plugins: examples/plugin's demo (correct) and demo_buggy (eps outside the sqrt), built in-tree,
+// and tests/plugins/misbehaving.cpp (a crashing kernel, a picky one, wrong ABI versions, no entry).
+#include <catch2/catch.hpp>
+
+#include "cli_support.hpp"
+
+using namespace lnorm::testing;
+
+namespace {
+
+const std::string kDemo = DEMO_PLUGIN, kBuggy = DEMO_BUGGY_PLUGIN, kCrashy = CRASHY_PLUGIN;
+
+// The statuses verify's JSON gives each property of `kernel`.
+std::map<std::string, std::string> statuses(const nlohmann::json& j, const std::string& kernel) {
+  std::map<std::string, std::string> out;
+  for (const auto& r : j["results"])
+    if (r["kernel"] == kernel) out[r["property"]] = r["status"];
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cli plugin list: plugin kernels come after ours, prefixed by the plugin's name", "[cli][plugin]") {
+  TempDir t;
+  const Result r = cli("list --json --plugin " + kDemo + " --plugin " + kBuggy + " > " + t / "l.json");
+  REQUIRE(r.code == 0);
+  const auto j = load_json(t / "l.json");
+  std::vector<std::string> names;
+  for (const auto& k : j) names.push_back(k["name"]);
+  REQUIRE(names.size() >= 3);
+  CHECK(names[names.size() - 2] == "demo:two_pass");
+  CHECK(names.back() == "demo_buggy:two_pass");
+  CHECK(j[names.size() - 2]["plugin"] == kDemo);
+  CHECK(j[0]["plugin"].is_null());  // a built-in kernel
+  CHECK(j[names.size() - 2]["available"] == true);
+}
+
+TEST_CASE("cli plugin run: the plugin kernel's output passes lnorm check", "[cli][plugin]") {
+  TempDir t;
+  REQUIRE(cli("gen --out " + t / "x.npy" + " --shape 16x300 --dist offset --offset 100 --gamma-out " + t / "g.npy" +
+              " --beta-out " + t / "b.npy").code == 0);
+  const std::string in = " --x " + t / "x.npy" + " --gamma " + t / "g.npy" + " --beta " + t / "b.npy";
+  const Result run = cli("run --plugin " + kDemo + " --kernel demo:two_pass" + in + " --y " + t / "y.npy");
+  INFO(run.out);
+  REQUIRE(run.code == 0);
+  const Result check = cli("check" + in + " --y " + t / "y.npy");
+  INFO(check.out);
+  CHECK(check.code == 0);
+}
+
+TEST_CASE("cli plugin verify: the correct kernel passes on the default budgets, the buggy twin fails eps_edges",
+          "[cli][plugin][verify]") {
+  TempDir t;
+  const Result good = cli("verify --quick --plugin " + kDemo + " --kernel plugins --json " + t / "good.json");
+  INFO(good.out);
+  CHECK(good.code == 0);
+  const auto gs = statuses(load_json(t / "good.json"), "demo:two_pass");
+  CHECK(gs.size() == 10);  // every property, f32
+  for (const auto& [property, status] : gs) {
+    INFO(property);
+    CHECK(status == "pass");
+  }
+
+  const Result bad = cli("verify --quick --plugin " + kBuggy + " --kernel demo_buggy:two_pass --json " + t / "bad.json");
+  INFO(bad.out);
+  CHECK(bad.code == 1);
+  const auto bs = statuses(load_json(t / "bad.json"), "demo_buggy:two_pass");
+  CHECK(bs.at("eps_edges") == "FAIL");
+  CHECK(bs.at("shape") == "pass");  // the bug is in the arithmetic, not the plumbing
+  CHECK_THAT(bad.out, Contains("--plugin " + kBuggy));  // the reproduce line loads the plugin
+}
+
+TEST_CASE("cli plugin verify --budgets: a section with the kernel's full name replaces [default]", "[cli][plugin][verify]") {
+  TempDir t;
+  // Budgets far too tight for any kernel: 0 ulps, so accuracy must fail, and the section is named.
+  std::ofstream(t / "tight.toml") << "[\"demo:two_pass\".f32]\n"
+                                     "y = { a = 0, b = 0, reason = \"test: nothing allowed\" }\n"
+                                     "mean = { ulp = 0, reason = \"test\" }\n"
+                                     "rstd = { ulp = 0, reason = \"test\" }\n"
+                                     "exact_mean = { value = true, reason = \"test\" }\n"
+                                     "[default.f32]\n"
+                                     "y = { a = 8, b = 1, reason = \"test\" }\n"
+                                     "mean = { ulp = 8, reason = \"test\" }\n"
+                                     "rstd = { ulp = 8, reason = \"test\" }\n"
+                                     "exact_mean = { value = true, reason = \"test\" }\n";
+  const Result r = cli("verify --quick --plugin " + kDemo + " --kernel demo:two_pass --property accuracy --budgets " +
+                       t / "tight.toml" + " --json " + t / "v.json");
+  INFO(r.out);
+  CHECK(r.code == 1);
+  CHECK(statuses(load_json(t / "v.json"), "demo:two_pass").at("accuracy") == "FAIL");
+}
+
+TEST_CASE("cli plugin verify: a crashing kernel fails with its name and the signal, and the run goes on",
+          "[cli][plugin][verify]") {
+  TempDir t;
+  const Result r = cli("verify --quick --plugin " + kCrashy + " --kernel crashy:segv --kernel welford --dtype f32 "
+                       "--property shape --property accuracy --json " + t / "v.json");
+  INFO(r.out);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Contains("plugin kernel crashy:segv crashed"));
+  const auto j = load_json(t / "v.json");
+  const auto segv = statuses(j, "crashy:segv");
+  CHECK(segv.at("shape") == "FAIL");
+  CHECK(segv.at("accuracy") == "FAIL");  // the next property ran (and crashed) too
+  CHECK(statuses(j, "welford").at("accuracy") == "pass");  // and so did the next kernel
+  for (const auto& res : j["results"])
+    if (res["kernel"] == "crashy:segv") CHECK_THAT(res["message"].get<std::string>(), Contains("crashed"));
+}
+
+TEST_CASE("cli plugin run: a crashing kernel is named, exit 1, no output file", "[cli][plugin]") {
+  TempDir t;
+  REQUIRE(cli("gen --out " + t / "x.npy" + " --shape 4x16").code == 0);
+  const Result r = cli("run --plugin " + kCrashy + " --kernel crashy:segv --x " + t / "x.npy" + " --y " + t / "y.npy");
+  INFO(r.out);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Contains("lnorm: plugin kernel crashy:segv crashed: SIGSEGV"));
+  CHECK_FALSE(fs::exists(t / "y.npy"));
+}
+
+TEST_CASE("cli plugin run: the plugin's why_not reason is passed on (exit 2)", "[cli][plugin]") {
+  TempDir t;
+  REQUIRE(cli("gen --out " + t / "x.npy" + " --shape 4x2").code == 0);
+  expect_refused(t, "run --plugin " + kCrashy + " --kernel crashy:picky --x " + t / "x.npy" + " --y " + t / "y.npy",
+                 "needs rows of at least 4 elements, got 2");
+}
+
+TEST_CASE("cli plugin: load failures name the file and the problem (exit 2)", "[cli][plugin]") {
+  TempDir t;
+  expect_refused(t, "list --plugin " + t / "missing.so", t / "missing.so");
+  expect_refused(t, "list --plugin " + t / "missing.so", "cannot load");
+  std::ofstream(t / "text.so") << "not a shared library\n";
+  expect_refused(t, "list --plugin " + t / "text.so", "cannot load");
+  expect_refused(t, "list --plugin " + std::string(NO_ENTRY_PLUGIN), "no symbol lnorm_plugin_entry");
+  expect_refused(t, "list --plugin " + std::string(OLD_ABI_PLUGIN),
+                 "plugin ABI version 0, but this lnorm reads version 1");
+  expect_refused(t, "list --plugin " + std::string(NEW_ABI_PLUGIN),
+                 "plugin ABI version 2, but this lnorm reads version 1");
+  expect_refused(t, "list --plugin " + std::string(OLD_ABI_PLUGIN), OLD_ABI_PLUGIN);
+  expect_refused(t, "list --plugin " + kDemo + " --plugin " + kDemo, "demo:two_pass is already loaded");
+  expect_refused(t, "verify --kernel plugins", "no --plugin was given");
+}
+
+TEST_CASE("cli plugin bench and select: plugin kernels measured beside ours and memcpy", "[cli][plugin][bench]") {
+  TempDir t;
+  const Result b = cli("bench --plugin " + kDemo + " --kernel demo:two_pass --kernel welford --shape 4x256 --dtype f32 "
+                       "--quick --json " + t / "b.json");
+  INFO(b.out);
+  REQUIRE(b.code == 0);
+  CHECK_THAT(b.out, Contains("demo:two_pass"));
+  bool saw_plugin = false, saw_welford = false;
+  const auto bj = load_json(t / "b.json");
+  for (const auto& res : bj["results"]) {
+    if (res["name"] == "demo:two_pass/f32/4x256") {
+      saw_plugin = true;
+      CHECK(res["fraction_of_memcpy"].get<double>() > 0);
+    }
+    saw_welford = saw_welford || res["name"] == "welford/f32/4x256";
+  }
+  CHECK(saw_plugin);
+  CHECK(saw_welford);
+
+  const Result s = cli("select --plugin " + kDemo + " --shape 8x256 --dtype f32 --json " + t / "s.json");
+  INFO(s.out);
+  REQUIRE(s.code == 0);
+  bool candidate = false;
+  const auto sj = load_json(t / "s.json");
+  for (const auto& c : sj["candidates"]) {
+    if (c["kernel"] != "demo:two_pass") continue;
+    candidate = true;
+    CHECK((c["status"] == "chosen" || c["status"] == "slower"));  // measured, on the default budget
+    CHECK(c["gb_per_second"].get<double>() > 0);
+  }
+  CHECK(candidate);
+}
