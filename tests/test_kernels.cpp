@@ -22,7 +22,7 @@ const KernelInfo& kernel(std::string_view name) {
 
 }  // namespace
 
-TEST_CASE("registry: unique names in a fixed order, found by name; scalar kernels run everywhere, ISA kernels say why not",
+TEST_CASE("registry: unique names in a fixed order, found by name, scalar kernels run everywhere, ISA kernels say why not",
           "[registry]") {
   std::set<std::string_view> names;
   __builtin_cpu_init();
