@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../kernels/cuda/device_api.hpp"
+#include "cuda_emulation.hpp"
 #include "kernel_cases.hpp"
 #include "lnorm/half.hpp"
 #include "lnorm/registry.hpp"
@@ -81,6 +82,28 @@ TEST_CASE("cuda_naive: bitwise the CPU naive kernel (NaN as NaN), every dtype an
         const Problem p = make_problem(rows, cols, d, 1e-5, affine, affine);
         INFO(name(d) << " cols " << cols << (affine ? " with gamma, beta" : ""));
         CHECK(same_bits_or_both_nan(run(kernel("cuda_naive"), p, x, &g, &b), run(kernel("naive"), p, x, &g, &b), d));
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda_warp and cuda_block: the device computes the CPU emulation's bits (NaN as NaN), every width and dtype",
+          "[cuda][gpu][emulation]") {
+  // tests/cuda_emulation.hpp runs the kernels' own statistics code on the CPU in the device's order;
+  // a difference here is a device-side defect (indexing, a race, a missing barrier) or a contraction
+  // the emulation does not model, and names the shape it happened on.
+  for (const auto& [device, host] : {std::pair{"cuda_warp", &testing::cuda_emulation::kWarp},
+                                     std::pair{"cuda_block", &testing::cuda_emulation::kBlock}}) {
+    for (DType d : kDTypes) {
+      for (std::int64_t cols : kWidths) {
+        const std::int64_t rows = cols > 10000 ? 3 : 19;
+        auto values = testing::normal(d, static_cast<std::size_t>(rows * cols), 100, 3, static_cast<std::uint64_t>(cols));
+        values[static_cast<std::size_t>(cols)] = NAN;  // row 1 poisoned
+        const auto x = encode(d, values), g = encode(d, testing::normal(d, cols, 1, 0.5, 3)),
+                   b = encode(d, testing::normal(d, cols, 0, 1, 4));
+        const Problem p = make_problem(rows, cols, d, 1e-5, true, true);
+        INFO(device << " " << name(d) << " cols " << cols);
+        CHECK(same_bits_or_both_nan(run(kernel(device), p, x, &g, &b), run(*host, p, x, &g, &b), d));
       }
     }
   }

@@ -1,22 +1,20 @@
-// cuda_block — one block per row (any width; cuda_warp hands it rows wider than 4096), the row cached
-// in shared memory when it fits.
-// Variant block: see group.cu. The statistics are row_math.cuh's shifted, corrected three-pass
-// scheme. Pass A reads the row from global memory (16-byte vectors when rows are aligned) and, when
-// launch_config says it fits, keeps a raw copy in shared memory (f16/bf16 stay 2 bytes: twice the
-// width fits); passes B, C and the output pass read that copy, so DRAM sees x once. Rows too wide for
-// shared memory (> ~56K f32 elements on sm_90) are re-read from global memory each pass; the L2
-// (60 MB on H200) holds the rows in flight. Block reductions: xor shuffles within each warp, then
-// every thread folds the per-warp partials in warp order (deterministic, no atomics).
+// cuda_block — one block per row (any width; cuda_warp hands it rows wider than 2048, or 1024 without
+// vectors), the row cached in shared memory when it fits.
+// Variant block: see group.cu. The statistics are row_stats.hpp's shifted, corrected three-pass
+// scheme (the code the CPU emulation in tests/ verifies). When launch_config says the row fits, it
+// is first copied to shared memory as stored (16-byte vectors when rows are aligned; f16/bf16 stay
+// 2 bytes, so twice the width fits), and every pass and the output read that copy: DRAM sees x
+// once. Rows too wide for shared memory (> ~56K f32 elements on sm_90) are re-read from global
+// memory each pass; the L2 (60 MB on H200) holds the rows in flight.
 // Speed on H200: unmeasured (bench/gpu/run_on_device.sh measures it).
 #include "launch.cuh"
 #include "row_math.cuh"
+#include "row_stats.hpp"
 
 namespace lnorm::cuda {
 namespace {
 
-using dev::RowResult;
-
-__device__ __forceinline__ float warp_sum(float v) {
+__device__ __forceinline__ double warp_sum(double v) {
   for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
@@ -25,30 +23,46 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
-// Block-wide sum and max of (a, b); every thread gets the result. scratch: 64 floats.
-__device__ void block_sum_max(float& a, float& b, float* scratch) {
-  a = warp_sum(a);
-  b = warp_max(b);
-  const int warp = static_cast<int>(threadIdx.x) / 32, warps = static_cast<int>(blockDim.x) / 32;
-  __syncthreads();  // the previous reduction's readers are done with scratch
-  if ((threadIdx.x & 31) == 0) {
-    scratch[warp] = a;
-    scratch[32 + warp] = b;
-  }
-  __syncthreads();
-  a = 0.0f;
-  b = 0.0f;
-  for (int w = 0; w < warps; ++w) {
-    a += scratch[w];
-    b = fmaxf(b, scratch[32 + w]);
-  }
-}
+// This thread's share of a row (row_stats.hpp's Row): accesses t, t + B, t + 2B, ... of kVec
+// elements, read from the shared-memory copy or from global memory. Reductions: xor shuffles within
+// each warp, then every thread folds the per-warp partials in warp order (deterministic, no atomics);
+// sums in f64 (row_stats.hpp says why).
+template <class T, int kVec>
+struct BlockRow {
+  static constexpr int kSlots = 1;
+  const T* src;
+  std::int64_t accesses;
+  double* scratch;  // 32 doubles of shared memory
 
-__device__ float block_sum(float a, float* scratch) {
-  float unused = 0.0f;
-  block_sum_max(a, unused, scratch);
-  return a;
-}
+  template <class F>
+  __device__ __forceinline__ void each(F f) const {
+    for (std::int64_t i = threadIdx.x; i < accesses; i += blockDim.x) {
+      float e[kVec];
+      dev::load_vec<kVec>(src + i * kVec, e);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) f(0, e[k]);
+    }
+  }
+  template <class V, class Op>
+  __device__ __forceinline__ V fold(V v, Op op) const {
+    const int warp = static_cast<int>(threadIdx.x) / 32, warps = static_cast<int>(blockDim.x) / 32;
+    __syncthreads();  // the previous reduction's readers are done with scratch
+    if ((threadIdx.x & 31) == 0) scratch[warp] = v;
+    __syncthreads();
+    V t = static_cast<V>(scratch[0]);
+    for (int w = 1; w < warps; ++w) t = op(t, static_cast<V>(scratch[w]));
+    return t;
+  }
+  __device__ __forceinline__ double sum(const float* slot) const {
+    return fold(warp_sum(slot[0]), [](double a, double b) { return a + b; });
+  }
+  __device__ __forceinline__ float max(const float* slot) const {
+    return fold(warp_max(slot[0]), [](float a, float b) { return fmaxf(a, b); });
+  }
+  __device__ __forceinline__ bool any(const bool* slot) const {
+    return fold(warp_max(slot[0] ? 1.0f : 0.0f), [](float a, float b) { return fmaxf(a, b); }) != 0.0f;
+  }
+};
 
 template <class T, int kVec>
 __global__ void block_rows(const T* __restrict__ x, const T* __restrict__ gamma, const T* __restrict__ beta,
@@ -56,83 +70,17 @@ __global__ void block_rows(const T* __restrict__ x, const T* __restrict__ gamma,
                            std::int64_t n, float eps, bool row_in_smem) {
   extern __shared__ uint4 smem_raw[];  // uint4: 16-byte aligned for vector accesses
   T* cache = reinterpret_cast<T*>(smem_raw);
-  __shared__ float scratch[64];
+  __shared__ double scratch[32];
   const std::int64_t accesses = n / kVec;  // kVec divides n whenever kVec > 1 (launch_config)
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* xr = x + row * n;
-    const T* src = row_in_smem ? cache : xr;  // where passes B, C and the output read the row
-    // Pass A: Σ (x − x0), max |x − x0|, NaN/Inf; fills the cache.
-    const float x0 = dev::to_f32(xr[0]);
-    float s = 0.0f, spread = 0.0f;
-    bool bad = false;
-    for (std::int64_t i = threadIdx.x; i < accesses; i += blockDim.x) {
-      float e[kVec];
-      dev::load_vec<kVec>(xr + i * kVec, e);
-      if (row_in_smem) dev::copy_vec<kVec>(cache + i * kVec, xr + i * kVec);
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) {
-        bad |= !isfinite(e[k]);
-        s += e[k] - x0;
-        spread = fmaxf(spread, fabsf(e[k] - x0));
-      }
+    if (row_in_smem) {  // one read of x from global memory; published by the first reduction's barrier
+      for (std::int64_t i = threadIdx.x; i < accesses; i += blockDim.x) dev::copy_vec<kVec>(cache + i * kVec, xr + i * kVec);
+      __syncthreads();
     }
-    // NaN/Inf rides along as a max: 1 when any thread saw one.
-    float bad_any = bad ? 1.0f : 0.0f;
-    block_sum_max(s, spread, scratch);  // also publishes the cache (its __syncthreads)
-    {
-      float unused = 0.0f;
-      block_sum_max(unused, bad_any, scratch);
-    }
-    RowResult r;
-    if (bad_any != 0.0f) {
-      r = dev::poisoned_row();
-    } else {
-      float scale = 1.0f, shift = x0;
-      if (dev::out_of_range(spread)) {  // rare: rows near overflow, subnormal spreads
-        if (isinf(spread)) {            // x − x0 overflowed: bound it by 2·max |x|
-          float big = 0.0f, unused = 0.0f;
-          for (std::int64_t i = threadIdx.x; i < accesses; i += blockDim.x) {
-            float e[kVec];
-            dev::load_vec<kVec>(src + i * kVec, e);
-#pragma unroll
-            for (int k = 0; k < kVec; ++k) big = fmaxf(big, fabsf(e[k]));
-          }
-          block_sum_max(unused, big, scratch);
-          spread = 2.0f * big;
-          if (isinf(spread)) spread = 3.4028235e38f;
-        }
-        scale = dev::range_scale(spread);
-        shift = x0 * scale;
-        s = 0.0f;
-        for (std::int64_t i = threadIdx.x; i < accesses; i += blockDim.x) {
-          float e[kVec];
-          dev::load_vec<kVec>(src + i * kVec, e);
-#pragma unroll
-          for (int k = 0; k < kVec; ++k) s += e[k] * scale - shift;
-        }
-        s = block_sum(s, scratch);
-      }
-      const float centre = dev::centre_of(shift, s, n);
-      float cs = 0.0f;  // pass B: the centre's rounding error
-      for (std::int64_t i = threadIdx.x; i < accesses; i += blockDim.x) {
-        float e[kVec];
-        dev::load_vec<kVec>(src + i * kVec, e);
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) cs += e[k] * scale - centre;
-      }
-      const float lo = dev::correction_of(block_sum(cs, scratch), n);
-      float q = 0.0f;  // pass C: Σ d² about the two-float centre
-      for (std::int64_t i = threadIdx.x; i < accesses; i += blockDim.x) {
-        float e[kVec];
-        dev::load_vec<kVec>(src + i * kVec, e);
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) {
-          const float d = (e[k] * scale - centre) - lo;
-          q += d * d;
-        }
-      }
-      r = dev::finish(centre, lo, block_sum(q, scratch), scale, eps, n);
-    }
+    const T* src = row_in_smem ? cache : xr;
+    const BlockRow<T, kVec> share{src, accesses, scratch};
+    const rowstats::RowResult r = rowstats::row_statistics(share, dev::to_f32(xr[0]), n, eps);
     if (threadIdx.x == 0) {
       if (mean) mean[row] = r.mean;
       if (rstd) rstd[row] = r.rstd;
@@ -144,10 +92,10 @@ __global__ void block_rows(const T* __restrict__ x, const T* __restrict__ gamma,
       if (gamma) dev::load_vec<kVec>(gamma + i * kVec, g);
       if (beta) dev::load_vec<kVec>(beta + i * kVec, b);
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) out[k] = dev::normalize(e[k], r, gamma, g[k], beta, b[k]);
+      for (int k = 0; k < kVec; ++k) out[k] = rowstats::normalize(e[k], r, gamma, g[k], beta, b[k]);
       dev::store_vec<kVec>(yr + i * kVec, out);
     }
-    if (row_in_smem) __syncthreads();  // the next row's pass A overwrites the cache
+    if (row_in_smem) __syncthreads();  // the next row's copy overwrites the cache
   }
 }
 

@@ -6,7 +6,8 @@
 //   cuda_warp   group.cu   THIS FILE: rows up to 2048 wide in registers of a lane group; wider rows go
 //                          to block.cu
 //   cuda_block  block.cu   one block per row, the row cached in shared memory when it fits
-// The statistics are row_math.cuh's shifted, corrected three-pass scheme; the passes after the first
+// The statistics are row_stats.hpp's shifted, corrected three-pass scheme (the same code the CPU
+// emulation in tests/ verifies); the passes after the first
 // read registers, so DRAM sees x once and y once. Groups are a power of two of lanes (launch_config
 // chooses the fewest that hold the row at one of the compiled register capacities), reduce with xor
 // shuffles inside the group, and loop over rows with a 64-bit row index.
@@ -17,21 +18,42 @@
 // Speed on H200: unmeasured (bench/gpu/run_on_device.sh measures it).
 #include "launch.cuh"
 #include "row_math.cuh"
+#include "row_stats.hpp"
 
 namespace lnorm::cuda {
 namespace {
 
-using dev::RowResult;
+// This lane's share of a row held in registers (row_stats.hpp's Row): lane l of a group of G holds
+// accesses l, l + G, l + 2G, ... of kVec elements each; reductions are xor shuffles within the group.
+template <int kVec, int kElems>
+struct GroupRow {
+  static constexpr int kSlots = 1;
+  static constexpr int kChunks = kElems / kVec;
+  const float* v;  // kElems registers (after inlining)
+  int lane, group, cols;
+  unsigned mask;   // this group's lanes
 
-__device__ __forceinline__ float group_sum(float v, unsigned mask, int group) {
-  for (int o = group / 2; o > 0; o /= 2) v += __shfl_xor_sync(mask, v, o);
-  return v;
-}
-
-__device__ __forceinline__ float group_max(float v, unsigned mask, int group) {
-  for (int o = group / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(mask, v, o));
-  return v;
-}
+  template <class F>
+  __device__ __forceinline__ void each(F f) const {
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      if ((c * group + lane) * kVec >= cols) continue;
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) f(0, v[c * kVec + k]);
+    }
+  }
+  __device__ __forceinline__ double sum(const float* slot) const {
+    double x = slot[0];
+    for (int o = group / 2; o > 0; o /= 2) x += __shfl_xor_sync(mask, x, o);
+    return x;
+  }
+  __device__ __forceinline__ float max(const float* slot) const {
+    float x = slot[0];
+    for (int o = group / 2; o > 0; o /= 2) x = fmaxf(x, __shfl_xor_sync(mask, x, o));
+    return x;
+  }
+  __device__ __forceinline__ bool any(const bool* slot) const { return __any_sync(mask, slot[0]); }
+};
 
 template <class T, int kVec, int kElems>
 __global__ void __launch_bounds__(kGroupBlockThreads)
@@ -50,79 +72,14 @@ __global__ void __launch_bounds__(kGroupBlockThreads)
        row += static_cast<std::int64_t>(gridDim.x) * groups_per_block) {
     const T* xr = x + row * n;
     float v[kElems];
+    // Every load of the row is issued before the first reduction.
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
       const int col = (c * group + lane) * kVec;
       if (col < cols) dev::load_vec<kVec>(xr + col, &v[c * kVec]);
     }
-    // Pass A: Σ (x − x0), max |x − x0|, and whether any element is NaN or Inf.
-    const float x0 = dev::to_f32(xr[0]);
-    float s = 0.0f, spread = 0.0f;
-    bool bad = false;
-#pragma unroll
-    for (int c = 0; c < kChunks; ++c) {
-      if ((c * group + lane) * kVec >= cols) continue;
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) {
-        const float e = v[c * kVec + k];
-        bad |= !isfinite(e);
-        s += e - x0;
-        spread = fmaxf(spread, fabsf(e - x0));
-      }
-    }
-    RowResult r;
-    if (__any_sync(mask, bad)) {
-      r = dev::poisoned_row();
-    } else {
-      s = group_sum(s, mask, group);
-      spread = group_max(spread, mask, group);
-      float scale = 1.0f, shift = x0;
-      if (dev::out_of_range(spread)) {  // rare: rows near overflow, subnormal spreads
-        if (isinf(spread)) {            // x − x0 overflowed: bound it by 2·max |x|
-          float big = 0.0f;
-#pragma unroll
-          for (int c = 0; c < kChunks; ++c) {
-            if ((c * group + lane) * kVec >= cols) continue;
-#pragma unroll
-            for (int k = 0; k < kVec; ++k) big = fmaxf(big, fabsf(v[c * kVec + k]));
-          }
-          spread = 2.0f * group_max(big, mask, group);
-          if (isinf(spread)) spread = 3.4028235e38f;
-        }
-        scale = dev::range_scale(spread);
-        shift = x0 * scale;
-        s = 0.0f;
-#pragma unroll
-        for (int c = 0; c < kChunks; ++c) {
-          if ((c * group + lane) * kVec >= cols) continue;
-#pragma unroll
-          for (int k = 0; k < kVec; ++k) s += v[c * kVec + k] * scale - shift;
-        }
-        s = group_sum(s, mask, group);
-      }
-      const float centre = dev::centre_of(shift, s, n);
-      // Pass B: the centre's rounding error.
-      float cs = 0.0f;
-#pragma unroll
-      for (int c = 0; c < kChunks; ++c) {
-        if ((c * group + lane) * kVec >= cols) continue;
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) cs += v[c * kVec + k] * scale - centre;
-      }
-      const float lo = dev::correction_of(group_sum(cs, mask, group), n);
-      // Pass C: Σ d² about the two-float centre.
-      float q = 0.0f;
-#pragma unroll
-      for (int c = 0; c < kChunks; ++c) {
-        if ((c * group + lane) * kVec >= cols) continue;
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) {
-          const float d = (v[c * kVec + k] * scale - centre) - lo;
-          q += d * d;
-        }
-      }
-      r = dev::finish(centre, lo, group_sum(q, mask, group), scale, eps, n);
-    }
+    const GroupRow<kVec, kElems> share{v, lane, group, cols, mask};
+    const rowstats::RowResult r = rowstats::row_statistics(share, dev::to_f32(xr[0]), n, eps);
     if (lane == 0) {
       if (mean) mean[row] = r.mean;
       if (rstd) rstd[row] = r.rstd;
@@ -136,7 +93,7 @@ __global__ void __launch_bounds__(kGroupBlockThreads)
       if (gamma) dev::load_vec<kVec>(gamma + col, g);
       if (beta) dev::load_vec<kVec>(beta + col, b);
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) out[k] = dev::normalize(v[c * kVec + k], r, gamma, g[k], beta, b[k]);
+      for (int k = 0; k < kVec; ++k) out[k] = rowstats::normalize(v[c * kVec + k], r, gamma, g[k], beta, b[k]);
       dev::store_vec<kVec>(yr + col, out);
     }
   }

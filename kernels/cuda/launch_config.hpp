@@ -23,11 +23,12 @@ struct DeviceLimits {
 };
 
 // A group per row holds the row in registers, at one of these capacities (elements per lane), each a
-// template instance. Measured with `nvcc -Xptxas -v` (CUDA 13.0, sm_90): with 16-byte vectors, 64
-// elements take 164 registers (f32) / 128 (f16, bf16) and no spills, 128 take 244-255 and 4-11 s of
-// ptxas per instance; with scalar accesses 32 elements take 196 registers, 64 take 255 and 128 spill
-// 2.5-3.3 KB. So a group holds up to 32 x 64 = 2048 elements with vectors and 32 x 32 = 1024 without;
-// wider rows go to a block per row (block.cu), whose shared-memory row costs one more pass on chip.
+// template instance. Measured with `nvcc -Xptxas -v` (CUDA 13.0, sm_90, this code): with 16-byte
+// vectors, 64 elements take 151 registers (f32) / 125 (f16, bf16) and no spills; 128 took 244-255 and
+// 4-11 s of ptxas per instance. With scalar accesses 32 elements take 174 registers; 64 took 255 and
+// 128 spilled 2.5-3.3 KB. So a group holds up to 32 x 64 = 2048 elements with vectors and 32 x 32 =
+// 1024 without; wider rows go to a block per row (block.cu), whose shared-memory copy of the row
+// costs one more pass on chip.
 inline constexpr int kElemsPerLaneVector[] = {8, 16, 32, 64};
 inline constexpr int kElemsPerLaneScalar[] = {8, 16, 32};
 inline constexpr std::int64_t kWarpMaxColsVector = 32 * 64, kWarpMaxColsScalar = 32 * 32;
