@@ -3,6 +3,7 @@
 // `gpu`: without a device they are skipped with the reason, never passed.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
