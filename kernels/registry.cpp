@@ -1,5 +1,6 @@
 // The one registry. Explicit list (no self-registering statics: a static library would drop
-// them). Order: the recommended kernel of each family first; plugin kernels (append_kernel) last.
+// them). Order: the recommended kernel of each family first; the CUDA kernels, when built
+// (LNORM_HAVE_CUDA), after the CPU ones; plugin kernels (append_kernel) last.
 #include "lnorm/registry.hpp"
 
 #include <stdexcept>
@@ -7,6 +8,9 @@
 #include <vector>
 
 #include "cpu/kernels.hpp"
+#ifdef LNORM_HAVE_CUDA
+#include "cuda/cuda_kernels.hpp"
+#endif
 
 namespace lnorm {
 
@@ -14,7 +18,11 @@ namespace {
 
 std::vector<KernelInfo>& kernels() {
   static std::vector<KernelInfo> list = [] {
-    std::vector<KernelInfo> v{cpu::kAvx2Cr, cpu::kAvx2, cpu::kWelford, cpu::kNaive, cpu::kOnePass};
+    std::vector<KernelInfo> v{cpu::kAvx2Cr, cpu::kAvx2, cpu::kWelford, cpu::kNaive, cpu::kOnePass
+#ifdef LNORM_HAVE_CUDA
+                              , cuda::kCudaWarp, cuda::kCudaBlock, cuda::kCudaNaive
+#endif
+    };
     v.reserve(v.size() + kMaxAppendedKernels);
     return v;
   }();

@@ -22,7 +22,7 @@ const KernelInfo& kernel(std::string_view name) {
 
 }  // namespace
 
-TEST_CASE("registry: unique names in a fixed order, found by name; scalar kernels run everywhere, ISA kernels say why not",
+TEST_CASE("registry: unique names in a fixed order, found by name, scalar kernels run everywhere, ISA kernels say why not",
           "[registry]") {
   std::set<std::string_view> names;
   __builtin_cpu_init();
@@ -36,11 +36,21 @@ TEST_CASE("registry: unique names in a fixed order, found by name; scalar kernel
       INFO(k.name << " " << name(d) << ": " << why.value_or("available"));
       if (!k.dtypes.contains(d)) CHECK(why.has_value());
       else if (k.name == "avx2" || k.name == "avx2_cr") CHECK(why.has_value() != has_avx2);
+      else if (k.name.starts_with("cuda_")) CHECK_THAT(why.value_or("CUDA"), Catch::Matchers::Contains("CUDA"));
       else CHECK_FALSE(why.has_value());
     }
   }
   CHECK(registry()[0].name == "avx2_cr");
   CHECK(registry()[2].name == "welford");
+#ifdef LNORM_HAVE_CUDA
+  // Built with CUDA: the three CUDA kernels follow every CPU kernel.
+  REQUIRE(registry().size() == 8);
+  CHECK(registry()[5].name == "cuda_warp");
+  CHECK(registry()[6].name == "cuda_block");
+  CHECK(registry()[7].name == "cuda_naive");
+#else
+  CHECK(registry().size() == 5);
+#endif
   CHECK(find_kernel("no-such-kernel") == nullptr);
   CHECK(kernel("onepass").cautionary);
   CHECK_FALSE(kernel("welford").cautionary);
@@ -110,6 +120,8 @@ TEST_CASE("naive: flagged on long offset rows (its sequential f32 sum loses the 
 TEST_CASE("every kernel: results are bitwise identical for 1, 2 and 3 threads", "[kernels][threads]") {
   for (const KernelInfo& k : registry()) {
     for (DType d : kAllDTypes) {
+      // Kernels that cannot run here (no AVX2, no CUDA device, dtype not offered) have nothing to compare.
+      if (unavailable_reason(k, make_problem(1, 8, d, 1e-5, false, false))) continue;
       const std::int64_t rows = 7, cols = 129;
       const auto x = testing::encode(d, testing::normal(d, rows * cols, 3, 2, 11));
       const std::size_t ss = size_of(stats_dtype(d));

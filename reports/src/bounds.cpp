@@ -105,7 +105,7 @@ std::string_view citation(Algorithm a) {
 }
 
 std::optional<Algorithm> algorithm_of(std::string_view kernel) {
-  if (kernel == "naive") return Algorithm::two_pass;
+  if (kernel == "naive" || kernel == "cuda_naive") return Algorithm::two_pass;  // cuda_naive: the same sums, bit for bit
   if (kernel == "onepass") return Algorithm::one_pass;
   if (kernel == "welford") return Algorithm::shifted_welford;
   if (kernel == "avx2") return Algorithm::corrected_two_pass;

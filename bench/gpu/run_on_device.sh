@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The one device check of issue 6, for a session with an H200 (see bench/gpu/README.md). Run from
+# the repository root on the device machine, after bench/gpu/prepare_carry.sh here, with
+#   carry: [".gpu_carry"]   command: bash bench/gpu/run_on_device.sh   timeout_s: 540
+# It writes at most 8 files, flat, into $OUT (or bench/results/gpu-DATE when run by hand):
+#   nvidia_smi.csv  tests.txt  verify.txt  verify.json  gpu_bench.json  torch_layernorm.json
+#   summary.txt  run.log
+# and prints the summary table last. Steps, each capped so one hang cannot eat the lease (150 + 180 +
+# 90 + 90 s, under the 540 s call; expected ~4 minutes): the GPU tests (device bits == the CPU
+# emulation's, 2^31+ elements, NaN rows, constant rows, ...), `lnorm verify` (full suite) on the three
+# CUDA kernels, the CUDA benchmark against the device copy, torch.nn.functional.layer_norm on the
+# same shapes, and the comparison with issue 6's targets.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:-bench/results/gpu-$(date -u +%Y%m%d)}
+mkdir -p "$out"
+exec > >(tee "$out/run.log") 2>&1
+carry=.gpu_carry
+export LD_LIBRARY_PATH="$PWD/$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PYTHONUNBUFFERED=1
+started=$(date +%s)
+step() { echo; echo "== [$(( $(date +%s) - started )) s] $*"; }
+
+step "device"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu \
+  --format=csv | tee "$out/nvidia_smi.csv"
+
+step "binaries"
+have_lnorm=0
+if [ -x "$carry/lnorm" ] && "$carry/lnorm" list >/dev/null 2>&1; then
+  have_lnorm=1
+  "$carry/lnorm" list
+  bench="$carry/lnorm_gpu_bench"
+else
+  echo "prebuilt lnorm does not run here (missing .gpu_carry or a library): verify and the GPU tests are skipped;"
+  echo "building the benchmark alone with nvcc"
+  ldd "$carry/lnorm" 2>&1 | grep "not found" || true
+  bench=/tmp/lnorm_gpu_bench
+  timeout 240 nvcc -O3 -std=c++20 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
+    -Ikernels/include -Ikernels/cuda bench/gpu/gpu_bench.cu kernels/cuda/runtime.cu kernels/cuda/naive.cu \
+    kernels/cuda/group.cu kernels/cuda/block.cu kernels/cuda/launch_config.cpp kernels/problem.cpp -o "$bench" ||
+    echo "nvcc build of the benchmark FAILED"
+fi
+
+if [ "$have_lnorm" = 1 ]; then
+  step "GPU tests (tests/test_cuda_kernels.cpp)"
+  timeout 150 "$carry/lnorm_cuda_probe" "$carry/test_cuda_kernels" --durations yes 2>&1 | tail -n 60 | tee "$out/tests.txt"
+  echo "exit ${PIPESTATUS[0]}" | tee -a "$out/tests.txt"
+
+  step "lnorm verify, full suite, cuda_warp cuda_block cuda_naive"
+  timeout 180 "$carry/lnorm" verify --kernel cuda_warp --kernel cuda_block --kernel cuda_naive \
+    --json "$out/verify.json" > "$out/verify.txt" 2>&1
+  echo "exit $?" >> "$out/verify.txt"
+  tail -n 25 "$out/verify.txt"
+fi
+
+step "CUDA benchmark (device-resident, vs device-to-device copy)"
+timeout 90 "$bench" --shapes bench/gpu/shapes.txt --out "$out/gpu_bench.json" --reps 20
+
+step "torch.nn.functional.layer_norm, same shapes"
+timeout 90 python3 bench/gpu/torch_layernorm.py --shapes bench/gpu/shapes.txt --out "$out/torch_layernorm.json" --reps 20
+
+step "summary (issue 6 targets: >= 85% of copy, >= 1.1x torch)"
+if [ -f "$out/gpu_bench.json" ] && [ -f "$out/torch_layernorm.json" ]; then
+  python3 bench/gpu/compare.py "$out/gpu_bench.json" "$out/torch_layernorm.json" | tee "$out/summary.txt"
+fi
+grep -E "^(PASS|FAIL|NOTHING)" "$out/verify.txt" 2>/dev/null | tee -a "$out/summary.txt"
+grep -E "test cases|^exit" "$out/tests.txt" 2>/dev/null | tee -a "$out/summary.txt"
+step "done"

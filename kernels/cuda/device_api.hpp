@@ -1,0 +1,31 @@
+// The CUDA kernels' host-side entry points, in plain C++ (no CUDA headers), for the registry
+// (cuda_kernels.cpp), the GPU benchmark (bench/gpu/) and the tests. Defined in runtime.cu; only
+// present when lnorm is built with CUDA (LNORM_HAVE_CUDA).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "launch_config.hpp"
+#include "lnorm/problem.hpp"
+
+namespace lnorm::cuda {
+
+// nullopt when device 0 can run these kernels; else why not: "no CUDA device" (with the runtime's
+// error string when cudaGetDeviceCount itself failed), or a compute capability below 9.0 (the binary
+// holds sm_90 code and compute_90 PTX only). Asked once per process.
+std::optional<std::string> device_unavailable_reason();
+
+// Device 0's multiprocessor count and opt-in shared memory per block.
+DeviceLimits device_limits();
+
+// Host buffers in and out (KernelInfo::run): copies x, gamma, beta to the device, launches, copies y,
+// mean and rstd back. Throws std::runtime_error with the CUDA error string on any CUDA failure.
+void run_host(Algorithm algorithm, const Problem& p, const Tensors& host);
+
+// Device buffers (from cudaMalloc; mean/rstd may be null), launch only, asynchronous on `stream` (a
+// cudaStream_t; nullptr for the default stream). For benchmarks: nothing is copied or synchronized.
+// Throws on a launch error.
+void launch_device(Algorithm algorithm, const Problem& p, const Tensors& device, void* stream);
+
+}  // namespace lnorm::cuda

@@ -1,0 +1,27 @@
+// The launchers of the three CUDA kernels, called by runtime.cu with device pointers and a plan from
+// launch_config.hpp (CUDA-only header).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "launch_config.hpp"
+#include "lnorm/problem.hpp"
+
+namespace lnorm::cuda {
+
+// t holds device pointers; mean/rstd may be null. Launches only (asynchronous on stream).
+void launch_naive(const LaunchConfig& c, const Problem& p, const Tensors& t, cudaStream_t stream);
+void launch_group(const LaunchConfig& c, const Problem& p, const Tensors& t, cudaStream_t stream);
+void launch_block(const LaunchConfig& c, const Problem& p, const Tensors& t, cudaStream_t stream);
+
+[[noreturn]] inline void throw_internal(const std::string& what) { throw std::logic_error(what); }
+
+// Throws with the CUDA error string, naming the call that failed.
+inline void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(e));
+}
+
+}  // namespace lnorm::cuda

@@ -1,0 +1,104 @@
+// Host side of the CUDA kernels: device discovery, buffers, copies, the launch dispatch, and CUDA
+// errors turned into exceptions. The kernels themselves are in naive.cu, group.cu and block.cu.
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "device_api.hpp"
+#include "launch.cuh"
+
+namespace lnorm::cuda {
+namespace {
+
+// One cudaMalloc'd buffer, freed on scope exit (also when a later CUDA call throws).
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t bytes) {
+    if (bytes > 0) check(cudaMalloc(&ptr_, bytes), "cudaMalloc");
+  }
+  ~DeviceBuffer() {
+    if (ptr_) cudaFree(ptr_);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* get() const { return ptr_; }
+
+ private:
+  void* ptr_ = nullptr;
+};
+
+bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<std::uintptr_t>(p) % kVectorBytes == 0; }
+
+std::optional<std::string> query_unavailable_reason() {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e == cudaErrorNoDevice || (e == cudaSuccess && count == 0)) return "no CUDA device";
+  if (e != cudaSuccess) return std::string("no CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")";
+  cudaDeviceProp prop{};
+  if (const cudaError_t pe = cudaGetDeviceProperties(&prop, 0); pe != cudaSuccess) {
+    return std::string("CUDA device 0 unusable (cudaGetDeviceProperties: ") + cudaGetErrorString(pe) + ")";
+  }
+  if (prop.major < 9) {
+    return "needs compute capability 9.0 or newer (built for sm_90); device 0 " + std::string(prop.name) + " is " +
+           std::to_string(prop.major) + "." + std::to_string(prop.minor);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> device_unavailable_reason() {
+  static const std::optional<std::string> reason = query_unavailable_reason();
+  return reason;
+}
+
+DeviceLimits device_limits() {
+  static const DeviceLimits limits = [] {
+    int device = 0;
+    check(cudaGetDevice(&device), "cudaGetDevice");
+    DeviceLimits l;
+    check(cudaDeviceGetAttribute(&l.sm_count, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute(SM count)");
+    int smem = 0;
+    check(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+          "cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)");
+    l.max_smem_per_block = static_cast<std::size_t>(smem);
+    return l;
+  }();
+  return limits;
+}
+
+void launch_device(Algorithm algorithm, const Problem& p, const Tensors& t, void* stream) {
+  const bool aligned = aligned16(t.x) && aligned16(t.y) && aligned16(p.has_gamma ? t.gamma : nullptr) &&
+                       aligned16(p.has_beta ? t.beta : nullptr);
+  const LaunchConfig c = plan_launch(algorithm, p.rows, p.cols, p.dtype, aligned, device_limits());
+  if (c.grid == 0) return;
+  const auto s = static_cast<cudaStream_t>(stream);
+  switch (c.strategy) {
+    case Strategy::thread_per_row: launch_naive(c, p, t, s); break;
+    case Strategy::group_per_row: launch_group(c, p, t, s); break;
+    case Strategy::block_per_row: launch_block(c, p, t, s); break;
+  }
+  check(cudaGetLastError(), "kernel launch");
+}
+
+void run_host(Algorithm algorithm, const Problem& p, const Tensors& host) {
+  if (p.rows == 0 || p.cols == 0) return;
+  const std::size_t es = size_of(p.dtype);
+  const std::size_t data_bytes = static_cast<std::size_t>(p.rows) * static_cast<std::size_t>(p.cols) * es;
+  const std::size_t row_bytes = static_cast<std::size_t>(p.cols) * es;
+  const std::size_t stat_bytes = static_cast<std::size_t>(p.rows) * sizeof(float);
+  DeviceBuffer x(data_bytes), y(data_bytes), gamma(p.has_gamma ? row_bytes : 0), beta(p.has_beta ? row_bytes : 0),
+      mean(host.mean ? stat_bytes : 0), rstd(host.rstd ? stat_bytes : 0);
+  check(cudaMemcpy(x.get(), host.x, data_bytes, cudaMemcpyHostToDevice), "cudaMemcpy(x to device)");
+  if (p.has_gamma) check(cudaMemcpy(gamma.get(), host.gamma, row_bytes, cudaMemcpyHostToDevice), "cudaMemcpy(gamma to device)");
+  if (p.has_beta) check(cudaMemcpy(beta.get(), host.beta, row_bytes, cudaMemcpyHostToDevice), "cudaMemcpy(beta to device)");
+  launch_device(algorithm, p, Tensors{x.get(), gamma.get(), beta.get(), y.get(), mean.get(), rstd.get()}, nullptr);
+  // cudaMemcpy waits for the kernel; an error raised while it ran is reported here.
+  check(cudaMemcpy(host.y, y.get(), data_bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(y to host)");
+  if (host.mean) check(cudaMemcpy(host.mean, mean.get(), stat_bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(mean to host)");
+  if (host.rstd) check(cudaMemcpy(host.rstd, rstd.get(), stat_bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(rstd to host)");
+}
+
+}  // namespace lnorm::cuda

@@ -1,0 +1,75 @@
+// The CUDA kernels' algorithm on the CPU (tests/cuda_emulation.hpp: the device code of row_stats.hpp
+// with every lane emulated, on the device's launch plan): the verify suite's properties with
+// cuda_warp's and cuda_block's budgets, the exact reference on the foundation cases, and the CPU
+// kernels' semantics. Runs everywhere; the GPU tests check that the device computes these bits.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <string>
+
+#include "cuda_emulation.hpp"
+#include "kernel_cases.hpp"
+#include "lnorm/budgets.hpp"
+#include "lnorm/verify.hpp"
+
+using namespace lnorm;
+namespace emu = lnorm::testing::cuda_emulation;
+
+namespace {
+const DType kDTypes[] = {DType::f32, DType::f16, DType::bf16};
+}
+
+TEST_CASE("cuda_warp and cuda_block (CPU emulation): every foundation case within 8 + 1*kappa scaled ulps",
+          "[cuda][emulation]") {
+  for (const KernelInfo* k : {&emu::kWarp, &emu::kBlock}) {
+    for (DType d : kDTypes) {
+      for (const auto& c : testing::foundation_cases(d)) {
+        const auto m = testing::measure(*k, d, c.x, c.eps, Budget{8, 1});
+        INFO(k->name << " " << name(d) << " " << c.label << ": max " << m.y.max_ulp << " scaled ulp, kappa "
+                     << m.y.max_ulp_kappa << ", NaN mismatches " << m.y.nan_mismatches);
+        CHECK(m.y.within_budget());
+        CHECK(m.rstd.nan_mismatches == 0);
+        CHECK(m.mean.nan_mismatches == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda_warp and cuda_block (CPU emulation): the quick verify suite holds with their budgets.toml sections",
+          "[cuda][emulation][verify]") {
+  const auto budgets = verify::Budgets::builtin();
+  verify::Settings settings;
+  settings.quick = true;
+  settings.command = "ctest -R test_cuda_emulation (CPU emulation of the CUDA kernels)";
+  for (const KernelInfo* k : {&emu::kWarp, &emu::kBlock}) {
+    for (DType d : kDTypes) {
+      for (const verify::Outcome& o : verify::verify_kernel(*k, d, budgets.for_kernel(k->name, d), settings)) {
+        std::string worst;
+        for (const auto& [what, v] : o.worst) worst += " " + what + "=" + std::to_string(v);
+        INFO(k->name << " " << name(d) << " " << name(o.property) << ": " << name(o.status) << worst << "\n"
+                     << o.message << "\n" << o.counterexample);
+        CHECK_FALSE(verify::is_failure(o.status));
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda_warp and cuda_block (CPU emulation): constant rows give beta bit-exactly at every strategy's widths",
+          "[cuda][emulation]") {
+  for (const KernelInfo* k : {&emu::kWarp, &emu::kBlock}) {
+    for (DType d : kDTypes) {
+      for (std::int64_t cols : {1, 3, 8, 17, 1023, 1024, 2041, 2048, 4097, 8192, 65537}) {
+        const Format f = format_of(d);
+        const auto n = static_cast<std::size_t>(cols);
+        const auto x = testing::encode(d, std::vector<double>(n, round_to_format(f, 7.3)));
+        const auto g = testing::encode(d, testing::normal(d, n, 1, 0.5, 1)), b = testing::encode(d, testing::normal(d, n, 0, 1, 2));
+        std::vector<std::byte> y(x.size());
+        float mean = 0, rstd = 0;
+        k->run(make_problem(1, cols, d, 1e-5, true, true), Tensors{x.data(), g.data(), b.data(), y.data(), &mean, &rstd});
+        INFO(k->name << " " << name(d) << " cols " << cols);
+        CHECK(y == b);
+        CHECK(mean == static_cast<float>(round_to_format(f, 7.3)));
+      }
+    }
+  }
+}
