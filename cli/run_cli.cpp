@@ -1,5 +1,8 @@
 // lnorm — how exact and how fast is a LayerNorm kernel? (DESIGN.md "CLI contract")
-// Exit codes: 0 ok / within budget, 1 over budget or a property failed, 2 bad input or usage.
+// Exit codes: 0 ok / within budget, 1 over budget or a property failed, 2 bad input or usage,
+// 3 internal error. A function rather than main() so the fuzz target (fuzz/cli_fuzz.cpp) can call it.
+#include "lnorm/run_cli.hpp"
+
 #include <cstdio>
 #include <exception>
 
@@ -7,7 +10,9 @@
 #include "inputs.hpp"
 #include "lnorm/npy.hpp"
 
-int main(int argc, char** argv) {
+namespace lnorm::cli {
+
+int run_cli(int argc, char** argv) {
   CLI::App app{"lnorm: exact-reference accuracy and speed of LayerNorm kernels"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "lnorm 0.1.0");
@@ -46,3 +51,5 @@ int main(int argc, char** argv) {
   }
   return exit_code;
 }
+
+}  // namespace lnorm::cli
