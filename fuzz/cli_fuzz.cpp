@@ -10,10 +10,12 @@
 //     (seconds to minutes per call) whatever the flags say, so they cannot be fuzzed in a 60 s budget;
 //   - no number in an argument above 65536, nor a product of numbers above it (shapes like 64x1024):
 //     `gen` would otherwise fill gigabytes, `--threads` start thousands of threads;
+//   - the process works in that folder (chdir), so corpus folders must be given as absolute paths;
 //   - the folder is emptied and the inputs rewritten before every run, so runs do not depend on each
 //     other (gen --out x.npy may overwrite an input).
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -58,33 +60,50 @@ bool allowed(std::string_view arg) {
   return numbers_small(arg);
 }
 
-std::string g_dir;
+// g_root/inputs holds the inputs, written once; g_root/run is the folder the command runs in.
+std::string g_root, g_dir;
 
-void reset_folder() {
-  if (DIR* d = ::opendir(g_dir.c_str())) {
+void empty_folder(const std::string& dir) {
+  if (DIR* d = ::opendir(dir.c_str())) {
     while (const dirent* e = ::readdir(d)) {
       if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
-        ::unlink((g_dir + "/" + e->d_name).c_str());
+        ::unlink((dir + "/" + e->d_name).c_str());
     }
     ::closedir(d);
   }
-  lnorm::fuzz::write_inputs(g_dir);
+}
+
+// Hard links to the inputs: lnorm writes every output to a new file and renames it into place, so
+// even `gen --out x.npy` replaces the link and never changes the inputs' own bytes.
+void reset_folder() {
+  empty_folder(g_dir);
+  for (const char* f : lnorm::fuzz::kInputNames)
+    if (::link((g_root + "/inputs/" + f).c_str(), (g_dir + "/" + f).c_str()) != 0) std::abort();
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  char tmpl[] = "/tmp/lnorm_cli_fuzz.XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) std::abort();
-  g_dir = tmpl;
+  // /dev/shm when there is one: outputs are fsync'ed, which costs disk time on a real file system.
+  char tmpl[] = "/dev/shm/lnorm_cli_fuzz.XXXXXX";
+  char tmpl_tmp[] = "/tmp/lnorm_cli_fuzz.XXXXXX";
+  const char* root = ::mkdtemp(tmpl);
+  if (root == nullptr) root = ::mkdtemp(tmpl_tmp);
+  if (root == nullptr) std::abort();
+  g_root = root;
+  g_dir = g_root + "/run";
+  if (::mkdir((g_root + "/inputs").c_str(), 0700) != 0 || ::mkdir(g_dir.c_str(), 0700) != 0) std::abort();
+  lnorm::fuzz::write_inputs(g_root + "/inputs");
   if (::chdir(g_dir.c_str()) != 0) std::abort();
   // list/--help print tables; only the exit code and sanitizers matter here.
   const int devnull = ::open("/dev/null", O_WRONLY);
   if (devnull >= 0) ::dup2(devnull, STDOUT_FILENO);
   std::atexit([] {
-    reset_folder();  // leaves only the inputs, then removes them and the folder
-    for (const char* f : lnorm::fuzz::kInputNames) ::unlink((g_dir + "/" + f).c_str());
+    empty_folder(g_dir);
+    empty_folder(g_root + "/inputs");
     ::rmdir(g_dir.c_str());
+    ::rmdir((g_root + "/inputs").c_str());
+    ::rmdir(g_root.c_str());
   });
   return 0;
 }
