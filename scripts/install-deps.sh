@@ -13,6 +13,7 @@ packages=(
   libtomlplusplus-dev            # budgets.toml
   libbenchmark-dev               # bench/: Google Benchmark
   libdnnl-dev                    # bench/: oneDNN, the CPU baseline
+  clang-14 libclang-rt-14-dev    # fuzz/: the fuzz preset's compiler and libFuzzer (libclang_rt.fuzzer)
 )
 
 missing=()
