@@ -33,6 +33,7 @@ void write_tensor(const std::string& path, DType d, const std::vector<std::int64
 }
 
 int run_gen(const GenFlags& f) {
+  check_outputs({{f.out, "--out"}, {f.gamma_out, "--gamma-out"}, {f.beta_out, "--beta-out"}}, {});
   const auto d = parse_dtype(f.dtype);
   if (!d) throw InputError("--dtype: unknown dtype '" + f.dtype + "'; known: f32, f64, f16, bf16");
   const auto shape = parse_shape(f.shape, "--shape");

@@ -143,7 +143,10 @@ void check_outputs(const std::vector<OutputPath>& outputs, const std::vector<std
     if (out.empty()) continue;
     const fs::path parent = fs::path(out).parent_path();
     if (!parent.empty() && !fs::is_directory(parent, ec))
-      throw InputError(flag + ": " + out + ": cannot create output file: folder " + parent.string() + " does not exist");
+      throw InputError(flag + ": " + out + ": cannot create output file: " + parent.string() +
+                       (fs::exists(parent, ec) ? " is not a folder" : ": folder does not exist"));
+    // Caught here rather than when the finished file's rename fails, after all the work.
+    if (fs::is_directory(out, ec)) throw InputError(flag + ": " + out + " is a folder, not an output file");
     for (const auto& in : inputs)
       if (!in.empty() && fs::exists(out, ec) && fs::equivalent(out, in, ec))
         throw InputError(flag + ": " + out + " is also an input; refusing to overwrite it");

@@ -15,6 +15,7 @@ packages=(
   libdnnl-dev                    # bench/: oneDNN, the CPU baseline
   python3-matplotlib             # reports/render.py: the precision report's plots (brings numpy)
   python3-jsonschema             # tests/test_report.py: report.json against reports/report.schema.json
+  clang-14 libclang-rt-14-dev    # fuzz/: the fuzz preset's compiler and libFuzzer (libclang_rt.fuzzer)
 )
 
 missing=()

@@ -48,9 +48,10 @@ struct Result {
   std::string out;  // stdout and stderr together
 };
 
-// Runs `lnorm ARGS` through the shell and captures its output and exit status.
-inline Result cli(const std::string& args) {
-  const std::string cmd = std::string("'") + LNORM_EXE + "' " + args + " 2>&1";
+// Runs `lnorm ARGS` through the shell and captures its output and exit status. `shell_prefix` runs
+// before it in the same shell (e.g. "ulimit -v 2097152; ").
+inline Result cli(const std::string& args, const std::string& shell_prefix = "") {
+  const std::string cmd = shell_prefix + "'" + LNORM_EXE + "' " + args + " 2>&1";
   std::FILE* p = ::popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
   Result r;

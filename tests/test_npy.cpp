@@ -280,9 +280,26 @@ TEST_CASE("npy: every malformed or unsupported file is rejected with its path an
     write_file(path, c.bytes);
     INFO("case " << c.name);
     check_message(open_error(path), path, c.phrase);
+    // The in-memory parser (the fuzz target's entry) runs the same checks and says the same thing.
+    CHECK(error_of([&] { lnorm::io::parse_npy(c.bytes, path); }) == open_error(path));
   }
   check_message(open_error(tmp.file("absent.npy")), tmp.file("absent.npy"), "cannot open: No such file");
   check_message(open_error(tmp.dir.string()), tmp.dir.string(), "not a regular file");
+}
+
+TEST_CASE("npy: parse_npy reads the header NpyReader reads from the same bytes", "[npy]") {
+  TempDir tmp;
+  const std::string path = tmp.file("a.npy");
+  const std::string data6 = f4_bytes({1, 2, 3, 4, 5, 6});
+  write_file(path, craft(kF4Dict23, data6));
+  NpyReader r(path);
+  const lnorm::io::NpyHeader h = lnorm::io::parse_npy(read_file(path), "a.npy");
+  CHECK(h.descr == r.header().descr);
+  CHECK(h.shape == r.header().shape);
+  CHECK(h.elements == 6);
+  CHECK(h.item_size == 4);
+  CHECK(h.data_offset == r.header().data_offset);
+  CHECK(read_file(path).substr(h.data_offset) == data6);
 }
 
 TEST_CASE("npy: a header claiming 10^12 elements fails fast with sizes, without allocating", "[npy]") {

@@ -1,5 +1,6 @@
 // Entries → Google Benchmark, and its median aggregates back as Results.
 #include <benchmark/benchmark.h>
+#include <cpuid.h>
 
 #include <cstdio>
 #include <fstream>
@@ -206,7 +207,8 @@ std::string hardware() {
   };
   has("avx2", __builtin_cpu_supports("avx2"));
   has("fma", __builtin_cpu_supports("fma"));
-  has("f16c", __builtin_cpu_supports("f16c"));
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;  // cpuid: clang 14's __builtin_cpu_supports lacks "f16c"
+  has("f16c", __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0);
   has("avx512f", __builtin_cpu_supports("avx512f"));
   has("avx512bw", __builtin_cpu_supports("avx512bw"));
   has("avx512vl", __builtin_cpu_supports("avx512vl"));

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cctype>
@@ -368,16 +369,16 @@ std::string unique_tmp_suffix() {
 // ---------------------------------------------------------------------------------------------------
 // NpyReader
 
-NpyReader::NpyReader(const std::string& path) : path_(path) {
-  file_.reset(std::fopen(path.c_str(), "rb"));
-  if (!file_) fail(path, "cannot open: " + errno_text());
-  struct stat st {};
-  if (::fstat(::fileno(file_.get()), &st) != 0) fail(path, "cannot stat: " + errno_text());
-  if (!S_ISREG(st.st_mode)) fail(path, "not a regular file");
-  const auto file_size = static_cast<std::uint64_t>(st.st_size);
+namespace {
 
+// The prefix and header checks shared by NpyReader (bytes from a file) and parse_npy (bytes in memory):
+// `read(dst, n)` copies up to n of the next bytes and returns how many it copied. Nothing larger than
+// the header (at most kMaxHeaderLen) is allocated, and the data size the header promises is compared
+// with `file_size` before anyone allocates a buffer for the data.
+template <class Read>
+NpyHeader read_header(const std::string& path, std::uint64_t file_size, Read&& read) {
   unsigned char prefix[12];
-  const std::size_t got = std::fread(prefix, 1, 8, file_.get());
+  const std::size_t got = read(prefix, 8);
   if (got < kMagic.size() || std::memcmp(prefix, kMagic.data(), kMagic.size()) != 0)
     fail(path, file_size == 0 ? "not a .npy file (it is empty)" : "not a .npy file (bad magic)");
   if (got < 8) fail(path, "truncated header (no format version)");
@@ -389,8 +390,7 @@ NpyReader::NpyReader(const std::string& path) : path_(path) {
   else
     fail(path, "unknown .npy format version " + std::to_string(major) + "." + std::to_string(minor) +
                    " (supported: 1.0, 2.0, 3.0)");
-  if (std::fread(prefix + 8, 1, len_bytes, file_.get()) != len_bytes)
-    fail(path, "truncated header (no header length)");
+  if (read(prefix + 8, len_bytes) != len_bytes) fail(path, "truncated header (no header length)");
   std::uint64_t header_len = 0;
   for (std::size_t i = 0; i < len_bytes; ++i) header_len |= std::uint64_t{prefix[8 + i]} << (8 * i);
   if (header_len > kMaxHeaderLen)
@@ -401,20 +401,43 @@ NpyReader::NpyReader(const std::string& path) : path_(path) {
                    std::to_string(file_size - prefix_len) + " after the prefix");
 
   std::string text(header_len, '\0');
-  if (std::fread(text.data(), 1, text.size(), file_.get()) != text.size())
+  if (read(text.data(), text.size()) != text.size())
     fail(path, "truncated header (read failed: " + errno_text() + ")");
-  interpret_header(path, LiteralParser(text, path).parse_header(), header_);
-  compute_sizes(path, header_);
-  header_.data_offset = prefix_len + header_len;
+  NpyHeader header;
+  interpret_header(path, LiteralParser(text, path).parse_header(), header);
+  compute_sizes(path, header);
+  header.data_offset = prefix_len + header_len;
 
-  // Compare promised and real sizes before anyone allocates a buffer for the data.
-  const std::uint64_t have = file_size - header_.data_offset;
-  const std::uint64_t want = data_bytes(header_);
-  const std::string promise = "header promises " + std::to_string(header_.elements) + " elements (" +
+  const std::uint64_t have = file_size - header.data_offset;
+  const std::uint64_t want = data_bytes(header);
+  const std::string promise = "header promises " + std::to_string(header.elements) + " elements (" +
                               std::to_string(want) + " bytes) but the file has " + std::to_string(have) +
                               " bytes of data";
   if (have < want) fail(path, "file is truncated: " + promise);
   if (have > want) fail(path, "unexpected trailing bytes after the data: " + promise);
+  return header;
+}
+
+}  // namespace
+
+NpyReader::NpyReader(const std::string& path) : path_(path) {
+  file_.reset(std::fopen(path.c_str(), "rb"));
+  if (!file_) fail(path, "cannot open: " + errno_text());
+  struct stat st {};
+  if (::fstat(::fileno(file_.get()), &st) != 0) fail(path, "cannot stat: " + errno_text());
+  if (!S_ISREG(st.st_mode)) fail(path, "not a regular file");
+  header_ = read_header(path, static_cast<std::uint64_t>(st.st_size),
+                        [this](void* dst, std::size_t n) { return std::fread(dst, 1, n, file_.get()); });
+}
+
+NpyHeader parse_npy(std::string_view bytes, const std::string& name) {
+  std::size_t pos = 0;
+  return read_header(name, bytes.size(), [&](void* dst, std::size_t n) {
+    const std::size_t take = std::min(n, bytes.size() - pos);
+    if (take > 0) std::memcpy(dst, bytes.data() + pos, take);
+    pos += take;
+    return take;
+  });
 }
 
 void NpyReader::read(std::int64_t first, std::int64_t count, void* dst) {

@@ -1,5 +1,7 @@
 // The avx2 and avx2_cr kernels as the registry sees them: availability from cpuid, rows split over threads. The
 // arithmetic is in avx2.cpp and avx2_cr.cpp, compiled for AVX2; this file is generic code.
+#include <cpuid.h>
+
 #include "isa.hpp"
 #include "kernels.hpp"
 #include "lnorm/parallel.hpp"
@@ -7,9 +9,16 @@
 namespace lnorm::cpu {
 namespace {
 
+// F16C from cpuid leaf 1 (ECX bit 29) directly: clang 14's __builtin_cpu_supports does not know "f16c"
+// (the fuzz preset builds with clang), GCC's does.
+bool cpu_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
+
 std::optional<std::string> avx2_why_not(const Problem&) {
   __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c")) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !cpu_has_f16c()) {
     return "needs AVX2, FMA and F16C (this CPU lacks one)";
   }
   return std::nullopt;

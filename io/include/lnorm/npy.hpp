@@ -15,6 +15,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lnorm::io {
@@ -57,6 +58,10 @@ class NpyReader {
   NpyHeader header_;
   detail::FilePtr file_;
 };
+
+// The same checks as NpyReader on a whole .npy file held in memory (the fuzz target uses it): returns the
+// header, whose data are bytes [data_offset, bytes.size()). `name` starts every NpyError message.
+NpyHeader parse_npy(std::string_view bytes, const std::string& name);
 
 // Writes a .npy file (numpy's exact version 1.0 header layout) to `path + ".tmp.<unique>"` in the same
 // directory and renames it over `path` only on commit(), so an interrupted or failed run never leaves a

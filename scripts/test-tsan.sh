@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The concurrency test (two kernels at once give the bits each gives alone) under ThreadSanitizer
+# (tsan preset; builds only test_concurrency and what it links).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+cmake --preset tsan >/dev/null
+cmake --build --preset tsan -j "$(nproc)" >/dev/null
+ctest --preset tsan
