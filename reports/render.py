@@ -212,11 +212,17 @@ def findings(report):
         out.append(f"**Bound exceeded** — {c['implementation']} {c['dtype']} at {c['label']}: "
                    f"{fmt_ulp(c['max_ulp'])} > bound {fmt_ulp(c['bound_ulp'])}: the kernel or its bound "
                    f"model (reports/src/bounds.cpp) is wrong.")
+    # Kernels that could not run: one line per kernel and reason. A dtype the kernel does not support
+    # at all is no finding.
     for impl in report["implementations"]:
-        for dtype, state in impl["dtypes"].items():
-            if state.startswith("skipped"):
-                out.append(f"{series_name(report, impl['name'], impl['machine'])} {dtype} not measured "
-                           f"({state[len('skipped: '):]}).")
+        reasons = {}
+        for dtype in DTYPES:
+            state = impl["dtypes"].get(dtype, "measured")
+            if state.startswith("skipped") and "does not support dtype" not in state:
+                reasons.setdefault(state[len("skipped: "):], []).append(dtype)
+        for reason, dtypes in reasons.items():
+            out.append(f"{series_name(report, impl['name'], impl['machine'])} not measured for "
+                       f"{', '.join(dtypes)}: {reason}.")
     errors = [c for c in report["cells"] if c["status"] != "ok"]
     for c in errors[:5]:
         out.append(f"**Error** — {c['implementation']} {c['dtype']} at {c['label']}: {c['message']}")
