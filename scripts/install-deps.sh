@@ -13,6 +13,8 @@ packages=(
   libtomlplusplus-dev            # budgets.toml
   libbenchmark-dev               # bench/: Google Benchmark
   libdnnl-dev                    # bench/: oneDNN, the CPU baseline
+  ocl-icd-opencl-dev             # oneDNN's dnnl-config.cmake runs find_package(OpenCL) REQUIRED: the
+  opencl-c-headers               #   library (libOpenCL.so) and the CL/cl.h headers, or configure stops
   python3-matplotlib             # reports/render.py: the precision report's plots (brings numpy)
   python3-jsonschema             # tests/test_report.py: report.json against reports/report.schema.json
   clang-14 libclang-rt-14-dev    # fuzz/: the fuzz preset's compiler and libFuzzer (libclang_rt.fuzzer)
