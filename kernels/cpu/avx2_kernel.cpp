@@ -2,6 +2,8 @@
 // arithmetic is in avx2.cpp and avx2_cr.cpp, compiled for AVX2; this file is generic code.
 #include <cpuid.h>
 
+#include <vector>
+
 #include "isa.hpp"
 #include "kernels.hpp"
 #include "lnorm/parallel.hpp"
@@ -29,7 +31,13 @@ void avx2_run(const Problem& p, const Tensors& t) {
 }
 
 void avx2_cr_run(const Problem& p, const Tensors& t) {
-  parallel_rows(p.rows, p.threads, [&](std::int64_t begin, std::int64_t end) { avx2_cr::rows(p, t, begin, end); });
+  parallel_rows(p.rows, p.threads, [&](std::int64_t begin, std::int64_t end) {
+    // avx2_cr's f64 copies of a row, gamma and beta; allocated here (generic code, see isa.hpp), kept
+    // per thread so repeated calls do not allocate.
+    thread_local std::vector<double> scratch;
+    scratch.resize(static_cast<std::size_t>(avx2_cr::scratch_doubles(p.cols)));
+    avx2_cr::rows(p, t, begin, end, scratch.data());
+  });
 }
 
 }  // namespace
