@@ -43,7 +43,7 @@ void avx2_cr_run(const Problem& p, const Tensors& t) {
 }  // namespace
 
 const KernelInfo kAvx2Cr{"avx2_cr",
-                         "AVX2+FMA, correctly rounded: f64 statistics and f64 output math, rounded once (f16/bf16 via round-to-odd)",
+                         "AVX2+FMA, correctly rounded: f64 math with a proven error bound (Ziv's test), double-double near midpoints",
                          DTypeSet{DType::f32, DType::f16, DType::bf16}, &avx2_why_not, &avx2_cr_run};
 
 const KernelInfo kAvx2{"avx2",
