@@ -133,6 +133,8 @@ def verify(fn, *, dtypes=("f32",), properties=None, cases=None, quick=True, seed
     fn raising, or returning the wrong shape or dtype, fails the property it was called for (with its
     message) and the run goes on. Returns a VerifyResult: truthy when nothing failed; str() is the table.
     """
+    if not callable(fn):
+        raise TypeError("fn must be callable: fn(x, gamma, beta, eps) -> y or (y, mean, rstd)")
     if isinstance(dtypes, str):
         dtypes = (dtypes,)
     if isinstance(properties, str):

@@ -27,13 +27,13 @@ def layernorm_inputs(dtype="f32", *, classes=None, max_rows=8, max_cols=256, eps
     affine_kinds = _lnorm.AFFINE_KINDS if affine else ("absent",)
 
     @st.composite
-    def draw(data):
-        row_classes = data.draw(st.lists(st.sampled_from(classes), min_size=1, max_size=3))
-        rows = data.draw(st.integers(1, max_rows))
-        cols = data.draw(st.one_of(st.sampled_from(edges), st.integers(1, max_cols)) if edges else st.integers(1, max_cols))
-        e = eps if eps is not None else data.draw(st.sampled_from(_lnorm.EDGE_EPS))
+    def draw_case(draw):
+        row_classes = draw(st.lists(st.sampled_from(classes), min_size=1, max_size=3))
+        rows = draw(st.integers(1, max_rows))
+        cols = draw(st.one_of(st.sampled_from(edges), st.integers(1, max_cols)) if edges else st.integers(1, max_cols))
+        e = eps if eps is not None else draw(st.sampled_from(_lnorm.EDGE_EPS))
         return _case(row_classes, dtype=dtype, shape=(rows, cols), eps=e,
-                     gamma=data.draw(st.sampled_from(affine_kinds)), beta=data.draw(st.sampled_from(affine_kinds)),
-                     kappa=10.0 ** data.draw(st.floats(0, 7)), seed=data.draw(st.integers(0, 2**64 - 1)))
+                     gamma=draw(st.sampled_from(affine_kinds)), beta=draw(st.sampled_from(affine_kinds)),
+                     kappa=10.0 ** draw(st.floats(0, 7)), seed=draw(st.integers(0, 2**64 - 1)))
 
-    return draw()
+    return draw_case()

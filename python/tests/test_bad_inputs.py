@@ -16,7 +16,7 @@ X = np.zeros((3, 8), np.float32)
         (lambda: lnorm.reference(np.zeros((2, 4), np.uint16)), TypeError, "dtype='bf16'"),
         (lambda: lnorm.reference(X, dtype="f16"), TypeError, "needs float16"),
         (lambda: lnorm.reference(X, dtype="f8"), ValueError, "expected 'f32'"),
-        (lambda: lnorm.reference(np.float32(1.0).reshape(())), ValueError, "0-d"),
+        (lambda: lnorm.reference(np.array(1.0, np.float32)), ValueError, "0-d"),
         (lambda: lnorm.reference(np.zeros((3, 0), np.float32)), ValueError, "zero width"),
         (lambda: lnorm.reference(X, axis=2), ValueError, "axis 2 is out of range"),
         (lambda: lnorm.reference(X, axis=-3), ValueError, "out of range"),

@@ -13,9 +13,10 @@ def offset_rows(rows=4, cols=33, kappa=1e4, seed=0):
 def test_reference_is_exact_so_check_finds_zero_error_and_every_element_correctly_rounded():
     x = np.random.default_rng(1).standard_normal((5, 17)).astype(np.float32)
     y, mean, rstd = lnorm.reference(x)
-    r = lnorm.check(x, y, max_ulp=0, max_ulp_per_kappa=0, mean=mean, rstd=rstd, max_mean_ulp=0, max_rstd_ulp=0)
+    # Rounded once, so within half an ulp of the real answer, and bit-identical to it rounded.
+    r = lnorm.check(x, y, max_ulp=0.5, max_ulp_per_kappa=0, mean=mean, rstd=rstd, max_mean_ulp=0, max_rstd_ulp=0)
     assert r and r.passed
-    assert r.max_ulp == 0 and r.correctly_rounded == 1.0 and r.nan_mismatches == 0
+    assert 0 < r.max_ulp <= 0.5 and r.correctly_rounded == 1.0 and r.nan_mismatches == 0
     assert r.mean["max_ulp"] == 0 and r.rstd["max_ulp"] == 0
 
 
@@ -44,12 +45,12 @@ def test_check_names_the_worst_element_as_an_index_into_x_shape():
     x = offset_rows(rows=6, cols=10).reshape(2, 3, 10)
     y, _, _ = lnorm.reference(x)
     bad = y.copy()
-    bad[1, 2, 7] = np.nextafter(np.nextafter(bad[1, 2, 7], np.inf, dtype=np.float32) * 1.001, 0, dtype=np.float32)
+    bad[1, 2, 7] += np.float32(0.25)  # about 2^21 ulps: far over 8 + kappa
     r = lnorm.check(x, bad)
     assert not r
     assert r.max_ulp_index == (1, 2, 7)
     assert r.over_budget == 1 and r.elements == 60
-    assert r.max_ulp_got == pytest.approx(float(bad[1, 2, 7])) and r.max_ulp_exact == float(y[1, 2, 7])
+    assert r.max_ulp_got == pytest.approx(float(bad[1, 2, 7])) and r.max_ulp_exact == pytest.approx(float(y[1, 2, 7]), rel=2**-23)
     assert r.max_ulp_kappa > 1
 
 
@@ -76,7 +77,7 @@ def test_bf16_travels_as_uint16_bits_with_dtype_bf16():
     bits = (f.view(np.uint32) >> 16).astype(np.uint16)  # truncation: some bf16 values
     y, mean, rstd = lnorm.reference(bits, dtype="bf16")
     assert y.dtype == np.uint16 and mean.dtype == np.float32
-    assert lnorm.check(bits, y, dtype="bf16", max_ulp=0, max_ulp_per_kappa=0).correctly_rounded == 1.0
+    assert lnorm.check(bits, y, dtype="bf16", max_ulp=0.5, max_ulp_per_kappa=0).correctly_rounded == 1.0
     # bf16 is f32's top half: the answer read back as f32 is close to a float64 formula.
     yf = (y.astype(np.uint32) << 16).view(np.float32)
     xf = (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)

@@ -70,7 +70,7 @@ def test_an_expected_failure_budget_turns_that_failure_into_xfail():
         (lambda x, g, b, eps: x.astype(np.float64), "fn returned y of dtype float64; expected float32"),
         (lambda x, g, b, eps: "y", "fn returned y of type str"),
         (lambda x, g, b, eps: (x, x), "fn returned a sequence of 2"),
-        (lambda x, g, b, eps: (exact_kernel(x, g, b, eps)[0], np.zeros(1, np.float32), np.zeros(1, np.float32)),
+        (lambda x, g, b, eps: (exact_kernel(x, g, b, eps)[0], np.zeros(len(x) + 1, np.float32), np.zeros(len(x) + 1, np.float32)),
          "mean with"),
     ],
 )
