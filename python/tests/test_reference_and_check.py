@@ -152,3 +152,30 @@ def test_run_refuses_unknown_kernels_and_unsupported_dtypes():
     x = np.zeros((2, 8), np.float32)
     with pytest.raises(ValueError, match="no kernel named 'nope'"):
         lnorm.run("nope", x)
+
+
+def test_the_gil_is_released_while_check_works():
+    # A spinning thread notes the longest time it could not run. Were the GIL held through the C++
+    # work, that gap would span the whole check; released, it stays at scheduling noise.
+    import threading
+    import time
+
+    x = np.random.default_rng(6).standard_normal((512, 2048), dtype=np.float32)
+    y = lnorm.run("welford", x)[0]
+    stop, gap = threading.Event(), [0.0]
+
+    def spin():
+        last = time.perf_counter()
+        while not stop.is_set():
+            now = time.perf_counter()
+            gap[0], last = max(gap[0], now - last), now
+
+    t = threading.Thread(target=spin)
+    t.start()
+    time.sleep(0.05)
+    start = time.perf_counter()
+    lnorm.check(x, y, threads=1)
+    duration = time.perf_counter() - start
+    stop.set()
+    t.join()
+    assert gap[0] < duration / 2, f"the other thread was stalled {gap[0]:.3f} s of a {duration:.3f} s check"
