@@ -93,7 +93,8 @@ def _section(name, dtype, user):
     lines += [f"{k} = {_toml_value(v)}" for k, v in merged.items() if k != "expected_failures"]
     if merged.get("expected_failures"):
         lines.append(f"[{name}.{dtype}.expected_failures]")
-        lines += [f"{p} = {json.dumps(str(why))}" for p, why in merged["expected_failures"].items()]
+        lines += [f"{p} = {_toml_value(why) if isinstance(why, dict) else json.dumps(str(why))}"
+                  for p, why in merged["expected_failures"].items()]
     return "\n".join(lines)
 
 
