@@ -26,6 +26,13 @@ packages=(
   python3-torch                  # examples/python: gates torch.nn.functional.layer_norm (CPU)
 )
 
+# --list: the package names, one a line, for scripts/check_deps.py (the guard that fails when a
+# package the build uses is not installed here).
+if [ "${1:-}" = "--list" ]; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
