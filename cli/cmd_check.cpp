@@ -10,9 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "lnorm/check.hpp"
 #include "lnorm/metrics.hpp"
-#include "lnorm/parallel.hpp"
-#include "lnorm/reference.hpp"
 #include "problem_flags.hpp"
 
 namespace lnorm::cli {
@@ -24,14 +23,6 @@ struct CheckFlags {
   Budget budget;
   double max_mean_ulp = -1, max_rstd_ulp = -1;  // < 0: report only
 };
-
-std::uint64_t load_bits(const std::byte* p, std::size_t es, std::int64_t i) {
-  switch (es) {
-    case 2: return reinterpret_cast<const std::uint16_t*>(p)[i];
-    case 4: return reinterpret_cast<const std::uint32_t*>(p)[i];
-    default: return reinterpret_cast<const std::uint64_t*>(p)[i];
-  }
-}
 
 io::NpyReader open_stats(const std::string& path, const char* flag, const ProblemInputs& in) {
   io::NpyReader r(path);
@@ -76,8 +67,7 @@ int run_check(const CheckFlags& f) {
   if (!f.mean.empty()) mean_in.emplace(open_stats(f.mean, "--mean", in));
   if (!f.rstd.empty()) rstd_in.emplace(open_stats(f.rstd, "--rstd", in));
 
-  const Format fmt = format_of(p.dtype), sfmt = format_of(stats_dtype(p.dtype));
-  const std::size_t es = size_of(p.dtype), ss = size_of(sfmt.dtype);
+  const std::size_t es = size_of(p.dtype), ss = size_of(stats_dtype(p.dtype));
   const std::int64_t chunk = rows_per_chunk(p.cols, es);
   const int threads = p.threads;
   ErrorSummary ey;
@@ -95,38 +85,13 @@ int run_check(const CheckFlags& f) {
     if (rstd_in) rstd_in->read(r0, nr, rbuf.data());
     // Each thread takes a contiguous block of rows; partial summaries merge in row order, so the
     // report does not depend on the thread count.
-    const int t = static_cast<int>(std::min<std::int64_t>(threads, nr));
-    std::vector<ErrorSummary> ys(static_cast<std::size_t>(t));
-    std::vector<StatSummary> ms(ys.size()), rs(ys.size());
-    parallel_rows(t, t, [&](std::int64_t tb, std::int64_t te) {
-      for (std::int64_t ti = tb; ti < te; ++ti) {
-        const std::int64_t begin = nr * ti / t, end = nr * (ti + 1) / t;
-        RowReferencer ref(p.dtype, p.eps);
-        std::vector<ElementReference> elems(static_cast<std::size_t>(p.cols));
-        std::vector<std::byte> exact(static_cast<std::size_t>(p.cols) * es);
-        auto& ysum = ys[static_cast<std::size_t>(ti)];
-        for (std::int64_t r = begin; r < end; ++r) {
-          const std::size_t off = static_cast<std::size_t>(r * p.cols) * es;
-          const RowReference row = ref.run(xbuf.data() + off, in.gamma_data.empty() ? nullptr : in.gamma_data.data(),
-                                           in.beta_data.empty() ? nullptr : in.beta_data.data(), p.cols,
-                                           exact.data(), elems.data());
-          for (std::int64_t i = 0; i < p.cols; ++i) {
-            const std::uint64_t got = load_bits(cbuf.data() + off, es, i);
-            ysum.add(fmt, (r0 + r) * p.cols + i, bits_to_double(fmt, got), got, load_bits(exact.data(), es, i),
-                     elems[static_cast<std::size_t>(i)], row.kappa, f.budget);
-          }
-          if (mean_in)
-            ms[static_cast<std::size_t>(ti)].add(sfmt, r0 + r, bits_to_double(sfmt, load_bits(mbuf.data(), ss, r)), row.mean);
-          if (rstd_in)
-            rs[static_cast<std::size_t>(ti)].add(sfmt, r0 + r, bits_to_double(sfmt, load_bits(rbuf.data(), ss, r)), row.rstd);
-        }
-      }
-    });
-    for (std::size_t i = 0; i < ys.size(); ++i) {
-      ey.merge(ys[i]);
-      em.merge(ms[i]);
-      er.merge(rs[i]);
-    }
+    const CheckSummary part = measure_rows(p, xbuf.data(), in.gamma_data.empty() ? nullptr : in.gamma_data.data(),
+                                           in.beta_data.empty() ? nullptr : in.beta_data.data(), cbuf.data(),
+                                           mean_in ? mbuf.data() : nullptr, rstd_in ? rbuf.data() : nullptr, nr, r0,
+                                           f.budget, threads);
+    ey.merge(part.y);
+    em.merge(part.mean);
+    er.merge(part.rstd);
   }
 
   const bool mean_ok = !mean_in || (em.nan_mismatches == 0 && (f.max_mean_ulp < 0 || em.max_ulp <= f.max_mean_ulp));

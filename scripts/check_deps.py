@@ -28,8 +28,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Python modules used by tests and scripts: reports/render.py (matplotlib, numpy), tests/test_report.py
-# (jsonschema).
-PYTHON_MODULES = ["numpy", "matplotlib", "jsonschema"]
+# (jsonschema), python/tests and examples/python (pytest, hypothesis, torch).
+PYTHON_MODULES = ["numpy", "matplotlib", "jsonschema", "pytest", "hypothesis", "torch"]
 # The CUDA toolkit comes with the image, outside dpkg (/usr/local/cuda -> /usr/local/cuda-13.0).
 IMAGE_PREFIXES = ["/usr/local/cuda"]
 PATH_KEY = re.compile(r"(_DIR|_LIBRARY|_LIBRARIES|_INCLUDE_DIR|_INCLUDE_DIRS|_EXECUTABLE|_COMPILER|_PROGRAM)$")

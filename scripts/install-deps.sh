@@ -18,6 +18,12 @@ packages=(
   python3-matplotlib             # reports/render.py: the precision report's plots (brings numpy)
   python3-jsonschema             # tests/test_report.py: report.json against reports/report.schema.json
   clang-14 libclang-rt-14-dev    # fuzz/: the fuzz preset's compiler and libFuzzer (libclang_rt.fuzzer)
+  pybind11-dev                   # python/: the `import lnorm` module's bindings (find_package(pybind11 CONFIG))
+  python3-dev                    # python/: Python.h and the Development.Module component for /usr/bin/python3
+  python3-numpy                  # python/: arrays in and out (FindPython3's NumPy component; numpy headers)
+  python3-pytest                 # python/tests and examples/python: the pytest suites ctest runs
+  python3-hypothesis             # lnorm.strategies: the Hypothesis strategy over the suite's input classes
+  python3-torch                  # examples/python: gates torch.nn.functional.layer_norm (CPU)
 )
 
 # --list: the package names, one a line, for scripts/check_deps.py (the guard that fails when a

@@ -180,7 +180,14 @@ std::vector<Outcome> verify_kernel(const KernelInfo& kernel, DType dtype, const 
         ++o.classes[std::string(name(spec.row_classes[0]))];
       }
       Case c = materialize(spec);
-      std::string message = def.check(ctx, c);
+      std::string message;
+      try {
+        message = def.check(ctx, c);
+      } catch (const std::exception& e) {
+        // A kernel that throws (a Python callable that raises, lnorm.verify) fails this case like any
+        // other broken contract, so the failure shrinks and keeps its case; never excused as expected.
+        message = std::string("harness: the kernel threw: ") + e.what();
+      }
       if (!message.empty()) {
         failed = true;
         last_message = message;
@@ -238,6 +245,7 @@ std::vector<Outcome> verify_kernel(const KernelInfo& kernel, DType dtype, const 
       o.status = expected != budget.expected_failures.end() && !structural ? Status::expected_failure : Status::fail;
       o.message = last_message;
       o.counterexample = last_case.spec.describe();
+      o.failing_case = std::make_shared<const Case>(last_case);
       if (!settings.dump_dir.empty() && o.status == Status::fail) {
         const std::string dir = (std::filesystem::path(settings.dump_dir) /
                                  (o.kernel + "-" + std::string(name(dtype)) + "-" + std::string(name(p))))

@@ -5,11 +5,13 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "lnorm/budgets.hpp"
+#include "lnorm/cases.hpp"
 #include "lnorm/kernel.hpp"
 #include "lnorm/properties.hpp"
 
@@ -57,6 +59,7 @@ struct Outcome {
   std::string expected_reason;           // from budgets.toml, for expected failures
   std::vector<std::string> dumped;       // .npy files written for the counterexample
   std::string check_command;             // lnorm run + lnorm check on the dumped files
+  std::shared_ptr<const Case> failing_case;  // the shrunk case's data (failures and expected failures)
 };
 
 // Called before each property with (kernel, dtype, property).

@@ -1,0 +1,35 @@
+"""lnorm from Python: the exact LayerNorm reference, the accuracy gate of ``lnorm check`` and the
+property suite of ``lnorm verify`` with a Python callable as the kernel, on NumPy arrays.
+
+    import lnorm
+    y, mean, rstd = lnorm.reference(x)                  # exact, rounded once
+    lnorm.assert_layernorm_close(x, my_layernorm(x))    # pytest: fails with the CLI's verdict
+    print(lnorm.verify(my_kernel, dtypes=("f32", "bf16")))  # the ten properties, the CLI's table
+
+bf16 data travels as uint16 bit patterns with dtype="bf16" (a torch bf16 tensor t:
+``t.view(torch.int16).numpy().view(numpy.uint16)``; CPU torch tensors are also taken directly).
+Contiguous inputs are read in place; non-contiguous or byte-swapped ones are copied first.
+README.md "Python" has the details.
+"""
+
+from ._lnorm import AFFINE_KINDS, EDGE_EPS, EDGE_WIDTHS, PROPERTIES, ROW_CLASSES
+from ._cases import Case, case, cases
+from ._check import CheckResult, assert_layernorm_close, check, reference
+from ._kernels import Kernel, kernels, run
+from ._torch import torch_kernel
+from ._verify import Outcome, VerifyResult, verify
+
+__all__ = [
+    "AFFINE_KINDS", "EDGE_EPS", "EDGE_WIDTHS", "PROPERTIES", "ROW_CLASSES",
+    "Case", "case", "cases", "CheckResult", "assert_layernorm_close", "check", "reference",
+    "Kernel", "kernels", "run", "torch_kernel", "Outcome", "VerifyResult", "verify",
+]
+
+
+def __getattr__(name):
+    # lnorm.strategies needs Hypothesis: imported on first use, so `import lnorm` does not.
+    if name == "strategies":
+        import importlib
+
+        return importlib.import_module(".strategies", __name__)
+    raise AttributeError(f"module 'lnorm' has no attribute {name!r}")

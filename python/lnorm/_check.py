@@ -1,0 +1,108 @@
+"""lnorm.reference, lnorm.check and assert_layernorm_close: the exact answer and the accuracy gate of
+``lnorm check``, on NumPy arrays (or CPU torch tensors)."""
+
+from dataclasses import dataclass
+from typing import Optional
+
+from . import _lnorm
+from ._torch import to_numpy
+
+
+def _arrays(dtype, **named):
+    """Torch tensors to arrays; a bf16 tensor anywhere sets dtype='bf16' when dtype is None."""
+    out = {}
+    for what, a in named.items():
+        arr, implied = to_numpy(a, what)
+        if implied and dtype is None:
+            dtype = implied
+        out[what] = arr
+    return dtype, out
+
+
+def reference(x, gamma=None, beta=None, *, axis=-1, eps=1e-5, dtype=None, threads=None):
+    """The exact LayerNorm of x rounded once to its format: (y, mean, rstd).
+
+    x is normalized from ``axis`` on (ONNX's axis). gamma/beta: shaped like x.shape[axis:] (or 1-d),
+    None for 1 / 0. mean and rstd are float32 (float64 for f64 data), shaped
+    x.shape[:axis] + (1,) * (x.ndim - axis). bf16 data: uint16 bit patterns with dtype="bf16".
+    Contiguous inputs are read in place; others are copied first. threads: default all cores.
+    """
+    dtype, a = _arrays(dtype, x=x, gamma=gamma, beta=beta)
+    return _lnorm.reference(a["x"], a["gamma"], a["beta"], axis=axis, eps=eps, dtype=dtype, threads=threads)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What ``lnorm check --json`` reports; truthy when within budget. ``str()`` is the CLI's verdict."""
+
+    passed: bool
+    shape: tuple
+    axis: int
+    dtype: str
+    eps: float
+    rows: int
+    cols: int
+    elements: int
+    max_ulp: float               # worst scaled ulp error of y (elements without a NaN mismatch)
+    max_ulp_index: Optional[tuple]  # where, as an index into x's shape
+    max_ulp_kappa: float         # that row's condition number |mean|/sqrt(var + eps)
+    max_ulp_got: float
+    max_ulp_exact: float
+    correctly_rounded: float     # fraction of y bit-identical to the exact answer rounded once
+    nan_mismatches: int          # NaN/Inf where the answer is finite, or the other way round
+    first_nan_mismatch_index: Optional[tuple]
+    over_budget: int             # elements over a + b*kappa (NaN mismatches included)
+    budget: dict                 # {"a": max_ulp, "b": max_ulp_per_kappa}
+    mean: Optional[dict]         # when mean= was given: max_ulp, max_ulp_row, got, exact, nan_mismatches, budget, pass
+    rstd: Optional[dict]
+
+    def __bool__(self):
+        return self.passed
+
+    def __str__(self):
+        b = self.budget
+        head = (f"{'PASS' if self.passed else 'FAIL'}  y max {self.max_ulp:.3g} scaled ulp "
+                f"(budget {b['a']:g} + {b['b']:g}*kappa)  correctly rounded {100 * self.correctly_rounded:.2f}%  "
+                f"NaN mismatches {self.nan_mismatches}")
+        if self.mean is not None:
+            head += f"  mean {self.mean['max_ulp']:g} ulp"
+        if self.rstd is not None:
+            head += f"  rstd {self.rstd['max_ulp']:g} ulp"
+        lines = [head, f"  input     {self.shape}, {self.dtype}, axis {self.axis}, eps {self.eps:.9g}, "
+                       f"{self.rows} rows x {self.cols}"]
+        if self.max_ulp_index is not None:
+            lines.append(f"  worst y   {self.max_ulp_index}: got {self.max_ulp_got!r}, exact {self.max_ulp_exact!r}, "
+                         f"{self.max_ulp:.4g} scaled ulp, row kappa {self.max_ulp_kappa:.3g}")
+        lines.append(f"  over budget {self.over_budget} of {self.elements} elements")
+        if self.first_nan_mismatch_index is not None:
+            lines.append(f"  first NaN mismatch at {self.first_nan_mismatch_index}")
+        for what, s in (("mean", self.mean), ("rstd", self.rstd)):
+            if s is not None and s["max_ulp_row"] >= 0:
+                lines.append(f"  {what:<9} max {s['max_ulp']:g} ulp at row {s['max_ulp_row']} (got {s['got']:.9g}, "
+                             f"exact {s['exact']:.9g}), NaN mismatches {s['nan_mismatches']}")
+        return "\n".join(lines)
+
+
+def check(x, y, gamma=None, beta=None, *, axis=-1, eps=1e-5, max_ulp=8, max_ulp_per_kappa=1, mean=None, rstd=None,
+          max_mean_ulp=None, max_rstd_ulp=None, dtype=None, threads=None):
+    """Measures a candidate output y (and optionally mean/rstd) against the exact LayerNorm of x.
+
+    Budget: max_ulp + max_ulp_per_kappa * kappa scaled ulps per element (DESIGN.md "Measuring
+    error"); max_mean_ulp / max_rstd_ulp also gate the statistics (default: reported only).
+    Returns a CheckResult, truthy when within budget. The GIL is released while it measures.
+    """
+    dtype, a = _arrays(dtype, x=x, y=y, gamma=gamma, beta=beta, mean=mean, rstd=rstd)
+    d = _lnorm.check(a["x"], a["y"], a["gamma"], a["beta"], axis=axis, eps=eps, max_ulp=float(max_ulp),
+                     max_ulp_per_kappa=float(max_ulp_per_kappa), mean=a["mean"], rstd=a["rstd"],
+                     max_mean_ulp=max_mean_ulp, max_rstd_ulp=max_rstd_ulp, dtype=dtype, threads=threads)
+    d["passed"] = d.pop("pass")
+    return CheckResult(**d)
+
+
+def assert_layernorm_close(x, y, gamma=None, beta=None, **kwargs):
+    """lnorm.check for pytest: raises AssertionError with the CLI's verdict when over budget;
+    returns the CheckResult otherwise. Takes check's keyword arguments."""
+    result = check(x, y, gamma, beta, **kwargs)
+    if not result:
+        raise AssertionError("LayerNorm output over budget\n" + str(result))
+    return result

@@ -1,0 +1,25 @@
+"""lnorm.kernels and lnorm.run: the built-in kernels of ``lnorm list`` / ``lnorm run``."""
+
+from typing import NamedTuple
+
+from . import _lnorm
+from ._check import _arrays
+
+
+class Kernel(NamedTuple):
+    name: str
+    summary: str
+    dtypes: tuple       # dtypes it takes
+    unavailable: dict   # dtype -> why it cannot run here (missing ISA, no CUDA device); empty: runs
+    cautionary: bool    # wrong on purpose (onepass): its failures are the lesson
+
+
+def kernels():
+    """Every built-in kernel, in the registry's order (best first)."""
+    return [Kernel(**k) for k in _lnorm.kernels()]
+
+
+def run(name, x, gamma=None, beta=None, *, axis=-1, eps=1e-5, dtype=None, threads=1):
+    """Runs built-in kernel `name` on x: (y, mean, rstd), shaped like lnorm.reference's."""
+    dtype, a = _arrays(dtype, x=x, gamma=gamma, beta=beta)
+    return _lnorm.run(name, a["x"], a["gamma"], a["beta"], axis=axis, eps=eps, dtype=dtype, threads=threads)

@@ -1,0 +1,153 @@
+"""lnorm.verify: the ten properties of ``lnorm verify`` with a Python callable as the kernel."""
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from . import _lnorm
+from ._cases import Case
+from ._torch import is_torch_tensor, to_numpy
+
+_DTYPES = ("f32", "f64", "f16", "bf16")
+
+
+@dataclass
+class Outcome:
+    """One property x dtype: status is pass, FAIL, xfail (expected failure), XPASS, xpass?, MISTRUSTED."""
+
+    kernel: str
+    dtype: str
+    property: str
+    status: str
+    failed: bool
+    cases: int
+    seconds: float
+    seed: int
+    worst: dict
+    classes: dict
+    correctly_rounded: Optional[float]
+    message: str
+    counterexample: str     # the shrunk case, one line
+    reproduce: str          # one Python line that reruns exactly this
+    expected_reason: str
+    case: Optional[Case] = None  # the shrunk case as arrays (failures and expected failures)
+
+
+@dataclass
+class VerifyResult:
+    """Truthy when no property failed. ``str()`` is the CLI's table."""
+
+    outcomes: list
+    table: str
+    seconds: float
+    budgets: str
+    failures: list = field(default_factory=list)
+
+    def __post_init__(self):
+        self.failures = [o for o in self.outcomes if o.failed]
+
+    def __bool__(self):
+        return not self.failures
+
+    def __str__(self):
+        return self.table
+
+    def outcome(self, prop, dtype="f32"):
+        for o in self.outcomes:
+            if o.property == prop and o.dtype == dtype:
+                return o
+        raise KeyError((prop, dtype))
+
+
+def _toml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(float(v))
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(f"budget: cannot write {type(v).__name__} {v!r}")
+
+
+def _section(name, dtype, user):
+    """[name.dtype] from budgets.toml's default section with the user's keys on top. A table whose
+    numbers the user changes needs the user's reason too (as in budgets.toml)."""
+    if not isinstance(user, dict):
+        raise TypeError(f"budget for {dtype}: expected a dict like a budgets.toml section")
+    merged = _lnorm._builtin_budget("default", dtype)
+    for key, value in user.items():
+        if key == "expected_failures":
+            if not isinstance(value, dict):
+                raise TypeError("budget['expected_failures']: expected {property: reason}")
+            merged[key] = dict(value)
+        elif isinstance(value, dict) and isinstance(merged.get(key), dict):
+            if "reason" not in value and any(k != "reason" for k in value):
+                raise ValueError(f"budget['{key}']: give a 'reason' with the numbers (as budgets.toml does)")
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value  # unknown keys reach the strict parser, which names them
+    lines = [f"[{name}.{dtype}]"]
+    lines += [f"{k} = {_toml_value(v)}" for k, v in merged.items() if k != "expected_failures"]
+    if merged.get("expected_failures"):
+        lines.append(f"[{name}.{dtype}.expected_failures]")
+        lines += [f"{p} = {_toml_value(why) if isinstance(why, dict) else json.dumps(str(why))}"
+                  for p, why in merged["expected_failures"].items()]
+    return "\n".join(lines)
+
+
+def _budget_toml(budget, name, dtypes):
+    if budget is None or isinstance(budget, str):
+        return budget
+    if not isinstance(budget, dict):
+        raise TypeError("budget: None, budgets.toml text, or a dict like a budgets.toml section")
+    per_dtype = budget if budget and all(k in _DTYPES for k in budget) else {d: budget for d in dtypes}
+    return "\n\n".join(_section(name, d, sec) for d, sec in per_dtype.items()) + "\n"
+
+
+def _as_kernel(fn):
+    """fn, with torch tensors it returns turned into arrays (bf16 as uint16 bits)."""
+
+    def kernel(x, gamma, beta, eps):
+        out = fn(x, gamma, beta, eps)
+        if isinstance(out, (tuple, list)):
+            return tuple(to_numpy(o, "fn's output")[0] if is_torch_tensor(o) else o for o in out)
+        return to_numpy(out, "fn's output")[0] if is_torch_tensor(out) else out
+
+    return kernel
+
+
+def verify(fn, *, dtypes=("f32",), properties=None, cases=None, quick=True, seed=1, budget=None, name=None):
+    """Runs the properties of ``lnorm verify`` on fn(x, gamma, beta, eps) -> y or (y, mean, rstd).
+
+    fn gets 2-d C-contiguous arrays (rows x cols; bf16 as uint16 bits), gamma/beta 1-d or None, eps
+    as a Python float already rounded to the kernel's format (f32, or f64 for f64 data), and returns
+    y with x's shape and dtype (mean, rstd: one float32 per row, float64 for f64). When fn returns y
+    only, mean and rstd are not judged (the harness fills in the exact ones).
+
+    properties: names from lnorm.PROPERTIES (default all ten). cases: per property (default 24 quick,
+    160 full). budget: None (budgets.toml's [default.<dtype>]), a dict like a budgets.toml section —
+    e.g. {"expected_failures": {"accuracy": "why"}}, or {"y": {"a": 16, "b": 1, "reason": "..."}},
+    or {"f32": {...}, "bf16": {...}} per dtype — or budgets.toml text with [<name>.<dtype>] sections.
+    fn raising, or returning the wrong shape or dtype, fails the property it was called for (with its
+    message) and the run goes on. Returns a VerifyResult: truthy when nothing failed; str() is the table.
+    """
+    if not callable(fn):
+        raise TypeError("fn must be callable: fn(x, gamma, beta, eps) -> y or (y, mean, rstd)")
+    if isinstance(dtypes, str):
+        dtypes = (dtypes,)
+    if isinstance(properties, str):
+        properties = (properties,)
+    if name is None:
+        name = getattr(fn, "__name__", "fn")
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", str(name)).strip("_") or "fn"
+    toml = _budget_toml(budget, name, tuple(dtypes))
+    r = _lnorm._verify(_as_kernel(fn), name, list(dtypes), list(properties or ()), int(cases or 0), bool(quick),
+                       int(seed), toml)
+    outcomes = []
+    for o in r["outcomes"]:
+        c = o.pop("case")
+        outcomes.append(Outcome(**o, case=Case(**c) if c is not None else None))
+    return VerifyResult(outcomes=outcomes, table=r["table"], seconds=r["seconds"], budgets=r["budgets"])

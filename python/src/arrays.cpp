@@ -1,0 +1,158 @@
+// NumPy arrays <-> lnorm problems (bindings.hpp).
+#include <cmath>
+#include <cstring>
+
+#include "bindings.hpp"
+#include "lnorm/format.hpp"
+
+namespace lnorm::python {
+
+py::dtype numpy_dtype(DType d) {
+  switch (d) {
+    case DType::f32: return py::dtype("float32");
+    case DType::f64: return py::dtype("float64");
+    case DType::f16: return py::dtype("float16");
+    case DType::bf16: return py::dtype("uint16");
+  }
+  throw py::value_error("unknown dtype");
+}
+
+std::string dtype_text(const py::array& a) { return py::str(a.dtype()).cast<std::string>(); }
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+std::vector<std::int64_t> shape_of(const py::array& a) {
+  std::vector<std::int64_t> s(static_cast<std::size_t>(a.ndim()));
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) s[static_cast<std::size_t>(i)] = a.shape(i);
+  return s;
+}
+
+py::array contiguous(py::handle a, const std::string& what) {
+  if (!py::isinstance<py::array>(a)) {
+    throw py::type_error(what + ": expected a NumPy array (or a CPU torch tensor), got " +
+                         py::str(py::type::handle_of(a).attr("__name__")).cast<std::string>());
+  }
+  py::array arr = py::reinterpret_borrow<py::array>(a);
+  const py::module_ np = py::module_::import("numpy");
+  if (!arr.dtype().attr("isnative").cast<bool>()) arr = arr.attr("astype")(arr.dtype().attr("newbyteorder")("="));
+  if (!(arr.flags() & py::array::c_style)) arr = np.attr("ascontiguousarray")(arr);
+  return arr;
+}
+
+bool holds(const py::array& a, DType d) {
+  return a.dtype().attr("__eq__")(numpy_dtype(d)).cast<bool>() && a.dtype().attr("isnative").cast<bool>();
+}
+
+DType resolve_dtype(const py::array& x, py::handle dtype_arg) {
+  if (!dtype_arg.is_none()) {
+    if (!py::isinstance<py::str>(dtype_arg)) throw py::type_error("dtype: expected 'f32', 'f64', 'f16', 'bf16' or None");
+    const std::string s = dtype_arg.cast<std::string>();
+    const std::optional<DType> d = parse_dtype(s);
+    if (!d) throw py::value_error("dtype='" + s + "': expected 'f32', 'f64', 'f16' or 'bf16'");
+    if (!holds(x, *d)) {
+      throw py::type_error("x holds " + dtype_text(x) + " but dtype='" + s + "' needs " +
+                           py::str(numpy_dtype(*d)).cast<std::string>() +
+                           (*d == DType::bf16 ? " (bf16 bit patterns; a torch bf16 tensor: t.view(torch.int16).numpy().view(numpy.uint16))" : ""));
+    }
+    return *d;
+  }
+  for (DType d : {DType::f32, DType::f64, DType::f16}) {
+    if (holds(x, d)) return d;
+  }
+  if (holds(x, DType::bf16)) throw py::type_error("x holds uint16; pass dtype='bf16' if these are bfloat16 bit patterns");
+  throw py::type_error("x holds " + dtype_text(x) + "; lnorm takes float32, float64, float16, or uint16 with dtype='bf16'");
+}
+
+const void* ProblemArrays::gamma_ptr() const { return gamma.is_none() ? nullptr : py::array(gamma).data(); }
+const void* ProblemArrays::beta_ptr() const { return beta.is_none() ? nullptr : py::array(beta).data(); }
+
+std::vector<std::int64_t> ProblemArrays::stats_shape() const {
+  std::vector<std::int64_t> s(shape.begin(), shape.begin() + axis);
+  s.resize(shape.size(), 1);
+  return s;
+}
+
+namespace {
+
+py::object affine(py::handle a, const char* what, const ProblemArrays& in) {
+  if (a.is_none()) return py::none();
+  py::array arr = contiguous(a, what);
+  if (!holds(arr, in.problem.dtype)) {
+    throw py::type_error(std::string(what) + " holds " + dtype_text(arr) + " but x holds " + dtype_text(in.x));
+  }
+  const std::vector<std::int64_t> s = shape_of(arr), row(in.shape.begin() + in.axis, in.shape.end());
+  if (s != row && !(s.size() == 1 && s[0] == in.problem.cols)) {
+    throw py::value_error(std::string(what) + " has shape " + shape_text(s) + " but the normalized dims of x (axis " +
+                          std::to_string(in.axis) + " on) are " + shape_text(row));
+  }
+  return arr;
+}
+
+}  // namespace
+
+ProblemArrays problem_arrays(py::handle x, py::handle gamma, py::handle beta, int axis, double eps, py::handle dtype,
+                             int threads) {
+  ProblemArrays in;
+  in.x = contiguous(x, "x");
+  const DType d = resolve_dtype(in.x, dtype);
+  in.shape = shape_of(in.x);
+  const int rank = static_cast<int>(in.shape.size());
+  if (rank == 0) throw py::value_error("x is a 0-d scalar; LayerNorm needs at least one dimension");
+  if (axis < -rank || axis >= rank) {
+    throw py::value_error("axis " + std::to_string(axis) + " is out of range for x of rank " + std::to_string(rank) +
+                          " (valid: " + std::to_string(-rank) + " .. " + std::to_string(rank - 1) + ")");
+  }
+  in.axis = axis < 0 ? axis + rank : axis;
+  if (!std::isfinite(eps) || eps < 0) throw py::value_error("eps must be finite and >= 0 (got " + std::to_string(eps) + ")");
+  if (threads < 1) throw py::value_error("threads must be >= 1");
+  std::int64_t rows = 1, cols = 1;
+  for (int i = 0; i < rank; ++i) (i < in.axis ? rows : cols) *= in.shape[static_cast<std::size_t>(i)];
+  if (cols == 0) throw py::value_error("x's normalized dims (axis " + std::to_string(in.axis) + " on) have zero width");
+  in.problem = make_problem(rows, cols, d, eps, !gamma.is_none(), !beta.is_none(), threads);
+  in.gamma = affine(gamma, "gamma", in);
+  in.beta = affine(beta, "beta", in);
+  return in;
+}
+
+py::array stats_array(py::handle a, const ProblemArrays& in, const std::string& what) {
+  py::array arr = contiguous(a, what);
+  const DType sd = stats_dtype(in.problem.dtype);
+  if (!holds(arr, sd)) {
+    throw py::type_error(what + " holds " + dtype_text(arr) + " but the statistics of " +
+                         std::string(name(in.problem.dtype)) + " data are " + py::str(numpy_dtype(sd)).cast<std::string>());
+  }
+  const std::vector<std::int64_t> s = shape_of(arr), lead(in.shape.begin(), in.shape.begin() + in.axis);
+  if (s != in.stats_shape() && s != lead && s != std::vector<std::int64_t>{in.problem.rows}) {
+    throw py::value_error(what + " has shape " + shape_text(s) + "; expected " + shape_text(in.stats_shape()) +
+                          " (one value per row)");
+  }
+  return arr;
+}
+
+py::array encode(DType d, const std::vector<double>& values, const std::vector<std::int64_t>& shape) {
+  py::array out(numpy_dtype(d), std::vector<py::ssize_t>(shape.begin(), shape.end()));
+  const Format f = format_of(d);
+  auto* p = static_cast<std::byte*>(out.mutable_data());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::uint64_t b = double_to_bits(f, values[i]);
+    std::memcpy(p + i * size_of(d), &b, size_of(d));  // little-endian: the low bytes
+  }
+  return out;
+}
+
+py::tuple unravel(std::int64_t flat, const std::vector<std::int64_t>& shape) {
+  std::vector<std::int64_t> c(shape.size());
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    c[i] = shape[i] ? flat % shape[i] : 0;
+    flat = shape[i] ? flat / shape[i] : 0;
+  }
+  py::tuple t(c.size());
+  for (std::size_t i = 0; i < c.size(); ++i) t[i] = c[i];
+  return t;
+}
+
+}  // namespace lnorm::python

@@ -1,0 +1,164 @@
+// lnorm.reference, lnorm.check, lnorm.kernels, lnorm.run: the exact answer, the metrics of
+// `lnorm check` (measure_rows, shared with the CLI) and the built-in kernels, on NumPy arrays.
+// The GIL is released while C++ works; inputs are read in place when contiguous.
+#include <thread>
+
+#include "bindings.hpp"
+#include "lnorm/check.hpp"
+#include "lnorm/reference.hpp"
+#include "lnorm/registry.hpp"
+
+namespace lnorm::python {
+namespace {
+
+int default_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+struct Outputs {
+  py::array y, mean, rstd;
+  Tensors tensors(const ProblemArrays& in) {
+    return Tensors{in.x.data(), in.gamma_ptr(), in.beta_ptr(), y.mutable_data(), mean.mutable_data(), rstd.mutable_data()};
+  }
+};
+
+Outputs allocate(const ProblemArrays& in) {
+  const auto shape = [](const std::vector<std::int64_t>& s) { return std::vector<py::ssize_t>(s.begin(), s.end()); };
+  return Outputs{py::array(numpy_dtype(in.problem.dtype), shape(in.shape)),
+                 py::array(numpy_dtype(stats_dtype(in.problem.dtype)), shape(in.stats_shape())),
+                 py::array(numpy_dtype(stats_dtype(in.problem.dtype)), shape(in.stats_shape()))};
+}
+
+py::tuple reference_py(py::handle x, py::handle gamma, py::handle beta, int axis, double eps, py::handle dtype,
+                       py::object threads) {
+  const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype,
+                                          threads.is_none() ? default_threads() : threads.cast<int>());
+  Outputs out = allocate(in);
+  const Tensors t = out.tensors(in);
+  {
+    py::gil_scoped_release release;
+    reference(in.problem, t);
+  }
+  return py::make_tuple(out.y, out.mean, out.rstd);
+}
+
+py::dict stat_dict(const StatSummary& s, double limit) {
+  py::dict d;
+  d["max_ulp"] = s.max_ulp;
+  d["max_ulp_row"] = s.max_ulp_index;
+  d["got"] = s.max_ulp_got;
+  d["exact"] = s.max_ulp_exact;
+  d["nan_mismatches"] = s.nan_mismatches;
+  d["budget"] = limit < 0 ? py::object(py::none()) : py::object(py::float_(limit));
+  d["pass"] = s.nan_mismatches == 0 && (limit < 0 || s.max_ulp <= limit);
+  return d;
+}
+
+py::dict check_py(py::handle x, py::handle y, py::handle gamma, py::handle beta, int axis, double eps, double max_ulp,
+                  double max_ulp_per_kappa, py::handle mean, py::handle rstd, py::object max_mean_ulp,
+                  py::object max_rstd_ulp, py::handle dtype, py::object threads) {
+  const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype,
+                                          threads.is_none() ? default_threads() : threads.cast<int>());
+  const py::array cand = contiguous(y, "y");
+  if (!holds(cand, in.problem.dtype)) throw py::type_error("y holds " + dtype_text(cand) + " but x holds " + dtype_text(in.x));
+  if (shape_of(cand) != in.shape)
+    throw py::value_error("y has shape " + shape_text(shape_of(cand)) + " but x has shape " + shape_text(in.shape));
+  if (!(max_ulp >= 0) || !(max_ulp_per_kappa >= 0)) throw py::value_error("max_ulp and max_ulp_per_kappa must be >= 0");
+  const double mean_limit = max_mean_ulp.is_none() ? -1 : max_mean_ulp.cast<double>();
+  const double rstd_limit = max_rstd_ulp.is_none() ? -1 : max_rstd_ulp.cast<double>();
+  if (!max_mean_ulp.is_none() && !(mean_limit >= 0)) throw py::value_error("max_mean_ulp must be >= 0");
+  if (!max_rstd_ulp.is_none() && !(rstd_limit >= 0)) throw py::value_error("max_rstd_ulp must be >= 0");
+  py::object mean_arr = mean.is_none() ? py::object(py::none()) : py::object(stats_array(mean, in, "mean"));
+  py::object rstd_arr = rstd.is_none() ? py::object(py::none()) : py::object(stats_array(rstd, in, "rstd"));
+  const Budget budget{max_ulp, max_ulp_per_kappa};
+  const void* mp = mean.is_none() ? nullptr : py::array(mean_arr).data();
+  const void* rp = rstd.is_none() ? nullptr : py::array(rstd_arr).data();
+  CheckSummary s;
+  {
+    py::gil_scoped_release release;
+    s = measure_rows(in.problem, in.x.data(), in.gamma_ptr(), in.beta_ptr(), cand.data(), mp, rp, in.problem.rows, 0,
+                     budget, in.problem.threads);
+  }
+  const bool mean_ok = !mp || (s.mean.nan_mismatches == 0 && (mean_limit < 0 || s.mean.max_ulp <= mean_limit));
+  const bool rstd_ok = !rp || (s.rstd.nan_mismatches == 0 && (rstd_limit < 0 || s.rstd.max_ulp <= rstd_limit));
+  const ErrorSummary& e = s.y;
+  py::dict d;
+  d["shape"] = py::tuple(py::cast(in.shape));
+  d["axis"] = in.axis;
+  d["dtype"] = std::string(name(in.problem.dtype));
+  d["eps"] = in.problem.eps;
+  d["rows"] = in.problem.rows;
+  d["cols"] = in.problem.cols;
+  d["elements"] = e.elements;
+  d["max_ulp"] = e.max_ulp;
+  d["max_ulp_index"] = e.max_ulp_index >= 0 ? py::object(unravel(e.max_ulp_index, in.shape)) : py::object(py::none());
+  d["max_ulp_kappa"] = e.max_ulp_kappa;
+  d["max_ulp_got"] = e.max_ulp_got;
+  d["max_ulp_exact"] = e.max_ulp_exact;
+  d["correctly_rounded"] = e.correctly_rounded_fraction();
+  d["nan_mismatches"] = e.nan_mismatches;
+  d["first_nan_mismatch_index"] =
+      e.first_nan_mismatch_index >= 0 ? py::object(unravel(e.first_nan_mismatch_index, in.shape)) : py::object(py::none());
+  d["over_budget"] = e.over_budget;
+  d["budget"] = py::dict(py::arg("a") = max_ulp, py::arg("b") = max_ulp_per_kappa);
+  d["mean"] = mp ? py::object(stat_dict(s.mean, mean_limit)) : py::object(py::none());
+  d["rstd"] = rp ? py::object(stat_dict(s.rstd, rstd_limit)) : py::object(py::none());
+  d["pass"] = e.within_budget() && mean_ok && rstd_ok;
+  return d;
+}
+
+py::list kernels_py() {
+  py::list out;
+  for (const KernelInfo& k : registry()) {
+    py::list dtypes;
+    py::dict unavailable;
+    for (DType d : kAllDTypes) {
+      if (!k.dtypes.contains(d)) continue;
+      dtypes.append(std::string(name(d)));
+      if (auto why = unavailable_reason(k, make_problem(1, 8, d, 1e-5, false, false))) unavailable[py::str(std::string(name(d)))] = *why;
+    }
+    py::dict e;
+    e["name"] = std::string(k.name);
+    e["summary"] = std::string(k.summary);
+    e["dtypes"] = py::tuple(dtypes);
+    e["unavailable"] = unavailable;
+    e["cautionary"] = k.cautionary;
+    out.append(e);
+  }
+  return out;
+}
+
+py::tuple run_py(const std::string& kernel, py::handle x, py::handle gamma, py::handle beta, int axis, double eps,
+                 py::handle dtype, int threads) {
+  const KernelInfo* k = find_kernel(kernel);
+  if (!k) {
+    std::string have;
+    for (const KernelInfo& e : registry()) have += (have.empty() ? "" : ", ") + std::string(e.name);
+    throw py::value_error("no kernel named '" + kernel + "' (have: " + have + ")");
+  }
+  const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype, threads);
+  if (auto why = unavailable_reason(*k, in.problem)) {
+    throw py::value_error("kernel '" + kernel + "' cannot run " + std::string(name(in.problem.dtype)) + " here: " + *why);
+  }
+  Outputs out = allocate(in);
+  const Tensors t = out.tensors(in);
+  {
+    py::gil_scoped_release release;
+    if (in.problem.rows > 0) k->run(in.problem, t);
+  }
+  return py::make_tuple(out.y, out.mean, out.rstd);
+}
+
+}  // namespace
+
+void bind_reference(py::module_& m) {
+  using namespace py::literals;
+  m.def("reference", &reference_py, "x"_a, "gamma"_a = py::none(), "beta"_a = py::none(), py::kw_only(), "axis"_a = -1,
+        "eps"_a = 1e-5, "dtype"_a = py::none(), "threads"_a = py::none());
+  m.def("check", &check_py, "x"_a, "y"_a, "gamma"_a = py::none(), "beta"_a = py::none(), py::kw_only(), "axis"_a = -1,
+        "eps"_a = 1e-5, "max_ulp"_a = 8.0, "max_ulp_per_kappa"_a = 1.0, "mean"_a = py::none(), "rstd"_a = py::none(),
+        "max_mean_ulp"_a = py::none(), "max_rstd_ulp"_a = py::none(), "dtype"_a = py::none(), "threads"_a = py::none());
+  m.def("kernels", &kernels_py);
+  m.def("run", &run_py, "name"_a, "x"_a, "gamma"_a = py::none(), "beta"_a = py::none(), py::kw_only(), "axis"_a = -1,
+        "eps"_a = 1e-5, "dtype"_a = py::none(), "threads"_a = 1);
+}
+
+}  // namespace lnorm::python

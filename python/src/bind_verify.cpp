@@ -1,0 +1,340 @@
+// lnorm.verify with a Python callable as the kernel, and lnorm.cases: the suite's input classes.
+//
+// KernelInfo::run is a plain function pointer, so the callable sits in one process-wide slot while a
+// verify runs (verify_mutex: one lnorm.verify at a time; a callable that calls lnorm.verify itself is
+// refused). The property suite runs with the GIL released; the trampoline takes it back to call the
+// callable on copies of the case's arrays, and copies the answer into the harness's guarded buffers.
+// Whatever goes wrong in the callable (raises, wrong shape or dtype) is thrown as a C++ exception,
+// which the suite records as that property's failure (verify.cpp) and the run goes on.
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+
+#include "bindings.hpp"
+#include "generators.hpp"
+#include "lnorm/budgets.hpp"
+#include "lnorm/reference.hpp"
+#include "lnorm/verify.hpp"
+#include "lnorm/verify_report.hpp"
+
+namespace lnorm::python {
+namespace {
+
+struct Slot {
+  py::object fn;
+  bool interrupted = false;  // KeyboardInterrupt in the callable: stop calling it, re-raise at the end
+};
+std::mutex verify_mutex;
+Slot* slot = nullptr;
+thread_local bool in_verify = false;
+
+// "ValueError: message" on one line (error_already_set::what() may append a traceback).
+std::string one_line(const py::error_already_set& e) {
+  std::string type = py::str(e.type().attr("__name__")).cast<std::string>();
+  std::string msg = py::str(e.value()).cast<std::string>();
+  for (char& c : msg) c = c == '\n' ? ' ' : c;
+  return msg.empty() ? type : type + ": " + msg;
+}
+
+py::array copy_in(DType d, const void* p, std::vector<py::ssize_t> shape) {
+  py::array a(numpy_dtype(d), shape);
+  std::memcpy(a.mutable_data(), p, static_cast<std::size_t>(a.nbytes()));
+  return a;
+}
+
+void copy_stat(py::handle h, const char* what, DType sd, std::int64_t rows, void* dst) {
+  if (!py::isinstance<py::array>(h)) throw std::runtime_error(std::string("fn returned ") + what + " that is not an array");
+  const py::array a = contiguous(h, what);
+  if (!holds(a, sd)) {
+    throw std::runtime_error(std::string("fn returned ") + what + " of dtype " + dtype_text(a) + "; expected " +
+                             py::str(numpy_dtype(sd)).cast<std::string>());
+  }
+  if (a.size() != rows) {
+    throw std::runtime_error(std::string("fn returned ") + what + " with " + std::to_string(a.size()) + " values; expected " +
+                             std::to_string(rows) + " (one per row)");
+  }
+  std::memcpy(dst, a.data(), static_cast<std::size_t>(a.nbytes()));
+}
+
+// The kernel the suite calls: fn(x, gamma, beta, eps) -> y or (y, mean, rstd).
+void python_kernel(const Problem& p, const Tensors& t) {
+  py::gil_scoped_acquire gil;
+  if (slot->interrupted) throw std::runtime_error("interrupted (KeyboardInterrupt)");
+  std::string error;
+  try {
+    const DType d = p.dtype, sd = stats_dtype(d);
+    const py::object g = t.gamma ? py::object(copy_in(d, t.gamma, {p.cols})) : py::object(py::none());
+    const py::object b = t.beta ? py::object(copy_in(d, t.beta, {p.cols})) : py::object(py::none());
+    const py::object r = slot->fn(copy_in(d, t.x, {p.rows, p.cols}), g, b, p.eps);
+    py::object y = r, mean = py::none(), rstd = py::none();
+    if (py::isinstance<py::tuple>(r) || py::isinstance<py::list>(r)) {
+      const py::sequence s = py::reinterpret_borrow<py::sequence>(r);
+      if (s.size() != 3) {
+        throw std::runtime_error("fn returned a sequence of " + std::to_string(s.size()) +
+                                 "; expected y or (y, mean, rstd)");
+      }
+      y = s[0], mean = s[1], rstd = s[2];
+    }
+    if (!py::isinstance<py::array>(y)) {
+      throw std::runtime_error("fn returned y of type " + py::str(py::type::handle_of(y).attr("__name__")).cast<std::string>() +
+                               "; expected a NumPy array");
+    }
+    const py::array ya = contiguous(y, "y");
+    if (!holds(ya, d)) {
+      throw std::runtime_error("fn returned y of dtype " + dtype_text(ya) + "; expected " +
+                               py::str(numpy_dtype(d)).cast<std::string>() + " for " + std::string(name(d)));
+    }
+    if (shape_of(ya) != std::vector<std::int64_t>{p.rows, p.cols}) {
+      throw std::runtime_error("fn returned y of shape " + shape_text(shape_of(ya)) + "; expected " +
+                               shape_text({p.rows, p.cols}));
+    }
+    std::memcpy(t.y, ya.data(), static_cast<std::size_t>(ya.nbytes()));
+    if (!mean.is_none() || !rstd.is_none()) {
+      copy_stat(mean, "mean", sd, p.rows, t.mean);
+      copy_stat(rstd, "rstd", sd, p.rows, t.rstd);
+    } else {
+      // y only: the statistics are not the callable's, so they come from the exact reference (they
+      // then pass their budgets trivially; only y is judged). y itself is left as fn returned it.
+      std::vector<std::byte> scratch(static_cast<std::size_t>(p.elements()) * size_of(d));
+      Problem one = p;
+      one.threads = 1;
+      reference(one, Tensors{t.x, t.gamma, t.beta, scratch.data(), t.mean, t.rstd});
+    }
+  } catch (py::error_already_set& e) {
+    if (e.matches(PyExc_KeyboardInterrupt)) slot->interrupted = true;
+    error = "fn raised " + one_line(e);
+  } catch (const py::builtin_exception& e) {
+    error = e.what();
+  }
+  if (!error.empty()) throw std::runtime_error(error);
+}
+
+py::dict case_dict(const verify::Case& c) {
+  py::dict d;
+  const std::vector<std::int64_t> row(c.spec.shape.begin() + c.spec.axis, c.spec.shape.end());
+  d["x"] = encode(c.spec.dtype, c.x, c.spec.shape);
+  d["gamma"] = c.gamma.empty() ? py::object(py::none()) : py::object(encode(c.spec.dtype, c.gamma, row));
+  d["beta"] = c.beta.empty() ? py::object(py::none()) : py::object(encode(c.spec.dtype, c.beta, row));
+  d["eps"] = c.spec.eps;
+  d["axis"] = c.spec.axis;
+  d["dtype"] = std::string(name(c.spec.dtype));
+  d["description"] = c.spec.describe();
+  return d;
+}
+
+std::string quoted_list(const std::vector<std::string>& v) {
+  std::string s = "(";
+  for (const std::string& e : v) s += "\"" + e + "\", ";
+  return s + ")";
+}
+
+py::dict verify_py(py::object fn, const std::string& kernel_name, const std::vector<std::string>& dtypes,
+                   const std::vector<std::string>& properties, int cases, bool quick, std::uint64_t seed,
+                   py::object budgets_toml) {
+  using namespace lnorm::verify;
+  if (!PyCallable_Check(fn.ptr())) throw py::type_error("fn must be callable: fn(x, gamma, beta, eps) -> y or (y, mean, rstd)");
+  if (in_verify) throw std::runtime_error("lnorm.verify called from inside the callable it is verifying");
+  if (cases < 0) throw py::value_error("cases must be >= 1");
+  std::vector<DType> ds;
+  for (const std::string& s : dtypes) {
+    const auto d = parse_dtype(s);
+    if (!d) throw py::value_error("dtypes: '" + s + "' is not one of 'f32', 'f64', 'f16', 'bf16'");
+    ds.push_back(*d);
+  }
+  if (ds.empty()) throw py::value_error("dtypes: give at least one");
+  Settings settings;
+  settings.cases = cases;
+  settings.seed = seed;
+  settings.quick = quick;
+  for (const std::string& s : properties) {
+    const auto p = parse_property(s);
+    if (!p) {
+      std::string have;
+      for (Property q : kAllProperties) have += (have.empty() ? "" : ", ") + std::string(name(q));
+      throw py::value_error("properties: '" + s + "' is not a property (have: " + have + ")");
+    }
+    settings.properties.push_back(*p);
+  }
+  Budgets budgets;
+  std::string lookup = "default";
+  try {
+    if (budgets_toml.is_none()) {
+      budgets = Budgets::builtin();
+    } else {
+      budgets = Budgets::parse(budgets_toml.cast<std::string>(), "budget");
+      lookup = kernel_name;
+    }
+  } catch (const BudgetError& e) {
+    throw py::value_error(e.what());
+  }
+  std::vector<KernelBudget> per_dtype;
+  for (DType d : ds) {
+    try {
+      per_dtype.push_back(budgets.for_kernel(lookup, d));
+    } catch (const BudgetError& e) {
+      throw py::value_error(e.what());
+    }
+  }
+
+  const std::string kname = kernel_name;
+  KernelInfo k{kname, "a Python callable", DTypeSet{DType::f32, DType::f64, DType::f16, DType::bf16},
+               [](const Problem&) -> std::optional<std::string> { return std::nullopt; }, &python_kernel, false};
+  Slot s{fn};
+  std::vector<Outcome> outcomes;
+  double seconds = 0;
+  {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(verify_mutex);
+    slot = &s;
+    in_verify = true;
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      for (std::size_t i = 0; i < ds.size() && !s.interrupted; ++i) {
+        for (Outcome& o : verify_kernel(k, ds[i], per_dtype[i], settings)) outcomes.push_back(std::move(o));
+      }
+    } catch (...) {
+      slot = nullptr;
+      in_verify = false;
+      throw;
+    }
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    slot = nullptr;
+    in_verify = false;
+  }
+  if (s.interrupted) {
+    PyErr_SetNone(PyExc_KeyboardInterrupt);
+    throw py::error_already_set();
+  }
+  // The reproduction line is a Python call.
+  for (Outcome& o : outcomes) {
+    std::ostringstream r;
+    r << "lnorm.verify(" << kname << ", dtypes=" << quoted_list({std::string(name(o.dtype))})
+      << ", properties=" << quoted_list({std::string(name(o.property))}) << ", seed=" << seed
+      << ", cases=" << settings.default_cases() << ")";
+    o.reproduce = r.str();
+  }
+  RunInfo info;
+  info.seed = seed;
+  info.quick = quick;
+  info.cases = settings.default_cases();
+  info.budgets_source = budgets.source();
+  info.seconds = seconds;
+  py::list out;
+  for (const Outcome& o : outcomes) {
+    py::dict d;
+    d["kernel"] = o.kernel;
+    d["dtype"] = std::string(name(o.dtype));
+    d["property"] = std::string(name(o.property));
+    d["status"] = std::string(name(o.status));
+    d["failed"] = is_failure(o.status);
+    d["cases"] = o.cases;
+    d["seconds"] = o.seconds;
+    d["seed"] = o.seed;
+    d["worst"] = o.worst;
+    d["classes"] = o.classes;
+    d["correctly_rounded"] = o.correctly_rounded < 0 ? py::object(py::none()) : py::object(py::float_(o.correctly_rounded));
+    d["message"] = o.message;
+    d["counterexample"] = o.counterexample;
+    d["reproduce"] = o.reproduce;
+    d["expected_reason"] = o.expected_reason;
+    d["case"] = o.failing_case ? py::object(case_dict(*o.failing_case)) : py::object(py::none());
+    out.append(d);
+  }
+  py::dict result;
+  result["outcomes"] = out;
+  result["table"] = table_text(outcomes, info);
+  result["seconds"] = seconds;
+  result["budgets"] = budgets.source();
+  return result;
+}
+
+template <class E, int N>
+E parse_name(const std::string& s, const char* what) {
+  std::string have;
+  for (int i = 0; i < N; ++i) {
+    if (verify::name(static_cast<E>(i)) == s) return static_cast<E>(i);
+    have += (have.empty() ? "" : ", ") + std::string(verify::name(static_cast<E>(i)));
+  }
+  throw py::value_error(std::string(what) + ": '" + s + "' is not one of " + have);
+}
+
+py::dict case_py(const std::string& dtype, const std::vector<std::string>& classes, const std::vector<std::int64_t>& shape,
+                 int axis, double eps, const std::string& gamma, const std::string& beta, double log10_kappa,
+                 std::uint64_t seed) {
+  using namespace lnorm::verify;
+  const auto d = parse_dtype(dtype);
+  if (!d) throw py::value_error("dtype='" + dtype + "': expected 'f32', 'f64', 'f16' or 'bf16'");
+  if (classes.empty()) throw py::value_error("classes: give at least one row class");
+  const int rank = static_cast<int>(shape.size());
+  if (rank == 0) throw py::value_error("shape: at least one dimension");
+  if (axis < -rank || axis >= rank) throw py::value_error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  std::int64_t elements = 1;
+  for (std::int64_t v : shape) {
+    if (v < 1) throw py::value_error("shape: every dimension must be >= 1");
+    elements *= v;
+    if (elements > (std::int64_t{1} << 28)) throw py::value_error("shape: more than 2^28 elements");
+  }
+  if (!(eps >= 0) || !std::isfinite(eps)) throw py::value_error("eps must be finite and >= 0");
+  CaseSpec spec;
+  spec.dtype = *d;
+  for (const std::string& c : classes) spec.row_classes.push_back(parse_name<RowClass, kRowClassCount>(c, "classes"));
+  spec.shape = shape;
+  spec.axis = axis < 0 ? axis + rank : axis;
+  spec.eps = make_problem(1, 1, *d, eps, false, false).eps;  // the eps the kernels receive
+  spec.gamma = parse_name<Affine, 4>(gamma, "gamma");
+  spec.beta = parse_name<Affine, 4>(beta, "beta");
+  spec.log10_kappa = log10_kappa;
+  spec.data_seed = seed;
+  Case c;
+  {
+    py::gil_scoped_release release;
+    c = materialize(spec);
+  }
+  return case_dict(c);
+}
+
+py::dict budget_dict(const verify::KernelBudget& b) {
+  py::dict d;
+  d["y"] = py::dict(py::arg("a") = b.y.a, py::arg("b") = b.y.b, py::arg("reason") = b.y_reason);
+  d["mean"] = py::dict(py::arg("ulp") = b.mean_ulp, py::arg("reason") = b.mean_reason);
+  d["rstd"] = py::dict(py::arg("ulp") = b.rstd_ulp, py::arg("reason") = b.rstd_reason);
+  d["exact_mean"] = py::dict(py::arg("value") = b.exact_mean, py::arg("reason") = b.exact_mean_reason);
+  if (!b.correctly_rounded_reason.empty())
+    d["correctly_rounded"] = py::dict(py::arg("min") = b.min_correctly_rounded, py::arg("reason") = b.correctly_rounded_reason);
+  py::dict xf;
+  for (const auto& [p, why] : b.expected_failures) xf[py::str(std::string(verify::name(p)))] = why;
+  d["expected_failures"] = xf;
+  return d;
+}
+
+}  // namespace
+
+void bind_verify(py::module_& m) {
+  using namespace py::literals;
+  m.def("_verify", &verify_py, "fn"_a, "name"_a, "dtypes"_a, "properties"_a, "cases"_a, "quick"_a, "seed"_a,
+        "budgets_toml"_a);
+  m.def("_case", &case_py, "dtype"_a, "classes"_a, "shape"_a, "axis"_a, "eps"_a, "gamma"_a, "beta"_a,
+        "log10_kappa"_a, "seed"_a);
+  m.def("_builtin_budget", [](const std::string& kernel, const std::string& dtype) {
+    const auto d = parse_dtype(dtype);
+    if (!d) throw py::value_error("dtype='" + dtype + "': expected 'f32', 'f64', 'f16' or 'bf16'");
+    try {
+      return budget_dict(verify::Budgets::builtin().for_kernel(kernel, *d));
+    } catch (const verify::BudgetError& e) {
+      throw py::value_error(e.what());
+    }
+  });
+  py::list classes, properties, affine;
+  for (int i = 0; i < verify::kRowClassCount; ++i) classes.append(std::string(verify::name(static_cast<verify::RowClass>(i))));
+  for (verify::Property p : verify::kAllProperties) properties.append(std::string(verify::name(p)));
+  for (int i = 0; i < 4; ++i) affine.append(std::string(verify::name(static_cast<verify::Affine>(i))));
+  m.attr("ROW_CLASSES") = py::tuple(classes);
+  m.attr("PROPERTIES") = py::tuple(properties);
+  m.attr("AFFINE_KINDS") = py::tuple(affine);
+  m.attr("EDGE_WIDTHS") = py::tuple(py::cast(std::vector<std::int64_t>(std::begin(verify::kEdgeWidths), std::end(verify::kEdgeWidths))));
+  m.attr("EDGE_EPS") = py::tuple(py::cast(std::vector<double>(std::begin(verify::kEdgeEps), std::end(verify::kEdgeEps))));
+}
+
+}  // namespace lnorm::python

@@ -1,0 +1,184 @@
+"""lnorm.reference, lnorm.check, assert_layernorm_close, lnorm.kernels and lnorm.run: specifications."""
+
+import numpy as np
+import pytest
+
+import lnorm
+
+
+def offset_rows(rows=4, cols=33, kappa=1e4, seed=0):
+    return lnorm.case("offset", shape=(rows, cols), kappa=kappa, seed=seed).x
+
+
+def test_reference_is_exact_so_check_finds_zero_error_and_every_element_correctly_rounded():
+    x = np.random.default_rng(1).standard_normal((5, 17)).astype(np.float32)
+    y, mean, rstd = lnorm.reference(x)
+    # Rounded once, so within half an ulp of the real answer, and bit-identical to it rounded.
+    r = lnorm.check(x, y, max_ulp=0.5, max_ulp_per_kappa=0, mean=mean, rstd=rstd, max_mean_ulp=0, max_rstd_ulp=0)
+    assert r and r.passed
+    assert 0 < r.max_ulp <= 0.5 and r.correctly_rounded == 1.0 and r.nan_mismatches == 0
+    assert r.mean["max_ulp"] == 0 and r.rstd["max_ulp"] == 0
+
+
+def test_reference_shapes_follow_onnx_axis_and_dtypes_follow_x():
+    x = np.ones((2, 3, 4), np.float16) * np.arange(4, dtype=np.float16)
+    y, mean, rstd = lnorm.reference(x, axis=1)
+    assert y.shape == x.shape and y.dtype == np.float16
+    assert mean.shape == (2, 1, 1) and mean.dtype == np.float32 and rstd.shape == (2, 1, 1)
+    y64, mean64, _ = lnorm.reference(x.astype(np.float64), axis=-1)
+    assert mean64.shape == (2, 3, 1) and mean64.dtype == np.float64
+
+
+def test_reference_matches_a_float64_formula_on_plain_data():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((3, 64)).astype(np.float32)
+    g = rng.standard_normal(64).astype(np.float32)
+    b = rng.standard_normal(64).astype(np.float32)
+    y, _, _ = lnorm.reference(x, g, b, eps=1e-5)
+    x64 = x.astype(np.float64)
+    m = x64.mean(-1, keepdims=True)
+    want = (x64 - m) / np.sqrt(((x64 - m) ** 2).mean(-1, keepdims=True) + np.float64(np.float32(1e-5))) * g + b
+    np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
+
+
+def test_check_names_the_worst_element_as_an_index_into_x_shape():
+    x = offset_rows(rows=6, cols=10).reshape(2, 3, 10)
+    y, _, _ = lnorm.reference(x)
+    bad = y.copy()
+    bad[1, 2, 7] += np.float32(0.25)  # about 2^21 ulps: far over 8 + kappa
+    r = lnorm.check(x, bad)
+    assert not r
+    assert r.max_ulp_index == (1, 2, 7)
+    assert r.over_budget == 1 and r.elements == 60
+    assert r.max_ulp_got == pytest.approx(float(bad[1, 2, 7])) and r.max_ulp_exact == pytest.approx(float(y[1, 2, 7]), rel=2**-23)
+    assert r.max_ulp_kappa > 1
+
+
+def test_check_counts_nan_where_the_answer_is_finite_as_a_mismatch():
+    x = np.random.default_rng(3).standard_normal((4, 8)).astype(np.float32)
+    y, _, _ = lnorm.reference(x)
+    y[2, 5] = np.nan
+    r = lnorm.check(x, y)
+    assert not r and r.nan_mismatches == 1 and r.first_nan_mismatch_index == (2, 5)
+
+
+def test_assert_layernorm_close_raises_with_the_verdict_and_returns_the_result_when_within_budget():
+    x = offset_rows()
+    y, _, _ = lnorm.reference(x)
+    assert lnorm.assert_layernorm_close(x, y).passed
+    with pytest.raises(AssertionError) as e:
+        lnorm.assert_layernorm_close(x, np.zeros_like(y))
+    msg = str(e.value)
+    assert "FAIL  y max" in msg and "worst y   (" in msg and "over budget" in msg
+
+
+def test_bf16_travels_as_uint16_bits_with_dtype_bf16():
+    f = np.random.default_rng(4).standard_normal((3, 16)).astype(np.float32)
+    bits = (f.view(np.uint32) >> 16).astype(np.uint16)  # truncation: some bf16 values
+    y, mean, rstd = lnorm.reference(bits, dtype="bf16")
+    assert y.dtype == np.uint16 and mean.dtype == np.float32
+    assert lnorm.check(bits, y, dtype="bf16", max_ulp=0.5, max_ulp_per_kappa=0).correctly_rounded == 1.0
+    # bf16 is f32's top half: the answer read back as f32 is close to a float64 formula.
+    yf = (y.astype(np.uint32) << 16).view(np.float32)
+    xf = (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    want = (xf - xf.mean(-1, keepdims=True)) / np.sqrt(xf.var(-1, keepdims=True) + np.float32(1e-5))
+    np.testing.assert_allclose(yf, want, rtol=2**-7, atol=2**-7)
+
+
+def test_torch_tensors_are_taken_directly_bf16_included():
+    torch = pytest.importorskip("torch", reason="python3-torch is not installed")
+    t = torch.randn(4, 32)
+    y = torch.nn.functional.layer_norm(t, (32,))
+    assert lnorm.check(t, y)
+    tb = t.to(torch.bfloat16)
+    yb = torch.nn.functional.layer_norm(tb, (32,))
+    r = lnorm.check(tb, yb)  # dtype bf16 implied by the tensor
+    assert r.dtype == "bf16" and r.elements == 128
+    bits = tb.view(torch.int16).numpy().view(np.uint16)  # the documented view trick
+    assert np.array_equal(lnorm.reference(tb)[0], lnorm.reference(bits, dtype="bf16")[0])
+
+
+def test_non_contiguous_and_read_only_inputs_give_the_same_answer_as_contiguous_ones():
+    base = np.random.default_rng(5).standard_normal((8, 40)).astype(np.float32)
+    strided = base[::2, ::2]
+    assert not strided.flags.c_contiguous
+    want = lnorm.reference(np.ascontiguousarray(strided))
+    got = lnorm.reference(strided)
+    for a, b in zip(got, want):
+        assert np.array_equal(a, b)
+    ro = np.ascontiguousarray(strided)
+    ro.flags.writeable = False
+    assert np.array_equal(lnorm.reference(ro)[0], want[0])
+    assert lnorm.check(ro, want[0])
+    swapped = np.ascontiguousarray(strided).astype(">f4")
+    assert np.array_equal(lnorm.reference(swapped)[0], want[0])
+
+
+def test_check_reads_contiguous_inputs_in_place_and_copies_only_the_others():
+    # NumPy reports its allocations to tracemalloc: checking a contiguous 8 MiB x allocates no array;
+    # a Fortran-ordered one (the control) is copied to C order first, and that copy shows.
+    import tracemalloc
+
+    x = np.ones((1024, 2048), np.float32)  # 8 MiB
+    x[:, ::3] = 2
+    y = lnorm.run("welford", x)[0]
+    f = np.asfortranarray(x)
+
+    def peak_allocated(a):
+        tracemalloc.start()
+        try:
+            tracemalloc.reset_peak()
+            base = tracemalloc.get_traced_memory()[0]
+            assert lnorm.check(a, y, threads=2)
+            return (tracemalloc.get_traced_memory()[1] - base) / 2**20
+        finally:
+            tracemalloc.stop()
+
+    contiguous, fortran = peak_allocated(x), peak_allocated(f)
+    assert contiguous < 1, f"checking a contiguous 8 MiB x allocated {contiguous:.1f} MiB"
+    assert fortran >= 7.9, f"the control: a Fortran-ordered x must be copied (8 MiB), allocated {fortran:.1f} MiB"
+
+
+def test_kernels_lists_the_registry_and_run_agrees_with_the_reference_within_budget():
+    ks = lnorm.kernels()
+    names = [k.name for k in ks]
+    assert "naive" in names and "welford" in names
+    onepass = next(k for k in ks if k.name == "onepass")
+    assert onepass.cautionary
+    x = offset_rows(kappa=1e3)
+    y, mean, rstd = lnorm.run("welford", x)
+    assert lnorm.check(x, y, mean=mean, rstd=rstd)
+    assert mean.shape == (4, 1)
+
+
+def test_run_refuses_unknown_kernels_and_unsupported_dtypes():
+    x = np.zeros((2, 8), np.float32)
+    with pytest.raises(ValueError, match="no kernel named 'nope'"):
+        lnorm.run("nope", x)
+
+
+def test_the_gil_is_released_while_check_works():
+    # A spinning thread notes the longest time it could not run. Were the GIL held through the C++
+    # work, that gap would span the whole check; released, it stays at scheduling noise.
+    import threading
+    import time
+
+    x = np.random.default_rng(6).standard_normal((512, 2048), dtype=np.float32)
+    y = lnorm.run("welford", x)[0]
+    stop, gap = threading.Event(), [0.0]
+
+    def spin():
+        last = time.perf_counter()
+        while not stop.is_set():
+            now = time.perf_counter()
+            gap[0], last = max(gap[0], now - last), now
+
+    t = threading.Thread(target=spin)
+    t.start()
+    time.sleep(0.05)
+    start = time.perf_counter()
+    lnorm.check(x, y, threads=1)
+    duration = time.perf_counter() - start
+    stop.set()
+    t.join()
+    assert gap[0] < duration / 2, f"the other thread was stalled {gap[0]:.3f} s of a {duration:.3f} s check"
