@@ -25,11 +25,11 @@ std::optional<std::string> avx2_why_not(const Problem&) {
 }
 
 void avx2_run(const Problem& p, const Tensors& t) {
-  parallel_rows(p.rows, p.threads, [&](std::int64_t begin, std::int64_t end) { avx2::rows(p, t, begin, end); });
+  parallel_rows(p.rows, p.threads, [&](std::int64_t begin, std::int64_t end) { avx2::rows(p, t, begin, end); }, p.cols);
 }
 
 void avx2_cr_run(const Problem& p, const Tensors& t) {
-  parallel_rows(p.rows, p.threads, [&](std::int64_t begin, std::int64_t end) { avx2_cr::rows(p, t, begin, end); });
+  parallel_rows(p.rows, p.threads, [&](std::int64_t begin, std::int64_t end) { avx2_cr::rows(p, t, begin, end); }, p.cols);
 }
 
 }  // namespace
