@@ -49,7 +49,7 @@ tail -3 "$work/verify.txt"                  # classes generated and the verdict
 echo "(expected failures and their reasons: lnorm verify --quick; budgets in property_tests/budgets.toml)"
 
 echo
-echo "== lnorm bench --quick: GB/s beside memcpy and oneDNN, single thread (bench/README.md explains)"
+echo "== lnorm bench --quick: GB/s beside the copy ceiling and oneDNN, single thread (bench/README.md explains)"
 "$lnorm" bench --quick || status=$?
 echo
 echo "== lnorm select --shape 4096x1024 --dtype f32 --max-ulp 12"
