@@ -37,7 +37,7 @@ TEST_CASE("parallel_rows: every row exactly once, in contiguous ranges, for thre
   }
 }
 
-TEST_CASE("parallel_rows: small problems stay on one thread; big ones use every thread asked", "[parallel]") {
+TEST_CASE("parallel_rows: small problems stay on one thread, big ones use every thread asked", "[parallel]") {
   CHECK(split_threads(64, 2, 64) == 1);                         // 4096 elements: not worth a wake-up
   CHECK(split_threads(2, 8, kMinElementsPerThread) == 2);        // at most one thread per row
   CHECK(split_threads(16384, 2, 4096) == 2);
