@@ -80,23 +80,28 @@ struct CopyBody : Body {
 
 void copy_memcpy(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
 
+#if LNORM_HAVE_DNNL
 // oneDNN 2.x as Debian builds it runs on OpenMP (libgomp: DNNL_CPU_RUNTIME OMP in dnnl_config.h) and
 // takes its thread count from omp_get_max_threads() of the calling thread, which defaults to every core.
-// We set it with omp_set_num_threads, looked up in the process (libdnnl brings libgomp in), so lnorm
-// itself needs no OpenMP; a oneDNN on another runtime has no such symbol and its baseline is refused.
-using OmpSetFn = void (*)(int);
-using OmpGetFn = int (*)();
-OmpSetFn omp_set() { return reinterpret_cast<OmpSetFn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads")); }
-OmpGetFn omp_get() { return reinterpret_cast<OmpGetFn>(dlsym(RTLD_DEFAULT, "omp_get_max_threads")); }
+// We set it with omp_set_num_threads, looked up once in the process (libdnnl brings libgomp in), so
+// lnorm itself needs no OpenMP; a oneDNN on another runtime has no such symbol and its baseline is refused.
+struct OmpThreads {
+  void (*set)(int) = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  int (*get)() = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+};
+const OmpThreads& omp_threads() {
+  static const OmpThreads o;
+  return o;
+}
 
 // Sets oneDNN's thread count; false if it cannot be set or does not hold.
 bool set_onednn_threads(int threads) {
-  const OmpSetFn set = omp_set();
-  const OmpGetFn get = omp_get();
-  if (!set || !get) return false;
-  set(threads);
-  return get() == threads;
+  const OmpThreads& o = omp_threads();
+  if (!o.set || !o.get) return false;
+  o.set(threads);
+  return o.get() == threads;
 }
+#endif
 
 #if LNORM_HAVE_DNNL
 struct OneDnnBody : Body {
@@ -139,7 +144,7 @@ struct OneDnnBody : Body {
 std::string onednn_unavailable(DType d) {
 #if LNORM_HAVE_DNNL
   if (d != DType::f32 && d != DType::bf16) return "oneDNN's layer norm takes f32 and bf16 only";
-  if (!omp_set() || !omp_get()) return "cannot set oneDNN's thread count: no omp_set_num_threads in this process";
+  if (!omp_threads().set || !omp_threads().get) return "cannot set oneDNN's thread count: no omp_set_num_threads in this process";
   try {
     Settings s;
     OneDnnBody probe(Entry{"onednn", nullptr, d, Shape{1, 64}}, s);
