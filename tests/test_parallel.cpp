@@ -3,6 +3,9 @@
 // nested and concurrent calls. test_concurrency covers two kernels at once under ThreadSanitizer.
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <mutex>
 #include <cstring>
@@ -128,3 +131,25 @@ TEST_CASE("parallel_rows: every kernel gives the same bits at 1..8 threads", "[p
   }
   CHECK(compared >= 2);
 }
+
+#if !defined(__SANITIZE_THREAD__)  // ThreadSanitizer does not support fork() in a multithreaded process
+TEST_CASE("parallel_rows: works in a forked child, where the pool's workers do not exist", "[parallel]") {
+  // `lnorm verify` runs each property in a fork()ed child (cli/verify_sandbox.cpp) after the parent used
+  // the pool. The child inherits the pool's bookkeeping but not its threads: the caller takes every range
+  // no worker started, so the call still covers every row instead of waiting forever.
+  std::atomic<std::int64_t> warm{0};
+  parallel_rows(64, 4, [&](std::int64_t b, std::int64_t e) { warm += e - b; });
+  REQUIRE(warm == 64);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    std::atomic<std::int64_t> rows{0};
+    parallel_rows(100, 4, [&](std::int64_t b, std::int64_t e) { rows += e - b; });
+    ::_exit(rows == 100 ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+#endif

@@ -33,6 +33,8 @@
 // - Safe from several caller threads at once: the pool serves one call at a time; a call that finds it
 //   busy, or that is made from inside a range (nested), runs its ranges one after another on its own
 //   thread — the same ranges, so the same bits.
+// - Safe in a fork()ed child (lnorm verify's sandbox): the child has the pool's bookkeeping but not its
+//   threads, and the caller takes every range whose worker has not started, so it does them all.
 #pragma once
 
 #include <algorithm>
