@@ -1,8 +1,8 @@
-// lnorm_gbench — every available kernel × dtype × shape (bench/shapes.txt), with memcpy and oneDNN
+// lnorm_gbench — every available kernel × dtype × shape (bench/shapes.txt), with the copies and oneDNN
 // rows in the same run, single thread, as Google Benchmark benchmarks named KERNEL/DTYPE/ROWSxCOLS.
 // Google Benchmark's own flags apply (--benchmark_filter, --benchmark_format=json, ...), so its
 // tools/compare.py can compare two runs. `lnorm bench` prints the same numbers as a table.
-//   OMP_NUM_THREADS=1 build/release/bench/lnorm_gbench --benchmark_filter=/f32/64x4096
+//   build/release/bench/lnorm_gbench --benchmark_filter=/f32/64x4096
 #include <benchmark/benchmark.h>
 
 #include "lnorm/bench.hpp"
@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
   std::vector<Entry> entries;
   for (const Shape& s : builtin_shapes(false)) {
     for (DType d : {DType::f32, DType::bf16, DType::f16}) {
-      entries.push_back({"memcpy", nullptr, d, s});
+      for (const std::string& c : copy_names())
+        if (copy_unavailable(c).empty()) entries.push_back({c, nullptr, d, s});
       if (onednn_unavailable(d).empty()) entries.push_back({"onednn", nullptr, d, s});
       for (const KernelInfo& k : registry()) {
         if (k.cautionary || unavailable_reason(k, make_problem(s.rows, s.cols, d, 1e-5, true, true))) continue;

@@ -1,4 +1,4 @@
-// lnorm bench — kernels beside memcpy and oneDNN in one run; lnorm select — the fastest kernel here
+// lnorm bench — kernels beside the copy ceiling and oneDNN in one run; lnorm select — the fastest kernel here
 // whose verified budget meets the accuracy asked. Both time single calls on resident, warm data.
 #include <unistd.h>
 
@@ -59,9 +59,13 @@ nlohmann::json result_json(const Result& r, const std::vector<Result>& all) {
                       {"seconds", r.seconds},           {"bytes_per_second", r.bytes_per_second},
                       {"rows_per_second", r.rows_per_second}};
   if (!r.skipped.empty()) j["skipped"] = r.skipped;
-  const Result* mc = find(all, "memcpy", r.entry.dtype, r.entry.shape);
+  const auto ceiling = bench::copy_ceiling(all, r.entry.dtype, r.entry.shape);
   const Result* od = find(all, "onednn", r.entry.dtype, r.entry.shape);
-  if (mc && mc->skipped.empty() && r.skipped.empty()) j["fraction_of_memcpy"] = r.bytes_per_second / mc->bytes_per_second;
+  if (ceiling) j["copy"] = {{"winner", ceiling->winner}, {"bytes_per_second", ceiling->bytes_per_second}};
+  if (ceiling && r.skipped.empty()) {
+    j["fraction_of_copy"] = r.bytes_per_second / ceiling->bytes_per_second;
+    j["ceiling_suspect"] = bench::ceiling_suspect(r.bytes_per_second, *ceiling);
+  }
   if (od && od->skipped.empty() && r.skipped.empty()) j["times_onednn"] = r.rows_per_second / od->rows_per_second;
   return j;
 }
@@ -73,26 +77,68 @@ int name_width(const std::vector<std::string>& names) {
   return static_cast<int>(w);
 }
 
+// What cannot run here at all, once per run (not once per shape and dtype): "  avx512 (f32, bf16): needs ...".
+void print_unavailable(const std::vector<Result>& results) {
+  std::vector<std::pair<std::string, std::string>> seen;  // (what, reason), in first-seen order
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> dtypes;
+  for (const Result& r : results) {
+    if (!r.unavailable) continue;
+    const auto key = std::make_pair(r.entry.what, r.skipped);
+    auto& ds = dtypes[key];
+    if (ds.empty()) seen.push_back(key);
+    const std::string d(name(r.entry.dtype));
+    if (std::find(ds.begin(), ds.end(), d) == ds.end()) ds.push_back(d);
+  }
+  if (seen.empty()) return;
+  std::printf("\nnot run here (every shape):\n");
+  for (const auto& key : seen) {
+    std::string ds;
+    for (const std::string& d : dtypes[key]) ds += (ds.empty() ? "" : ", ") + d;
+    std::printf("  %s (%s): %s\n", key.first.c_str(), ds.c_str(), key.second.c_str());
+  }
+}
+
 void print_tables(const std::vector<Result>& results, const std::vector<Shape>& shapes) {
   std::vector<std::string> names;
-  for (const Result& r : results) names.push_back(r.entry.what);
+  for (const Result& r : results) names.push_back(bench::is_copy(r.entry.what) ? "copy " + r.entry.what : r.entry.what);
   const int w = name_width(names);
   for (const Shape& s : shapes) {
-    std::printf("\n%s (GB/s of x read + y written + gamma/beta; single calls, median)\n", s.text().c_str());
-    std::printf("  %-*s %-5s %9s %11s %10s\n", w, "kernel", "dtype", "GB/s", "% memcpy", "x oneDNN");
+    std::printf("\n%s (GB/s of x read + y written + gamma/beta; single calls, median; copy = fastest copy of x to y)\n",
+                s.text().c_str());
+    std::printf("  %-*s %-5s %9s %10s %10s\n", w, "kernel", "dtype", "GB/s", "% of copy", "x oneDNN");
+    DType last = DType::f64;
     for (const Result& r : results) {
-      if (r.entry.shape.rows != s.rows || r.entry.shape.cols != s.cols) continue;
-      if (!r.skipped.empty()) {
-        std::printf("  %-*s %-5s  skipped: %s\n", w, r.entry.what.c_str(), std::string(name(r.entry.dtype)).c_str(), r.skipped.c_str());
+      if (r.entry.shape.rows != s.rows || r.entry.shape.cols != s.cols || r.unavailable) continue;
+      const std::string d(name(r.entry.dtype));
+      const auto ceiling = bench::copy_ceiling(results, r.entry.dtype, s);
+      const Result* od = find(results, "onednn", r.entry.dtype, s);
+      if (bench::is_copy(r.entry.what)) {
+        // One row per dtype: the ceiling and the copy that set it.
+        if (last == r.entry.dtype) continue;
+        last = r.entry.dtype;
+        if (!ceiling) {
+          std::printf("  %-*s %-5s  no copy measured\n", w, "copy", d.c_str());
+          continue;
+        }
+        char x[32] = "-";
+        if (od && od->skipped.empty()) std::snprintf(x, sizeof x, "%.2fx", (ceiling->bytes_per_second / od->bytes_per_second));
+        std::printf("  %-*s %-5s %9.2f %10s %10s\n", w, ("copy " + ceiling->winner).c_str(), d.c_str(),
+                    ceiling->bytes_per_second / 1e9, "100%", x);
         continue;
       }
-      const Result* mc = find(results, "memcpy", r.entry.dtype, s);
-      const Result* od = find(results, "onednn", r.entry.dtype, s);
-      char pct[32] = "-", x[32] = "-";
-      if (mc && mc->skipped.empty()) std::snprintf(pct, sizeof pct, "%.0f%%", 100 * r.bytes_per_second / mc->bytes_per_second);
+      if (!r.skipped.empty()) {
+        std::printf("  %-*s %-5s  skipped: %s\n", w, r.entry.what.c_str(), d.c_str(), r.skipped.c_str());
+        continue;
+      }
+      char x[32] = "-";
       if (od && od->skipped.empty()) std::snprintf(x, sizeof x, "%.2fx", r.rows_per_second / od->rows_per_second);
-      std::printf("  %-*s %-5s %9.2f %11s %10s\n", w, r.entry.what.c_str(), std::string(name(r.entry.dtype)).c_str(),
-                  r.bytes_per_second / 1e9, pct, x);
+      const std::string pct = ceiling ? bench::percent_of_copy(r.bytes_per_second, *ceiling) : "-";
+      if (ceiling && bench::ceiling_suspect(r.bytes_per_second, *ceiling)) {
+        std::printf("  %-*s %-5s %9.2f  %s\n", w, r.entry.what.c_str(), d.c_str(), r.bytes_per_second / 1e9, pct.c_str());
+      } else {
+        std::printf("  %-*s %-5s %9.2f %10s %10s\n", w, r.entry.what.c_str(), d.c_str(), r.bytes_per_second / 1e9,
+                    pct.c_str(), x);
+      }
     }
   }
 }
@@ -113,7 +159,7 @@ struct SelectFlags {
 }  // namespace
 
 void add_bench(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("bench", "Throughput of the kernels beside memcpy and oneDNN, in one run");
+  auto* cmd = app.add_subcommand("bench", "Throughput of the kernels beside the copy ceiling and oneDNN, in one run");
   auto f = std::make_shared<BenchFlags>();
   cmd->add_option("--kernel", f->kernels, "Kernel, repeatable (default: every available one but the cautionary)");
   cmd->add_option("--shape", f->shapes, "ROWSxCOLS, repeatable (default: bench/shapes.txt; its quick lines with --quick)");
@@ -136,11 +182,12 @@ void add_bench(CLI::App& app, int& exit_code) {
         if (!k.cautionary) kernels.push_back(&k);
       }
     }
+    const auto onednn_why = bench::onednn_not_built();
     std::vector<Entry> entries;
     for (const Shape& s : shapes) {
       for (DType d : dtypes) {
-        entries.push_back({"memcpy", nullptr, d, s});
-        entries.push_back({"onednn", nullptr, d, s});
+        for (const std::string& c : bench::copy_names()) entries.push_back({c, nullptr, d, s});
+        if (!onednn_why) entries.push_back({"onednn", nullptr, d, s});
         for (const KernelInfo* k : kernels) {
           if (k->dtypes.contains(d)) entries.push_back({std::string(k->name), k, d, s});
         }
@@ -152,15 +199,19 @@ void add_bench(CLI::App& app, int& exit_code) {
     if (f->quick) settings.repetitions = 3, settings.min_seconds = 0.05;
     std::printf("lnorm bench on %s, %d thread(s), %d repetitions%s\n", bench::hardware().c_str(), settings.threads,
                 settings.repetitions, settings.cold ? ", cold caches" : ", warm caches");
+    if (onednn_why) std::printf("oneDNN baseline: not built (%s)\n", onednn_why->c_str());
     std::fflush(stdout);
     const auto results = bench::run(entries, settings, progress_line(entries.size()));
     if (isatty(fileno(stderr))) std::fprintf(stderr, "\r\033[K");
+    print_unavailable(results);
     print_tables(results, shapes);
     if (!f->json.empty()) {
       nlohmann::json all = nlohmann::json::array();
       for (const Result& r : results) all.push_back(result_json(r, results));
       const nlohmann::json out = {{"hardware", bench::hardware()}, {"threads", settings.threads},
-                                  {"repetitions", settings.repetitions}, {"cold", settings.cold}, {"results", all}};
+                                  {"repetitions", settings.repetitions}, {"cold", settings.cold},
+                                  {"onednn", onednn_why ? "not built (" + *onednn_why + ")" : std::string("built")},
+                                  {"results", all}};
       write_text_atomically(f->json, out.dump(2) + "\n");
     }
     exit_code = 0;
@@ -212,7 +263,7 @@ void add_select(CLI::App& app, int& exit_code) {
     if (entries.empty()) {
       std::printf("no kernel here meets the accuracy asked for %s %s\n", shape.text().c_str(), std::string(name(dtype)).c_str());
     }
-    entries.push_back({"memcpy", nullptr, dtype, shape});
+    for (const std::string& c : bench::copy_names()) entries.push_back({c, nullptr, dtype, shape});
     bench::Settings settings;
     settings.threads = f->threads;
     settings.repetitions = 3;
@@ -239,7 +290,7 @@ void add_select(CLI::App& app, int& exit_code) {
         c.status = "slower", c.reason = buf;
       }
     }
-    const Result* mc = find(results, "memcpy", dtype, shape);
+    const auto ceiling = bench::copy_ceiling(results, dtype, shape);
     std::printf("lnorm select %s %s on %s\n", shape.text().c_str(), std::string(name(dtype)).c_str(), bench::hardware().c_str());
     std::vector<std::string> names;
     for (const Candidate& c : cands) names.push_back(std::string(c.k->name));
@@ -250,7 +301,10 @@ void add_select(CLI::App& app, int& exit_code) {
       std::snprintf(budget, sizeof budget, "%g+%g*k", c.a, c.b);
       std::printf("  %-*s %-12s %8.2f %14s  %s\n", w, std::string(c.k->name).c_str(), c.status.c_str(), c.gbps, budget, c.reason.c_str());
     }
-    if (mc && mc->skipped.empty()) std::printf("  %-*s %-12s %8.2f\n", w, "memcpy", "baseline", mc->bytes_per_second / 1e9);
+    if (ceiling) {
+      std::printf("  %-*s %-12s %8.2f %14s  fastest copy of x to y, %d thread(s): %s\n", w, "copy", "ceiling",
+                  ceiling->bytes_per_second / 1e9, "", settings.threads, ceiling->winner.c_str());
+    }
     std::printf("%s\n", best ? ("recommended: " + std::string(best->k->name)).c_str() : "recommended: none");
     if (!f->json.empty()) {
       nlohmann::json list = nlohmann::json::array();
@@ -260,7 +314,10 @@ void add_select(CLI::App& app, int& exit_code) {
       }
       const nlohmann::json out = {{"kernel", best ? nlohmann::json(std::string(best->k->name)) : nlohmann::json(nullptr)},
                                   {"shape", shape.text()}, {"dtype", name(dtype)}, {"hardware", bench::hardware()},
-                                  {"candidates", list}};
+                                  {"threads", settings.threads}, {"candidates", list},
+                                  {"copy", ceiling ? nlohmann::json{{"winner", ceiling->winner},
+                                                                    {"bytes_per_second", ceiling->bytes_per_second}}
+                                                   : nlohmann::json(nullptr)}};
       write_text_atomically(f->json, out.dump(2) + "\n");
     }
     exit_code = best ? 0 : 1;

@@ -2,17 +2,20 @@
 // exit codes: speed targets belong in benchmarks, never in timed unit tests.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "cli_support.hpp"
 
 using namespace lnorm::testing;
 
-TEST_CASE("cli bench: names KERNEL/DTYPE/RxC, memcpy and onednn rows, fractions in JSON", "[cli][bench]") {
+TEST_CASE("cli bench: names KERNEL/DTYPE/RxC, copy and onednn rows, the copy ceiling's winner in JSON", "[cli][bench]") {
   TempDir t;
   const Result r = cli("bench --kernel welford --shape 4x64 --dtype f32 --quick --json " + t / "b.json");
   INFO(r.out);
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Contains("4x64"));
-  CHECK_THAT(r.out, Contains("% memcpy"));
+  CHECK_THAT(r.out, Contains("% of copy"));
+  CHECK_THAT(r.out, !Contains("% memcpy"));
   const auto j = load_json(t / "b.json");
   CHECK(j["hardware"].is_string());
   bool saw_welford = false, saw_memcpy = false, saw_onednn = false;
@@ -21,7 +24,19 @@ TEST_CASE("cli bench: names KERNEL/DTYPE/RxC, memcpy and onednn rows, fractions 
     if (name == "welford/f32/4x64") {
       saw_welford = true;
       CHECK(res["bytes_per_second"].get<double>() > 0);
-      CHECK(res["fraction_of_memcpy"].get<double>() > 0);
+      CHECK(res["fraction_of_copy"].get<double>() > 0);
+      CHECK(res["ceiling_suspect"].is_boolean());
+      // The ceiling is the fastest measured copy, and it is named.
+      const std::string winner = res["copy"]["winner"];
+      double fastest = 0;
+      for (const auto& c : j["results"]) {
+        const std::string n = c["name"];
+        if (n.size() > 9 && n.substr(n.size() - 9) == "/f32/4x64" && !c.contains("skipped") &&
+            (c["kernel"] == "memcpy" || c["kernel"] == "avx2_copy" || c["kernel"] == "avx2_stream"))
+          fastest = std::max(fastest, c["bytes_per_second"].get<double>());
+      }
+      CHECK(res["copy"]["bytes_per_second"].get<double>() == fastest);
+      CHECK_THAT(r.out, Contains("copy " + winner));
     }
     saw_memcpy = saw_memcpy || name == "memcpy/f32/4x64";
     saw_onednn = saw_onednn || name == "onednn/f32/4x64";  // measured, or skipped with its reason
@@ -29,6 +44,24 @@ TEST_CASE("cli bench: names KERNEL/DTYPE/RxC, memcpy and onednn rows, fractions 
   CHECK(saw_welford);
   CHECK(saw_memcpy);
   CHECK(saw_onednn);
+}
+
+TEST_CASE("cli bench: what cannot run here is reported once per run, not per shape and dtype", "[cli][bench]") {
+  // oneDNN never runs f16: with it built, one line names the reason; without it, one line says so.
+  const Result r = cli("bench --kernel welford --shape 4x64 --shape 8x64 --dtype f16 --dtype f32 --quick");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  const auto count = [&](const std::string& what) {
+    int n = 0;
+    for (std::size_t at = r.out.find(what); at != std::string::npos; at = r.out.find(what, at + 1)) ++n;
+    return n;
+  };
+  if (count("oneDNN baseline: not built") == 1) {
+    CHECK(count("onednn") == 0);
+  } else {
+    CHECK(count("oneDNN's layer norm takes f32 and bf16 only") == 1);
+    CHECK(count("skipped:") == 0);
+  }
 }
 
 TEST_CASE("cli bench --cold: evicts the caches before every call and says so", "[cli][bench]") {
@@ -45,13 +78,21 @@ TEST_CASE("cli select: recommends an accurate kernel, says why the others lost",
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Contains("recommended: "));
   CHECK_THAT(r.out, Contains("onepass"));  // listed, excluded as cautionary
+  CHECK_THAT(r.out, Contains("copy"));
   const auto j = load_json(t / "s.json");
   REQUIRE(j["kernel"].is_string());
+  CHECK(j["copy"]["winner"].is_string());  // the copy ceiling beside the candidates, named
+  CHECK(j["threads"] == 1);
   for (const auto& c : j["candidates"]) {
     INFO(c.dump());
     if (c["kernel"] == "naive" || c["kernel"] == "onepass") CHECK(c["status"] != "chosen");
     if (c["status"] != "chosen" && c["status"] != "slower") CHECK_FALSE(c["reason"].get<std::string>().empty());
   }
+  // --threads: the kernels and the copy ceiling at that thread count.
+  const Result two = cli("select --shape 8x256 --dtype f32 --threads 2 --json " + t / "s2.json");
+  INFO(two.out);
+  CHECK(two.code == 0);
+  CHECK(load_json(t / "s2.json")["threads"] == 2);
   // Nothing meets 0.1 scaled ulps: exit 1, "none".
   const Result none = cli("select --shape 8x256 --dtype f32 --max-ulp 0.1");
   CHECK(none.code == 1);

@@ -1,10 +1,15 @@
-// What one timed call does for each kind of entry: a kernel's run, memcpy of the same bytes, or
+// What one timed call does for each kind of entry: a kernel's run, a copy of the same bytes, or
 // oneDNN's layer_normalization_forward (inference, use_scale | use_shift, f32 statistics).
 #include "bodies.hpp"
 
-#include <cstring>
+#include <dlfcn.h>
 
+#include <cstring>
+#include <stdexcept>
+
+#include "copies.hpp"
 #include "lnorm/half.hpp"
+#include "lnorm/parallel.hpp"
 
 #if LNORM_HAVE_DNNL
 #include <dnnl.hpp>
@@ -31,11 +36,14 @@ std::vector<std::byte> random_data(DType d, std::int64_t count, unsigned seed) {
 
 namespace {
 
-struct KernelBody : Body {
-  const KernelInfo* k;
+// A kernel's operands, allocated in this order (x, gamma, beta, y, mean, rstd) and written once before
+// any timing (x with data, the rest zero-filled by std::vector), so no call pays a page fault. The copy
+// bodies allocate exactly the same (whose x and y then sit at the same offsets from each other as the
+// kernel's: glibc memcpy's speed here depends on that distance, issue 15).
+struct Operands {
   Problem p;
   std::vector<std::byte> x, g, b, y, mean, rstd;
-  KernelBody(const Entry& e, const Settings& s) : k(e.kernel) {
+  Operands(const Entry& e, const Settings& s) {
     p = make_problem(e.shape.rows, e.shape.cols, e.dtype, 1e-5, s.affine, s.affine, s.threads);
     x = random_data(e.dtype, p.elements(), 1);
     if (s.affine) g = random_data(e.dtype, p.cols, 2), b = random_data(e.dtype, p.cols, 3);
@@ -43,17 +51,57 @@ struct KernelBody : Body {
     mean.resize(static_cast<std::size_t>(p.rows) * size_of(stats_dtype(e.dtype)));
     rstd.resize(mean.size());
   }
+};
+
+struct KernelBody : Body {
+  const KernelInfo* k;
+  Operands o;
+  KernelBody(const Entry& e, const Settings& s) : k(e.kernel), o(e, s) {}
   void call() override {
-    k->run(p, Tensors{x.data(), g.empty() ? nullptr : g.data(), b.empty() ? nullptr : b.data(), y.data(), mean.data(),
-                      rstd.data()});
+    k->run(o.p, Tensors{o.x.data(), o.g.empty() ? nullptr : o.g.data(), o.b.empty() ? nullptr : o.b.data(), o.y.data(),
+                        o.mean.data(), o.rstd.data()});
   }
 };
 
-struct MemcpyBody : Body {
-  std::vector<std::byte> x, y;
-  explicit MemcpyBody(const Entry& e) : x(random_data(e.dtype, e.shape.rows * e.shape.cols, 1)), y(x.size()) {}
-  void call() override { std::memcpy(y.data(), x.data(), x.size()); }
+// x -> y, split into the row ranges a kernel's parallel_rows(rows, threads, fn, cols) uses, on the same pool.
+struct CopyBody : Body {
+  using CopyFn = void (*)(void*, const void*, std::size_t);
+  Operands o;
+  CopyFn copy;
+  CopyBody(const Entry& e, const Settings& s, CopyFn fn) : o(e, s), copy(fn) {}
+  void call() override {
+    const std::size_t row_bytes = static_cast<std::size_t>(o.p.cols) * size_of(o.p.dtype);
+    parallel_rows(o.p.rows, o.p.threads, [&](std::int64_t begin, std::int64_t end) {
+      const std::size_t at = static_cast<std::size_t>(begin) * row_bytes;
+      copy(o.y.data() + at, o.x.data() + at, static_cast<std::size_t>(end - begin) * row_bytes);
+    }, o.p.cols);
+  }
 };
+
+void copy_memcpy(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+
+#if LNORM_HAVE_DNNL
+// oneDNN 2.x as Debian builds it runs on OpenMP (libgomp: DNNL_CPU_RUNTIME OMP in dnnl_config.h) and
+// takes its thread count from omp_get_max_threads() of the calling thread, which defaults to every core.
+// We set it with omp_set_num_threads, looked up once in the process (libdnnl brings libgomp in), so
+// lnorm itself needs no OpenMP; a oneDNN on another runtime has no such symbol and its baseline is refused.
+struct OmpThreads {
+  void (*set)(int) = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  int (*get)() = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+};
+const OmpThreads& omp_threads() {
+  static const OmpThreads o;
+  return o;
+}
+
+// Sets oneDNN's thread count; false if it cannot be set or does not hold.
+bool set_onednn_threads(int threads) {
+  const OmpThreads& o = omp_threads();
+  if (!o.set || !o.get) return false;
+  o.set(threads);
+  return o.get() == threads;
+}
+#endif
 
 #if LNORM_HAVE_DNNL
 struct OneDnnBody : Body {
@@ -63,8 +111,10 @@ struct OneDnnBody : Body {
   std::vector<float> scale, shift;
   dnnl::memory src, dst, sc, sh;
   dnnl::layer_normalization_forward prim;
-  OneDnnBody(const Entry& e, const Settings& s) {
+  int threads;
+  OneDnnBody(const Entry& e, const Settings& s) : threads(s.threads) {
     using namespace dnnl;
+    if (!set_onednn_threads(threads)) throw std::runtime_error("cannot set oneDNN's thread count");
     const memory::data_type dt = e.dtype == DType::f32 ? memory::data_type::f32 : memory::data_type::bf16;
     const memory::desc md({e.shape.rows, e.shape.cols}, dt, memory::format_tag::ab);
     const auto flags = s.affine ? normalization_flags::use_scale | normalization_flags::use_shift : normalization_flags::none;
@@ -82,6 +132,7 @@ struct OneDnnBody : Body {
     prim = layer_normalization_forward(pd);
   }
   void call() override {
+    set_onednn_threads(threads);  // a per-thread OpenMP setting: the benchmark thread is the one that calls
     prim.execute(strm, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCALE, sc}, {DNNL_ARG_SHIFT, sh}});
     strm.wait();
   }
@@ -93,6 +144,7 @@ struct OneDnnBody : Body {
 std::string onednn_unavailable(DType d) {
 #if LNORM_HAVE_DNNL
   if (d != DType::f32 && d != DType::bf16) return "oneDNN's layer norm takes f32 and bf16 only";
+  if (!omp_threads().set || !omp_threads().get) return "cannot set oneDNN's thread count: no omp_set_num_threads in this process";
   try {
     Settings s;
     OneDnnBody probe(Entry{"onednn", nullptr, d, Shape{1, 64}}, s);
@@ -102,13 +154,46 @@ std::string onednn_unavailable(DType d) {
   return "";
 #else
   (void)d;
-  return "built without oneDNN (install libdnnl-dev and reconfigure)";
+  return "not built (" + *onednn_not_built() + ")";
 #endif
+}
+
+std::optional<std::string> onednn_not_built() {
+#if LNORM_HAVE_DNNL
+  return std::nullopt;
+#elif defined(LNORM_ONEDNN_WHY)
+  return std::string(LNORM_ONEDNN_WHY);
+#else
+  return std::string("built without oneDNN");
+#endif
+}
+
+const std::vector<std::string>& copy_names() {
+  static const std::vector<std::string> names = {"memcpy", "avx2_copy", "avx2_stream"};
+  return names;
+}
+
+bool is_copy(std::string_view what) {
+  for (const std::string& n : copy_names())
+    if (n == what) return true;
+  return false;
+}
+
+std::string avx2_copies_unavailable() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") ? "" : "needs AVX2 (this CPU lacks it)";
+}
+
+std::string copy_unavailable(std::string_view what) {
+  if (what == "avx2_copy" || what == "avx2_stream") return avx2_copies_unavailable();
+  return "";
 }
 
 std::unique_ptr<Body> make_body(const Entry& e, const Settings& s) {
   if (e.kernel) return std::make_unique<KernelBody>(e, s);
-  if (e.what == "memcpy") return std::make_unique<MemcpyBody>(e);
+  if (e.what == "memcpy") return std::make_unique<CopyBody>(e, s, &copy_memcpy);
+  if (e.what == "avx2_copy" && avx2_copies_unavailable().empty()) return std::make_unique<CopyBody>(e, s, &copy_avx2);
+  if (e.what == "avx2_stream" && avx2_copies_unavailable().empty()) return std::make_unique<CopyBody>(e, s, &copy_avx2_stream);
 #if LNORM_HAVE_DNNL
   if (e.what == "onednn") return std::make_unique<OneDnnBody>(e, s);
 #endif

@@ -52,7 +52,7 @@ namespace {
 double bytes_per_call(const Entry& e, const Settings& s) {
   const double es = static_cast<double>(size_of(e.dtype));
   double bytes = 2.0 * static_cast<double>(e.shape.rows * e.shape.cols) * es;  // x read, y written
-  if (s.affine && e.what != "memcpy") bytes += 2.0 * static_cast<double>(e.shape.cols) * es;  // gamma, beta once
+  if (s.affine && !is_copy(e.what)) bytes += 2.0 * static_cast<double>(e.shape.cols) * es;  // gamma, beta once
   return bytes;
 }
 
@@ -154,7 +154,10 @@ std::vector<Result> run(const std::vector<Entry>& entries, const Settings& setti
       if (auto why = unavailable_reason(*e.kernel, make_problem(e.shape.rows, e.shape.cols, e.dtype, 1e-5, true, true))) r.skipped = *why;
     } else if (e.what == "onednn") {
       r.skipped = onednn_unavailable(e.dtype);
+    } else if (is_copy(e.what)) {
+      r.skipped = copy_unavailable(e.what);
     }
+    r.unavailable = !r.skipped.empty();
     if (r.skipped.empty()) runnable.push_back(e);
     results.push_back(r);
   }

@@ -27,7 +27,7 @@ std::optional<std::string> avx2_why_not(const Problem&) {
 }
 
 void avx2_run(const Problem& p, const Tensors& t) {
-  parallel_rows(p.rows, p.threads, [&](std::int64_t begin, std::int64_t end) { avx2::rows(p, t, begin, end); });
+  parallel_rows(p.rows, p.threads, [&](std::int64_t begin, std::int64_t end) { avx2::rows(p, t, begin, end); }, p.cols);
 }
 
 void avx2_cr_run(const Problem& p, const Tensors& t) {
@@ -37,7 +37,7 @@ void avx2_cr_run(const Problem& p, const Tensors& t) {
     thread_local std::vector<double> scratch;
     scratch.resize(static_cast<std::size_t>(avx2_cr::scratch_doubles(p.cols)));
     avx2_cr::rows(p, t, begin, end, scratch.data());
-  });
+  }, p.cols);
 }
 
 }  // namespace

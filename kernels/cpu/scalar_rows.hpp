@@ -71,7 +71,7 @@ void normalize_rows(const Problem& p, const Tensors& t, StatsFn stats) {
         else yr[i] = from_float<T>(v);
       }
     }
-  });
+  }, p.cols);
 }
 
 // Dispatches on p.dtype to normalize_rows<T>(p, t, Stats::template of<T>).

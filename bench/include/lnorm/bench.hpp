@@ -21,9 +21,9 @@ std::optional<Shape> parse_shape(std::string_view s);  // "ROWSxCOLS"
 // bench/shapes.txt as built in; quick: the lines marked `quick`.
 std::vector<Shape> builtin_shapes(bool quick);
 
-// One row of a benchmark run: a kernel, or a baseline ("memcpy", "onednn").
+// One row of a benchmark run: a kernel, or a baseline (one of copy_names(), or "onednn").
 struct Entry {
-  std::string what;                    // kernel name, "memcpy" or "onednn"
+  std::string what;                    // kernel name, a copy's name or "onednn"
   const KernelInfo* kernel = nullptr;  // null for baselines
   DType dtype = DType::f32;
   Shape shape;
@@ -36,6 +36,7 @@ struct Result {
   double bytes_per_second = 0;  // x read + y written + gamma/beta once, over the median time
   double rows_per_second = 0;
   std::string skipped;        // why it did not run (unavailable kernel, oneDNN declined)
+  bool unavailable = false;   // skipped before the run: this machine or build cannot run it at all
 };
 
 struct Settings {
@@ -46,8 +47,32 @@ struct Settings {
   bool cold = false;         // evict the caches before every timed call (data comes from DRAM)
 };
 
-// "" when oneDNN was built in and can run this dtype here; otherwise why not.
+// "" when oneDNN was built in and can run this dtype here at the thread count asked; otherwise why not.
 std::string onednn_unavailable(DType d);
+// When lnorm was built without oneDNN: why (the build's LNORM_ONEDNN_WHY, else "built without oneDNN").
+std::optional<std::string> onednn_not_built();
+
+// The copy ceiling (DESIGN "Speed"): the fastest of these copies of exactly a kernel's x and y bytes,
+// in the same run, at the same thread count, split into the same row ranges, on buffers allocated as the
+// kernel's are: glibc memcpy, an AVX2 load/store loop, and an AVX2 loop with streaming stores + sfence.
+const std::vector<std::string>& copy_names();  // "memcpy", "avx2_copy", "avx2_stream"
+bool is_copy(std::string_view what);
+// "" when this copy runs here; otherwise why not (the AVX2 loops need AVX2).
+std::string copy_unavailable(std::string_view what);
+
+struct Ceiling {
+  double bytes_per_second = 0;
+  std::string winner;  // the copy that set it
+};
+// The fastest measured copy among `results` for this dtype and shape; nullopt when none was measured.
+std::optional<Ceiling> copy_ceiling(const std::vector<Result>& results, DType d, const Shape& s);
+
+// Above this many times the ceiling a result is not trusted: a kernel moves at least the copy's bytes,
+// so it cannot beat the fastest copy; 5% is the spread of medians of repeated copies on a busy machine.
+inline constexpr double kSuspectAbove = 1.05;
+bool ceiling_suspect(double bytes_per_second, const Ceiling& c);
+// The "% of copy" cell: "41%", or "ceiling suspect: 26.10 GB/s vs copy 24.00 GB/s (avx2_stream)".
+std::string percent_of_copy(double bytes_per_second, const Ceiling& c);
 
 // Registers the entries with Google Benchmark (names Entry::name()). For the lnorm_gbench binary,
 // which passes benchmark_flags(settings) ahead of its own command line.

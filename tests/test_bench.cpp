@@ -1,0 +1,106 @@
+// The copy ceiling (bench/src/ceiling.cpp): which copy sets it, and how a kernel's speed is shown
+// against it. Pure functions over Results; the timing itself is exercised by test_cli_bench.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <vector>
+
+#include "copies.hpp"
+#include "lnorm/bench.hpp"
+
+using namespace lnorm;
+using namespace lnorm::bench;
+
+namespace {
+
+Result measured(const std::string& what, DType d, Shape s, double gbps) {
+  Result r;
+  r.entry = Entry{what, nullptr, d, s};
+  r.bytes_per_second = gbps * 1e9;
+  r.seconds = 1;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("copy ceiling: the fastest copy of the same dtype and shape, named", "[bench][ceiling]") {
+  const Shape s{64, 768}, other{64, 4096};
+  std::vector<Result> rs = {measured("memcpy", DType::bf16, s, 4.6),       // glibc's slow buffer pair
+                            measured("avx2_copy", DType::bf16, s, 90.0),
+                            measured("avx2_stream", DType::bf16, s, 40.0),
+                            measured("avx2_stream", DType::f32, s, 200.0),  // other dtype: not this ceiling
+                            measured("memcpy", DType::bf16, other, 300.0),  // other shape
+                            measured("avx2", DType::bf16, s, 500.0)};       // a kernel is never the ceiling
+  const auto c = copy_ceiling(rs, DType::bf16, s);
+  REQUIRE(c);
+  CHECK(c->winner == "avx2_copy");
+  CHECK(c->bytes_per_second == 90.0e9);
+
+  // Every copy takes its turn at being the fastest.
+  for (const std::string& name : copy_names()) {
+    std::vector<Result> three;
+    for (const std::string& n : copy_names()) three.push_back(measured(n, DType::f32, s, n == name ? 30.0 : 20.0));
+    const auto w = copy_ceiling(three, DType::f32, s);
+    REQUIRE(w);
+    CHECK(w->winner == name);
+  }
+}
+
+TEST_CASE("copy ceiling: skipped copies do not count; none measured gives none", "[bench][ceiling]") {
+  const Shape s{16, 64};
+  Result fast = measured("avx2_stream", DType::f32, s, 99.0);
+  fast.skipped = "needs AVX2 (this CPU lacks it)";
+  std::vector<Result> rs = {measured("memcpy", DType::f32, s, 10.0), fast};
+  const auto c = copy_ceiling(rs, DType::f32, s);
+  REQUIRE(c);
+  CHECK(c->winner == "memcpy");
+  CHECK_FALSE(copy_ceiling({fast, measured("avx2", DType::f32, s, 5.0)}, DType::f32, s));
+}
+
+TEST_CASE("copy ceiling: a result above 1.05x is 'ceiling suspect' with both numbers, never a percentage",
+          "[bench][ceiling]") {
+  const Ceiling c{24.0e9, "avx2_stream"};
+  CHECK(percent_of_copy(10.0e9, c) == "42%");
+  CHECK(percent_of_copy(24.0e9, c) == "100%");
+  CHECK(percent_of_copy(25.0e9, c) == "104%");  // within the 5% noise band: shown as measured
+  CHECK_FALSE(ceiling_suspect(25.0e9, c));
+  CHECK(ceiling_suspect(34.32e9, c));
+  const std::string s = percent_of_copy(34.32e9, c);  // the 143%
+  CHECK(s == "ceiling suspect: 34.32 GB/s vs copy 24.00 GB/s (avx2_stream)");
+  CHECK(s.find('%') == std::string::npos);
+}
+
+TEST_CASE("copies: memcpy always runs; the AVX2 loops say why not where they cannot", "[bench][ceiling]") {
+  CHECK(copy_names().size() == 3);
+  CHECK(copy_unavailable("memcpy").empty());
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2")) {
+    CHECK(copy_unavailable("avx2_copy").empty());
+    CHECK(copy_unavailable("avx2_stream").empty());
+  } else {
+    CHECK_FALSE(copy_unavailable("avx2_stream").empty());
+  }
+  CHECK(is_copy("avx2_stream"));
+  CHECK_FALSE(is_copy("avx2"));
+}
+
+TEST_CASE("copies: the AVX2 loops copy every byte, at every length and misalignment", "[bench][ceiling]") {
+  if (!avx2_copies_unavailable().empty()) {
+    WARN("skipped: " << avx2_copies_unavailable());
+    return;
+  }
+  std::vector<unsigned char> src(1200), dst(1300);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 7 + 1);
+  for (auto* copy : {&copy_avx2, &copy_avx2_stream}) {
+    for (std::size_t n : {0, 1, 31, 32, 33, 127, 128, 129, 1000}) {
+      for (std::size_t off : {0, 1, 8, 31}) {
+        std::fill(dst.begin(), dst.end(), 0);
+        copy(dst.data() + off, src.data() + 3, n);
+        INFO("bytes " << n << ", dst offset " << off);
+        CHECK(std::equal(src.begin() + 3, src.begin() + 3 + static_cast<std::ptrdiff_t>(n), dst.begin() + static_cast<std::ptrdiff_t>(off)));
+        CHECK(std::all_of(dst.begin() + static_cast<std::ptrdiff_t>(off + n), dst.end(), [](unsigned char c) { return c == 0; }));
+        CHECK(std::all_of(dst.begin(), dst.begin() + static_cast<std::ptrdiff_t>(off), [](unsigned char c) { return c == 0; }));
+      }
+    }
+  }
+}
