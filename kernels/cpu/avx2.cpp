@@ -30,11 +30,36 @@
 // Tails: f32 by vmaskmov; f16/bf16 by a masked load/store of whole 32-bit pairs plus one blended
 // element for an odd count: nothing is read or written past the row, and no stack buffer.
 // Conversions in registers: f16 by F16C (vcvtph2ps / vcvtps2ph, nearest even); bf16 widened by
-// zero-extend and shift, narrowed by the vectorized round-to-nearest-even bits + 0x7FFF + lsb (NaN
-// lanes skip the increment: an arithmetic NaN is quiet, so its top 16 bits stay a NaN), two vectors
-// packed per 32-byte store.
+// interleaving 16 elements with zeros (load16: lanes in a per-128-bit order that every operand of
+// the loop shares and packus undoes), narrowed by the vectorized round-to-nearest-even
+// bits + 0x7FFF + lsb (NaN lanes skip the increment when gamma/beta may hold NaN: an arithmetic NaN
+// is quiet, so its top 16 bits stay a NaN), two vectors packed per 32-byte store.
 //
-// Numbers that decided it: see the table at the end of this header (MEASURED section).
+// MEASURED (2-core AMD EPYC Zen 5 class, ~3.3 GHz, shared with other jobs: load 7-14 on 2 cores,
+// so only same-run ratios and best-of-N or medians; 2026-12-01):
+// - callgrind, instructions per 8-element vector at 64x768 (3 calls): before (three passes, per-
+//   vector bf16 narrowing with blend + permute, 16-bit gamma/beta widened by zero-extend + shift)
+//   f32 29.8, f16 32.8, bf16 47.8; after f32 16.9 (statistics 7.8, output 9.1), f16 18.8, bf16 22.5.
+//   The statistics loop is 4.75 per vector (load, sub, add, fma, loop), the per-block f64 fold and
+//   the per-row work ~290 instructions per row (fold kept: 0.44 per vector).
+// - bf16 narrowing: 7 ops per vector with the NaN test, 5 without (all_finite_bf16 decides per call);
+//   unpack with zero widens in 1 op instead of 2 and packus narrows 16 without a permute.
+// - cycles per vector, best of 200 (scratch driver; 64x768 in L2): f32 full 4.3 = statistics 2.4
+//   + output 3.0, partly overlapped; in L1 the output loop alone is 2.6 cycles (3 loads, 1 store,
+//   3 FP ops), which on this shared core (SMT sibling busy) is the bound, not the instruction count.
+// - lnorm_gbench, single thread, GB/s of x + y (rows/s x bytes), medians of 5, two runs each,
+//   before -> after:           f32          f16          bf16        memcpy (same run)
+//       64x768             22-28 -> 46-50   11-13 -> 18-19   7-8 -> 16-19    f32 160-215, 16-bit 116-142
+//       64x4096            26-28 -> 34-38   12-15 -> 21      8-9 -> 17-20    f32 80-86,  16-bit 92-123
+//       1024x768           28-30 -> 35-48   10-13 -> 18-20   8-9 -> 16-19    f32 70-86,  16-bit 72-89
+//       16384x4096         13-15 -> 17.7-18.9  9.4-12.5 -> 15.1-16.0  7.1-8.4 -> 15.3-15.6
+//                          (memcpy 23-32, which glibc streams there; oneDNN f32 22-31)
+//   So: 0.2-0.5x of the copy in cache and ~0.6x at DRAM sizes; 16-bit GB/s is 0.4x f32's in cache
+//   and 0.85-0.9x at DRAM sizes. Not yet tried: gamma/beta widened once per call for 16-bit data
+//   (removes 2 of 3 conversions per vector), and AVX-512 (the avx512 kernel).
+// - kMaxCancel, kBlock: `lnorm verify --kernel avx2` worst f32 y 4.77 / 4.31 / 5.21 scaled ulps
+//   (seeds 1, 2, and 7 with 1000 cases), rstd 2-3 ulps, mean 2.4-3.5: no worse than the corrected
+//   two-pass it replaces (5.36 y, rstd 4 at seed 1).
 #include <immintrin.h>
 
 #include <cmath>
@@ -63,10 +88,16 @@ constexpr std::int64_t kBlock = 256;
 // x + y bytes of the whole problem above which y is streamed (see MEASURED).
 constexpr std::int64_t kStreamBytes = std::int64_t{16} << 20;
 
-#ifndef LNORM_AVX2_PREFETCH
-#define LNORM_AVX2_PREFETCH 1
-#endif
-constexpr bool kPrefetch = LNORM_AVX2_PREFETCH;
+// Streaming mode only: during row r's output pass, prefetch row r + kAhead into L2 (one prefetcht1
+// per 16 elements), so DRAM keeps reading while the pass runs from L1/L2. And the statistics of row
+// r + 1 are computed before row r's output pass (kPipeline; in every mode), so the scalar tail of one
+// row's statistics (f64 divisions and sqrt, ~80 cycles of latency) overlaps the other row's output
+// loop. Measured at 8192x4096 f32 (scratch driver, best of 25, against a streaming copy in the same
+// run, two runs): pipeline + prefetch 0.71, 0.72 of the copy; prefetch alone 0.64, 0.63; pipeline
+// alone 0.58, 0.58. Hints T0/T2/NTA and kAhead = 3 were not distinguishable from T1, 2 on this
+// loaded machine.
+constexpr bool kPrefetch = true, kPipeline = true;
+constexpr std::int64_t kAhead = 2;
 
 struct F32 {
   using Bits = float;
@@ -395,28 +426,30 @@ void rows_affine(const Problem& p, const Tensors& t, std::int64_t begin, std::in
   const float eps = static_cast<float>(p.eps);
   const bool stream = 2 * p.rows * p.cols * static_cast<std::int64_t>(sizeof(B)) > kStreamBytes;
   Normalizer<T, kGamma, kBeta, kNaN> norm{static_cast<const B*>(t.gamma), static_cast<const B*>(t.beta), {}, {}, {}};
+  // Row + 1's statistics before row's output pass: see kPipeline.
+  Stats next = begin < end ? row_stats<T>(x + begin * n, n, eps) : Stats{};
   for (std::int64_t row = begin; row < end; ++row) {
     const B* xr = x + row * n;
     B* yr = y + row * n;
-    const Stats s = row_stats<T>(xr, n, eps);
+    const Stats s = next;
+    if (kPipeline && row + 1 < end) next = row_stats<T>(xr + n, n, eps);
     if (!s.safe) {
       welford_row(p, t, row);
-      continue;
-    }
-    if (mean) mean[row] = s.m + s.mean_lo;
-    if (rstd) rstd[row] = s.rstd;
-    norm.mv = _mm256_set1_ps(s.m);
-    norm.rstd = _mm256_set1_ps(s.rstd);
-    norm.lo_rstd = _mm256_set1_ps(-s.mean_lo * s.rstd);
-    const auto addr = reinterpret_cast<std::uintptr_t>(yr);
-    if (stream && addr % sizeof(B) == 0) {
+    } else {
+      if (mean) mean[row] = s.m + s.mean_lo;
+      if (rstd) rstd[row] = s.rstd;
+      norm.mv = _mm256_set1_ps(s.m);
+      norm.rstd = _mm256_set1_ps(s.rstd);
+      norm.lo_rstd = _mm256_set1_ps(-s.mean_lo * s.rstd);
+      const auto addr = reinterpret_cast<std::uintptr_t>(yr);
       const std::int64_t head = static_cast<std::int64_t>(((32 - addr % 32) % 32) / sizeof(B));
-      if (head < n) {
-        norm.template row<true>(xr, yr, n, head, row + 1 < end ? xr + n : xr);
-        continue;
+      if (stream && addr % sizeof(B) == 0 && head < n) {
+        norm.template row<true>(xr, yr, n, head, row + kAhead < end ? xr + kAhead * n : xr);
+      } else {
+        norm.template row<false>(xr, yr, n, 0, xr);
       }
     }
-    norm.template row<false>(xr, yr, n, 0, xr);
+    if (!kPipeline && row + 1 < end) next = row_stats<T>(xr + n, n, eps);
   }
   if (stream) _mm_sfence();  // the streamed lines are visible before the caller reads y
 }
