@@ -55,8 +55,10 @@
 //       16384x4096         13-15 -> 17.7-18.9  9.4-12.5 -> 15.1-16.0  7.1-8.4 -> 15.3-15.6
 //                          (memcpy 23-32, which glibc streams there; oneDNN f32 22-31)
 //   So: 0.2-0.5x of the copy in cache and ~0.6x at DRAM sizes; 16-bit GB/s is 0.4x f32's in cache
-//   and 0.85-0.9x at DRAM sizes. Not yet tried: gamma/beta widened once per call for 16-bit data
-//   (removes 2 of 3 conversions per vector), and AVX-512 (the avx512 kernel).
+//   and 0.85-0.9x at DRAM sizes (the table predates kWideMax below).
+// - kWideMax (f16 gamma/beta widened once per call): scratch driver, best of 200, same run, two runs:
+//   f16 64x768 20.3, 20.0 -> 21.8, 22.0 GB/s; 64x4096 24.3, 24.3 -> 27.0, 26.5. Not done for bf16:
+//   its unpack order would need a vpermq per 16 elements on x and on y, for one op saved per vector.
 // - kMaxCancel, kBlock: `lnorm verify --kernel avx2` worst f32 y 4.77 / 4.31 / 5.21 scaled ulps
 //   (seeds 1, 2, and 7 with 1000 cases), rstd 2-3 ulps, mean 2.4-3.5: no worse than the corrected
 //   two-pass it replaces (5.36 y, rstd 4 at seed 1).
@@ -365,11 +367,12 @@ Stats row_stats(const typename T::Bits* x, std::int64_t n, float eps) {
 }
 
 // The output pass. kNaN: y may hold NaN (only bf16's narrowing cares; see rows_typed).
-template <class T, bool kGamma, bool kBeta, bool kNaN>
+// G: how gamma and beta are stored (T, or F32 once widened; see rows_affine).
+template <class T, class G, bool kGamma, bool kBeta, bool kNaN>
 struct Normalizer {
   using B = typename T::Bits;
-  const B* gamma;
-  const B* beta;
+  const typename G::Bits* gamma;
+  const typename G::Bits* beta;
   __m256 mv, lo_rstd, rstd;
 
   __m256 one(__m256 xv, __m256 g, __m256 b) const {
@@ -384,14 +387,14 @@ struct Normalizer {
   void span(const B* x, B* y, std::int64_t i, std::int64_t count) const {
     const __m256 zero = _mm256_setzero_ps();
     if (count >= 8) {
-      store8<T>(y + i, one(load<T>(x + i), kGamma ? load<T>(gamma + i) : zero, kBeta ? load<T>(beta + i) : zero));
+      store8<T>(y + i, one(load<T>(x + i), kGamma ? load<G>(gamma + i) : zero, kBeta ? load<G>(beta + i) : zero));
       i += 8;
       count -= 8;
     }
     if (count > 0) {
       store_tail<T>(y + i,
-                    one(load_tail<T>(x + i, count), kGamma ? load_tail<T>(gamma + i, count) : zero,
-                        kBeta ? load_tail<T>(beta + i, count) : zero),
+                    one(load_tail<T>(x + i, count), kGamma ? load_tail<G>(gamma + i, count) : zero,
+                        kBeta ? load_tail<G>(beta + i, count) : zero),
                     count);
     }
   }
@@ -407,16 +410,17 @@ struct Normalizer {
       if constexpr (kStream && kPrefetch) _mm_prefetch(reinterpret_cast<const char*>(next + i), _MM_HINT_T1);
       __m256 x0, x1;
       load16<T>(x + i, x0, x1);
-      if constexpr (kGamma) load16<T>(gamma + i, g0, g1);
-      if constexpr (kBeta) load16<T>(beta + i, b0, b1);
+      if constexpr (kGamma) load16<G>(gamma + i, g0, g1);
+      if constexpr (kBeta) load16<G>(beta + i, b0, b1);
       store16<T, kStream, kNaN>(y + i, one(x0, g0, b0), one(x1, g1, b1));
     }
     span(x, y, i, n - i);
   }
 };
 
-template <class T, bool kGamma, bool kBeta, bool kNaN>
-void rows_affine(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+template <class T, class G, bool kGamma, bool kBeta, bool kNaN>
+void rows_loop(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end,
+               const typename G::Bits* gamma, const typename G::Bits* beta) {
   using B = typename T::Bits;
   const B* x = static_cast<const B*>(t.x);
   B* y = static_cast<B*>(t.y);
@@ -425,7 +429,7 @@ void rows_affine(const Problem& p, const Tensors& t, std::int64_t begin, std::in
   const std::int64_t n = p.cols;
   const float eps = static_cast<float>(p.eps);
   const bool stream = 2 * p.rows * p.cols * static_cast<std::int64_t>(sizeof(B)) > kStreamBytes;
-  Normalizer<T, kGamma, kBeta, kNaN> norm{static_cast<const B*>(t.gamma), static_cast<const B*>(t.beta), {}, {}, {}};
+  Normalizer<T, G, kGamma, kBeta, kNaN> norm{gamma, beta, {}, {}, {}};
   // Row + 1's statistics before row's output pass: see kPipeline.
   Stats next = begin < end ? row_stats<T>(x + begin * n, n, eps) : Stats{};
   for (std::int64_t row = begin; row < end; ++row) {
@@ -452,6 +456,32 @@ void rows_affine(const Problem& p, const Tensors& t, std::int64_t begin, std::in
     if (!kPipeline && row + 1 < end) next = row_stats<T>(xr + n, n, eps);
   }
   if (stream) _mm_sfence();  // the streamed lines are visible before the caller reads y
+}
+
+// f16 rows up to kWideMax long get gamma and beta widened to f32 once per call, on the stack (2 x 16
+// KiB): the output loop then converts only x, 1 vcvtph2ps per vector instead of 3 (see MEASURED).
+constexpr std::int64_t kWideMax = 4096;
+
+template <class T, bool kGamma, bool kBeta, bool kNaN>
+void rows_affine(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+  using B = typename T::Bits;
+  const B* gamma = static_cast<const B*>(t.gamma);
+  const B* beta = static_cast<const B*>(t.beta);
+  const std::int64_t n = p.cols;
+  if constexpr (std::is_same_v<T, F16> && (kGamma || kBeta)) {
+    if (n <= kWideMax) {
+      alignas(32) float g32[kWideMax], b32[kWideMax];
+      const auto widen = [n](const B* src, float* dst) {
+        std::int64_t i = 0;
+        for (; i + 8 <= n; i += 8) _mm256_store_ps(dst + i, load<T>(src + i));
+        if (i < n) _mm256_maskstore_ps(dst + i, tail_mask(n - i), load_tail<T>(src + i, n - i));
+      };
+      if (kGamma) widen(gamma, g32);
+      if (kBeta) widen(beta, b32);
+      return rows_loop<T, F32, kGamma, kBeta, kNaN>(p, t, begin, end, g32, b32);
+    }
+  }
+  rows_loop<T, T, kGamma, kBeta, kNaN>(p, t, begin, end, gamma, beta);
 }
 
 // True when every bf16 element of v[0, n) is finite (exponent field not all ones).
