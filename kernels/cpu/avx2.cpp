@@ -56,6 +56,13 @@
 //                          (memcpy 23-32, which glibc streams there; oneDNN f32 22-31)
 //   So: 0.2-0.5x of the copy in cache and ~0.6x at DRAM sizes; 16-bit GB/s is 0.4x f32's in cache
 //   and 0.85-0.9x at DRAM sizes (the table predates kWideMax below).
+// - final single lnorm_gbench run (medians of 5, after kWideMax), avx2 / memcpy GB/s: 64x768 f32
+//   54.9/214, f16 23.9/161, bf16 20.2/160; 64x4096 f32 38.8/96, f16 25.7/139, bf16 22.1/122;
+//   1024x768 f32 47.3/97, f16 22.7/82, bf16 18.4/89; 16384x4096 f32 17.6/30.2 (oneDNN 32.0),
+//   f16 19.1/30.4, bf16 16.8/30.2 (oneDNN 22.5).
+// - kStreamBytes: scratch copies of the same bytes (medians of 7, wall clock, same run), vector
+//   copy vs streaming copy: 6 MiB of x + y 52 vs 45 GB/s and 16 MiB 54 vs 48 (ordinary stores win),
+//   32 MiB 35 vs 44 (f32 1024x4096) and 46 vs 45 (bf16 4096x1024), 512 MiB 28 vs 23-27.
 // - kWideMax (f16 gamma/beta widened once per call): scratch driver, best of 200, same run, two runs:
 //   f16 64x768 20.3, 20.0 -> 21.8, 22.0 GB/s; 64x4096 24.3, 24.3 -> 27.0, 26.5. Not done for bf16:
 //   its unpack order would need a vpermq per 16 elements on x and on y, for one op saved per vector.
