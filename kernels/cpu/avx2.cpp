@@ -1,31 +1,78 @@
-// avx2 — LayerNorm with AVX2 + FMA (+ F16C for f16), 8 f32 lanes; f32, f16 and bf16 storage.
-// Built with -mavx2 -mfma -mf16c; called only after cpu_has_avx2() (avx2_kernel.cpp).
+// avx2 — LayerNorm with AVX2 + FMA + F16C, 8 f32 lanes; f32, f16 and bf16 storage.
+// Built with -mavx2 -mfma -mf16c; called only after avx2_why_not() (avx2_kernel.cpp) found all three.
 //
-// Per row, three passes over a row that stays in L1/L2 between them (DRAM sees one read, one write):
-//   1. s = Σ (x − x[0])                      m = x[0] + s/n, rounded to f32 (sums: f32 in blocks, f64 across)
-//   2. c = Σ (x − m),  q = Σ (x − m)²         mean_lo = c/n,  var = q/n − mean_lo²  (corrected two-pass,
-//                                            Chan, Golub & LeVeque 1983: c/n is the rounding error of m)
-//   3. y = ((x − m) − mean_lo) · rstd · γ + β,   rstd = 1/sqrt(var + eps)
-// Why this and not vectorized Welford: the centre is m + mean_lo, a two-float mean, so x − m is exact
-// on offset rows (Sterbenz) and the error has no kappa term; a constant row gives s = 0, m = x[0],
-// c = q = 0 and y = β exactly; on exact-statistics rows m is exact. Welford costs a division per
-// element per accumulator and its merge cannot use FMA-friendly sums.
-// Four accumulators of 8 lanes hide the add latency (4 cycles, 2 ports): 32 elements per iteration.
+// Algorithm, per row (the AVX-512 kernel mirrors it with 16 lanes):
+//   0. shift = mean of the first 32 elements (f32 sum, times 1/32: exact on constant rows), or x[0]
+//      when n < 32 or that sum overflows.
+//   1. ONE read of the row (from DRAM or L2): d = x − shift,  S = Σ d,  Q = Σ d²  (f32 accumulators,
+//      4 + 4 of 8 lanes, folded into f64 every kBlock elements).
+//      mean = shift + S/n (f64),  var = Q/n − (S/n)²,  K = (Q/n)/var, the cancellation factor.
+//      Accepted when K ≤ kMaxCancel, var > 0, the sums are finite and n·var ≥ kSafeMin²;
+//      m = f32(mean), mean_lo = f32(mean − m): a two-float mean.
+//   1b. Otherwise (x[0..31] far from the mean, constant rows, rows near the range limits; rare) the
+//      corrected two-pass of Chan, Golub & LeVeque (1983) about m:  c = Σ(x − m), q = Σ(x − m)²,
+//      mean_lo = c/n, var = q/n − mean_lo², and today's range rule on max|x − m| ∈ [2^-40, 2^40];
+//      rows outside it (near overflow, subnormal spread) and NaN/Inf rows go to the scalar welford
+//      row (exact scaling there).
+//   2. ONE output pass, the row now in L1:  y = fma(x − m, rstd, −mean_lo·rstd) · γ + β,
+//      rstd = 1/sqrt(var + eps) in f64 rounded once; the loop is a template on γ/β presence.
+// Why no kappa term: x − shift and x − m are exact on offset rows (Sterbenz), and the centre is the
+// two-float m + mean_lo, so the mean's error is relative to the spread, never to the offset. Why the
+// fused pass is accurate: Q/n − (S/n)² loses K times Q's relative rounding error; K ≤ kMaxCancel
+// bounds that loss (with the shift from 32 elements, K − 1 = ((shift − mean)/σ)² ~ χ²₁/32 on normal
+// rows, so nearly every row is accepted and the exact pass 1b runs only on rows where K is large).
 // Sums are reduced in a fixed order, so a row's result is the same on any thread.
-// Rows whose spread leaves [2^-40, 2^40] (squares would overflow or underflow f32), and NaN/Inf rows,
-// go to the scalar welford row (exact scaling there); such rows are rare and never the fast case.
-// Tails: masked loads/stores for f32; 16-bit types go through an 8-lane stack buffer. Nothing is read
-// or written past the row.
-// Speed (lnorm_gbench, single thread, medians of 5, GB/s of x read + y written; this 2-core AMD EPYC,
-// 2026-11-30): f32 64x4096 17.1 (memcpy 62.4, oneDNN 25.7); 1024x768 22.7 (65.4, 37.6); 16384x4096
-// 8.4 (21.2, 9.7): 0.27-0.39x memcpy, 0.56-0.87x oneDNN. bf16 16384x4096 5.4 GB/s is 1.29x f32's rows/s.
-// Not yet tuned: three passes with a per-block f64 fold; the next step is fusing pass 1 into pass 2
-// for rows that fit L1 and streaming stores at DRAM sizes.
+//
+// Stores: when the problem's x + y bytes exceed kStreamBytes, y is written with non-temporal stores
+// (the values are identical, so results stay bitwise the same): an ordinary store reads each line of
+// y before writing it (read-for-ownership), three DRAM streams against the copy's two. y is aligned
+// to 32 bytes by a head of < 16 elements written with ordinary stores; sfence at the end of the call.
+// Tails: f32 by vmaskmov; f16/bf16 by a masked load/store of whole 32-bit pairs plus one blended
+// element for an odd count: nothing is read or written past the row, and no stack buffer.
+// Conversions in registers: f16 by F16C (vcvtph2ps / vcvtps2ph, nearest even); bf16 widened by
+// interleaving 16 elements with zeros (load16: lanes in a per-128-bit order that every operand of
+// the loop shares and packus undoes), narrowed by the vectorized round-to-nearest-even
+// bits + 0x7FFF + lsb (NaN lanes skip the increment when gamma/beta may hold NaN: an arithmetic NaN
+// is quiet, so its top 16 bits stay a NaN), two vectors packed per 32-byte store.
+//
+// MEASURED (2-core AMD EPYC Zen 5 class, ~3.3 GHz, shared with other jobs: load 7-14 on 2 cores,
+// so only same-run ratios and best-of-N or medians; 2026-12-01):
+// - callgrind, instructions per 8-element vector at 64x768 (3 calls): before (three passes, per-
+//   vector bf16 narrowing with blend + permute, 16-bit gamma/beta widened by zero-extend + shift)
+//   f32 29.8, f16 32.8, bf16 47.8; after f32 16.9 (statistics 7.8, output 9.1), f16 18.8, bf16 22.5.
+//   The statistics loop is 4.75 per vector (load, sub, add, fma, loop), the per-block f64 fold and
+//   the per-row work ~290 instructions per row (fold kept: 0.44 per vector).
+// - bf16 narrowing: 7 ops per vector with the NaN test, 5 without (all_finite_bf16 decides per call);
+//   unpack with zero widens in 1 op instead of 2 and packus narrows 16 without a permute.
+// - cycles per vector, best of 200 (scratch driver; 64x768 in L2): f32 full 4.3 = statistics 2.4
+//   + output 3.0, partly overlapped; in L1 the output loop alone is 2.6 cycles (3 loads, 1 store,
+//   3 FP ops), which on this shared core (SMT sibling busy) is the bound, not the instruction count.
+// - lnorm_gbench, single thread, GB/s of x + y (rows/s x bytes), medians of 5, two runs each,
+//   before -> after:           f32          f16          bf16        memcpy (same run)
+//       64x768             22-28 -> 46-50   11-13 -> 18-19   7-8 -> 16-19    f32 160-215, 16-bit 116-142
+//       64x4096            26-28 -> 34-38   12-15 -> 21      8-9 -> 17-20    f32 80-86,  16-bit 92-123
+//       1024x768           28-30 -> 35-48   10-13 -> 18-20   8-9 -> 16-19    f32 70-86,  16-bit 72-89
+//       16384x4096         13-15 -> 17.7-18.9  9.4-12.5 -> 15.1-16.0  7.1-8.4 -> 15.3-15.6
+//                          (memcpy 23-32, which glibc streams there; oneDNN f32 22-31)
+//   So: 0.2-0.5x of the copy in cache and ~0.6x at DRAM sizes; 16-bit GB/s is 0.4x f32's in cache
+//   and 0.85-0.9x at DRAM sizes (the table predates kWideMax below).
+// - final single lnorm_gbench run (medians of 5, after kWideMax), avx2 / memcpy GB/s: 64x768 f32
+//   54.9/214, f16 23.9/161, bf16 20.2/160; 64x4096 f32 38.8/96, f16 25.7/139, bf16 22.1/122;
+//   1024x768 f32 47.3/97, f16 22.7/82, bf16 18.4/89; 16384x4096 f32 17.6/30.2 (oneDNN 32.0),
+//   f16 19.1/30.4, bf16 16.8/30.2 (oneDNN 22.5).
+// - kStreamBytes: scratch copies of the same bytes (medians of 7, wall clock, same run), vector
+//   copy vs streaming copy: 6 MiB of x + y 52 vs 45 GB/s and 16 MiB 54 vs 48 (ordinary stores win),
+//   32 MiB 35 vs 44 (f32 1024x4096) and 46 vs 45 (bf16 4096x1024), 512 MiB 28 vs 23-27.
+// - kWideMax (f16 gamma/beta widened once per call): scratch driver, best of 200, same run, two runs:
+//   f16 64x768 20.3, 20.0 -> 21.8, 22.0 GB/s; 64x4096 24.3, 24.3 -> 27.0, 26.5. Not done for bf16:
+//   its unpack order would need a vpermq per 16 elements on x and on y, for one op saved per vector.
+// - kMaxCancel, kBlock: `lnorm verify --kernel avx2` worst f32 y 4.77 / 4.31 / 5.21 scaled ulps
+//   (seeds 1, 2, and 7 with 1000 cases), rstd 2-3 ulps, mean 2.4-3.5: no worse than the corrected
+//   two-pass it replaces (5.36 y, rstd 4 at seed 1).
 #include <immintrin.h>
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 #include "isa.hpp"
@@ -34,6 +81,32 @@ namespace lnorm::cpu::avx2 {
 namespace {
 
 constexpr float kSafeMax = 0x1p40f, kSafeMin = 0x1p-40f;  // as welford.cpp's kSafeMax/kSafeMin
+
+// K = (Q/n)/var above which the fused statistics are recomputed by pass 1b. var's relative error is
+// about K·e_Q + 2·sqrt(K(K−1))·e_S (e: the sums' relative rounding errors), so K ≤ 2 costs at most
+// ~3.8x the corrected two-pass's e_Q; see MEASURED for the errors this gives in `lnorm verify`.
+constexpr double kMaxCancel = 2.0;
+
+// f32 sums within blocks of kBlock elements (8 additions per lane per accumulator), f64 across
+// blocks: the error of a row's sums does not grow with its length. Measured with one f32
+// accumulation over the whole row (`lnorm verify --kernel avx2 --cases 1000 --seed 7`): rstd 62 ulps
+// and y 62 scaled ulps on 65537-wide rows. The fold is 14 vector ops per 256 elements (0.44 per
+// 8-lane vector, against 3 per vector in the loop).
+constexpr std::int64_t kBlock = 256;
+
+// x + y bytes of the whole problem above which y is streamed (see MEASURED).
+constexpr std::int64_t kStreamBytes = std::int64_t{16} << 20;
+
+// Streaming mode only: during row r's output pass, prefetch row r + kAhead into L2 (one prefetcht1
+// per 16 elements), so DRAM keeps reading while the pass runs from L1/L2. And the statistics of row
+// r + 1 are computed before row r's output pass (kPipeline; in every mode), so the scalar tail of one
+// row's statistics (f64 divisions and sqrt, ~80 cycles of latency) overlaps the other row's output
+// loop. Measured at 8192x4096 f32 (scratch driver, best of 25, against a streaming copy in the same
+// run, two runs): pipeline + prefetch 0.71, 0.72 of the copy; prefetch alone 0.64, 0.63; pipeline
+// alone 0.58, 0.58. Hints T0/T2/NTA and kAhead = 3 were not distinguishable from T1, 2 on this
+// loaded machine.
+constexpr bool kPrefetch = true, kPipeline = true;
+constexpr std::int64_t kAhead = 2;
 
 struct F32 {
   using Bits = float;
@@ -50,43 +123,90 @@ __m256i tail_mask(std::int64_t r) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(r)), lane);
 }
 
+__m128i tail_mask128(std::int64_t r) {
+  return _mm_cmpgt_epi32(_mm_set1_epi32(static_cast<int>(r)), _mm_setr_epi32(0, 1, 2, 3));
+}
+
 __m256 widen_bf16(__m128i v) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16)); }
 
-// bf16 round to nearest even from f32 bits; NaN stays a quiet NaN.
-__m128i narrow_bf16(__m256 v) {
+// f32 → bf16 bits in the low 16 of each 32-bit lane, round to nearest even. With kNaN, NaN lanes keep
+// their top 16 bits (v comes from arithmetic, so a NaN is quiet and stays one); without it the
+// caller guarantees no NaN (±Inf rounds correctly either way: 0x7F800000 + 0x7FFF keeps its top half).
+template <bool kNaN>
+__m256i round_bf16(__m256 v) {
   const __m256i bits = _mm256_castps_si256(v);
   const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
-  __m256i r = _mm256_srli_epi32(_mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
-  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-  r = _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(0x40)), nan);
-  const __m256i packed = _mm256_packus_epi32(r, r);  // per 128-bit lane: [a0..a3 a0..a3 | a4..a7 a4..a7]
-  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08));
+  __m256i inc = _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF));
+  if constexpr (kNaN) inc = _mm256_and_si256(inc, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_ORD_Q)));
+  return _mm256_srli_epi32(_mm256_add_epi32(bits, inc), 16);
+}
+
+// Eight values to eight 16-bit elements.
+template <class T>
+__m128i narrow8(__m256 v) {
+  if constexpr (std::is_same_v<T, F16>) {
+    return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+  } else {
+    const __m256i r = round_bf16<true>(v);
+    const __m256i packed = _mm256_packus_epi32(r, r);  // per 128-bit lane: [a0..a3 a0..a3 | a4..a7 a4..a7]
+    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08));
+  }
+}
+
+// Sixteen values to sixteen 16-bit elements, one 32-byte vector. For bf16, v0 and v1 are in the order
+// load16 gives (see there), which packus restores.
+template <class T, bool kNaN>
+__m256i narrow16(__m256 v0, __m256 v1) {
+  if constexpr (std::is_same_v<T, F16>) {
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm256_cvtps_ph(v0, _MM_FROUND_TO_NEAREST_INT)),
+                                   _mm256_cvtps_ph(v1, _MM_FROUND_TO_NEAREST_INT), 1);
+  } else {
+    return _mm256_packus_epi32(round_bf16<kNaN>(v0), round_bf16<kNaN>(v1));
+  }
+}
+
+template <class T>
+__m256 widen8(__m128i v) {
+  if constexpr (std::is_same_v<T, F16>) return _mm256_cvtph_ps(v);
+  else return widen_bf16(v);
 }
 
 template <class T>
 __m256 load(const typename T::Bits* p) {
   if constexpr (std::is_same_v<T, F32>) return _mm256_loadu_ps(p);
-  else if constexpr (std::is_same_v<T, F16>) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  else return widen_bf16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  else return widen8<T>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-// The last r < 8 elements, zeros beyond them (callers mask the arithmetic too).
+// Sixteen elements at p as two vectors. bf16 is widened by interleaving with zeros in each 128-bit
+// half (one op per vector, against zero-extend + shift): v0 holds elements 0-3 and 8-11, v1 holds 4-7
+// and 12-15. Every operand of the output loop comes through load16, so the lanes stay matched, and
+// narrow16's per-half packus puts the elements back in order; the sums do not care about the order.
+template <class T>
+void load16(const typename T::Bits* p, __m256& v0, __m256& v1) {
+  if constexpr (std::is_same_v<T, BF16>) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), zero = _mm256_setzero_si256();
+    v0 = _mm256_castsi256_ps(_mm256_unpacklo_epi16(zero, v));
+    v1 = _mm256_castsi256_ps(_mm256_unpackhi_epi16(zero, v));
+  } else {
+    v0 = load<T>(p);
+    v1 = load<T>(p + 8);
+  }
+}
+
+// The first r < 8 elements at p, zeros beyond them; nothing past p + r is read.
 template <class T>
 __m256 load_tail(const typename T::Bits* p, std::int64_t r) {
   if constexpr (std::is_same_v<T, F32>) {
     return _mm256_maskload_ps(p, tail_mask(r));
   } else {
-    alignas(16) std::uint16_t buf[8] = {};
-    std::memcpy(buf, p, static_cast<std::size_t>(r) * 2);
-    return load<T>(buf);
+    const std::int64_t pairs = r / 2;
+    __m128i v = _mm_maskload_epi32(reinterpret_cast<const int*>(p), tail_mask128(pairs));
+    if (r & 1) {  // the odd last element goes into the low half of 32-bit lane `pairs`
+      const __m128i at = _mm_cmpeq_epi32(_mm_set1_epi32(static_cast<int>(pairs)), _mm_setr_epi32(0, 1, 2, 3));
+      v = _mm_blendv_epi8(v, _mm_set1_epi32(p[r - 1]), at);
+    }
+    return widen8<T>(v);
   }
-}
-
-template <class T>
-void store(typename T::Bits* p, __m256 v) {
-  if constexpr (std::is_same_v<T, F32>) _mm256_storeu_ps(p, v);
-  else if constexpr (std::is_same_v<T, F16>) _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-  else _mm_storeu_si128(reinterpret_cast<__m128i*>(p), narrow_bf16(v));
 }
 
 template <class T>
@@ -94,9 +214,38 @@ void store_tail(typename T::Bits* p, __m256 v, std::int64_t r) {
   if constexpr (std::is_same_v<T, F32>) {
     _mm256_maskstore_ps(p, tail_mask(r), v);
   } else {
-    alignas(16) std::uint16_t buf[8];
-    store<T>(buf, v);
-    std::memcpy(p, buf, static_cast<std::size_t>(r) * 2);
+    const std::int64_t pairs = r / 2;
+    const __m128i h = narrow8<T>(v);
+    _mm_maskstore_epi32(reinterpret_cast<int*>(p), tail_mask128(pairs), h);
+    if (r & 1) {
+      const __m256i lane = _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(h), _mm256_set1_epi32(static_cast<int>(pairs)));
+      p[r - 1] = static_cast<std::uint16_t>(_mm256_cvtsi256_si32(lane));
+    }
+  }
+}
+
+template <class T>
+void store8(typename T::Bits* p, __m256 v) {
+  if constexpr (std::is_same_v<T, F32>) _mm256_storeu_ps(p, v);
+  else _mm_storeu_si128(reinterpret_cast<__m128i*>(p), narrow8<T>(v));
+}
+
+// Sixteen elements at p; kStream: p is 32-byte aligned and the stores are non-temporal; kNaN: as
+// round_bf16.
+template <class T, bool kStream, bool kNaN>
+void store16(typename T::Bits* p, __m256 v0, __m256 v1) {
+  if constexpr (std::is_same_v<T, F32>) {
+    if constexpr (kStream) {
+      _mm256_stream_ps(p, v0);
+      _mm256_stream_ps(p + 8, v1);
+    } else {
+      _mm256_storeu_ps(p, v0);
+      _mm256_storeu_ps(p + 8, v1);
+    }
+  } else {
+    const __m256i h = narrow16<T, kNaN>(v0, v1);
+    if constexpr (kStream) _mm256_stream_si256(reinterpret_cast<__m256i*>(p), h);
+    else _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), h);
   }
 }
 
@@ -107,13 +256,14 @@ float hmax(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+float hsum_ps(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
 
-struct Stats {
-  float m, mean_lo, rstd;
-  bool safe;
-};
-
-// Folds four f32 accumulators into a pair of f64 ones, in a fixed order.
+// Adds four f32 accumulators, in a fixed order, into a pair of f64 ones.
 void fold(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256d& lo, __m256d& hi) {
   const __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
   lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(s)));
@@ -126,127 +276,255 @@ double hsum(__m256d lo, __m256d hi) {
   return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
 }
 
-// Sums run in f32 within blocks of kBlock elements (8 additions per lane per accumulator) and in f64
-// across blocks: the error of a row's sums no longer grows with its length. Measured with one f32
-// accumulation over the whole row (`lnorm verify --kernel avx2 --cases 1000 --seed 7`): rstd 62
-// ulps and y 62 scaled ulps on 65537-wide rows; blocked, see budgets.toml.
-constexpr std::int64_t kBlock = 256;
+struct Stats {
+  float m, mean_lo, rstd;
+  bool safe;
+};
 
-template <class T>
-Stats row_stats(const typename T::Bits* x, std::int64_t n, float eps) {
+// Σ (x − c) and Σ (x − c)² over the row, blocked as kBlock says; with kMax also max |x − c|.
+template <class T, bool kMax>
+void centred_sums(const typename T::Bits* x, std::int64_t n, float c, double& s_out, double& q_out, float& max_out) {
   const std::int64_t full = n / 8 * 8, r = n - full;
-  const __m256 shift = _mm256_set1_ps(_mm256_cvtss_f32(n >= 8 ? load<T>(x) : load_tail<T>(x, r)));
-  const __m256 tail = _mm256_castsi256_ps(tail_mask(r));
-  // Pass 1: Σ (x − x[0]).
-  __m256d s_lo = _mm256_setzero_pd(), s_hi = s_lo;
-  for (std::int64_t block = 0; block < n; block += kBlock) {
-    const std::int64_t block_end = block + kBlock < full ? block + kBlock : full;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    std::int64_t i = block;
-    for (; i + 32 <= block_end; i += 32) {
-      a0 = _mm256_add_ps(a0, _mm256_sub_ps(load<T>(x + i), shift));
-      a1 = _mm256_add_ps(a1, _mm256_sub_ps(load<T>(x + i + 8), shift));
-      a2 = _mm256_add_ps(a2, _mm256_sub_ps(load<T>(x + i + 16), shift));
-      a3 = _mm256_add_ps(a3, _mm256_sub_ps(load<T>(x + i + 24), shift));
-    }
-    for (; i < block_end; i += 8) a0 = _mm256_add_ps(a0, _mm256_sub_ps(load<T>(x + i), shift));
-    if (r && block + kBlock >= n) a1 = _mm256_add_ps(a1, _mm256_and_ps(_mm256_sub_ps(load_tail<T>(x + full, r), shift), tail));
-    fold(a0, a1, a2, a3, s_lo, s_hi);
-  }
-  const double nd = static_cast<double>(n);
-  const float m = static_cast<float>(static_cast<double>(_mm256_cvtss_f32(shift)) + hsum(s_lo, s_hi) / nd);
-  // Pass 2: Σ (x − m) and Σ (x − m)², and max |x − m| for the range check.
-  const __m256 mv = _mm256_set1_ps(m);
+  const __m256 cv = _mm256_set1_ps(c);
   // A function-local constant: a namespace-scope __m256 would run AVX code at program start.
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
-  __m256d c_lo = _mm256_setzero_pd(), c_hi = c_lo, q_lo = c_lo, q_hi = c_lo;
+  const __m256 tail = _mm256_castsi256_ps(tail_mask(r));
+  __m256d s_lo = _mm256_setzero_pd(), s_hi = s_lo, q_lo = s_lo, q_hi = s_lo;
   __m256 big = _mm256_setzero_ps();
   for (std::int64_t block = 0; block < n; block += kBlock) {
     const std::int64_t block_end = block + kBlock < full ? block + kBlock : full;
-    __m256 c0 = _mm256_setzero_ps(), c1 = c0, q0 = c0, q1 = c0;
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0, q0 = s0, q1 = s0, q2 = s0, q3 = s0;
     std::int64_t i = block;
     for (; i + 32 <= block_end; i += 32) {
-      const __m256 d0 = _mm256_sub_ps(load<T>(x + i), mv), d1 = _mm256_sub_ps(load<T>(x + i + 8), mv);
-      const __m256 d2 = _mm256_sub_ps(load<T>(x + i + 16), mv), d3 = _mm256_sub_ps(load<T>(x + i + 24), mv);
-      c0 = _mm256_add_ps(c0, _mm256_add_ps(d0, d2));
-      c1 = _mm256_add_ps(c1, _mm256_add_ps(d1, d3));
+      __m256 d0, d1, d2, d3;
+      load16<T>(x + i, d0, d1);
+      load16<T>(x + i + 16, d2, d3);
+      d0 = _mm256_sub_ps(d0, cv);
+      d1 = _mm256_sub_ps(d1, cv);
+      d2 = _mm256_sub_ps(d2, cv);
+      d3 = _mm256_sub_ps(d3, cv);
+      s0 = _mm256_add_ps(s0, d0);
+      s1 = _mm256_add_ps(s1, d1);
+      s2 = _mm256_add_ps(s2, d2);
+      s3 = _mm256_add_ps(s3, d3);
       q0 = _mm256_fmadd_ps(d0, d0, q0);
       q1 = _mm256_fmadd_ps(d1, d1, q1);
-      q0 = _mm256_fmadd_ps(d2, d2, q0);
-      q1 = _mm256_fmadd_ps(d3, d3, q1);
-      big = _mm256_max_ps(big, _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(d0, abs_mask), _mm256_and_ps(d1, abs_mask)),
-                                             _mm256_max_ps(_mm256_and_ps(d2, abs_mask), _mm256_and_ps(d3, abs_mask))));
+      q2 = _mm256_fmadd_ps(d2, d2, q2);
+      q3 = _mm256_fmadd_ps(d3, d3, q3);
+      if constexpr (kMax) {
+        big = _mm256_max_ps(big, _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(d0, abs_mask), _mm256_and_ps(d1, abs_mask)),
+                                               _mm256_max_ps(_mm256_and_ps(d2, abs_mask), _mm256_and_ps(d3, abs_mask))));
+      }
     }
     for (; i < block_end; i += 8) {
-      const __m256 d = _mm256_sub_ps(load<T>(x + i), mv);
-      c0 = _mm256_add_ps(c0, d);
+      const __m256 d = _mm256_sub_ps(load<T>(x + i), cv);
+      s0 = _mm256_add_ps(s0, d);
       q0 = _mm256_fmadd_ps(d, d, q0);
-      big = _mm256_max_ps(big, _mm256_and_ps(d, abs_mask));
+      if constexpr (kMax) big = _mm256_max_ps(big, _mm256_and_ps(d, abs_mask));
     }
     if (r && block + kBlock >= n) {
-      const __m256 d = _mm256_and_ps(_mm256_sub_ps(load_tail<T>(x + full, r), mv), tail);
-      c1 = _mm256_add_ps(c1, d);
+      const __m256 d = _mm256_and_ps(_mm256_sub_ps(load_tail<T>(x + full, r), cv), tail);
+      s1 = _mm256_add_ps(s1, d);
       q1 = _mm256_fmadd_ps(d, d, q1);
-      big = _mm256_max_ps(big, _mm256_and_ps(d, abs_mask));
+      if constexpr (kMax) big = _mm256_max_ps(big, _mm256_and_ps(d, abs_mask));
     }
-    const __m256 zero = _mm256_setzero_ps();
-    fold(c0, c1, zero, zero, c_lo, c_hi);
-    fold(q0, q1, zero, zero, q_lo, q_hi);
+    fold(s0, s1, s2, s3, s_lo, s_hi);
+    fold(q0, q1, q2, q3, q_lo, q_hi);
   }
-  // max_ps drops NaN operands, so NaN is caught through the sums below.
-  const double c = hsum(c_lo, c_hi), q = hsum(q_lo, q_hi);
-  const float max_abs = hmax(big);
+  s_out = hsum(s_lo, s_hi);
+  q_out = hsum(q_lo, q_hi);
+  max_out = hmax(big);  // max_ps drops NaN operands, so NaN is caught through the sums
+}
+
+template <class T>
+float row_shift(const typename T::Bits* x, std::int64_t n) {
+  const float x0 = _mm256_cvtss_f32(n >= 8 ? load<T>(x) : load_tail<T>(x, n));
+  if (n < 32) return x0;
+  const __m256 s = _mm256_add_ps(_mm256_add_ps(load<T>(x), load<T>(x + 8)), _mm256_add_ps(load<T>(x + 16), load<T>(x + 24)));
+  const float shift = hsum_ps(s) * (1.0f / 32);  // exact on a constant row unless the sum overflows
+  return std::isfinite(shift) ? shift : x0;
+}
+
+template <class T>
+Stats row_stats(const typename T::Bits* x, std::int64_t n, float eps) {
+  const double nd = static_cast<double>(n), epsd = static_cast<double>(eps);
+  const float shift = row_shift<T>(x, n);
+  double s = 0, q = 0;
+  float unused = 0;
+  centred_sums<T, false>(x, n, shift, s, q, unused);
+  const double mean = static_cast<double>(shift) + s / nd;
+  const double var = q / nd - (s / nd) * (s / nd);
+  if (std::isfinite(s) && std::isfinite(q) && var > 0 && q / nd <= kMaxCancel * var &&
+      q >= static_cast<double>(kSafeMin) * kSafeMin) {
+    const float m = static_cast<float>(mean);
+    return {m, static_cast<float>(mean - static_cast<double>(m)), static_cast<float>(1.0 / std::sqrt(var + epsd)), true};
+  }
+  // Pass 1b: corrected two-pass about m, with the range rule on max |x − m|.
+  const float m = static_cast<float>(mean);
+  float max_abs = 0;
+  double c = 0;
+  centred_sums<T, true>(x, n, m, c, q, max_abs);
   const double mean_lo = c / nd;
-  const double var = std::fmax(q / nd - mean_lo * mean_lo, 0.0);
+  const double var2 = std::fmax(q / nd - mean_lo * mean_lo, 0.0);
   const bool finite = std::isfinite(m) && std::isfinite(c) && std::isfinite(q);
   const bool safe = finite && max_abs <= kSafeMax && (max_abs >= kSafeMin || max_abs == 0);
-  // rstd from the f64 variance and the f32 eps, rounded once to f32.
-  return {m, static_cast<float>(mean_lo), static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(eps))), safe};
+  const float rstd = static_cast<float>(1.0 / std::sqrt(var2 + epsd));
+  // var + eps = 0 (a constant row with eps = 0): rstd = +Inf and y = NaN, from the welford row.
+  return {m, static_cast<float>(mean_lo), rstd, safe && std::isfinite(rstd)};
 }
 
-template <class T>
-void normalize_row(const typename T::Bits* x, const typename T::Bits* gamma, const typename T::Bits* beta,
-                   typename T::Bits* y, std::int64_t n, const Stats& s) {
-  const std::int64_t full = n / 8 * 8, r = n - full;
-  const __m256 mv = _mm256_set1_ps(s.m), lo = _mm256_set1_ps(s.mean_lo), rstd = _mm256_set1_ps(s.rstd);
-  const auto one = [&](__m256 xv, __m256 g, __m256 b) {
-    const __m256 t = _mm256_mul_ps(_mm256_sub_ps(_mm256_sub_ps(xv, mv), lo), rstd);
-    if (gamma && beta) return _mm256_fmadd_ps(t, g, b);
-    if (gamma) return _mm256_mul_ps(t, g);
-    if (beta) return _mm256_add_ps(t, b);
-    return t;
-  };
-  const __m256 zero = _mm256_setzero_ps();
-  for (std::int64_t i = 0; i < full; i += 8) {
-    store<T>(y + i, one(load<T>(x + i), gamma ? load<T>(gamma + i) : zero, beta ? load<T>(beta + i) : zero));
-  }
-  if (r) {
-    store_tail<T>(y + full, one(load_tail<T>(x + full, r), gamma ? load_tail<T>(gamma + full, r) : zero,
-                                beta ? load_tail<T>(beta + full, r) : zero), r);
-  }
-}
+// The output pass. kNaN: y may hold NaN (only bf16's narrowing cares; see rows_typed).
+// G: how gamma and beta are stored (T, or F32 once widened; see rows_affine).
+template <class T, class G, bool kGamma, bool kBeta, bool kNaN>
+struct Normalizer {
+  using B = typename T::Bits;
+  const typename G::Bits* gamma;
+  const typename G::Bits* beta;
+  __m256 mv, lo_rstd, rstd;
 
-template <class T>
-void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+  __m256 one(__m256 xv, __m256 g, __m256 b) const {
+    const __m256 t = _mm256_fmadd_ps(_mm256_sub_ps(xv, mv), rstd, lo_rstd);
+    if constexpr (kGamma && kBeta) return _mm256_fmadd_ps(t, g, b);
+    else if constexpr (kGamma) return _mm256_mul_ps(t, g);
+    else if constexpr (kBeta) return _mm256_add_ps(t, b);
+    else return t;
+  }
+
+  // Elements [i, i + count), count < 16, with ordinary stores.
+  void span(const B* x, B* y, std::int64_t i, std::int64_t count) const {
+    const __m256 zero = _mm256_setzero_ps();
+    if (count >= 8) {
+      store8<T>(y + i, one(load<T>(x + i), kGamma ? load<G>(gamma + i) : zero, kBeta ? load<G>(beta + i) : zero));
+      i += 8;
+      count -= 8;
+    }
+    if (count > 0) {
+      store_tail<T>(y + i,
+                    one(load_tail<T>(x + i, count), kGamma ? load_tail<G>(gamma + i, count) : zero,
+                        kBeta ? load_tail<G>(beta + i, count) : zero),
+                    count);
+    }
+  }
+
+  // kStream: y + head is 32-byte aligned, y is streamed, and the next row's x (next) is prefetched
+  // into L2 meanwhile, so DRAM keeps reading while this pass runs from L1 (see MEASURED).
+  template <bool kStream>
+  void row(const B* x, B* y, std::int64_t n, std::int64_t head, const B* next) const {
+    span(x, y, 0, head);
+    std::int64_t i = head;
+    __m256 g0 = _mm256_setzero_ps(), g1 = g0, b0 = g0, b1 = g0;
+    for (; i + 16 <= n; i += 16) {
+      if constexpr (kStream && kPrefetch) _mm_prefetch(reinterpret_cast<const char*>(next + i), _MM_HINT_T1);
+      __m256 x0, x1;
+      load16<T>(x + i, x0, x1);
+      if constexpr (kGamma) load16<G>(gamma + i, g0, g1);
+      if constexpr (kBeta) load16<G>(beta + i, b0, b1);
+      store16<T, kStream, kNaN>(y + i, one(x0, g0, b0), one(x1, g1, b1));
+    }
+    span(x, y, i, n - i);
+  }
+};
+
+template <class T, class G, bool kGamma, bool kBeta, bool kNaN>
+void rows_loop(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end,
+               const typename G::Bits* gamma, const typename G::Bits* beta) {
   using B = typename T::Bits;
   const B* x = static_cast<const B*>(t.x);
-  const B* gamma = p.has_gamma ? static_cast<const B*>(t.gamma) : nullptr;
-  const B* beta = p.has_beta ? static_cast<const B*>(t.beta) : nullptr;
   B* y = static_cast<B*>(t.y);
   float* mean = static_cast<float*>(t.mean);
   float* rstd = static_cast<float*>(t.rstd);
   const std::int64_t n = p.cols;
   const float eps = static_cast<float>(p.eps);
+  const bool stream = 2 * p.rows * p.cols * static_cast<std::int64_t>(sizeof(B)) > kStreamBytes;
+  Normalizer<T, G, kGamma, kBeta, kNaN> norm{gamma, beta, {}, {}, {}};
+  // Row + 1's statistics before row's output pass: see kPipeline.
+  Stats next = begin < end ? row_stats<T>(x + begin * n, n, eps) : Stats{};
   for (std::int64_t row = begin; row < end; ++row) {
-    const Stats s = row_stats<T>(x + row * n, n, eps);
+    const B* xr = x + row * n;
+    B* yr = y + row * n;
+    const Stats s = next;
+    if (kPipeline && row + 1 < end) next = row_stats<T>(xr + n, n, eps);
     if (!s.safe) {
       welford_row(p, t, row);
-      continue;
+    } else {
+      if (mean) mean[row] = s.m + s.mean_lo;
+      if (rstd) rstd[row] = s.rstd;
+      norm.mv = _mm256_set1_ps(s.m);
+      norm.rstd = _mm256_set1_ps(s.rstd);
+      norm.lo_rstd = _mm256_set1_ps(-s.mean_lo * s.rstd);
+      const auto addr = reinterpret_cast<std::uintptr_t>(yr);
+      const std::int64_t head = static_cast<std::int64_t>(((32 - addr % 32) % 32) / sizeof(B));
+      if (stream && addr % sizeof(B) == 0 && head < n) {
+        norm.template row<true>(xr, yr, n, head, row + kAhead < end ? xr + kAhead * n : xr);
+      } else {
+        norm.template row<false>(xr, yr, n, 0, xr);
+      }
     }
-    if (mean) mean[row] = s.m + s.mean_lo;
-    if (rstd) rstd[row] = s.rstd;
-    normalize_row<T>(x + row * n, gamma, beta, y + row * n, n, s);
+    if (!kPipeline && row + 1 < end) next = row_stats<T>(xr + n, n, eps);
   }
+  if (stream) _mm_sfence();  // the streamed lines are visible before the caller reads y
+}
+
+// f16 rows up to kWideMax long get gamma and beta widened to f32 once per call, on the stack (2 x 16
+// KiB): the output loop then converts only x, 1 vcvtph2ps per vector instead of 3 (see MEASURED).
+constexpr std::int64_t kWideMax = 4096;
+
+template <class T, bool kGamma, bool kBeta, bool kNaN>
+void rows_affine(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+  using B = typename T::Bits;
+  const B* gamma = static_cast<const B*>(t.gamma);
+  const B* beta = static_cast<const B*>(t.beta);
+  const std::int64_t n = p.cols;
+  if constexpr (std::is_same_v<T, F16> && (kGamma || kBeta)) {
+    if (n <= kWideMax) {
+      alignas(32) float g32[kWideMax], b32[kWideMax];
+      const auto widen = [n](const B* src, float* dst) {
+        std::int64_t i = 0;
+        for (; i + 8 <= n; i += 8) _mm256_store_ps(dst + i, load<T>(src + i));
+        if (i < n) _mm256_maskstore_ps(dst + i, tail_mask(n - i), load_tail<T>(src + i, n - i));
+      };
+      if (kGamma) widen(gamma, g32);
+      if (kBeta) widen(beta, b32);
+      return rows_loop<T, F32, kGamma, kBeta, kNaN>(p, t, begin, end, g32, b32);
+    }
+  }
+  rows_loop<T, T, kGamma, kBeta, kNaN>(p, t, begin, end, gamma, beta);
+}
+
+// True when every bf16 element of v[0, n) is finite (exponent field not all ones).
+bool all_finite_bf16(const std::uint16_t* v, std::int64_t n) {
+  const __m256i exp = _mm256_set1_epi16(0x7F80);
+  __m256i bad = _mm256_setzero_si256();
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i e = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + i)), exp);
+    bad = _mm256_or_si256(bad, _mm256_cmpeq_epi16(e, exp));
+  }
+  bool ok = _mm256_testz_si256(bad, bad) != 0;
+  for (; i < n; ++i) ok = ok && (v[i] & 0x7F80) != 0x7F80;
+  return ok;
+}
+
+// y of a fast-path row is finite or ±Inf when gamma and beta are finite: x − m, rstd (finite: rows
+// with var + eps = 0 take the welford row) and −mean_lo·rstd are finite, and an fma of finite
+// operands never gives NaN. Then bf16's narrowing skips its NaN test (2 of ~15 ops per vector).
+template <class T, bool kNaN>
+void rows_nan(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, bool g, bool b) {
+  if (g && b) rows_affine<T, true, true, kNaN>(p, t, begin, end);
+  else if (g) rows_affine<T, true, false, kNaN>(p, t, begin, end);
+  else if (b) rows_affine<T, false, true, kNaN>(p, t, begin, end);
+  else rows_affine<T, false, false, kNaN>(p, t, begin, end);
+}
+
+template <class T>
+void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+  const bool g = p.has_gamma && t.gamma, b = p.has_beta && t.beta;
+  if constexpr (std::is_same_v<T, BF16>) {
+    const bool finite = (!g || all_finite_bf16(static_cast<const std::uint16_t*>(t.gamma), p.cols)) &&
+                        (!b || all_finite_bf16(static_cast<const std::uint16_t*>(t.beta), p.cols));
+    if (finite) return rows_nan<T, false>(p, t, begin, end, g, b);
+  }
+  rows_nan<T, true>(p, t, begin, end, g, b);
 }
 
 }  // namespace

@@ -47,7 +47,7 @@ const KernelInfo kAvx2Cr{"avx2_cr",
                          DTypeSet{DType::f32, DType::f16, DType::bf16}, &avx2_why_not, &avx2_cr_run};
 
 const KernelInfo kAvx2{"avx2",
-                       "AVX2+FMA, 8 f32 lanes: shifted sum, corrected two-pass (two-float mean); f32 math for f16/bf16",
+                       "AVX2+FMA, 8 f32 lanes: one fused read of shifted sums (corrected two-pass if they cancel), two-float mean; streamed y at DRAM sizes; f32 math for f16/bf16",
                        DTypeSet{DType::f32, DType::f16, DType::bf16}, &avx2_why_not, &avx2_run};
 
 }  // namespace lnorm::cpu
