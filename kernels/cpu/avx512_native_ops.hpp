@@ -51,8 +51,7 @@ struct NativeOps {
     if constexpr (Bf16Hw) {
 #ifdef __AVX512BF16__
       __m256i r = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v));
-      const __mmask16 sub = _mm512_cmp_ps_mask(_mm512_abs_ps(v), _mm512_set1_ps(0x1p-126f), _CMP_LT_OQ) &
-                            _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NEQ_OQ);
+      const __mmask16 sub = _mm512_fpclass_ps_mask(v, 0x20);  // subnormal lanes (vfpclassps, DQ)
       if (sub) r = _mm256_mask_blend_epi16(sub, r, bf16_int(v));
       return r;
 #endif
@@ -157,8 +156,7 @@ struct NativeOps {
     if constexpr (Bf16Hw) {
 #ifdef __AVX512BF16__
       __m128i r = reinterpret_cast<__m128i>(_mm256_cvtneps_pbh(v));
-      const __mmask8 sub = _mm256_cmp_ps_mask(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), v), _mm256_set1_ps(0x1p-126f), _CMP_LT_OQ) &
-                           _mm256_cmp_ps_mask(v, _mm256_setzero_ps(), _CMP_NEQ_OQ);
+      const __mmask8 sub = _mm256_fpclass_ps_mask(v, 0x20);  // subnormal lanes (vfpclassps, DQ+VL)
       if (sub) r = _mm_mask_blend_epi16(sub, r, bf16_int8(v));
       return r;
 #endif
