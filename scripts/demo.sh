@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
-# Set-up + the main job: builds lnorm, lists the kernels, measures every kernel against the exact
-# reference on a few generated problems (centred, offset kappa ≈ 1e4, constant, f16/bf16), runs the
-# quick property suite, the quick benchmark, a kernel selection, and writes a quick precision report.
+# Set-up + the main job, told as a short story: builds lnorm, then one screen per step: the kernels
+# here, their accuracy against the exact reference, the verify gate's verdict per kernel x dtype, one
+# benchmark shape beside the copy ceiling and oneDNN, select's pick, and the precision report's
+# findings. Every step's full output is kept under out/demo/ (the path is printed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)" >/dev/null
 lnorm=build/release/cli/lnorm
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+out=out/demo
+rm -rf "$out" && mkdir -p "$out"
+py=/usr/bin/python3  # Debian's (the first python3 on PATH may lack what install-deps installed)
+status=0
 
-echo "== lnorm list"
-"$lnorm" list
-echo
-# The kernels that can run here (the CUDA ones need a GPU; `lnorm list` says why not).
+echo "== 1. The kernels (lnorm list)"
+"$lnorm" list | tee "$out/list.txt"
 available=$("$lnorm" list | awk 'NR > 1 && $3 == "yes" { print $1 }')
+echo
 
+echo "== 2. Accuracy against the exact reference: max scaled ulp (lnorm run + lnorm check; 64x1024, eps 1e-5,"
+echo "      random gamma/beta; budget 8 + 1*kappa; FAIL marks a kernel over it)"
 # name  dtype  gen-flags
 cases=(
   "centred   f32  --dist normal"
@@ -25,39 +29,62 @@ cases=(
   "centred   f16  --dist normal"
   "centred   bf16 --dist normal"
 )
-echo "== accuracy against the exact reference (64x1024, eps 1e-5, random gamma/beta; budget 8 + 1*kappa scaled ulps)"
-printf '%-9s %-5s %-8s %s\n' case dtype kernel "verdict (from lnorm check)"
-for c in "${cases[@]}"; do
-  read -r label dtype flags <<<"$c"
-  x="$work/$label-$dtype-x.npy"; g="$work/$label-$dtype-g.npy"; b="$work/$label-$dtype-b.npy"
-  # shellcheck disable=SC2086
-  "$lnorm" gen --out "$x" --gamma-out "$g" --beta-out "$b" --shape 64x1024 --dtype "$dtype" $flags
-  for k in reference $available; do
-    y="$work/y.npy"
+header=$(printf '%-10s' kernel)
+for c in "${cases[@]}"; do read -r label dtype _ <<<"$c"; header+=$(printf ' %16s' "$label $dtype"); done
+echo "$header"
+for k in reference $available; do
+  line=$(printf '%-10s' "$k")
+  for c in "${cases[@]}"; do
+    read -r label dtype flags <<<"$c"
+    x="$out/$label-$dtype-x.npy"; g="$out/$label-$dtype-g.npy"; b="$out/$label-$dtype-b.npy"; y="$out/y.npy"
+    # shellcheck disable=SC2086
+    [ -f "$x" ] || "$lnorm" gen --out "$x" --gamma-out "$g" --beta-out "$b" --shape 64x1024 --dtype "$dtype" $flags
     if [ "$k" = reference ]; then "$lnorm" reference --x "$x" --gamma "$g" --beta "$b" --dtype "$dtype" --y "$y"
-    else "$lnorm" run --kernel "$k" --x "$x" --gamma "$g" --beta "$b" --dtype "$dtype" --y "$y"; fi
-    verdict=$("$lnorm" check --x "$x" --gamma "$g" --beta "$b" --dtype "$dtype" --y "$y" | head -1 || true)
-    printf '%-9s %-5s %-8s %s\n' "$label" "$dtype" "$k" "$verdict"
+    else "$lnorm" run --kernel "$k" --x "$x" --gamma "$g" --beta "$b" --dtype "$dtype" --y "$y" 2>/dev/null || { line+=$(printf ' %16s' "-"); continue; }; fi
+    "$lnorm" check --x "$x" --gamma "$g" --beta "$b" --dtype "$dtype" --y "$y" --json "$out/check.json" >>"$out/check.txt" || true
+    line+=$(printf ' %16s' "$($py -c 'import json,sys; d=json.load(open(sys.argv[1])); print(("" if d["pass"] else "FAIL ") + format(d["max_ulp"], ".3g"))' "$out/check.json")")
   done
+  echo "$line"
 done
+rm -f "$out/y.npy" "$out/check.json"
+echo "(onepass's E[x^2]-E[x]^2 and naive's sequential sum lose about kappa ulps on the offset rows; full verdicts: $out/check.txt)"
 echo
-echo "== lnorm verify --quick: ten properties x every kernel x dtype against property_tests/budgets.toml"
-status=0
-"$lnorm" verify --quick > "$work/verify.txt" || status=$?
-sed '/^$/q' "$work/verify.txt"              # the table
-tail -3 "$work/verify.txt"                  # classes generated and the verdict
-echo "(expected failures and their reasons: lnorm verify --quick; budgets in property_tests/budgets.toml)"
 
+echo "== 3. The CI gate (lnorm verify --quick): ten properties x every kernel x dtype, against property_tests/budgets.toml"
+"$lnorm" verify --quick --json "$out/verify.json" >"$out/verify.txt" 2>&1 || status=$?
+$py - "$out/verify.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = {}
+for r in d["results"]:
+    rows.setdefault((r["kernel"], r["dtype"]), []).append(r)
+print(f"{'kernel':<10} {'dtype':<5} {'passed':>6} {'xfail':>5}  failed")
+unavailable = {}
+for (k, t), rs in rows.items():
+    n = lambda *s: sum(r["status"] in s for r in rs)
+    if n("skipped") == len(rs):  # not runnable here: one line per reason below
+        unavailable.setdefault(rs[0]["message"], []).append(k)
+        continue
+    bad = [r["property"] for r in rs if r["status"] in ("FAIL", "XPASS", "MISTRUSTED")]
+    print(f"{k:<10} {t:<5} {n('pass'):>6} {n('xfail', 'xpass?'):>5}  {', '.join(bad) or '-'}")
+for why, ks in unavailable.items():
+    print(f"skipped here: {', '.join(dict.fromkeys(ks))}: {why}")
+EOF
+tail -1 "$out/verify.txt"
+echo "(xfail: the cautionary kernels' expected failures, each with its reason; full table: $out/verify.txt)"
 echo
-echo "== lnorm bench --quick: GB/s beside memcpy and oneDNN, single thread (bench/README.md explains)"
-"$lnorm" bench --quick || status=$?
+
+echo "== 4. Speed (lnorm bench --shape 4096x1024 --dtype f32): GB/s beside the copy ceiling and oneDNN, one thread"
+"$lnorm" bench --shape 4096x1024 --dtype f32 --json "$out/bench.json" 2>&1 | tee "$out/bench.txt" || status=$?
+echo "(bench/README.md explains the columns; all shapes: lnorm bench --quick)"
 echo
-echo "== lnorm select --shape 4096x1024 --dtype f32 --max-ulp 12"
-"$lnorm" select --shape 4096x1024 --dtype f32 --max-ulp 12 || status=$?
+
+echo "== 5. Which kernel to use (lnorm select --shape 4096x1024 --dtype f32 --max-ulp 12)"
+"$lnorm" select --shape 4096x1024 --dtype f32 --max-ulp 12 2>&1 | tee "$out/select.txt" || status=$?
 echo
-echo "== lnorm report --quick: error against kappa, width, eps/var and input class, every kernel x dtype"
-report=out/report
-"$lnorm" report --quick --out "$report" || status=$?
-sed -n '/^## Findings/,/^## Kernel/p' "$report/report.md" | sed '$d'
-echo "open $report/index.html (plots, tables), $report/report.md (for a PR comment), $report/report.json (numbers)"
+
+echo "== 6. Precision report (lnorm report --quick): error against kappa, width, eps/var and input class"
+"$lnorm" report --quick --out "$out/report" >"$out/report.txt" 2>&1 || status=$?
+sed -n '/^## Findings/,/^## Kernel/p' "$out/report/report.md" | sed '$d'
+echo "open $out/report/index.html (plots, tables), $out/report/report.md (for a PR comment), $out/report/report.json (numbers)"
 exit "$status"

@@ -20,6 +20,13 @@ packages=(
   clang-14 libclang-rt-14-dev    # fuzz/: the fuzz preset's compiler and libFuzzer (libclang_rt.fuzzer)
 )
 
+# --list: the package names, one a line, for scripts/check_deps.py (the guard that fails when a
+# package the build uses is not installed here).
+if [ "${1:-}" = "--list" ]; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -17,8 +17,16 @@ void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t e
 }  // namespace avx2
 
 namespace avx2_cr {
-// The same contract, computed in f64 and rounded once (avx2_cr.cpp).
-void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end);
+// The same contract, correctly rounded (avx2_cr.cpp). scratch: scratch_doubles(p.cols) doubles, owned by
+// the caller (f64 copies of the row, gamma and beta: conversions done once, not once per pass).
+void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, double* scratch);
+inline std::int64_t scratch_doubles(std::int64_t cols) { return 3 * (cols + 8); }
+// How often avx2_cr left its vector path, summed over the process (all threads): elements computed,
+// elements settled by the scalar f64 test, elements and rows that needed the double-double path.
+struct PathCounts {
+  long long elements, medium, exact, exact_rows;
+};
+PathCounts path_counts();
 }  // namespace avx2_cr
 
 namespace avx512 {

@@ -80,8 +80,16 @@ KernelBudget parse_section(const toml::table& t, const std::string& source, cons
       const std::string key = where + ".expected_failures." + std::string(k.str());
       const std::optional<Property> p = parse_property(k.str());
       if (!p) fail(source, key, "not a property name");
-      const std::optional<std::string> reason = v.value<std::string>();
-      if (!reason || reason->empty()) fail(source, key, "needs the reason as a string");
+      // "reason" (strict), or { reason = "...", strict = false } (may hold on some seeds).
+      std::optional<std::string> reason = v.value<std::string>();
+      if (const toml::table* entry = v.as_table()) {
+        only_keys(*entry, {"reason", "strict"}, source, key);
+        reason = reason_at(*entry, source, key);
+        const std::optional<bool> strict = (*entry)["strict"].value<bool>();
+        if (!strict) fail(source, key + ".strict", "missing or not a boolean");
+        if (!*strict) b.non_strict_failures.insert(*p);
+      }
+      if (!reason || reason->empty()) fail(source, key, "needs the reason as a string, or { reason = \"...\", strict = false }");
       b.expected_failures[*p] = *reason;
     }
   }

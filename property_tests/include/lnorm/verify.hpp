@@ -20,8 +20,8 @@ enum class Status {
   fail,              // a case broke it
   expected_failure,  // broke it, and budgets.toml lists this property as expected to fail
   unexpected_pass,   // listed as expected to fail, but held on the full suite: budgets.toml is stale
-  unconfirmed,       // listed as expected to fail, held on the quick suite's few cases: reported,
-                     // not failed — the full suite (which does fail on XPASS) decides
+  unconfirmed,       // listed as expected to fail, held on the quick suite's few cases, or held on a
+                     // full run where the entry is non-strict (strict = false): reported, not failed
   mistrusted,        // held, but some input class was never generated: the run proved too little
   skipped,           // the kernel cannot run here (the reason is in `message`)
 };
