@@ -28,7 +28,7 @@
 // loop after a masked head) when the whole y exceeds kStreamBytes; masked head and tail, nothing read
 // or written past a row.
 //
-// cr (avx512_cr): avx2_cr.cpp's algorithm on 8 f64 lanes: TwoSum mean (double-double m_hi + m_lo),
+// cr (avx512_cr): avx2_cr.cpp's algorithm before Ziv's test (main 5b51695) on 8 f64 lanes: TwoSum mean (double-double m_hi + m_lo),
 // Dot2 variance Σ((x − m_hi) − m_lo)², f64 output math rounded once (f16/bf16 by round-to-odd to f32
 // first), ties snapped. 4 accumulators x 8 lanes.
 #ifndef LNORM_AVX512_BODY_INCLUDED
@@ -324,7 +324,8 @@ Stats row_stats(const typename T::Bits* x, std::int64_t n, double eps) {
   return {m_hi, m_lo, 1.0 / std::sqrt(var + eps), std::isfinite(m_hi) && std::isfinite(m_lo) && std::isfinite(q)};
 }
 
-// Exact ties, as avx2_cr.cpp's snap_ties (the measurements that chose kTieTolerance are there): a value
+// Exact ties, as avx2_cr.cpp's snap_ties before Ziv's test (main 5b51695, where the measurements that
+// chose kTieTolerance are): a value
 // within kTieTolerance of the terms' size of a midpoint of T, or of 0, is taken to be exactly that.
 constexpr double kTieTolerance = 0x1p-50;
 
