@@ -18,7 +18,7 @@ namespace {
 
 std::vector<KernelInfo>& kernels() {
   static std::vector<KernelInfo> list = [] {
-    std::vector<KernelInfo> v{cpu::kAvx2Cr, cpu::kAvx2, cpu::kWelford, cpu::kNaive, cpu::kOnePass
+    std::vector<KernelInfo> v{cpu::kAvx512Cr, cpu::kAvx512, cpu::kAvx2Cr, cpu::kAvx2, cpu::kWelford, cpu::kNaive, cpu::kOnePass
 #ifdef LNORM_HAVE_CUDA
                               , cuda::kCudaWarp, cuda::kCudaBlock, cuda::kCudaNaive
 #endif

@@ -27,6 +27,8 @@ TEST_CASE("registry: unique names in a fixed order, found by name, scalar kernel
   std::set<std::string_view> names;
   __builtin_cpu_init();
   const bool has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  const bool has_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   for (const KernelInfo& k : registry()) {
     CHECK(names.insert(k.name).second);
     CHECK(find_kernel(k.name) == &k);
@@ -36,20 +38,26 @@ TEST_CASE("registry: unique names in a fixed order, found by name, scalar kernel
       INFO(k.name << " " << name(d) << ": " << why.value_or("available"));
       if (!k.dtypes.contains(d)) CHECK(why.has_value());
       else if (k.name == "avx2" || k.name == "avx2_cr") CHECK(why.has_value() != has_avx2);
+      else if (k.name == "avx512" || k.name == "avx512_cr") {
+        CHECK(why.has_value() != has_avx512);  // a missing feature is named: "CPU lacks avx512bw"
+        if (why) CHECK_THAT(*why, Catch::Matchers::StartsWith("CPU lacks avx512") || Catch::Matchers::Contains("f16c"));
+      }
       else if (k.name.starts_with("cuda_")) CHECK_THAT(why.value_or("CUDA"), Catch::Matchers::Contains("CUDA"));
       else CHECK_FALSE(why.has_value());
     }
   }
-  CHECK(registry()[0].name == "avx2_cr");
-  CHECK(registry()[2].name == "welford");
+  CHECK(registry()[0].name == "avx512_cr");
+  CHECK(registry()[1].name == "avx512");
+  CHECK(registry()[2].name == "avx2_cr");
+  CHECK(registry()[4].name == "welford");
 #ifdef LNORM_HAVE_CUDA
   // Built with CUDA: the three CUDA kernels follow every CPU kernel.
-  REQUIRE(registry().size() == 8);
-  CHECK(registry()[5].name == "cuda_warp");
-  CHECK(registry()[6].name == "cuda_block");
-  CHECK(registry()[7].name == "cuda_naive");
+  REQUIRE(registry().size() == 10);
+  CHECK(registry()[7].name == "cuda_warp");
+  CHECK(registry()[8].name == "cuda_block");
+  CHECK(registry()[9].name == "cuda_naive");
 #else
-  CHECK(registry().size() == 5);
+  CHECK(registry().size() == 7);
 #endif
   CHECK(find_kernel("no-such-kernel") == nullptr);
   CHECK(kernel("onepass").cautionary);

@@ -29,6 +29,22 @@ struct PathCounts {
 PathCounts path_counts();
 }  // namespace avx2_cr
 
+namespace avx512 {
+// AVX-512 F/BW/VL/DQ, 16 f32 lanes (avx512.cpp; algorithm in avx512_body.hpp). Same contract as avx2.
+void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end);
+}  // namespace avx512
+
+namespace avx512_cr {
+// AVX-512, 8 f64 lanes, correctly rounded (avx512_cr.cpp). Same contract as avx2_cr.
+void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end);
+}  // namespace avx512_cr
+
+namespace avx512_bf16 {
+// bf16 rows of avx512 / avx512_cr narrowed with AVX512-BF16 (avx512_bf16.cpp): the same bits.
+void rows_fast(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end);
+void rows_cr(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end);
+}  // namespace avx512_bf16
+
 // The scalar welford kernel on one row: the exact-range fallback of the SIMD kernels (welford.cpp).
 void welford_row(const Problem& p, const Tensors& t, std::int64_t row);
 

@@ -9,4 +9,8 @@ extern const KernelInfo kOnePass;
 extern const KernelInfo kWelford;
 extern const KernelInfo kAvx2;
 extern const KernelInfo kAvx2Cr;
+extern const KernelInfo kAvx512;
+extern const KernelInfo kAvx512Cr;
+// Whether avx512/avx512_cr narrow bf16 with AVX512-BF16 on this CPU (else integer rounding; same bits).
+bool cpu_has_avx512_bf16();
 }  // namespace lnorm::cpu

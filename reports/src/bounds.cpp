@@ -110,6 +110,11 @@ std::optional<Algorithm> algorithm_of(std::string_view kernel) {
   if (kernel == "welford") return Algorithm::shifted_welford;
   if (kernel == "avx2") return Algorithm::corrected_two_pass;
   if (kernel == "avx2_cr") return Algorithm::correctly_rounded;
+  // avx512 (avx512_body.hpp): blocks of 512 on 4 x 16 lanes, ceil(min(n, 512)/64) + 2 f32 additions
+  // per lane, never more than avx2's ceil(min(n, 256)/32) + 5: avx2's bound holds for it. avx512_cr:
+  // avx2_cr's algorithm on 4 x 8 lanes (fewer additions per lane than the 4 lanes assumed above).
+  if (kernel == "avx512") return Algorithm::corrected_two_pass;
+  if (kernel == "avx512_cr") return Algorithm::correctly_rounded;
   return std::nullopt;
 }
 

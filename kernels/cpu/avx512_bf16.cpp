@@ -1,0 +1,29 @@
+// bf16 rows of avx512 and avx512_cr with AVX512-BF16's vcvtneps2bf16 for the narrowing (the rest as
+// avx512.cpp / avx512_cr.cpp). Its own TU because it alone is built with -mavx512bf16; called only
+// where cpuid reports AVX512-BF16 (avx512_kernel.cpp). Same bits as the integer path (subnormal lanes
+// redone, see avx512_native_ops.hpp; tested in tests/test_avx512_emulation.cpp).
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "isa.hpp"
+
+namespace lnorm::cpu::avx512_bf16 {
+namespace {
+#include "avx512_types.hpp"
+#include "avx512_native_ops.hpp"
+#include "avx512_body.hpp"
+}  // namespace
+
+void rows_fast(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+  fast::rows<NativeOps<true>, BF16>(p, t, begin, end);
+}
+
+void rows_cr(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+  cr::rows<NativeOps<true>, BF16>(p, t, begin, end);
+}
+
+}  // namespace lnorm::cpu::avx512_bf16

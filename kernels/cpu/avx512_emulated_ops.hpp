@@ -1,0 +1,256 @@
+// The operations of avx512_native_ops.hpp, emulated lane by lane in plain C++ (no -mavx512 flags):
+// each function computes, lane by lane, exactly what its intrinsic twin computes (IEEE operations
+// rounded once to nearest even, x86's rules where IEEE leaves a choice: MAXPS-style masks, NaN
+// quieting in conversions, round-to-odd by truncation). The kernel bodies (avx512_body.hpp) compiled
+// against this layer are the test kernels avx512_emu and avx512_cr_emu: the AVX-512 kernels' algorithm,
+// verified on every machine; tests/test_avx512_emulation.cpp checks the bits against the native ones
+// where the CPU has AVX-512.
+//
+// Compiled with -ffp-contract=off, as the native TUs: a contracted a*b + c would change bits.
+// Included inside an anonymous namespace, after <cmath>, <cstdint>, <cstring>, lnorm/half.hpp and
+// avx512_types.hpp.
+#ifndef LNORM_AVX512_EMULATED_OPS_INCLUDED
+#define LNORM_AVX512_EMULATED_OPS_INCLUDED
+
+struct EmulatedOps {
+  struct F {
+    float v[16];
+  };
+  struct D {
+    double v[8];
+  };
+  using M16 = std::uint16_t;
+  using M8 = std::uint8_t;
+
+  static bool on(unsigned k, int i) { return (k >> i) & 1u; }
+  static std::uint32_t bits32(float f) {
+    std::uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+  }
+  static float from_bits32(std::uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+  static std::uint64_t bits64(double d) {
+    std::uint64_t u;
+    std::memcpy(&u, &d, 8);
+    return u;
+  }
+  static double from_bits64(std::uint64_t u) {
+    double d;
+    std::memcpy(&d, &u, 8);
+    return d;
+  }
+
+  // ---- 16 f32 lanes ----
+  static F zero() { return F{}; }
+  static F set1(float x) {
+    F r;
+    for (float& l : r.v) l = x;
+    return r;
+  }
+  static F add(F a, F b) {
+    for (int i = 0; i < 16; ++i) a.v[i] = a.v[i] + b.v[i];
+    return a;
+  }
+  static F sub(F a, F b) {
+    for (int i = 0; i < 16; ++i) a.v[i] = a.v[i] - b.v[i];
+    return a;
+  }
+  static F mul(F a, F b) {
+    for (int i = 0; i < 16; ++i) a.v[i] = a.v[i] * b.v[i];
+    return a;
+  }
+  static F fmadd(F a, F b, F c) {
+    for (int i = 0; i < 16; ++i) a.v[i] = std::fma(a.v[i], b.v[i], c.v[i]);
+    return a;
+  }
+  static F maskz_sub(M16 k, F a, F b) {
+    for (int i = 0; i < 16; ++i) a.v[i] = on(k, i) ? a.v[i] - b.v[i] : 0.0f;
+    return a;
+  }
+  static M16 cmp_neq(F a, F b) { return mask_cmp_neq(0xFFFF, a, b); }
+  static M16 mask_cmp_neq(M16 k, F a, F b) {
+    unsigned m = 0;
+    for (int i = 0; i < 16; ++i)
+      if (on(k, i) && !(a.v[i] == b.v[i])) m |= 1u << i;
+    return static_cast<M16>(m);
+  }
+  static float first(F a) { return a.v[0]; }
+  static D lo_pd(F a) {
+    D r;
+    for (int i = 0; i < 8; ++i) r.v[i] = a.v[i];
+    return r;
+  }
+  static D hi_pd(F a) {
+    D r;
+    for (int i = 0; i < 8; ++i) r.v[i] = a.v[8 + i];
+    return r;
+  }
+
+  // f32 → bf16 as vcvtneps2bf16 without its subnormal flush (the native layer repairs those lanes):
+  // nearest even; NaN keeps its sign and top payload with the quiet bit set.
+  static std::uint16_t bf16_of(float f) { return bf16_from_float(f).bits; }
+  // f32 → f16 as vcvtps2ph with nearest even (lnorm/half.hpp: subnormals, Inf, quiet NaN payload).
+  static std::uint16_t f16_of(float f) { return f16_from_float(f).bits; }
+  template <class T>
+  static float widen(std::uint16_t h) {
+    if constexpr (std::is_same_v<T, F16>) {
+      // vcvtph2ps quiets a signalling NaN (sets the top mantissa bit).
+      const float f = to_float(f16{h});
+      return std::isnan(f) ? from_bits32(bits32(f) | 0x00400000u) : f;
+    } else {
+      return to_float(bf16{h});  // a shift: the pattern unchanged
+    }
+  }
+  template <class T>
+  static std::uint16_t narrow(float f) {
+    if constexpr (std::is_same_v<T, F16>) return f16_of(f);
+    else return bf16_of(f);
+  }
+
+  template <class T>
+  static F load(const typename T::Bits* p) {
+    return maskz_load<T>(0xFFFF, p);
+  }
+  template <class T>
+  static F maskz_load(M16 k, const typename T::Bits* p) {
+    F r{};
+    for (int i = 0; i < 16; ++i) {
+      if (!on(k, i)) continue;
+      if constexpr (std::is_same_v<T, F32>) r.v[i] = p[i];
+      else r.v[i] = widen<T>(p[i]);
+    }
+    return r;
+  }
+  template <class T>
+  static void mask_store(M16 k, typename T::Bits* p, F v) {
+    for (int i = 0; i < 16; ++i) {
+      if (!on(k, i)) continue;
+      if constexpr (std::is_same_v<T, F32>) p[i] = v.v[i];
+      else p[i] = narrow<T>(v.v[i]);
+    }
+  }
+  template <class T>
+  static void store(typename T::Bits* p, F v) {
+    mask_store<T>(0xFFFF, p, v);
+  }
+  template <class T>
+  static void stream(typename T::Bits* p, F v) {
+    mask_store<T>(0xFFFF, p, v);
+  }
+  static void sfence() {}
+
+  // ---- 8 f64 lanes ----
+  static D zero_pd() { return D{}; }
+  static D set1_pd(double x) {
+    D r;
+    for (double& l : r.v) l = x;
+    return r;
+  }
+  static D add_pd(D a, D b) {
+    for (int i = 0; i < 8; ++i) a.v[i] = a.v[i] + b.v[i];
+    return a;
+  }
+  static D sub_pd(D a, D b) {
+    for (int i = 0; i < 8; ++i) a.v[i] = a.v[i] - b.v[i];
+    return a;
+  }
+  static D mul_pd(D a, D b) {
+    for (int i = 0; i < 8; ++i) a.v[i] = a.v[i] * b.v[i];
+    return a;
+  }
+  static D fmsub_pd(D a, D b, D c) {
+    for (int i = 0; i < 8; ++i) a.v[i] = std::fma(a.v[i], b.v[i], -c.v[i]);
+    return a;
+  }
+  static D abs_pd(D a) {
+    for (double& l : a.v) l = from_bits64(bits64(l) & 0x7FFFFFFFFFFFFFFFull);
+    return a;
+  }
+  static D maskz_mov_pd(M8 k, D a) {
+    for (int i = 0; i < 8; ++i)
+      if (!on(k, i)) a.v[i] = 0.0;
+    return a;
+  }
+  static D maskz_sub_pd(M8 k, D a, D b) {
+    for (int i = 0; i < 8; ++i) a.v[i] = on(k, i) ? a.v[i] - b.v[i] : 0.0;
+    return a;
+  }
+  static D blend_pd(M8 k, D a, D b) {
+    for (int i = 0; i < 8; ++i)
+      if (on(k, i)) a.v[i] = b.v[i];
+    return a;
+  }
+  static M8 cmp_le_pd(D a, D b) {
+    unsigned m = 0;
+    for (int i = 0; i < 8; ++i)
+      if (a.v[i] <= b.v[i]) m |= 1u << i;
+    return static_cast<M8>(m);
+  }
+  static double first_pd(D a) { return a.v[0]; }
+  static void store_pd(double* p, D a) { std::memcpy(p, a.v, sizeof a.v); }
+  static D bits_add(D a, std::int64_t b) {
+    for (double& l : a.v) l = from_bits64(bits64(l) + static_cast<std::uint64_t>(b));
+    return a;
+  }
+  static D bits_and(D a, std::int64_t b) {
+    for (double& l : a.v) l = from_bits64(bits64(l) & static_cast<std::uint64_t>(b));
+    return a;
+  }
+  static M8 bits_test(D a, std::int64_t b) {
+    unsigned m = 0;
+    for (int i = 0; i < 8; ++i)
+      if (bits64(a.v[i]) & static_cast<std::uint64_t>(b)) m |= 1u << i;
+    return static_cast<M8>(m);
+  }
+
+  template <class T>
+  static D load8(const typename T::Bits* p) {
+    return maskz_load8<T>(0xFF, p);
+  }
+  template <class T>
+  static D maskz_load8(M8 k, const typename T::Bits* p) {
+    D r{};
+    for (int i = 0; i < 8; ++i) {
+      if (!on(k, i)) continue;
+      if constexpr (std::is_same_v<T, F32>) r.v[i] = p[i];
+      else r.v[i] = widen<T>(p[i]);
+    }
+    return r;
+  }
+  // f64 → f32 toward zero (vcvtpd2ps with embedded {rz-sae}): the nearest f32, stepped back one ulp
+  // toward zero when it landed farther from zero than v (an overflow to Inf steps back to the
+  // largest finite value, as truncation gives). Then the last bit set when inexact: round to odd.
+  static float f32_odd(double d) {
+    float f = static_cast<float>(d);
+    if (std::fabs(static_cast<double>(f)) > std::fabs(d)) f = from_bits32(bits32(f) - 1);
+    const double back = f;
+    if (back == back && d == d && back != d) f = from_bits32(bits32(f) | 1u);
+    return f;
+  }
+  template <class T>
+  static std::uint16_t narrow8_one(double d) {
+    return narrow<T>(f32_odd(d));
+  }
+  template <class T>
+  static void mask_store8(M8 k, typename T::Bits* p, D v) {
+    for (int i = 0; i < 8; ++i) {
+      if (!on(k, i)) continue;
+      if constexpr (std::is_same_v<T, F32>) p[i] = static_cast<float>(v.v[i]);
+      else p[i] = narrow8_one<T>(v.v[i]);
+    }
+  }
+  template <class T>
+  static void store8(typename T::Bits* p, D v) {
+    mask_store8<T>(0xFF, p, v);
+  }
+  template <class T>
+  static void stream8(typename T::Bits* p, D v) {
+    mask_store8<T>(0xFF, p, v);
+  }
+};
+
+#endif

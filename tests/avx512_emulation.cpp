@@ -1,0 +1,36 @@
+// The emulated AVX-512 kernels (see avx512_emulation.hpp). Generic code: no -mavx512 flags, built with
+// -ffp-contract=off like the native TUs (tests/CMakeLists.txt) so that no a*b + c is fused here.
+#include "avx512_emulation.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "../kernels/cpu/isa.hpp"
+#include "lnorm/half.hpp"
+
+namespace lnorm::testing::avx512_emulation {
+namespace {
+#include "../kernels/cpu/avx512_types.hpp"
+#include "../kernels/cpu/avx512_emulated_ops.hpp"
+using lnorm::cpu::welford_row;
+#include "../kernels/cpu/avx512_body.hpp"
+
+std::optional<std::string> always(const Problem&) { return std::nullopt; }
+// One thread: the native kernels' bits do not depend on the thread count (rows are independent).
+void run_fast(const Problem& p, const Tensors& t) { fast_rows<EmulatedOps>(p, t, 0, p.rows); }
+void run_cr(const Problem& p, const Tensors& t) { cr_rows<EmulatedOps>(p, t, 0, p.rows); }
+}  // namespace
+
+const KernelInfo kAvx512Emu{"avx512_emu", "avx512 with every AVX-512 operation emulated lane by lane (test kernel)",
+                            DTypeSet{DType::f32, DType::f16, DType::bf16}, &always, &run_fast};
+const KernelInfo kAvx512CrEmu{"avx512_cr_emu", "avx512_cr with every AVX-512 operation emulated lane by lane (test kernel)",
+                              DTypeSet{DType::f32, DType::f16, DType::bf16}, &always, &run_cr};
+
+std::uint16_t emu_bf16(float f) { return EmulatedOps::narrow<BF16>(f); }
+std::uint16_t emu_f16(float f) { return EmulatedOps::narrow<F16>(f); }
+float emu_f32_odd(double d) { return EmulatedOps::f32_odd(d); }
+float emu_widen_f16(std::uint16_t h) { return EmulatedOps::widen<F16>(h); }
+
+}  // namespace lnorm::testing::avx512_emulation

@@ -1,0 +1,23 @@
+// avx512 and avx512_cr with every AVX-512 operation emulated lane by lane (avx512_emulation.cpp: the
+// kernels' own source, kernels/cpu/avx512_body.hpp, compiled against kernels/cpu/avx512_emulated_ops.hpp
+// in generic code). Test kernels, not in the registry: the verify suite runs them on every machine
+// with avx512's and avx512_cr's budgets (tests/test_avx512_emulation.cpp), and on a CPU with AVX-512
+// their bits are checked against the native kernels' (tests/test_avx512_native.cpp).
+#pragma once
+
+#include <cstdint>
+
+#include "lnorm/kernel.hpp"
+
+namespace lnorm::testing::avx512_emulation {
+
+extern const KernelInfo kAvx512Emu;    // "avx512_emu": budgets of avx512
+extern const KernelInfo kAvx512CrEmu;  // "avx512_cr_emu": budgets of avx512_cr
+
+// The emulated conversions, for the operation tests (tests/test_avx512_native.cpp).
+std::uint16_t emu_bf16(float f);
+std::uint16_t emu_f16(float f);
+float emu_f32_odd(double d);
+float emu_widen_f16(std::uint16_t h);
+
+}  // namespace lnorm::testing::avx512_emulation

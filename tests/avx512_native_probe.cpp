@@ -1,0 +1,57 @@
+// Native AVX-512 conversions over arrays, for tests/test_avx512_native.cpp to hold against the emulated
+// ones. Built with the kernels' AVX-512 flags (+ -mavx512bf16); called only after the CPU check. Uses
+// the kernels' own operation layer (kernels/cpu/avx512_native_ops.hpp) inside an anonymous namespace;
+// exports plain functions only (no inline or template symbols another TU could pick up).
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace lnorm::testing::avx512_probe {
+namespace {
+#include "../kernels/cpu/avx512_types.hpp"
+#include "../kernels/cpu/avx512_native_ops.hpp"
+
+template <bool Hw, class T>
+void narrow16(const float* in, std::uint16_t* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; i += 16) {
+    const auto k = static_cast<std::uint16_t>(n - i >= 16 ? 0xFFFF : (1u << (n - i)) - 1);
+    NativeOps<Hw>::template mask_store<T>(k, out + i, NativeOps<Hw>::template maskz_load<F32>(k, in + i));
+  }
+}
+template <bool Hw, class T>
+void narrow8(const double* in, std::uint16_t* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; i += 8) {
+    const auto k = static_cast<std::uint8_t>(n - i >= 8 ? 0xFF : (1u << (n - i)) - 1);
+    const __m512d v = _mm512_maskz_loadu_pd(k, in + i);
+    NativeOps<Hw>::template mask_store8<T>(k, out + i, v);
+  }
+}
+}  // namespace
+
+// f32 → bf16 (16 lanes): hw = AVX512-BF16 (with the subnormal repair) or the integer path.
+void bf16_16(const float* in, std::uint16_t* out, std::int64_t n, bool hw) {
+  hw ? narrow16<true, BF16>(in, out, n) : narrow16<false, BF16>(in, out, n);
+}
+void f16_16(const float* in, std::uint16_t* out, std::int64_t n) { narrow16<false, F16>(in, out, n); }
+// f64 → f16/bf16 through round-to-odd f32 (8 lanes, avx512_cr's output).
+void bf16_8(const double* in, std::uint16_t* out, std::int64_t n, bool hw) {
+  hw ? narrow8<true, BF16>(in, out, n) : narrow8<false, BF16>(in, out, n);
+}
+void f16_8(const double* in, std::uint16_t* out, std::int64_t n) { narrow8<false, F16>(in, out, n); }
+// f16 → f32 (16 lanes).
+void widen_f16(const std::uint16_t* in, float* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; i += 16) {
+    const auto k = static_cast<std::uint16_t>(n - i >= 16 ? 0xFFFF : (1u << (n - i)) - 1);
+    NativeOps<false>::mask_store<F32>(k, out + i, NativeOps<false>::maskz_load<F16>(k, in + i));
+  }
+}
+// Raw vcvtneps2bf16 (no repair), to show what the repair is for.
+void bf16_raw(const float* in, std::uint16_t* out, std::int64_t n) {
+  for (std::int64_t i = 0; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_loadu_ps(in + i))));
+}
+
+}  // namespace lnorm::testing::avx512_probe

@@ -1,0 +1,102 @@
+// The AVX-512 kernels' algorithm on every machine (tests/avx512_emulation.hpp: avx512_body.hpp compiled
+// against the lane-by-lane emulation of the AVX-512 operations): the verify suite with avx512's and
+// avx512_cr's budgets.toml sections, and constant rows giving beta bit for bit. The full suite is the
+// hidden test "[full]", run by ctest avx512_emulation_verify_full (label slow; scripts/test.sh runs it).
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "avx512_emulation.hpp"
+#include "kernel_cases.hpp"
+#include "lnorm/budgets.hpp"
+#include "lnorm/verify.hpp"
+
+using namespace lnorm;
+namespace emu = lnorm::testing::avx512_emulation;
+
+namespace {
+const DType kDTypes[] = {DType::f32, DType::f16, DType::bf16};
+
+// The native kernel whose budgets the emulated one is held to.
+std::string native_name(const KernelInfo& k) { return k.name == "avx512_emu" ? "avx512" : "avx512_cr"; }
+
+void run_suite(bool quick, std::uint64_t seed) {
+  const auto budgets = verify::Budgets::builtin();
+  verify::Settings settings;
+  settings.quick = quick;
+  settings.seed = seed;
+  settings.command = "ctest -R avx512_emulation (lane-by-lane emulation of the AVX-512 kernels)";
+  for (const KernelInfo* k : {&emu::kAvx512Emu, &emu::kAvx512CrEmu}) {
+    for (DType d : kDTypes) {
+      const verify::KernelBudget& budget = budgets.for_kernel(native_name(*k), d);
+      REQUIRE(budget.section == native_name(*k) + "." + std::string(name(d)));
+      for (const verify::Outcome& o : verify::verify_kernel(*k, d, budget, settings)) {
+        std::string worst;
+        for (const auto& [what, v] : o.worst) worst += " " + what + "=" + std::to_string(v);
+        INFO(k->name << " " << name(d) << " " << name(o.property) << ": " << name(o.status) << worst
+                     << " correctly_rounded=" << o.correctly_rounded << "\n" << o.message << "\n" << o.counterexample);
+        CHECK_FALSE(verify::is_failure(o.status));
+        if (!quick) WARN(k->name << " " << name(d) << " " << name(o.property) << ": " << name(o.status) << worst
+                              << " correctly_rounded=" << o.correctly_rounded);
+      }
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("avx512_emu and avx512_cr_emu: the quick verify suite holds with avx512's and avx512_cr's budgets",
+          "[avx512][emulation][verify]") {
+  run_suite(true, 1);
+}
+
+TEST_CASE("avx512_emu and avx512_cr_emu: the full verify suite (seed 1) holds with avx512's and avx512_cr's budgets",
+          "[.full][avx512][emulation]") {
+  run_suite(false, 1);
+}
+
+TEST_CASE("avx512_emu and avx512_cr_emu: constant rows give beta bit-exactly at every tail length",
+          "[avx512][emulation]") {
+  for (const KernelInfo* k : {&emu::kAvx512Emu, &emu::kAvx512CrEmu}) {
+    for (DType d : kDTypes) {
+      for (std::int64_t cols : {1, 3, 8, 15, 16, 17, 63, 64, 65, 511, 512, 513, 1031, 4097}) {
+        const Format f = format_of(d);
+        const auto n = static_cast<std::size_t>(cols);
+        const auto x = testing::encode(d, std::vector<double>(n, round_to_format(f, 7.3)));
+        const auto g = testing::encode(d, testing::normal(d, n, 1, 0.5, 1)), b = testing::encode(d, testing::normal(d, n, 0, 1, 2));
+        std::vector<std::byte> y(x.size());
+        float mean = 0, rstd = 0;
+        k->run(make_problem(1, cols, d, 1e-5, true, true), Tensors{x.data(), g.data(), b.data(), y.data(), &mean, &rstd});
+        INFO(k->name << " " << name(d) << " cols " << cols);
+        CHECK(y == b);
+        CHECK(mean == static_cast<float>(round_to_format(f, 7.3)));
+      }
+    }
+  }
+}
+
+TEST_CASE("avx512 emulated conversions: f32 -> bf16/f16 round to nearest even, f64 -> f32 rounds to odd",
+          "[avx512][emulation]") {
+  // Scalar definitions: bf16 keeps the top 16 bits after rounding the low 16 to nearest even.
+  CHECK(emu::emu_bf16(1.0f) == 0x3F80);
+  CHECK(emu::emu_bf16(std::bit_cast<float>(0x3F808000u)) == 0x3F80);  // tie, even stays
+  CHECK(emu::emu_bf16(std::bit_cast<float>(0x3F818000u)) == 0x3F82);  // tie, odd rounds up
+  CHECK(emu::emu_bf16(std::bit_cast<float>(0x3F808001u)) == 0x3F81);
+  CHECK(emu::emu_bf16(std::bit_cast<float>(0x00008000u)) == 0x0000);  // subnormal tie to even: 0
+  CHECK(emu::emu_bf16(std::bit_cast<float>(0x007FFFFFu)) == 0x0080);  // rounds up to the smallest normal
+  CHECK(emu::emu_bf16(std::bit_cast<float>(0x7F7FFFFFu)) == 0x7F80);  // overflow to Inf
+  CHECK(emu::emu_bf16(std::bit_cast<float>(0xFFC00000u)) == 0xFFC0);  // x86's default NaN
+  CHECK(emu::emu_f16(65520.0f) == 0x7C00);
+  CHECK(emu::emu_f16(65519.0f) == 0x7BFF);
+  CHECK(emu::emu_f16(0x1p-25f) == 0x0000);
+  CHECK(emu::emu_f16(std::bit_cast<float>(0xFFC00000u)) == 0xFE00);
+  // Round to odd: truncate, then set the last bit when inexact.
+  CHECK(emu::emu_f32_odd(1.0) == 1.0f);
+  CHECK(std::bit_cast<std::uint32_t>(emu::emu_f32_odd(1.0 + 0x1p-30)) == 0x3F800001u);
+  CHECK(std::bit_cast<std::uint32_t>(emu::emu_f32_odd(-(1.0 + 0x1p-30))) == 0xBF800001u);
+  CHECK(std::bit_cast<std::uint32_t>(emu::emu_f32_odd(1.0 + 0x1p-23 + 0x1p-24 + 0x1p-40)) == 0x3F800001u);  // nearest is 0x...02
+  CHECK(std::bit_cast<std::uint32_t>(emu::emu_f32_odd(1e300)) == 0x7F7FFFFFu);
+  CHECK(std::bit_cast<std::uint32_t>(emu::emu_f32_odd(1e-300)) == 0x00000001u);
+  CHECK(std::bit_cast<std::uint32_t>(emu::emu_f32_odd(-1e-300)) == 0x80000001u);
+  CHECK(std::isinf(emu::emu_f32_odd(INFINITY)));
+}
