@@ -28,9 +28,26 @@
 // loop after a masked head) when the whole y exceeds kStreamBytes; masked head and tail, nothing read
 // or written past a row.
 //
-// cr (avx512_cr): avx2_cr.cpp's algorithm before Ziv's test (main 5b51695) on 8 f64 lanes: TwoSum mean (double-double m_hi + m_lo),
-// Dot2 variance Σ((x − m_hi) − m_lo)², f64 output math rounded once (f16/bf16 by round-to-odd to f32
-// first), ties snapped. 4 accumulators x 8 lanes.
+// cr (avx512_cr): avx2_cr.cpp's algorithm (Ziv's rounding test; its header has the algorithm and the
+// proven error bound) on 8 f64 lanes, 4 accumulators (32 lanes of sums):
+//   1. s = Σ (x − x[0]) in blocks of 32·ceil(sqrt(n/32)) (plain adds), m + m_lo = x[0] + s/n (TwoSum);
+//   2. q2 = Σ (x − m)² (one FMA each, blocked the same) and max |x − m|; rstd = 1/sqrt(q2/n + eps);
+//   3. y = ((x − m)·rstd)·γ + β in f64, tested against one E per row: f32 by rounding y ± E
+//      (cvt_differ_f32), f16/bf16 by y's f32 rounding's distance from T's midpoint patterns (near_mid16);
+//      certified lanes stored rounded once, the rest settled by avx2_cr_exact.hpp's scalar medium test
+//      and, where that fails, its double-double path (the same code as avx2_cr's).
+// The bound is avx2_cr's with k = block/32 + ceil(n32/block) + 12 (≤ 4 roundings in the tail loop, 5 in
+// the folds, 3 spare; cr::fast_stats). Differences from avx2_cr: x is re-read and converted from storage
+// in each pass (no f64 scratch row: rows(), the registry's signature, has no scratch), and γ, β are
+// converted per element; path counts are not kept.
+// Measured (lnorm_gbench, one thread, medians of 3, same run as avx512; 2-core EPYC Zen 5, shared):
+// GB/s avx512_cr (ratio to avx512), the pre-Ziv algorithm (TwoSum/Dot2, 99.96-99.999% CR) in brackets:
+//                 1024x768            16384x4096
+//   f32     14.2 (0.36) [8.4 (0.23)]   10.1 (0.63) [7.3 (0.43)]
+//   bf16     4.7 (0.28) [3.0 (0.17)]    4.4 (0.32) [2.9 (0.21)]
+// `lnorm_gbench --benchmark_filter='(avx512|avx512_cr)/(f32|bf16)/(1024x768|16384x4096)$'
+//  --benchmark_repetitions=3 --benchmark_report_aggregates_only=true`. Below issue 16's 0.9x of avx512 at
+// DRAM sizes; avx2_cr's header says what an f64 scratch row and in-register 16-bit rounding bought there.
 #ifndef LNORM_AVX512_BODY_INCLUDED
 #define LNORM_AVX512_BODY_INCLUDED
 
