@@ -108,7 +108,11 @@ TEST_CASE("avx512 emulated f64 ops of avx512_cr: fmadd_pd, max_pd (x86 NaN rule)
   double c[8] = {0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -4.0};
   double fma[8], mx[8];
   std::uint8_t masks[3];
-  emu::emu_ops8(a, b, c, 0x1p-14f, fma, mx, masks);
+  std::uint16_t near16[16];
+  emu::emu_ops8(a, b, c, 0x1p-14f, fma, mx, masks, near16);
+  CHECK(near16[0] == 0x3C00);  // f16 1.0
+  CHECK(near16[8] == 0x3F80);  // bf16 1.0
+  CHECK(near16[4] == 0x3C00);  // 1 + 2^-24: nearest f32 (tie, even) is 1.0, then f16 1.0
   CHECK(fma[0] == 2.5);
   CHECK(fma[7] == 0.0);
   CHECK(mx[0] == 2.0);
@@ -129,7 +133,9 @@ TEST_CASE("avx512 emulated f64 ops of avx512_cr: fmadd_pd, max_pd (x86 NaN rule)
   CHECK((masks[1] & 0x40) != 0);
   CHECK((masks[2] & 0x40) != 0);
   double m[8] = {1.0 + 0x1p-11, 1.0 + 0x1p-11 + 0x1p-22, 1.0 + 0x1p-11 + 0x1p-23, 1.0 + 0x1p-8, 1.0 + 0x1p-8 + 0x1p-22, -(1.0 + 0x1p-8), 3.0, -3.0};
-  emu::emu_ops8(m, m, m, 0x1p-14f, fma, mx, masks);
+  emu::emu_ops8(m, m, m, 0x1p-14f, fma, mx, masks, near16);
+  CHECK(near16[8 + 1] == 0x3F80);  // bf16 of 1 + 2^-11 + 2^-22: 1.0
+  CHECK(near16[8 + 4] == 0x3F81);  // bf16 of 1 + 2^-8 + 2^-22 (above the midpoint): up
   CHECK(masks[1] == 0x05);  // f16: the midpoint itself and 1 f32 ulp from it fail; 2 ulps (lane 1) pass
   CHECK(masks[2] == 0x28);  // bf16: the midpoints 1 + 2^-8 and its negative fail; lane 4 (2 ulps) passes
 }

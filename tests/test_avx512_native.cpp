@@ -25,7 +25,7 @@ void bf16_8(const double* in, std::uint16_t* out, std::int64_t n, bool hw);
 void f16_8(const double* in, std::uint16_t* out, std::int64_t n);
 void widen_f16(const std::uint16_t* in, float* out, std::int64_t n);
 void bf16_raw(const float* in, std::uint16_t* out, std::int64_t n);
-void ops8(const double* a, const double* b, const double* c, float y_min, double* fma, double* mx, std::uint8_t* masks);
+void ops8(const double* a, const double* b, const double* c, float y_min, double* fma, double* mx, std::uint8_t* masks, std::uint16_t* near16);
 }  // namespace lnorm::testing::avx512_probe
 namespace lnorm::cpu {
 bool cpu_has_avx512_bf16();
@@ -209,7 +209,7 @@ TEST_CASE("native f64 -> f16/bf16 through round-to-odd f32 equals the emulation;
   CHECK(bad == 0);
 }
 
-TEST_CASE("native fmadd_pd, max_pd, cvt_differ_f32 and near_mid16 (avx512_cr's test) equal the emulation", "[avx512][native]") {
+TEST_CASE("native fmadd_pd, max_pd, cvt_differ_f32, near_mid16 (avx512_cr's test) and store8_near equal the emulation", "[avx512][native]") {
   // Operands: f64 values near f32/f16/bf16 midpoints and ties (a and b one or two f64/f32 ulps apart),
   // zeros of both signs, NaN, Inf, subnormals, and random patterns; y_min from 0 to 2^-14.
   std::mt19937_64 rng(3);
@@ -238,9 +238,10 @@ TEST_CASE("native fmadd_pd, max_pd, cvt_differ_f32 and near_mid16 (avx512_cr's t
     const float y_min = y_mins[groups % 4];
     double fn[8], fe[8], mn[8], me[8];
     std::uint8_t kn[3], ke[3];
-    probe::ops8(a, b, c, y_min, fn, mn, kn);
-    emu::emu_ops8(a, b, c, y_min, fe, me, ke);
-    bool differ = std::memcmp(kn, ke, 3) != 0;
+    std::uint16_t hn[16], he[16];
+    probe::ops8(a, b, c, y_min, fn, mn, kn, hn);
+    emu::emu_ops8(a, b, c, y_min, fe, me, ke, he);
+    bool differ = std::memcmp(kn, ke, 3) != 0 || std::memcmp(hn, he, sizeof hn) != 0;
     for (int l = 0; l < 8; ++l)
       differ |= std::bit_cast<std::uint64_t>(fn[l]) != std::bit_cast<std::uint64_t>(fe[l]) ||
                 std::bit_cast<std::uint64_t>(mn[l]) != std::bit_cast<std::uint64_t>(me[l]);

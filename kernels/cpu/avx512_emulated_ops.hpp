@@ -275,6 +275,14 @@ struct EmulatedOps {
     mask_store8<T>(0xFF, p, v);
   }
   template <class T>
+  static void store8_near(typename T::Bits* p, D v) {  // f16/bf16: nearest f32, then nearest T
+    for (int i = 0; i < 8; ++i) p[i] = narrow<T>(static_cast<float>(v.v[i]));
+  }
+  template <class T>
+  static void stream8_near(typename T::Bits* p, D v) {
+    store8_near<T>(p, v);
+  }
+  template <class T>
   static void stream8(typename T::Bits* p, D v) {
     mask_store8<T>(0xFF, p, v);
   }

@@ -199,6 +199,23 @@ struct NativeOps {
     if constexpr (std::is_same_v<T, F32>) _mm256_mask_storeu_ps(p, k, _mm512_cvtpd_ps(v));
     else _mm_mask_storeu_epi16(p, k, narrow8<T>(v));
   }
+  // f16/bf16 only: v rounded to nearest f32 (y32), then to nearest T: two roundings, y's correct
+  // rounding only where near_mid16 certified it (avx512_body.hpp, cr::normalize_row); one conversion
+  // fewer than narrow8's round-to-odd.
+  template <class T>
+  static __m128i narrow8_near(D v) {
+    const __m256 y32 = _mm512_cvtpd_ps(v);
+    if constexpr (std::is_same_v<T, F16>) return _mm256_cvtps_ph(y32, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    else return narrow8_bf16(y32);
+  }
+  template <class T>
+  static void store8_near(typename T::Bits* p, D v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), narrow8_near<T>(v));
+  }
+  template <class T>
+  static void stream8_near(typename T::Bits* p, D v) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(p), narrow8_near<T>(v));
+  }
   // Non-temporal: p aligned to 8 * sizeof(Bits) bytes.
   template <class T>
   static void stream8(typename T::Bits* p, D v) {
