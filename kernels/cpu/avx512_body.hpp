@@ -40,14 +40,17 @@
 // the folds, 3 spare; cr::fast_stats). Differences from avx2_cr: x is re-read and converted from storage
 // in each pass (no f64 scratch row: rows(), the registry's signature, has no scratch), and γ, β are
 // converted per element; path counts are not kept.
-// Measured (lnorm_gbench, one thread, medians of 3, same run as avx512; 2-core EPYC Zen 5, shared):
-// GB/s avx512_cr (ratio to avx512); in brackets the first version of this port (f16/bf16 stored through
-// round-to-odd), then the pre-Ziv algorithm (TwoSum/Dot2, 99.96-99.999% CR), each in its own run:
+// Measured (lnorm_gbench, one thread, same run as avx512; 2-core EPYC Zen 5 shared with other builds,
+// load ~4: DRAM-size ratios moved by ±0.05 between runs): GB/s avx512_cr (ratio to avx512), final
+// version (medians of 5); in brackets the first version of this port (f16/bf16 stored through
+// round-to-odd, f32 through y's own conversion), then the pre-Ziv algorithm (TwoSum/Dot2, 99.96-99.999%
+// CR), each in its own run (medians of 3):
 //                 1024x768                        16384x4096
-//   f32     15.1 (0.41) [14.2 (0.36); 8.4 (0.23)]  9.6 (0.62) [10.1 (0.63); 7.3 (0.43)]
-//   bf16     5.4 (0.32) [4.7 (0.28); 3.0 (0.17)]   4.9 (0.44) [4.4 (0.32); 2.9 (0.21)]
+//   f32     15.8 (0.45) [14.2 (0.36); 8.4 (0.23)]  8.4 (0.56) [10.1 (0.63); 7.3 (0.43)]
+//   bf16     5.6 (0.32) [4.7 (0.28); 3.0 (0.17)]   4.0 (0.46) [4.4 (0.32); 2.9 (0.21)]
 // f16/bf16: certified lanes are stored as y's f32 rounding rounded to T (store8_near, as avx2_cr's
-// round8_single), one f64 → f32 conversion and its inexact test fewer than round-to-odd: 0.28 → 0.32.
+// round8_single), one f64 → f32 conversion and its inexact test fewer than round-to-odd (bf16 1024x768
+// 0.28 → 0.32); f32 stores y − E's rounding, the test's own conversion (0.41 → 0.44, medians of 5).
 // `lnorm_gbench --benchmark_filter='(avx512|avx512_cr)/(f32|bf16)/(1024x768|16384x4096)$'
 //  --benchmark_repetitions=3 --benchmark_report_aggregates_only=true`. Below issue 16's 0.9x of avx512 at
 // DRAM sizes; avx2_cr's header says what an f64 scratch row and in-register 16-bit rounding bought there.
