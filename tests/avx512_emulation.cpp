@@ -9,6 +9,7 @@
 
 #include "../kernels/cpu/isa.hpp"
 #include "lnorm/half.hpp"
+#include "../kernels/cpu/avx2_cr_exact.hpp"  // avx512_cr's scalar slow paths (generic f16 conversions here)
 
 namespace lnorm::testing::avx512_emulation {
 namespace {
@@ -32,5 +33,18 @@ std::uint16_t emu_bf16(float f) { return EmulatedOps::narrow<BF16>(f); }
 std::uint16_t emu_f16(float f) { return EmulatedOps::narrow<F16>(f); }
 float emu_f32_odd(double d) { return EmulatedOps::f32_odd(d); }
 float emu_widen_f16(std::uint16_t h) { return EmulatedOps::widen<F16>(h); }
+void emu_ops8(const double* a, const double* b, const double* c, float y_min, double* fma, double* mx, std::uint8_t* masks, std::uint16_t* near16) {
+  EmulatedOps::D va, vb, vc;
+  std::memcpy(va.v, a, sizeof va.v);
+  std::memcpy(vb.v, b, sizeof vb.v);
+  std::memcpy(vc.v, c, sizeof vc.v);
+  EmulatedOps::store_pd(fma, EmulatedOps::fmadd_pd(va, vb, vc));
+  EmulatedOps::store_pd(mx, EmulatedOps::max_pd(va, vb));
+  masks[0] = EmulatedOps::cvt_differ_f32(va, vb);
+  masks[1] = EmulatedOps::near_mid16<F16>(va, y_min);
+  masks[2] = EmulatedOps::near_mid16<BF16>(va, y_min);
+  EmulatedOps::store8_near<F16>(near16, va);
+  EmulatedOps::store8_near<BF16>(near16 + 8, va);
+}
 
 }  // namespace lnorm::testing::avx512_emulation

@@ -49,6 +49,17 @@ void widen_f16(const std::uint16_t* in, float* out, std::int64_t n) {
   }
 }
 // Raw vcvtneps2bf16 (no repair), to show what the repair is for.
+void ops8(const double* a, const double* b, const double* c, float y_min, double* fma, double* mx, std::uint8_t* masks, std::uint16_t* near16) {
+  using V = NativeOps<false>;
+  const __m512d va = _mm512_loadu_pd(a), vb = _mm512_loadu_pd(b), vc = _mm512_loadu_pd(c);
+  V::store_pd(fma, V::fmadd_pd(va, vb, vc));
+  V::store_pd(mx, V::max_pd(va, vb));
+  masks[0] = V::cvt_differ_f32(va, vb);
+  masks[1] = V::near_mid16<F16>(va, y_min);
+  masks[2] = V::near_mid16<BF16>(va, y_min);
+  V::store8_near<F16>(near16, va);
+  V::store8_near<BF16>(near16 + 8, va);
+}
 void bf16_raw(const float* in, std::uint16_t* out, std::int64_t n) {
   for (std::int64_t i = 0; i + 16 <= n; i += 16)
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_loadu_ps(in + i))));

@@ -100,3 +100,42 @@ TEST_CASE("avx512 emulated conversions: f32 -> bf16/f16 round to nearest even, f
   CHECK(std::bit_cast<std::uint32_t>(emu::emu_f32_odd(-1e-300)) == 0x80000001u);
   CHECK(std::isinf(emu::emu_f32_odd(INFINITY)));
 }
+
+TEST_CASE("avx512 emulated f64 ops of avx512_cr: fmadd_pd, max_pd (x86 NaN rule), cvt_differ_f32, near_mid16",
+          "[avx512][emulation]") {
+  double a[8] = {1.0, NAN, 1.0, -0.0, 1.0 + 0x1p-24, 1.0 + 0x1p-24, 0x1p-20, 2.0};
+  double b[8] = {2.0, 1.0, NAN, 0.0, 1.0 + 0x1p-24 + 0x1p-52, 1.0 + 0x1p-24 - 0x1p-52, 0x1p-20, 2.0};
+  double c[8] = {0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -4.0};
+  double fma[8], mx[8];
+  std::uint8_t masks[3];
+  std::uint16_t near16[16];
+  emu::emu_ops8(a, b, c, 0x1p-14f, fma, mx, masks, near16);
+  CHECK(near16[0] == 0x3C00);  // f16 1.0
+  CHECK(near16[8] == 0x3F80);  // bf16 1.0
+  CHECK(near16[4] == 0x3C00);  // 1 + 2^-24: nearest f32 (tie, even) is 1.0, then f16 1.0
+  CHECK(fma[0] == 2.5);
+  CHECK(fma[7] == 0.0);
+  CHECK(mx[0] == 2.0);
+  CHECK(mx[1] == 1.0);          // a NaN: b
+  CHECK(std::isnan(mx[2]));     // b NaN: b
+  CHECK(!std::signbit(mx[3]));  // equal zeros: b
+  // cvt_differ_f32: lane 4 is just above the f32 tie 1 + 2^-24 (rounds up) against the tie itself
+  // (rounds to even, 1.0); lane 5 just below against above-tie; lane 0 1.0 vs 2.0; lanes 6, 7 equal.
+  CHECK((masks[0] & 0x01) != 0);
+  CHECK((masks[0] & 0x30) == 0x10);  // lane 4: 1 + 2^-24 + 2^-52 → up, a (tie) → 1: differ; lane 5: a tie, b below: both 1
+  CHECK((masks[0] & 0xC0) == 0);
+  // near_mid16: 1.0 (f32 pattern 0x3F800000: low 13 bits 0, far from 0x1000) passes for f16 and bf16;
+  // NaN fails; 2^-20 < y_min fails; 1 + 2^-11 (an f16 midpoint, f32 pattern low 13 bits 0x1000) fails for f16,
+  // passes for bf16 (low 16 bits 0x1000, far from 0x8000).
+  CHECK((masks[1] & 0x01) == 0);
+  CHECK((masks[2] & 0x01) == 0);
+  CHECK((masks[1] & 0x02) != 0);
+  CHECK((masks[1] & 0x40) != 0);
+  CHECK((masks[2] & 0x40) != 0);
+  double m[8] = {1.0 + 0x1p-11, 1.0 + 0x1p-11 + 0x1p-22, 1.0 + 0x1p-11 + 0x1p-23, 1.0 + 0x1p-8, 1.0 + 0x1p-8 + 0x1p-22, -(1.0 + 0x1p-8), 3.0, -3.0};
+  emu::emu_ops8(m, m, m, 0x1p-14f, fma, mx, masks, near16);
+  CHECK(near16[8 + 1] == 0x3F80);  // bf16 of 1 + 2^-11 + 2^-22: 1.0
+  CHECK(near16[8 + 4] == 0x3F81);  // bf16 of 1 + 2^-8 + 2^-22 (above the midpoint): up
+  CHECK(masks[1] == 0x05);  // f16: the midpoint itself and 1 f32 ulp from it fail; 2 ulps (lane 1) pass
+  CHECK(masks[2] == 0x28);  // bf16: the midpoints 1 + 2^-8 and its negative fail; lane 4 (2 ulps) passes
+}

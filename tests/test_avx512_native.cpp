@@ -25,6 +25,7 @@ void bf16_8(const double* in, std::uint16_t* out, std::int64_t n, bool hw);
 void f16_8(const double* in, std::uint16_t* out, std::int64_t n);
 void widen_f16(const std::uint16_t* in, float* out, std::int64_t n);
 void bf16_raw(const float* in, std::uint16_t* out, std::int64_t n);
+void ops8(const double* a, const double* b, const double* c, float y_min, double* fma, double* mx, std::uint8_t* masks, std::uint16_t* near16);
 }  // namespace lnorm::testing::avx512_probe
 namespace lnorm::cpu {
 bool cpu_has_avx512_bf16();
@@ -206,4 +207,47 @@ TEST_CASE("native f64 -> f16/bf16 through round-to-odd f32 equals the emulation;
   std::size_t bad = 0;
   for (std::uint32_t i = 0; i < 65536; ++i) bad += std::bit_cast<std::uint32_t>(w[i]) != std::bit_cast<std::uint32_t>(emu::emu_widen_f16(h[i]));
   CHECK(bad == 0);
+}
+
+TEST_CASE("native fmadd_pd, max_pd, cvt_differ_f32, near_mid16 (avx512_cr's test) and store8_near equal the emulation", "[avx512][native]") {
+  // Operands: f64 values near f32/f16/bf16 midpoints and ties (a and b one or two f64/f32 ulps apart),
+  // zeros of both signs, NaN, Inf, subnormals, and random patterns; y_min from 0 to 2^-14.
+  std::mt19937_64 rng(3);
+  std::vector<double> pool;
+  for (float f : conversion_inputs()) {
+    if (pool.size() > 400000) break;
+    const double d = f;
+    pool.push_back(d);
+    pool.push_back(std::nextafter(d, INFINITY));
+    pool.push_back(std::nextafter(d, -INFINITY));
+  }
+  for (double d : std::initializer_list<double>{0.0, -0.0, NAN, -NAN, INFINITY, -INFINITY, 0x1p-1074, 0x1p-1022, 1.0 + 0x1p-24, 1.0 + 0x1p-24 + 0x1p-52})
+    pool.push_back(d);
+  for (int i = 0; i < 200000; ++i) pool.push_back(std::bit_cast<double>(rng()));
+  const float y_mins[] = {0.0f, 0x1p-126f, 0x1p-14f, 1.0f};
+  std::size_t bad = 0, groups = 0, first = 0;
+  for (std::size_t g = 0; g + 8 <= pool.size(); g += 8, ++groups) {
+    double a[8], b[8], c[8];
+    for (int l = 0; l < 8; ++l) {
+      a[l] = pool[g + static_cast<std::size_t>(l)];
+      const double pick = pool[rng() % pool.size()];
+      // b: a's neighbour half of the time (the Ziv test's lo/hi pairs), else any value; c: any value.
+      b[l] = rng() % 2 ? std::nextafter(a[l], (rng() % 2) ? INFINITY : -INFINITY) : pick;
+      c[l] = pool[rng() % pool.size()];
+    }
+    const float y_min = y_mins[groups % 4];
+    double fn[8], fe[8], mn[8], me[8];
+    std::uint8_t kn[3], ke[3];
+    std::uint16_t hn[16], he[16];
+    probe::ops8(a, b, c, y_min, fn, mn, kn, hn);
+    emu::emu_ops8(a, b, c, y_min, fe, me, ke, he);
+    bool differ = std::memcmp(kn, ke, 3) != 0 || std::memcmp(hn, he, sizeof hn) != 0;
+    for (int l = 0; l < 8; ++l)
+      differ |= std::bit_cast<std::uint64_t>(fn[l]) != std::bit_cast<std::uint64_t>(fe[l]) ||
+                std::bit_cast<std::uint64_t>(mn[l]) != std::bit_cast<std::uint64_t>(me[l]);
+    if (differ && bad++ == 0) first = g;
+  }
+  INFO(bad << " of " << groups << " groups of 8 differ; first at pool index " << first << ", a[0] = " << pool[first]);
+  CHECK(bad == 0);
+  CHECK(groups > 70000);  // the pool above gives ~75000
 }

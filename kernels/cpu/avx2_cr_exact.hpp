@@ -7,6 +7,10 @@
 //     widens E by an f32 half-ulp, see avx2_cr.cpp).
 //   ExactStats / exact_element: the statistics and one y in double-double (~2^-100 relative), and
 //     the final decision against the output format's midpoints (the "exact" path).
+// Also included by the AVX-512 TUs (avx512_cr.cpp, avx512_bf16.cpp, avx512.cpp) and by the generic
+// emulation tests/avx512_emulation.cpp for avx512_cr's slow paths: where F16C is not enabled (the
+// emulation) the f16 conversions are lnorm/half.hpp's, which give vcvtph2ps/vcvtps2ph's bits on the
+// finite values these paths see (tests/test_avx512_emulation.cpp checks every pattern).
 #pragma once
 
 #include <algorithm>
@@ -14,6 +18,12 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+
+#ifdef __F16C__
+#include <immintrin.h>
+#else
+#include "lnorm/half.hpp"
+#endif
 
 namespace lnorm::cpu::avx2_cr {
 namespace {
@@ -60,7 +70,11 @@ double to_double(typename T::Bits b) {
   if constexpr (std::is_same_v<T, F32>) {
     return static_cast<double>(b);
   } else if constexpr (std::is_same_v<T, F16>) {
+#ifdef __F16C__
     return static_cast<double>(_cvtsh_ss(b));
+#else
+    return static_cast<double>(to_float(f16{b}));
+#endif
   } else {
     return static_cast<double>(bits_f32(static_cast<std::uint32_t>(b) << 16));
   }
@@ -72,7 +86,11 @@ typename T::Bits round_exact(double v) {
   if constexpr (std::is_same_v<T, F32>) {
     return static_cast<float>(v);
   } else if constexpr (std::is_same_v<T, F16>) {
+#ifdef __F16C__
     return _cvtss_sh(to_f32_odd(v), _MM_FROUND_TO_NEAREST_INT);
+#else
+    return f16_from_float(to_f32_odd(v)).bits;
+#endif
   } else {
     const float odd = to_f32_odd(v);
     const std::uint32_t b = f32_bits(odd);

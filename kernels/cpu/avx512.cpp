@@ -33,6 +33,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "avx2_cr_exact.hpp"  // avx512_body.hpp's cr:: slow paths (internal linkage)
 #include "isa.hpp"
 
 namespace lnorm::cpu::avx512 {

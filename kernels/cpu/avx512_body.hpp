@@ -28,9 +28,32 @@
 // loop after a masked head) when the whole y exceeds kStreamBytes; masked head and tail, nothing read
 // or written past a row.
 //
-// cr (avx512_cr): avx2_cr.cpp's algorithm before Ziv's test (main 5b51695) on 8 f64 lanes: TwoSum mean (double-double m_hi + m_lo),
-// Dot2 variance Σ((x − m_hi) − m_lo)², f64 output math rounded once (f16/bf16 by round-to-odd to f32
-// first), ties snapped. 4 accumulators x 8 lanes.
+// cr (avx512_cr): avx2_cr.cpp's algorithm (Ziv's rounding test; its header has the algorithm and the
+// proven error bound) on 8 f64 lanes, 4 accumulators (32 lanes of sums):
+//   1. s = Σ (x − x[0]) in blocks of 32·ceil(sqrt(n/32)) (plain adds), m + m_lo = x[0] + s/n (TwoSum);
+//   2. q2 = Σ (x − m)² (one FMA each, blocked the same) and max |x − m|; rstd = 1/sqrt(q2/n + eps);
+//   3. y = ((x − m)·rstd)·γ + β in f64, tested against one E per row: f32 by rounding y ± E
+//      (cvt_differ_f32), f16/bf16 by y's f32 rounding's distance from T's midpoint patterns (near_mid16);
+//      certified lanes stored rounded once, the rest settled by avx2_cr_exact.hpp's scalar medium test
+//      and, where that fails, its double-double path (the same code as avx2_cr's).
+// The bound is avx2_cr's with k = block/32 + ceil(n32/block) + 12 (≤ 4 roundings in the tail loop, 5 in
+// the folds, 3 spare; cr::fast_stats). Differences from avx2_cr: x is re-read and converted from storage
+// in each pass (no f64 scratch row: rows(), the registry's signature, has no scratch), and γ, β are
+// converted per element; path counts are not kept.
+// Measured (lnorm_gbench, one thread, same run as avx512; 2-core EPYC Zen 5 shared with other builds,
+// load ~4: DRAM-size ratios moved by ±0.05 between runs): GB/s avx512_cr (ratio to avx512), final
+// version (medians of 5); in brackets the first version of this port (f16/bf16 stored through
+// round-to-odd, f32 through y's own conversion), then the pre-Ziv algorithm (TwoSum/Dot2, 99.96-99.999%
+// CR), each in its own run (medians of 3):
+//                 1024x768                        16384x4096
+//   f32     15.8 (0.45) [14.2 (0.36); 8.4 (0.23)]  8.4 (0.56) [10.1 (0.63); 7.3 (0.43)]
+//   bf16     5.6 (0.32) [4.7 (0.28); 3.0 (0.17)]   4.0 (0.46) [4.4 (0.32); 2.9 (0.21)]
+// f16/bf16: certified lanes are stored as y's f32 rounding rounded to T (store8_near, as avx2_cr's
+// round8_single), one f64 → f32 conversion and its inexact test fewer than round-to-odd (bf16 1024x768
+// 0.28 → 0.32); f32 stores y − E's rounding, the test's own conversion (0.41 → 0.44, medians of 5).
+// `lnorm_gbench --benchmark_filter='(avx512|avx512_cr)/(f32|bf16)/(1024x768|16384x4096)$'
+//  --benchmark_repetitions=3 --benchmark_report_aggregates_only=true`. Below issue 16's 0.9x of avx512 at
+// DRAM sizes; avx2_cr's header says what an f64 scratch row and in-register 16-bit rounding bought there.
 #ifndef LNORM_AVX512_BODY_INCLUDED
 #define LNORM_AVX512_BODY_INCLUDED
 
@@ -219,164 +242,218 @@ void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t e
 
 namespace cr {
 
-struct Stats {
-  double m, mean_lo, rstd;
-  bool finite;
+// avx2_cr's scalar slow paths (avx2_cr_exact.hpp, included by every TU that includes this file, before
+// it): the medium test (decided) and the double-double path (exact_stats, exact_element).
+namespace ex = ::lnorm::cpu::avx2_cr;
+template <class T>
+using Ex = std::conditional_t<std::is_same_v<T, F32>, ex::F32, std::conditional_t<std::is_same_v<T, F16>, ex::F16, ex::BF16>>;
+
+constexpr double kU = 0x1p-53;       // f64 unit roundoff
+constexpr std::int64_t kLanes = 32;  // 4 accumulators x 8 f64 lanes
+
+// Elements per block of the statistics' sums: each lane adds block/32 terms afresh, then the block's
+// sum into its accumulator, so a term goes through block/32 + n/block roundings instead of n/32;
+// smallest for block = 32·sqrt(n/32) (avx2_cr.cpp's sum_block with 32 lanes for its 16).
+inline std::int64_t sum_block(std::int64_t n) {
+  const auto b = static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(n) / kLanes)));
+  return kLanes * (b > 1 ? b : 1);
+}
+
+// The fast statistics and the row's error bound (avx2_cr.cpp's FastStats, same fields and meaning).
+struct FastStats {
+  double m, m_lo, rstd;
+  double b, a;      // E = b·(|t| + |β|) + a·|γ| bounds |y − y*| plus the rounding of y ± E
+  double dmax;      // ≥ max |x − m| over the row
+  bool finite, degenerate, certified;
 };
 
-// Knuth's TwoSum: s + e == a + b exactly.
-template <class V>
-void two_sum(typename V::D a, typename V::D b, typename V::D& s, typename V::D& e) {
-  s = V::add_pd(a, b);
-  const typename V::D bb = V::sub_pd(s, a);
-  e = V::add_pd(V::sub_pd(a, V::sub_pd(s, bb)), V::sub_pd(b, bb));
-}
-
-inline void two_sum1(double a, double b, double& s, double& e) {
-  s = a + b;
-  const double bb = s - a;
-  e = (a - (s - bb)) + (b - bb);
-}
-
-// A double-double hi + lo from 8 lanes of sums and 8 lanes of errors, in a fixed order.
-template <class V>
-void fold_lanes(typename V::D sv, typename V::D ev, double& hi, double& lo) {
-  double sl[8], el[8];
-  V::store_pd(sl, sv);
-  V::store_pd(el, ev);
-  hi = sl[0];
-  lo = sum8(el);
-  for (int k = 1; k < 8; ++k) {
-    double t, e;
-    two_sum1(hi, sl[k], t, e);
-    hi = t;
-    lo += e;
-  }
-}
-
+// avx2_cr.cpp's fast_stats on 8 f64 lanes, x re-read from storage (converted exactly) in each pass
+// instead of kept in an f64 scratch row. Pass 1: s = Σ (x − x[0]) in blocks (plain adds),
+// m + m_lo = x[0] + s/n (TwoSum). Pass 2: q2 = Σ (x − m)² (one FMA each, blocked) and max |x − m|.
 template <class V, class T>
-Stats row_stats(const typename T::Bits* x, std::int64_t n, double eps) {
+FastStats fast_stats(const typename T::Bits* x, std::int64_t n, double eps) {
   using D = typename V::D;
-  const std::int64_t full = n / 8 * 8, r = n - full;
-  const auto tail = static_cast<typename V::M8>((1u << r) - 1);
-  const double x0 = V::first_pd(V::template maskz_load8<T>(1, x));
-  const D shift = V::set1_pd(x0);
-  // Pass 1: Σ (x − x[0]) with TwoSum (error-free); 4 accumulators, 32 elements per iteration.
-  D s[4], e[4];
-  for (int k = 0; k < 4; ++k) s[k] = e[k] = V::zero_pd();
+  const double nd = static_cast<double>(n);
+  const std::int64_t n32 = n / kLanes * kLanes, block = sum_block(n);
+  const double c = V::first_pd(V::template maskz_load8<T>(1, x));
+  const D cv = V::set1_pd(c);
+  D s0 = V::zero_pd(), s1 = s0, s2 = s0, s3 = s0;
   std::int64_t i = 0;
-  for (; i + 32 <= full; i += 32) {
-    for (int k = 0; k < 4; ++k) {
-      D t, err;
-      two_sum<V>(s[k], V::sub_pd(V::template load8<T>(x + i + 8 * k), shift), t, err);
-      s[k] = t;
-      e[k] = V::add_pd(e[k], err);
+  while (i < n32) {
+    const std::int64_t block_end = i + block < n32 ? i + block : n32;
+    D t0 = V::zero_pd(), t1 = t0, t2 = t0, t3 = t0;
+    for (; i < block_end; i += kLanes) {
+      t0 = V::add_pd(t0, V::sub_pd(V::template load8<T>(x + i), cv));
+      t1 = V::add_pd(t1, V::sub_pd(V::template load8<T>(x + i + 8), cv));
+      t2 = V::add_pd(t2, V::sub_pd(V::template load8<T>(x + i + 16), cv));
+      t3 = V::add_pd(t3, V::sub_pd(V::template load8<T>(x + i + 24), cv));
+    }
+    s0 = V::add_pd(s0, t0), s1 = V::add_pd(s1, t1), s2 = V::add_pd(s2, t2), s3 = V::add_pd(s3, t3);
+  }
+  for (; i < n; i += 8) {  // ≤ 3 full groups of 8, then a masked tail (lanes outside: +0)
+    if (n - i >= 8) {
+      s0 = V::add_pd(s0, V::sub_pd(V::template load8<T>(x + i), cv));
+    } else {
+      const auto k = static_cast<typename V::M8>((1u << (n - i)) - 1);
+      s0 = V::add_pd(s0, V::maskz_sub_pd(k, V::template maskz_load8<T>(k, x + i), cv));
     }
   }
-  const auto add_one = [&](D v) {
-    D t, err;
-    two_sum<V>(s[0], v, t, err);
-    s[0] = t;
-    e[0] = V::add_pd(e[0], err);
-  };
-  for (; i < full; i += 8) add_one(V::sub_pd(V::template load8<T>(x + i), shift));
-  if (r) add_one(V::maskz_sub_pd(tail, V::template maskz_load8<T>(tail, x + full), shift));
-  D s01, e01, s23, e23, sv, ev;
-  two_sum<V>(s[0], s[1], s01, e01);
-  two_sum<V>(s[2], s[3], s23, e23);
-  two_sum<V>(s01, s23, sv, ev);
-  ev = V::add_pd(ev, V::add_pd(V::add_pd(e01, e23), V::add_pd(V::add_pd(e[0], e[1]), V::add_pd(e[2], e[3]))));
-  double hi, lo;
-  fold_lanes<V>(sv, ev, hi, lo);
-  // (hi + lo)/n as a double-double, then + x[0].
-  const double nd = static_cast<double>(n);
-  const double q_hi = hi / nd;
-  const double q_lo = (std::fma(-q_hi, nd, hi) + lo) / nd;
-  double m_hi, m_err;
-  two_sum1(x0, q_hi, m_hi, m_err);
-  const double m_lo = m_err + q_lo;
-  const D mv = V::set1_pd(m_hi), mlo = V::set1_pd(m_lo);
-  // Pass 2: Σ d², d = (x − m_hi) − m_lo, compensated (Dot2: the square's error by FMA, sums by TwoSum).
-  D p[4], f[4];
-  for (int k = 0; k < 4; ++k) p[k] = f[k] = V::zero_pd();
-  const auto add_square = [&](D d, int k) {
-    const D sq = V::mul_pd(d, d);
-    const D sq_err = V::fmsub_pd(d, d, sq);
-    D t, err;
-    two_sum<V>(p[k], sq, t, err);
-    p[k] = t;
-    f[k] = V::add_pd(f[k], V::add_pd(err, sq_err));
-  };
-  const auto dev = [&](D v) { return V::sub_pd(V::sub_pd(v, mv), mlo); };
-  for (i = 0; i + 32 <= full; i += 32)
-    for (int k = 0; k < 4; ++k) add_square(dev(V::template load8<T>(x + i + 8 * k)), k);
-  for (; i < full; i += 8) add_square(dev(V::template load8<T>(x + i)), 0);
-  if (r) add_square(V::maskz_mov_pd(tail, dev(V::template maskz_load8<T>(tail, x + full))), 0);
-  D p01, f01, p23, f23, pv, fv;
-  two_sum<V>(p[0], p[1], p01, f01);
-  two_sum<V>(p[2], p[3], p23, f23);
-  two_sum<V>(p01, p23, pv, fv);
-  fv = V::add_pd(fv, V::add_pd(V::add_pd(f01, f23), V::add_pd(V::add_pd(f[0], f[1]), V::add_pd(f[2], f[3]))));
-  double q_sum, q_err;
-  fold_lanes<V>(pv, fv, q_sum, q_err);
-  const double q = q_sum + q_err;
-  const double var = q / nd;
-  return {m_hi, m_lo, 1.0 / std::sqrt(var + eps), std::isfinite(m_hi) && std::isfinite(m_lo) && std::isfinite(q)};
+  const double s = hsum_pd<V>(V::add_pd(V::add_pd(s0, s1), V::add_pd(s2, s3)));
+  const double q = s / nd;
+  double m, m_lo;
+  ex::two_sum(c, q, m, m_lo);  // m + m_lo == c + q exactly
+  const D mv = V::set1_pd(m);
+  D p0 = V::zero_pd(), p1 = p0, p2 = p0, p3 = p0, mx = p0;
+  for (i = 0; i < n32;) {  // blocked as pass 1
+    const std::int64_t block_end = i + block < n32 ? i + block : n32;
+    D t0 = V::zero_pd(), t1 = t0, t2 = t0, t3 = t0;
+    for (; i < block_end; i += kLanes) {
+      const D d0 = V::sub_pd(V::template load8<T>(x + i), mv), d1 = V::sub_pd(V::template load8<T>(x + i + 8), mv);
+      const D d2 = V::sub_pd(V::template load8<T>(x + i + 16), mv), d3 = V::sub_pd(V::template load8<T>(x + i + 24), mv);
+      t0 = V::fmadd_pd(d0, d0, t0), t1 = V::fmadd_pd(d1, d1, t1), t2 = V::fmadd_pd(d2, d2, t2), t3 = V::fmadd_pd(d3, d3, t3);
+      mx = V::max_pd(V::max_pd(V::max_pd(V::abs_pd(d0), V::abs_pd(d1)), V::max_pd(V::abs_pd(d2), V::abs_pd(d3))), mx);
+    }
+    p0 = V::add_pd(p0, t0), p1 = V::add_pd(p1, t1), p2 = V::add_pd(p2, t2), p3 = V::add_pd(p3, t3);
+  }
+  for (; i < n; i += 8) {
+    D d;
+    if (n - i >= 8) {
+      d = V::sub_pd(V::template load8<T>(x + i), mv);
+    } else {
+      const auto k = static_cast<typename V::M8>((1u << (n - i)) - 1);
+      d = V::maskz_sub_pd(k, V::template maskz_load8<T>(k, x + i), mv);
+    }
+    p0 = V::fmadd_pd(d, d, p0);
+    mx = V::max_pd(V::abs_pd(d), mx);
+  }
+  const double q2 = hsum_pd<V>(V::add_pd(V::add_pd(p0, p1), V::add_pd(p2, p3)));
+  const double v = q2 / nd + eps, rstd = 1.0 / std::sqrt(v);
+  double ml[8];
+  V::store_pd(ml, mx);
+  double dmax = ml[0];
+  for (int l = 1; l < 8; ++l) dmax = ml[l] > dmax ? ml[l] : dmax;
+
+  FastStats st{};
+  st.m = m, st.m_lo = m_lo, st.rstd = rstd;
+  st.dmax = dmax * (1 + 0x1p-50);  // each |x − m| was rounded to nearest
+  st.finite = std::isfinite(s) && std::isfinite(q2);
+  st.degenerate = v == 0;
+  // avx2_cr.cpp's "Error bound" with this file's sums: a term's partial sums round ≤ block/32 times in
+  // its block, ≤ ceil(n32/block) in s0..s3 (p0..p3), ≤ 4 in the tail loop (3 full groups and the masked
+  // one, all into s0), 2 in the accumulator folds and 3 in hsum_pd's pairwise sum of 8 lanes, 3 spare.
+  const double k = static_cast<double>(block / kLanes + (n32 + block - 1) / block) + 12;
+  const double a1n = std::sqrt(q2 / nd) * (1 + 0x1p-20) + std::abs(m_lo) + std::abs(q);  // ≥ Σ|x − c|/n
+  const double em = std::abs(m_lo) + 1.01 * kU * std::abs(q) + 1.01 * (k + 1) * kU * a1n;  // ≥ |m − mean*|
+  const double rho_v = 1.01 * (k + 5) * kU + 1.01 * em * em / v;                         // ≥ |v/v* − 1|
+  st.b = (0.51 * rho_v + 8 * kU) * (1 + 0x1p-16);
+  st.a = em * rstd * (1 + 0x1p-16);
+  st.certified = rho_v <= 0x1p-30 && std::isfinite(st.a);
+  return st;
 }
 
-// Exact ties, as avx2_cr.cpp's snap_ties before Ziv's test (main 5b51695, where the measurements that
-// chose kTieTolerance are): a value
-// within kTieTolerance of the terms' size of a midpoint of T, or of 0, is taken to be exactly that.
-constexpr double kTieTolerance = 0x1p-50;
-
+// max |v| over n storage values (NaN lanes drop out: vmaxpd returns its second operand, the running
+// maximum, where the first is NaN; their elements fail the test or give NaN either way).
 template <class V, class T>
-typename V::D snap_ties(typename V::D v, typename V::D size) {
+double max_abs(const typename T::Bits* p, std::int64_t n) {
   using D = typename V::D;
-  constexpr int kDropped = 52 - T::kPrecision;  // f64 bits below the midpoint's last bit (p + 1 bits kept)
-  const D grid = V::bits_and(V::bits_add(v, std::int64_t{1} << (kDropped - 1)), ~((std::int64_t{1} << kDropped) - 1));
-  const typename V::M8 is_mid = V::bits_test(grid, std::int64_t{1} << kDropped);
-  const D tol = V::mul_pd(size, V::set1_pd(kTieTolerance));
-  const typename V::M8 close = V::cmp_le_pd(V::abs_pd(V::sub_pd(v, grid)), tol);
-  const typename V::M8 tiny = V::cmp_le_pd(V::abs_pd(v), tol);
-  return V::maskz_mov_pd(static_cast<typename V::M8>(~tiny), V::blend_pd(static_cast<typename V::M8>(is_mid & close), v, grid));
+  D mx = V::zero_pd();
+  for (std::int64_t i = 0; i < n; i += 8) {
+    const auto k = static_cast<typename V::M8>(n - i >= 8 ? 0xFFu : (1u << (n - i)) - 1);
+    mx = V::max_pd(V::abs_pd(n - i >= 8 ? V::template load8<T>(p + i) : V::template maskz_load8<T>(k, p + i)), mx);
+  }
+  double l[8];
+  V::store_pd(l, mx);
+  double r = l[0];
+  for (int j = 1; j < 8; ++j) r = l[j] > r ? l[j] : r;
+  return r;
 }
 
+// Element i that the vector test could not settle: avx2_cr.cpp's settle (the scalar test with the
+// element's own E, then the double-double path, its statistics computed once per row on first need).
+template <class T, bool G, bool B>
+typename T::Bits settle(const typename T::Bits* x, const typename T::Bits* gamma, const typename T::Bits* beta, std::int64_t n,
+                        double eps, std::int64_t i, const FastStats& s, ex::ExactStats& es, bool& have_exact) {
+  using E = Ex<T>;
+  const double xv = ex::to_double<E>(x[i]);
+  const double g = G ? ex::to_double<E>(gamma[i]) : 1.0, b = B ? ex::to_double<E>(beta[i]) : 0.0;
+  double t = (xv - s.m) * s.rstd;
+  if (G) t = t * g;
+  const double y = B ? t + b : t;
+  const double e = s.b * (std::abs(t) + std::abs(b)) + (s.a * std::abs(g) + 0x1p-1000);
+  typename T::Bits out;
+  if (ex::decided<E>(y, e, out)) return out;
+  if (!have_exact) {
+    es = ex::exact_stats<E>(x, n, eps);
+    have_exact = true;
+  }
+  return ex::exact_element<E>(xv, g, b, es);
+}
+
+// The output pass: y = ((x − m)·rstd)·γ + β in f64 on 8 lanes, Ziv's test against one E for the row
+// (avx2_cr.cpp's normalize_row): f32 by rounding y ± E (cvt_differ_f32); f16/bf16 by y's f32 rounding's
+// distance from T's midpoint patterns (near_mid16, avx2_cr.cpp's round8_single). Certified lanes are
+// stored rounded once (f16/bf16 through round-to-odd f32); the others settled one by one.
 template <class V, class T, bool G, bool B, bool NT>
 void normalize_row(const typename T::Bits* x, const typename T::Bits* gamma, const typename T::Bits* beta,
-                   typename T::Bits* y, std::int64_t n, const Stats& s) {
+                   typename T::Bits* y, std::int64_t n, double eps, const FastStats& s, double gmax, double bmax) {
   using D = typename V::D;
-  const D mv = V::set1_pd(s.m), lo = V::set1_pd(s.mean_lo), rstd = V::set1_pd(s.rstd);
-  const auto one = [&](std::int64_t i, typename V::M8 k, bool masked) {
-    const auto ld = [&](const typename T::Bits* p) { return masked ? V::template maskz_load8<T>(k, p) : V::template load8<T>(p); };
-    D t = V::mul_pd(V::sub_pd(V::sub_pd(ld(x + i), mv), lo), rstd);
-    if constexpr (G) t = V::mul_pd(t, ld(gamma + i));
-    D size = V::abs_pd(t);
-    if constexpr (B) {
-      const D b = ld(beta + i);
-      size = V::add_pd(size, V::abs_pd(b));
-      t = V::add_pd(t, b);
+  using M8 = typename V::M8;
+  const double t_max = s.dmax * s.rstd * gmax * (1 + 0x1p-40);
+  double e_row = (s.b * (t_max + bmax) + s.a * gmax + 0x1p-1000) * (1 + 0x1p-40);
+  if (!(e_row == e_row)) e_row = INFINITY;  // a NaN bound would let lo and hi agree
+  const double y_min = std::fmax(e_row * 0x1p25, std::is_same_v<T, F16> ? 0x1p-14 : 0x1p-126) * (1 + 0x1p-20);
+  const float y_min_f = static_cast<float>(std::fmin(y_min, 0x1p127));
+  const D mv = V::set1_pd(s.m), rv = V::set1_pd(s.rstd), ev = V::set1_pd(e_row);
+  ex::ExactStats es{};
+  bool have_exact = false;
+  const auto group = [&](std::int64_t i, std::int64_t count, bool stream) {
+    const bool full = count == 8;
+    const auto k = static_cast<M8>(full ? 0xFFu : (1u << count) - 1);
+    const auto ld = [&](const typename T::Bits* p) { return full ? V::template load8<T>(p) : V::template maskz_load8<T>(k, p); };
+    D v = V::mul_pd(V::sub_pd(ld(x + i), mv), rv);
+    if constexpr (G) v = V::mul_pd(v, ld(gamma + i));
+    if constexpr (B) v = V::add_pd(v, ld(beta + i));
+    M8 fail;
+    if constexpr (std::is_same_v<T, F32>) {
+      const D lo = V::sub_pd(v, ev);
+      fail = V::cvt_differ_f32(lo, V::add_pd(v, ev));
+      v = lo;  // rounds as y where certified; its f32 conversion is the test's (one vcvtpd2ps fewer)
+    } else {
+      fail = V::template near_mid16<T>(v, y_min_f);
     }
-    return snap_ties<V, T>(t, size);
-  };
-  const auto masked_at = [&](std::int64_t i, std::int64_t count) {
-    const auto k = static_cast<typename V::M8>((1u << count) - 1);
-    V::template mask_store8<T>(k, y + i, one(i, k, true));
+    fail = static_cast<M8>(fail & k);
+    if (fail == 0 && full) {
+      if constexpr (std::is_same_v<T, F32>) {
+        if (stream) V::template stream8<T>(y + i, v);
+        else V::template store8<T>(y + i, v);
+      } else {  // y's f32 rounding's rounding: y*'s where near_mid16 passed (one conversion fewer)
+        if (stream) V::template stream8_near<T>(y + i, v);
+        else V::template store8_near<T>(y + i, v);
+      }
+      return;
+    }
+    V::template mask_store8<T>(static_cast<M8>(k & ~fail), y + i, v);
+    for (unsigned f = fail; f != 0; f &= f - 1) {
+      const std::int64_t j = i + __builtin_ctz(f);
+      y[j] = settle<T, G, B>(x, gamma, beta, n, eps, j, s, es, have_exact);
+    }
   };
   std::int64_t i = 0;
   if constexpr (NT) {
     const std::int64_t head = head_to_align(y, 8 * static_cast<std::int64_t>(sizeof(typename T::Bits)));
     const std::int64_t h = head < n ? head : n;
-    if (h > 0) masked_at(0, h);
-    for (i = h; i + 8 <= n; i += 8) V::template stream8<T>(y + i, one(i, 0, false));
+    if (h > 0) group(0, h, false);
+    for (i = h; i + 8 <= n; i += 8) group(i, 8, true);
   } else {
-    for (; i + 8 <= n; i += 8) V::template store8<T>(y + i, one(i, 0, false));
+    for (; i + 8 <= n; i += 8) group(i, 8, false);
   }
-  if (i < n) masked_at(i, n - i);
+  if (i < n) group(i, n - i, false);
 }
 
 template <class V, class T, bool G, bool B, bool NT>
 void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
   using Bits = typename T::Bits;
+  using E = Ex<T>;
   const Bits* x = static_cast<const Bits*>(t.x);
   const Bits* gamma = static_cast<const Bits*>(t.gamma);
   const Bits* beta = static_cast<const Bits*>(t.beta);
@@ -384,16 +461,34 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
   float* mean = static_cast<float*>(t.mean);
   float* rstd = static_cast<float*>(t.rstd);
   const std::int64_t n = p.cols;
+  const double gmax = G ? max_abs<V, T>(gamma, n) : 1.0, bmax = B ? max_abs<V, T>(beta, n) : 0.0;
   for (std::int64_t row = begin; row < end; ++row) {
-    const Stats s = row_stats<V, T>(x + row * n, n, p.eps);
-    if (!s.finite) {  // NaN/Inf in the row: the scalar kernel's NaN rules
+    const Bits* xr = x + row * n;
+    Bits* yr = y + row * n;
+    const FastStats s = fast_stats<V, T>(xr, n, p.eps);
+    if (!s.finite || s.degenerate) {  // NaN/Inf in the row, or var + eps == 0: the scalar kernel's NaN rules
       welford_row(p, t, row);
       continue;
     }
-    if (mean) mean[row] = static_cast<float>(s.m + s.mean_lo);
-    if (rstd) rstd[row] = static_cast<float>(s.rstd);
-    if (NT && head_to_align(y + row * n, 64) >= 0) normalize_row<V, T, G, B, NT>(x + row * n, gamma, beta, y + row * n, n, s);
-    else normalize_row<V, T, G, B, false>(x + row * n, gamma, beta, y + row * n, n, s);
+    if (s.certified) {
+      if (mean) mean[row] = static_cast<float>(s.m + s.m_lo);
+      if (rstd) rstd[row] = static_cast<float>(s.rstd);
+      if (NT && head_to_align(yr, 64) >= 0) normalize_row<V, T, G, B, NT>(xr, gamma, beta, yr, n, p.eps, s, gmax, bmax);
+      else normalize_row<V, T, G, B, false>(xr, gamma, beta, yr, n, p.eps, s, gmax, bmax);
+      continue;
+    }
+    // The bound is not small (not seen outside constructed rows): every element by double-double.
+    const ex::ExactStats es = ex::exact_stats<E>(xr, n, p.eps);
+    if (!es.finite) {
+      welford_row(p, t, row);
+      continue;
+    }
+    if (mean) mean[row] = static_cast<float>(es.m_hi + es.m_lo);
+    if (rstd) rstd[row] = static_cast<float>(es.r_hi + es.r_lo);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double g = G ? ex::to_double<E>(gamma[i]) : 1.0, b = B ? ex::to_double<E>(beta[i]) : 0.0;
+      yr[i] = ex::exact_element<E>(ex::to_double<E>(xr[i]), g, b, es);
+    }
   }
   if (NT) V::sfence();
 }

@@ -2,8 +2,9 @@
 // F/BW/VL/DQ, 8 f64 lanes; f32, f16, bf16 storage (bf16 by integer rounding here; avx512_bf16.cpp has
 // the AVX512-BF16 instantiation). Built with -mavx512f -mavx512bw -mavx512vl -mavx512dq
 // -ffp-contract=off; called only after the CPU check in avx512_kernel.cpp. The algorithm is
-// avx512_body.hpp's `cr` (avx2_cr.cpp's before Ziv's test, main 5b51695: TwoSum mean, Dot2 variance,
-// round-to-odd for f16/bf16, tie snapping; porting avx2_cr's Ziv test and double-double path is the next step), the same source as the emulated test kernel avx512_cr_emu.
+// avx512_body.hpp's `cr`: avx2_cr.cpp's Ziv rounding test with its proven bound on 8 f64 lanes, and
+// avx2_cr_exact.hpp's scalar medium and double-double paths for the rare elements the vector test
+// cannot certify: every element correctly rounded. The same source as the emulated test kernel avx512_cr_emu.
 #include <immintrin.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "avx2_cr_exact.hpp"  // avx512_body.hpp's cr:: slow paths (internal linkage)
 #include "isa.hpp"
 
 namespace lnorm::cpu::avx512_cr {

@@ -166,6 +166,33 @@ struct EmulatedOps {
     for (int i = 0; i < 8; ++i) a.v[i] = std::fma(a.v[i], b.v[i], -c.v[i]);
     return a;
   }
+  static D fmadd_pd(D a, D b, D c) {
+    for (int i = 0; i < 8; ++i) a.v[i] = std::fma(a.v[i], b.v[i], c.v[i]);
+    return a;
+  }
+  static D max_pd(D a, D b) {  // vmaxpd: a > b ? a : b, so b where either is NaN or both are zeros
+    for (int i = 0; i < 8; ++i) a.v[i] = a.v[i] > b.v[i] ? a.v[i] : b.v[i];
+    return a;
+  }
+  static M8 cvt_differ_f32(D a, D b) {
+    unsigned m = 0;
+    for (int i = 0; i < 8; ++i)
+      if (bits32(static_cast<float>(a.v[i])) != bits32(static_cast<float>(b.v[i]))) m |= 1u << i;
+    return static_cast<M8>(m);
+  }
+  template <class T>
+  static M8 near_mid16(D y, float y_min) {
+    constexpr std::int32_t kLow = std::is_same_v<T, F16> ? 0x1FFF : 0xFFFF, kMid = std::is_same_v<T, F16> ? 0x1000 : 0x8000;
+    unsigned m = 0;
+    for (int i = 0; i < 8; ++i) {
+      const float y32 = static_cast<float>(y.v[i]);
+      const std::int32_t low = static_cast<std::int32_t>(bits32(y32) & static_cast<std::uint32_t>(kLow));
+      const bool far = (low > kMid ? low - kMid : kMid - low) > 1;
+      const bool big = std::fabs(y32) >= y_min;  // false for NaN, as _CMP_GE_OQ
+      if (!(far && big)) m |= 1u << i;
+    }
+    return static_cast<M8>(m);
+  }
   static D abs_pd(D a) {
     for (double& l : a.v) l = from_bits64(bits64(l) & 0x7FFFFFFFFFFFFFFFull);
     return a;
@@ -246,6 +273,14 @@ struct EmulatedOps {
   template <class T>
   static void store8(typename T::Bits* p, D v) {
     mask_store8<T>(0xFF, p, v);
+  }
+  template <class T>
+  static void store8_near(typename T::Bits* p, D v) {  // f16/bf16: nearest f32, then nearest T
+    for (int i = 0; i < 8; ++i) p[i] = narrow<T>(static_cast<float>(v.v[i]));
+  }
+  template <class T>
+  static void stream8_near(typename T::Bits* p, D v) {
+    store8_near<T>(p, v);
   }
   template <class T>
   static void stream8(typename T::Bits* p, D v) {

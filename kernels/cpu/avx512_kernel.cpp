@@ -70,7 +70,7 @@ void avx512_cr_run(const Problem& p, const Tensors& t) {
 bool cpu_has_avx512_bf16() { return features().bf16 && !avx512_why_not(Problem{}); }
 
 const KernelInfo kAvx512Cr{"avx512_cr",
-                           "AVX-512, 8 f64 lanes, correctly rounded: TwoSum mean, Dot2 variance, f64 output rounded once",
+                           "AVX-512, 8 f64 lanes, correctly rounded: avx2_cr's Ziv test (proven f64 bound, double-double slow path)",
                            DTypeSet{DType::f32, DType::f16, DType::bf16}, &avx512_why_not, &avx512_cr_run};
 
 const KernelInfo kAvx512{"avx512",

@@ -106,6 +106,26 @@ struct NativeOps {
   static D sub_pd(D a, D b) { return _mm512_sub_pd(a, b); }
   static D mul_pd(D a, D b) { return _mm512_mul_pd(a, b); }
   static D fmsub_pd(D a, D b, D c) { return _mm512_fmsub_pd(a, b, c); }
+  static D fmadd_pd(D a, D b, D c) { return _mm512_fmadd_pd(a, b, c); }
+  static D max_pd(D a, D b) { return _mm512_max_pd(a, b); }  // a > b ? a : b (b where either is NaN)
+  // Lanes whose f32 roundings (to nearest even) of a and b differ in bits: avx512_cr's f32 Ziv test.
+  static M8 cvt_differ_f32(D a, D b) {
+    return _mm256_cmpneq_epi32_mask(_mm256_castps_si256(_mm512_cvtpd_ps(a)), _mm256_castps_si256(_mm512_cvtpd_ps(b)));
+  }
+  // avx512_cr's f16/bf16 test (avx512_body.hpp, cr::round_test): y32 = y rounded to f32; the lanes
+  // where y32's pattern is within 1 f32 ulp of a midpoint pattern of T (low 13 bits 0x1000 for f16,
+  // low 16 bits 0x8000 for bf16), or |y32| < y_min, or y32 is NaN: those need the scalar test.
+  template <class T>
+  static M8 near_mid16(D y, float y_min) {
+    constexpr int kLow = std::is_same_v<T, F16> ? 0x1FFF : 0xFFFF, kMid = std::is_same_v<T, F16> ? 0x1000 : 0x8000;
+    const __m256 y32 = _mm512_cvtpd_ps(y);
+    const __m256i bits = _mm256_castps_si256(y32);
+    const __m256i dist = _mm256_abs_epi32(_mm256_sub_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(kLow)), _mm256_set1_epi32(kMid)));
+    const __mmask8 far = _mm256_cmpgt_epi32_mask(dist, _mm256_set1_epi32(1));
+    const __m256 mag = _mm256_castsi256_ps(_mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF)));
+    const __mmask8 big = _mm256_cmp_ps_mask(mag, _mm256_set1_ps(y_min), _CMP_GE_OQ);
+    return static_cast<M8>(~(far & big));
+  }
   static D abs_pd(D a) { return _mm512_abs_pd(a); }
   static D maskz_mov_pd(M8 k, D a) { return _mm512_maskz_mov_pd(k, a); }
   static D maskz_sub_pd(M8 k, D a, D b) { return _mm512_maskz_sub_pd(k, a, b); }
@@ -178,6 +198,23 @@ struct NativeOps {
   static void mask_store8(M8 k, typename T::Bits* p, D v) {
     if constexpr (std::is_same_v<T, F32>) _mm256_mask_storeu_ps(p, k, _mm512_cvtpd_ps(v));
     else _mm_mask_storeu_epi16(p, k, narrow8<T>(v));
+  }
+  // f16/bf16 only: v rounded to nearest f32 (y32), then to nearest T: two roundings, y's correct
+  // rounding only where near_mid16 certified it (avx512_body.hpp, cr::normalize_row); one conversion
+  // fewer than narrow8's round-to-odd.
+  template <class T>
+  static __m128i narrow8_near(D v) {
+    const __m256 y32 = _mm512_cvtpd_ps(v);
+    if constexpr (std::is_same_v<T, F16>) return _mm256_cvtps_ph(y32, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    else return narrow8_bf16(y32);
+  }
+  template <class T>
+  static void store8_near(typename T::Bits* p, D v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), narrow8_near<T>(v));
+  }
+  template <class T>
+  static void stream8_near(typename T::Bits* p, D v) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(p), narrow8_near<T>(v));
   }
   // Non-temporal: p aligned to 8 * sizeof(Bits) bytes.
   template <class T>
