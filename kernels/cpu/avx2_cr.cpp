@@ -1,6 +1,6 @@
 // avx2_cr — correctly rounded LayerNorm for f32, f16 and bf16 storage, with AVX2 + FMA (+ F16C).
-// Built with -mavx2 -mfma -mf16c; called only after the CPU check in avx2_kernel.cpp. An AVX-512 port
-// (avx512_cr) can follow the same algorithm and bound with 8 f64 lanes (change only the 16-lane k).
+// Built with -mavx2 -mfma -mf16c; called only after the CPU check in avx2_kernel.cpp. avx512_cr
+// (avx512_body.hpp) runs the same algorithm and bound on 8 f64 lanes, with its own rounding count k.
 //
 // Algorithm (Ziv's rounding test): compute y in f64 with a PROVEN error bound E, round y − E and y + E
 // to the output format; where both ends round the same, that is y*'s rounding (rounding is monotone);
