@@ -117,8 +117,11 @@ TEST_CASE("parallel_rows: every kernel gives the same bits at 1..8 threads", "[p
       const auto run = [&](int threads) {
         const Problem p = make_problem(rows, cols, d, 1e-5, true, true, threads);
         const std::size_t sb = static_cast<std::size_t>(rows) * size_of(stats_dtype(d));
-        std::vector<std::byte> out(x.size() + 2 * sb, std::byte{0x5A});
-        k.run(p, Tensors{x.data(), g.data(), b.data(), out.data(), out.data() + x.size(), out.data() + x.size() + sb});
+        // y, then mean and rstd at an 8-byte boundary (they are float arrays: a bf16 y of odd size
+        // would leave them 2-byte aligned, which UBSan rightly reports as a misaligned float store).
+        const std::size_t ys = (x.size() + 7) / 8 * 8;
+        std::vector<std::byte> out(ys + 2 * sb, std::byte{0x5A});
+        k.run(p, Tensors{x.data(), g.data(), b.data(), out.data(), out.data() + ys, out.data() + ys + sb});
         return out;
       };
       const auto one = run(1);

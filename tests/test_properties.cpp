@@ -185,7 +185,8 @@ TEST_CASE("budgets: a typo, a missing reason, a negative number or an unknown pr
 
 TEST_CASE("budgets: an expected failure is strict unless it says strict = false", "[budgets]") {
   const std::string s = std::string(kOneSection) + "invariance = { reason = \"rare\", strict = false }\n";
-  const KernelBudget& b = Budgets::parse(s, "t.toml").for_kernel("k", DType::f32);
+  const Budgets parsed = Budgets::parse(s, "t.toml");
+  const KernelBudget& b = parsed.for_kernel("k", DType::f32);
   CHECK(b.expected_failures.at(Property::invariance) == "rare");
   CHECK(b.non_strict_failures.count(Property::invariance) == 1);
   CHECK(b.non_strict_failures.count(Property::accuracy) == 0);
