@@ -32,9 +32,36 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON_MODULES = ["numpy", "matplotlib", "jsonschema", "pytest", "hypothesis", "torch"]
 # The CUDA toolkit comes with the image, outside dpkg (/usr/local/cuda -> /usr/local/cuda-13.0).
 IMAGE_PREFIXES = ["/usr/local/cuda"]
+# The image also puts a two-line wrapper on PATH, /usr/local/bin/nvcc = `#!/bin/sh` + `exec
+# /usr/local/cuda-13.0/bin/nvcc "$@"`; CI's PATH finds it first (stop 19 failed on exactly that). A
+# wrapper counts as the image's when it is a short script whose exec target lies under IMAGE_PREFIXES.
+WRAPPER_MAX_BYTES = 4096  # the image's is 50 bytes; a real program is far larger
+WRAPPER_EXEC = re.compile(r"\bexec\s+(\S+)")
 PATH_KEY = re.compile(r"(_DIR|_LIBRARY|_LIBRARIES|_INCLUDE_DIR|_INCLUDE_DIRS|_EXECUTABLE|_COMPILER|_PROGRAM)$")
 # Outputs and settings, not things configure found.
 SKIP_KEYS = {"CMAKE_INSTALL_PREFIX", "CMAKE_CACHEFILE_DIR", "CMAKE_HOME_DIRECTORY", "FETCHCONTENT_BASE_DIR"}
+
+
+def under_image_prefix(path):
+    real = os.path.realpath(path)
+    return any(real.startswith(p) or path.startswith(p) for p in IMAGE_PREFIXES)
+
+
+def image_wrapper_target(path):
+    """The toolkit program a short exec-wrapper script runs, when it lies under IMAGE_PREFIXES; else None."""
+    try:
+        if os.path.getsize(path) > WRAPPER_MAX_BYTES:
+            return None
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    if not text.startswith("#!"):
+        return None
+    targets = [t.strip("'\"") for t in WRAPPER_EXEC.findall(text)]
+    if len(targets) == 1 and under_image_prefix(targets[0]) and os.path.exists(targets[0]):
+        return targets[0]
+    return None
 
 
 def install_deps_packages():
@@ -156,7 +183,9 @@ def main(argv):
         real = os.path.realpath(path)
         pkgs = owner_map[path]
         if not pkgs:
-            if any(real.startswith(p) or path.startswith(p) for p in IMAGE_PREFIXES):
+            if under_image_prefix(path):
+                continue
+            if image_wrapper_target(real):
                 continue
             problems.append(f"{path} ({what}) belongs to no Debian package: installed by hand?")
             continue
