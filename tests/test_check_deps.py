@@ -11,6 +11,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 
 src, work = sys.argv[1], sys.argv[2]
 guard = os.path.join(src, "scripts", "check_deps.py")
@@ -20,10 +21,12 @@ os.makedirs(work)
 failures = []
 
 
+# The tools live outside the source tree: the guard skips paths inside it and inside the builds it checks.
+tools = tempfile.mkdtemp(prefix="lnorm_check_deps_")
+
+
 def script(name, body):
-    # Outside the build dir (the guard skips paths inside the builds it checks) but in our scratch space.
-    path = os.path.join(work, "bin", name)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    path = os.path.join(tools, name)
     with open(path, "w") as f:
         f.write(body)
     os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
@@ -56,4 +59,5 @@ guard_on("wrapper_quoted", script("nvcc_q", f'#!/bin/sh\nexec "{nvcc}" "$@"\n'),
 guard_on("wrapper_elsewhere", script("nvcc_e", '#!/bin/sh\nexec /opt/cuda/bin/nvcc "$@"\n'), False)
 guard_on("two_targets", script("nvcc_2", f'#!/bin/sh\n[ -n "$X" ] && exec /opt/x "$@"\nexec {nvcc} "$@"\n'), False)
 guard_on("unowned_program", script("tool", "not a script, and owned by no package\n"), False)
+shutil.rmtree(tools, ignore_errors=True)
 sys.exit(1 if failures else 0)
