@@ -9,6 +9,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "../kernels/cpu/storage_tags.hpp"
+
 namespace lnorm::testing::avx512_probe {
 namespace {
 #include "../kernels/cpu/avx512_types.hpp"

@@ -19,6 +19,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "storage_tags.hpp"
+
 #ifdef __F16C__
 #include <immintrin.h>
 #else
@@ -28,18 +30,9 @@
 namespace lnorm::cpu::avx2_cr {
 namespace {
 
-struct F32 {
-  using Bits = float;
-  static constexpr int kPrecision = 24;
-};
-struct F16 {
-  using Bits = std::uint16_t;
-  static constexpr int kPrecision = 11;
-};
-struct BF16 {
-  using Bits = std::uint16_t;
-  static constexpr int kPrecision = 8;
-};
+using ::lnorm::cpu::storage::BF16;
+using ::lnorm::cpu::storage::F16;
+using ::lnorm::cpu::storage::F32;
 
 inline std::uint32_t f32_bits(float f) {
   std::uint32_t b;

@@ -244,9 +244,7 @@ namespace cr {
 
 // avx2_cr's scalar slow paths (avx2_cr_exact.hpp, included by every TU that includes this file, before
 // it): the medium test (decided) and the double-double path (exact_stats, exact_element).
-namespace ex = ::lnorm::cpu::avx2_cr;
-template <class T>
-using Ex = std::conditional_t<std::is_same_v<T, F32>, ex::F32, std::conditional_t<std::is_same_v<T, F16>, ex::F16, ex::BF16>>;
+namespace ex = ::lnorm::cpu::avx2_cr;  // its tags are ours (storage_tags.hpp)
 
 constexpr double kU = 0x1p-53;       // f64 unit roundoff
 constexpr std::int64_t kLanes = 32;  // 4 accumulators x 8 f64 lanes
@@ -373,7 +371,7 @@ double max_abs(const typename T::Bits* p, std::int64_t n) {
 template <class T, bool G, bool B>
 typename T::Bits settle(const typename T::Bits* x, const typename T::Bits* gamma, const typename T::Bits* beta, std::int64_t n,
                         double eps, std::int64_t i, const FastStats& s, ex::ExactStats& es, bool& have_exact) {
-  using E = Ex<T>;
+  using E = T;
   const double xv = ex::to_double<E>(x[i]);
   const double g = G ? ex::to_double<E>(gamma[i]) : 1.0, b = B ? ex::to_double<E>(beta[i]) : 0.0;
   double t = (xv - s.m) * s.rstd;
@@ -453,7 +451,7 @@ void normalize_row(const typename T::Bits* x, const typename T::Bits* gamma, con
 template <class V, class T, bool G, bool B, bool NT>
 void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
   using Bits = typename T::Bits;
-  using E = Ex<T>;
+  using E = T;
   const Bits* x = static_cast<const Bits*>(t.x);
   const Bits* gamma = static_cast<const Bits*>(t.gamma);
   const Bits* beta = static_cast<const Bits*>(t.beta);
