@@ -9,18 +9,23 @@
 // (ctest isa_objects_share_no_code). Scalar code here (per-row statistics) is compiled with
 // -ffp-contract=off in both kinds of TU, so it too gives the same bits.
 //
-// fast (avx512): per row, three passes over a row that stays in L1 between them (DRAM sees one read
-// of x and one write of y):
-//   1. s = Σ (x − x[0])                    m = x[0] + s/n rounded to f32
-//   2. c = Σ (x − m),  q = Σ (x − m)²       mean_lo = c/n,  var = q/n − mean_lo²  (corrected two-pass)
-//   3. y = ((x − m) − mean_lo) · rstd · γ + β
-// the algorithm of avx2.cpp (two-float mean m + mean_lo: x − m is exact on offset rows, no kappa term)
-// on 16 lanes: 4 accumulators x 16 lanes, 64 elements per iteration, blocks of 512 elements summed
-// in f32 (8 additions per lane per accumulator, as avx2's 256-element blocks on 8 lanes x 4) and
-// folded into f64 across blocks. The range check needs no max|x − m| per element (avx2 computes one):
-//   - overflow of any x − x[0], x − m, square or block sum makes m, c or q non-finite;
-//   - q ≥ 2^-80 (kQMin) bounds the error of squares that fall below f32's normal range: each is off by
-//     at most 2^-150, n ≤ 2^31 of them are 2^-119 absolute, 2^-39 of q;
+// fast (avx512): avx2.cpp's algorithm on 16 lanes. Per row, one read of x for the statistics and one
+// output pass with the row in L1 (DRAM sees one read of x and one write of y):
+//   1. shift = mean of x[0..31] (x[0] for shorter rows);  S = Σ (x − shift),  Q = Σ (x − shift)²;
+//      mean = shift + S/n,  var = Q/n − (S/n)²;  accepted when K = (Q/n)/var ≤ kMaxCancel (= 2, as
+//      avx2), var > 0, S and Q finite and Q ≥ kQMin;  m = f32(mean),  mean_lo = f32(mean − m).
+//   1b. Otherwise (x[0..31] far from the mean, constant rows, rows near the range limits; rare) the
+//      corrected two-pass about m:  c = Σ (x − m),  q = Σ (x − m)²,  mean_lo = c/n,  var = q/n − mean_lo².
+//   2. y = fma(x − m, rstd, −mean_lo·rstd) · γ + β;  16-bit γ, β widened to f32 once per call (kWideMax).
+// The two-float mean m + mean_lo makes x − m exact on offset rows: no kappa term. Sums: 4 accumulators
+// x 16 lanes, 64 elements per iteration, blocks of 512 elements summed in f32 (8 additions per lane per
+// accumulator, as avx2's 256-element blocks on 8 lanes x 4) and folded into f64 across blocks. The
+// statistics of row r + 1 are computed before row r's output pass, and in streaming mode row r + 2 is
+// prefetched into L2 during it (avx2's kPipeline, kPrefetch). The range check needs no max|x − m| per
+// element (avx2's pass 1b computes one):
+//   - overflow of any x − shift, x − m, square or block sum makes S, Q, m, c or q non-finite;
+//   - Q, q ≥ 2^-80 (kQMin) bounds the error of squares that fall below f32's normal range: each is off
+//     by at most 2^-150, n ≤ 2^31 of them are 2^-119 absolute, 2^-39 of q;
 //   - q = 0 is a constant row (checked: one more pass, only then) or all |x − m| < 2^-75 (not constant:
 //     welford).
 // Rows failing it (and NaN/Inf rows) take cpu::welford_row, the scalar kernel with exact scaling.
@@ -84,6 +89,13 @@ namespace fast {
 
 constexpr std::int64_t kBlock = 512;
 constexpr double kQMin = 0x1p-80;
+// The fused pass's acceptance bound on K = (Q/n)/var: avx2.cpp's kMaxCancel (its header derives it and
+// gives the errors it measured), so the two kernels accept the same rows.
+constexpr double kMaxCancel = 2.0;
+// Streaming mode: prefetch the row kAhead on into L2 during the output pass (avx2.cpp's kPrefetch and
+// kAhead; see avx512.cpp's MEASURED for this kernel).
+constexpr bool kPrefetch = true;
+constexpr std::int64_t kAhead = 2;
 
 struct Stats {
   float m, mean_lo, rstd;
@@ -97,63 +109,82 @@ void fold(typename V::F a, typename V::F b, typename V::D& lo, typename V::D& hi
   hi = V::add_pd(hi, V::hi_pd(s));
 }
 
+// Σ d and Σ d² for d = x − c over the row, blocked as kBlock says (f32 within a block, f64 across).
 template <class V, class T>
-Stats row_stats(const typename T::Bits* x, std::int64_t n, float eps) {
+void centred_sums(const typename T::Bits* x, std::int64_t n, float c, double& s_out, double& q_out) {
   using F = typename V::F;
   using D = typename V::D;
   const std::int64_t full = n / 16 * 16, r = n - full;
   const auto tail = static_cast<typename V::M16>((1u << r) - 1);
-  const float x0 = V::first(V::template maskz_load<T>(1, x));
-  const F shift = V::set1(x0);
-  // Pass 1: Σ (x − x[0]).
-  D s_lo = V::zero_pd(), s_hi = s_lo;
+  const F cv = V::set1(c);
+  D s_lo = V::zero_pd(), s_hi = s_lo, q_lo = s_lo, q_hi = s_lo;
   for (std::int64_t block = 0; block < n; block += kBlock) {
     const std::int64_t block_end = block + kBlock < full ? block + kBlock : full;
-    F a0 = V::zero(), a1 = a0, a2 = a0, a3 = a0;
+    F s0 = V::zero(), s1 = s0, q0 = s0, q1 = s0, q2 = s0, q3 = s0;
     std::int64_t i = block;
     for (; i + 64 <= block_end; i += 64) {
-      a0 = V::add(a0, V::sub(V::template load<T>(x + i), shift));
-      a1 = V::add(a1, V::sub(V::template load<T>(x + i + 16), shift));
-      a2 = V::add(a2, V::sub(V::template load<T>(x + i + 32), shift));
-      a3 = V::add(a3, V::sub(V::template load<T>(x + i + 48), shift));
-    }
-    for (; i < block_end; i += 16) a0 = V::add(a0, V::sub(V::template load<T>(x + i), shift));
-    if (r && block + kBlock >= n) a1 = V::add(a1, V::maskz_sub(tail, V::template maskz_load<T>(tail, x + full), shift));
-    fold<V>(V::add(a0, a1), V::add(a2, a3), s_lo, s_hi);
-  }
-  const double nd = static_cast<double>(n);
-  const float m = static_cast<float>(static_cast<double>(x0) + hsum_pd<V>(V::add_pd(s_lo, s_hi)) / nd);
-  // Pass 2: Σ (x − m) and Σ (x − m)².
-  const F mv = V::set1(m);
-  D c_lo = V::zero_pd(), c_hi = c_lo, q_lo = c_lo, q_hi = c_lo;
-  for (std::int64_t block = 0; block < n; block += kBlock) {
-    const std::int64_t block_end = block + kBlock < full ? block + kBlock : full;
-    F c0 = V::zero(), c1 = c0, q0 = c0, q1 = c0, q2 = c0, q3 = c0;
-    std::int64_t i = block;
-    for (; i + 64 <= block_end; i += 64) {
-      const F d0 = V::sub(V::template load<T>(x + i), mv), d1 = V::sub(V::template load<T>(x + i + 16), mv);
-      const F d2 = V::sub(V::template load<T>(x + i + 32), mv), d3 = V::sub(V::template load<T>(x + i + 48), mv);
-      c0 = V::add(c0, V::add(d0, d2));
-      c1 = V::add(c1, V::add(d1, d3));
+      const F d0 = V::sub(V::template load<T>(x + i), cv), d1 = V::sub(V::template load<T>(x + i + 16), cv);
+      const F d2 = V::sub(V::template load<T>(x + i + 32), cv), d3 = V::sub(V::template load<T>(x + i + 48), cv);
+      s0 = V::add(s0, V::add(d0, d2));
+      s1 = V::add(s1, V::add(d1, d3));
       q0 = V::fmadd(d0, d0, q0);
       q1 = V::fmadd(d1, d1, q1);
       q2 = V::fmadd(d2, d2, q2);
       q3 = V::fmadd(d3, d3, q3);
     }
     for (; i < block_end; i += 16) {
-      const F d = V::sub(V::template load<T>(x + i), mv);
-      c0 = V::add(c0, d);
+      const F d = V::sub(V::template load<T>(x + i), cv);
+      s0 = V::add(s0, d);
       q0 = V::fmadd(d, d, q0);
     }
     if (r && block + kBlock >= n) {
-      const F d = V::maskz_sub(tail, V::template maskz_load<T>(tail, x + full), mv);
-      c1 = V::add(c1, d);
+      const F d = V::maskz_sub(tail, V::template maskz_load<T>(tail, x + full), cv);
+      s1 = V::add(s1, d);
       q1 = V::fmadd(d, d, q1);
     }
-    fold<V>(c0, c1, c_lo, c_hi);
+    fold<V>(s0, s1, s_lo, s_hi);
     fold<V>(V::add(q0, q1), V::add(q2, q3), q_lo, q_hi);
   }
-  const double c = hsum_pd<V>(V::add_pd(c_lo, c_hi)), q = hsum_pd<V>(V::add_pd(q_lo, q_hi));
+  s_out = hsum_pd<V>(V::add_pd(s_lo, s_hi));
+  q_out = hsum_pd<V>(V::add_pd(q_lo, q_hi));
+}
+
+// The fused pass's centre: the mean of the first 32 elements (x[0] for shorter rows, or when their f32
+// pair sums overflow), as avx2.cpp's row_shift. Summed as 16 f32 pair sums, then in f64 in a fixed
+// order: exact on a constant row (2c in f32, 32c in f64, / 32), the same bits in both layers.
+template <class V, class T>
+float row_shift(const typename T::Bits* x, std::int64_t n) {
+  const float x0 = V::first(V::template maskz_load<T>(1, x));
+  if (n < 32) return x0;
+  const typename V::F pairs = V::add(V::template load<T>(x), V::template load<T>(x + 16));
+  const float shift = static_cast<float>(hsum_pd<V>(V::add_pd(V::lo_pd(pairs), V::hi_pd(pairs))) * (1.0 / 32));
+  return std::isfinite(shift) ? shift : x0;
+}
+
+template <class V, class T>
+Stats row_stats(const typename T::Bits* x, std::int64_t n, float eps) {
+  const double nd = static_cast<double>(n), epsd = static_cast<double>(eps);
+  // Pass 1, fused (avx2.cpp's): S = Σ (x − shift), Q = Σ (x − shift)² in one read; accepted when the
+  // cancellation factor K = (Q/n)/var is at most kMaxCancel and the range is safe.
+  const float shift = row_shift<V, T>(x, n);
+  double s1 = 0, q1 = 0;
+  centred_sums<V, T>(x, n, shift, s1, q1);
+  const double mean = static_cast<double>(shift) + s1 / nd;
+  const double var1 = q1 / nd - (s1 / nd) * (s1 / nd);
+  if (std::isfinite(s1) && std::isfinite(q1) && var1 > 0 && q1 / nd <= kMaxCancel * var1 && q1 >= kQMin) {
+    const float m1 = static_cast<float>(mean);
+    return {m1, static_cast<float>(mean - static_cast<double>(m1)), static_cast<float>(1.0 / std::sqrt(var1 + epsd)), true};
+  }
+  // Otherwise (x[0..31] far from the mean, constant rows, rows near the range limits; rare) the
+  // corrected two-pass about m = f32(mean).
+  using F = typename V::F;
+  const std::int64_t full = n / 16 * 16, r = n - full;
+  const auto tail = static_cast<typename V::M16>((1u << r) - 1);
+  const float m = static_cast<float>(mean);
+  // Pass 2: c = Σ (x − m), q = Σ (x − m)².
+  const F mv = V::set1(m);
+  double c = 0, q = 0;
+  centred_sums<V, T>(x, n, m, c, q);
   const double mean_lo = c / nd;
   const double var = std::fmax(q / nd - mean_lo * mean_lo, 0.0);
   const bool finite = std::isfinite(m) && std::isfinite(c) && std::isfinite(q);
@@ -165,17 +196,22 @@ Stats row_stats(const typename T::Bits* x, std::int64_t n, float eps) {
     safe = differs == 0;
   }
   // rstd from the f64 variance and the f32 eps, rounded once to f32.
-  return {m, static_cast<float>(mean_lo), static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(eps))), safe};
+  return {m, static_cast<float>(mean_lo), static_cast<float>(1.0 / std::sqrt(var + epsd)), safe};
 }
 
-template <class V, class T, bool G, bool B, bool NT>
-void normalize_row(const typename T::Bits* x, const typename T::Bits* gamma, const typename T::Bits* beta,
-                   typename T::Bits* y, std::int64_t n, const Stats& s) {
+// y = fma(x − m, rstd, −mean_lo·rstd) · γ + β (avx2.cpp's form: the two-float centre in one FMA). NT: y
+// is streamed, and next (the row kAhead rows on) is prefetched into L2 meanwhile, so DRAM keeps
+// reading while this pass runs from L1 (avx2.cpp's MEASURED).
+// Gs: how gamma and beta are stored (T, or F32 once widened: rows_wide).
+template <class V, class T, class Gs, bool G, bool B, bool NT>
+void normalize_row(const typename T::Bits* x, const typename Gs::Bits* gamma, const typename Gs::Bits* beta,
+                   typename T::Bits* y, std::int64_t n, const Stats& s, const typename T::Bits* next) {
   using F = typename V::F;
-  const F mv = V::set1(s.m), lo = V::set1(s.mean_lo), rstd = V::set1(s.rstd);
+  const F mv = V::set1(s.m), lo_rstd = V::set1(-s.mean_lo * s.rstd), rstd = V::set1(s.rstd);
   const auto one = [&](std::int64_t i, typename V::M16 k, bool masked) {
-    const auto ld = [&](const typename T::Bits* p) { return masked ? V::template maskz_load<T>(k, p) : V::template load<T>(p); };
-    const F t = V::mul(V::sub(V::sub(ld(x + i), mv), lo), rstd);
+    const auto ld = [&](const typename Gs::Bits* p) { return masked ? V::template maskz_load<Gs>(k, p) : V::template load<Gs>(p); };
+    const F xv = masked ? V::template maskz_load<T>(k, x + i) : V::template load<T>(x + i);
+    const F t = V::fmadd(V::sub(xv, mv), rstd, lo_rstd);
     if constexpr (G && B) return V::fmadd(t, ld(gamma + i), ld(beta + i));
     else if constexpr (G) return V::mul(t, ld(gamma + i));
     else if constexpr (B) return V::add(t, ld(beta + i));
@@ -190,52 +226,91 @@ void normalize_row(const typename T::Bits* x, const typename T::Bits* gamma, con
     const std::int64_t head = head_to_align(y, 16 * static_cast<std::int64_t>(sizeof(typename T::Bits)));
     const std::int64_t h = head < n ? head : n;
     if (h > 0) masked_at(0, h);
-    for (i = h; i + 16 <= n; i += 16) V::template stream<T>(y + i, one(i, 0, false));
+    for (i = h; i + 16 <= n; i += 16) {
+      if (kPrefetch) V::prefetch_l2(next + i);
+      V::template stream<T>(y + i, one(i, 0, false));
+    }
   } else {
     for (; i + 16 <= n; i += 16) V::template store<T>(y + i, one(i, 0, false));
   }
   if (i < n) masked_at(i, n - i);
 }
 
-template <class V, class T, bool G, bool B, bool NT>
-void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+template <class V, class T, class Gs, bool G, bool B, bool NT>
+void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end,
+                const typename Gs::Bits* gamma, const typename Gs::Bits* beta) {
   using Bits = typename T::Bits;
   const Bits* x = static_cast<const Bits*>(t.x);
-  const Bits* gamma = static_cast<const Bits*>(t.gamma);
-  const Bits* beta = static_cast<const Bits*>(t.beta);
   Bits* y = static_cast<Bits*>(t.y);
   float* mean = static_cast<float*>(t.mean);
   float* rstd = static_cast<float*>(t.rstd);
   const std::int64_t n = p.cols;
   const float eps = static_cast<float>(p.eps);
+  // Row + 1's statistics before row's output pass (avx2.cpp's kPipeline): the scalar tail of one row's
+  // statistics (f64 divisions and sqrt) overlaps the other row's output loop.
+  Stats next = begin < end ? row_stats<V, T>(x + begin * n, n, eps) : Stats{};
   for (std::int64_t row = begin; row < end; ++row) {
-    const Stats s = row_stats<V, T>(x + row * n, n, eps);
+    const Bits* xr = x + row * n;
+    const Stats s = next;
+    if (row + 1 < end) next = row_stats<V, T>(xr + n, n, eps);
     if (!s.safe) {
       welford_row(p, t, row);
       continue;
     }
     if (mean) mean[row] = s.m + s.mean_lo;
     if (rstd) rstd[row] = s.rstd;
-    if (NT && head_to_align(y + row * n, 64) >= 0) normalize_row<V, T, G, B, NT>(x + row * n, gamma, beta, y + row * n, n, s);
-    else normalize_row<V, T, G, B, false>(x + row * n, gamma, beta, y + row * n, n, s);
+    const Bits* ahead = row + kAhead < end ? xr + kAhead * n : xr;
+    if (NT && head_to_align(y + row * n, 64) >= 0) normalize_row<V, T, Gs, G, B, NT>(xr, gamma, beta, y + row * n, n, s, ahead);
+    else normalize_row<V, T, Gs, G, B, false>(xr, gamma, beta, y + row * n, n, s, ahead);
   }
   if (NT) V::sfence();
 }
 
+template <class V, class T, class Gs, bool NT>
+void rows_nt(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const typename Gs::Bits* gamma,
+             const typename Gs::Bits* beta) {
+  if (p.has_gamma && p.has_beta) rows_typed<V, T, Gs, true, true, NT>(p, t, begin, end, gamma, beta);
+  else if (p.has_gamma) rows_typed<V, T, Gs, true, false, NT>(p, t, begin, end, gamma, beta);
+  else if (p.has_beta) rows_typed<V, T, Gs, false, true, NT>(p, t, begin, end, gamma, beta);
+  else rows_typed<V, T, Gs, false, false, NT>(p, t, begin, end, gamma, beta);
+}
+
+// 16-bit rows up to kWideMax long get gamma and beta widened to f32 once per call, on the stack (2 x 16
+// KiB; avx2.cpp's kWideMax, there for f16 only): the output loop then converts x alone, not 3 vectors
+// per 16 elements. Widening is exact, so y's bits are the same (see avx512.cpp's MEASURED).
+constexpr std::int64_t kWideMax = 4096;
+
 template <class V, class T, bool NT>
-void rows_nt(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
-  if (p.has_gamma && p.has_beta) rows_typed<V, T, true, true, NT>(p, t, begin, end);
-  else if (p.has_gamma) rows_typed<V, T, true, false, NT>(p, t, begin, end);
-  else if (p.has_beta) rows_typed<V, T, false, true, NT>(p, t, begin, end);
-  else rows_typed<V, T, false, false, NT>(p, t, begin, end);
+void rows_wide(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+  using Bits = typename T::Bits;
+  const Bits* gamma = static_cast<const Bits*>(t.gamma);
+  const Bits* beta = static_cast<const Bits*>(t.beta);
+  const std::int64_t n = p.cols;
+  if constexpr (!std::is_same_v<T, F32>) {
+    if ((p.has_gamma || p.has_beta) && n <= kWideMax) {
+      alignas(64) float g32[kWideMax], b32[kWideMax];
+      const auto widen = [n](const Bits* src, float* dst) {
+        std::int64_t i = 0;
+        for (; i + 16 <= n; i += 16) V::template store<F32>(dst + i, V::template load<T>(src + i));
+        if (i < n) {
+          const auto k = static_cast<typename V::M16>((1u << (n - i)) - 1);
+          V::template mask_store<F32>(k, dst + i, V::template maskz_load<T>(k, src + i));
+        }
+      };
+      if (p.has_gamma) widen(gamma, g32);
+      if (p.has_beta) widen(beta, b32);
+      return rows_nt<V, T, F32, NT>(p, t, begin, end, g32, b32);
+    }
+  }
+  rows_nt<V, T, T, NT>(p, t, begin, end, gamma, beta);
 }
 
 // Rows [begin, end) of p, for storage type T.
 template <class V, class T>
 void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
   const bool nt = p.elements() * static_cast<std::int64_t>(sizeof(typename T::Bits)) > kStreamBytes;
-  if (nt) rows_nt<V, T, true>(p, t, begin, end);
-  else rows_nt<V, T, false>(p, t, begin, end);
+  if (nt) rows_wide<V, T, true>(p, t, begin, end);
+  else rows_wide<V, T, false>(p, t, begin, end);
 }
 
 }  // namespace fast

@@ -142,6 +142,7 @@ struct EmulatedOps {
     mask_store<T>(0xFFFF, p, v);
   }
   static void sfence() {}
+  static void prefetch_l2(const void*) {}
 
   // ---- 8 f64 lanes ----
   static D zero_pd() { return D{}; }

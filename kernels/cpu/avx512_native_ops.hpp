@@ -98,6 +98,8 @@ struct NativeOps {
     else _mm256_stream_si256(reinterpret_cast<__m256i*>(p), to_bits16<T>(v));
   }
   static void sfence() { _mm_sfence(); }
+  // A hint only (fetch the line at p into L2); no value changes.
+  static void prefetch_l2(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1); }
 
   // ---- 8 f64 lanes (avx512_cr) ----
   static D zero_pd() { return _mm512_setzero_pd(); }
