@@ -62,11 +62,6 @@
 #ifndef LNORM_AVX512_BODY_INCLUDED
 #define LNORM_AVX512_BODY_INCLUDED
 
-// Output bytes above which y is written with non-temporal stores: larger than this machine's L3
-// (AMD EPYC Zen 5: 32 MiB per CCD), so y would be evicted before anyone reads it. Measured
-// (lnorm_gbench, 2026-12-01): see avx512.cpp's header.
-constexpr std::int64_t kStreamBytes = std::int64_t{32} << 20;
-
 inline double sum8(const double* v) { return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7])); }
 
 template <class V>
@@ -89,6 +84,11 @@ namespace fast {
 
 constexpr std::int64_t kBlock = 512;
 constexpr double kQMin = 0x1p-80;
+// Bytes of y above which it is written with non-temporal stores: 8 MiB, i.e. x + y > 16 MiB, avx2.cpp's
+// kStreamBytes. Measured (lnorm_gbench, medians of 5, two runs, 2026-12-01; avx512.cpp's MEASURED):
+// with the earlier 32 MiB, f32 4096x1024 (16 MiB of y) ran at 20.5, 20.1 GB/s and with 8 MiB at 37.8,
+// 31.7 (streaming copy 64-68); f32 4096x2048 15.4, 14.5 -> 29.7, 25.4; bf16 4096x2048 unchanged.
+constexpr std::int64_t kStreamBytes = std::int64_t{8} << 20;
 // The fused pass's acceptance bound on K = (Q/n)/var: avx2.cpp's kMaxCancel (its header derives it and
 // gives the errors it measured), so the two kernels accept the same rows.
 constexpr double kMaxCancel = 2.0;
@@ -322,6 +322,11 @@ namespace cr {
 namespace ex = ::lnorm::cpu::avx2_cr;  // its tags are ours (storage_tags.hpp)
 
 constexpr double kU = 0x1p-53;       // f64 unit roundoff
+// Bytes of y above which it is streamed: larger than this machine's L3 (AMD EPYC Zen 5: 32 MiB per
+// CCD). Not fast::'s 8 MiB: this compute-bound kernel lost with it (lnorm_gbench, medians of 5, two
+// runs, 2026-12-01: f32 4096x2048 13.9, 13.9 -> 10.8, 10.5 GB/s; bf16 5.9, 5.9 -> 5.3, 5.3; f32
+// 4096x1024 13.0, 14.3 -> 15.1, 14.8).
+constexpr std::int64_t kStreamBytes = std::int64_t{32} << 20;
 constexpr std::int64_t kLanes = 32;  // 4 accumulators x 8 f64 lanes
 
 // Elements per block of the statistics' sums: each lane adds block/32 terms afresh, then the block's
