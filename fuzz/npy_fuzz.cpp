@@ -25,11 +25,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const lnorm::io::NpyHeader h = lnorm::io::parse_npy(bytes, "fuzz.npy");
     if (h.descr != "<f4" && h.descr != "<f8" && h.descr != "<f2" && h.descr != "<u2") broken("unexpected descr");
+    // The product of the dimensions, as parse_npy must have found it. A zero dimension makes the array
+    // empty however large the others are, and their partial product may overflow int64 (fuzz_npy found
+    // (46744073704775807, 447, ..., 0) in CI: the harness's own multiply was the UB then); without one,
+    // the data are really there, so an overflowing product must have been refused.
     std::int64_t elements = 1;
+    bool has_zero = false, overflowed = false;
     for (std::int64_t d : h.shape) {
       if (d < 0) broken("negative dimension accepted");
-      elements *= d;  // cannot overflow: the data are really there, so elements*item_size <= size
+      has_zero = has_zero || d == 0;
+      overflowed = overflowed || __builtin_mul_overflow(elements, d, &elements);
     }
+    if (has_zero) elements = 0;
+    else if (overflowed) broken("a shape whose element count overflows int64 was accepted");
     if (elements != h.elements) broken("elements is not the product of the shape");
     if (h.data_offset > size || size - h.data_offset != static_cast<std::uint64_t>(h.elements) * h.item_size)
       broken("the header's data size does not match the bytes");

@@ -24,7 +24,10 @@ for target in npy cli; do
     status=1
     mkdir -p fuzz/crashes
     cp "$work/$target-crash/"* fuzz/crashes/ 2>/dev/null || true
-    grep -B2 -A30 -E "ERROR|deadly signal|cli_fuzz:|npy_fuzz:|No such file" "$work/$target.log" | head -60
+    # The report; when none of these lines is there, the log's end (a grep that finds nothing must not
+    # end the script under pipefail before it says why: it did once, on a UBSan "runtime error").
+    grep -B2 -A30 -E "ERROR|runtime error|deadly signal|cli_fuzz:|npy_fuzz:|No such file" "$work/$target.log" | head -60 ||
+      tail -30 "$work/$target.log"
     echo "fuzz_$target: crash; inputs copied to fuzz/crashes/"
   fi
   grep -E "^#.*DONE|stat::peak_rss_mb" "$work/$target.log" || tail -5 "$work/$target.log"
