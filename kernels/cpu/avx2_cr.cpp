@@ -118,7 +118,6 @@ inline double hsum(__m256d v) {
   return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
 }
 
-constexpr double kU = 0x1p-53;  // f64 unit roundoff
 // Elements per block of the statistics' sums: each lane adds block/16 terms afresh, then the block's
 // sum into its running total, so a term goes through block/16 + n/block roundings instead of n/16:
 // smallest for block = 16·sqrt(n/16) (n = 4096: 41 instead of 264, 6x fewer rows needing the
@@ -210,18 +209,12 @@ FastStats fast_stats(const typename T::Bits* x, std::int64_t n, double eps, doub
   st.dmax = std::max(xmax - m, m - xmin) * (1 + 0x1p-50);  // x − m rounded up
   st.finite = std::isfinite(s) && std::isfinite(q2);
   st.degenerate = v == 0;
-  // The bound (file header, "Error bound"); the factors 1.01 and 1 + 2^-16 cover the (1 + u)^k
-  // products and the rounding of these very lines.
-  // Roundings any term's partial sums went through: ≤ block/16 in its block, ≤ ceil(n/block) in
-  // s0..s3, ≤ 2 in the tail loop, 4 in the folds, 3 spare (1 more for x − c or the square, below).
+  // The bound (file header, "Error bound"; avx2_cr_exact.hpp's row_bound). Roundings any term's
+  // partial sums went through: ≤ block/16 in its block, ≤ ceil(n/block) in s0..s3, ≤ 2 in the tail
+  // loop, 4 in the folds, 3 spare (1 more for x − c or the square, counted in row_bound).
   const double k = static_cast<double>(block / 16 + (n16 + block - 1) / block) + 9;
-  const double a1n = std::sqrt(q2 / nd) * (1 + 0x1p-20) + std::abs(m_lo) + std::abs(q);  // ≥ Σ|x − c|/n
-  const double em = std::abs(m_lo) + 1.01 * kU * std::abs(q) + 1.01 * (k + 1) * kU * a1n;  // ≥ |m − mean*|
-  const double rho_v = 1.01 * (k + 5) * kU + 1.01 * em * em / v;  // ≥ |v/v* − 1|
-  st.b = (0.51 * rho_v + 8 * kU) * (1 + 0x1p-16);
-  st.a = em * rstd * (1 + 0x1p-16);
-  // Rows whose bound is not small (never seen outside constructed cases) skip the test: all exact.
-  st.certified = rho_v <= 0x1p-30 && std::isfinite(st.a);
+  const RowBound bound = row_bound(k, nd, q, m_lo, q2, v, rstd);
+  st.b = bound.b, st.a = bound.a, st.certified = bound.certified;
   return st;
 }
 

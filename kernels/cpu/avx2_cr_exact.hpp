@@ -118,6 +118,27 @@ inline void fast_two_sum(double a, double b, double& s, double& e) {
   e = b - (s - a);
 }
 
+// The fast path's per-row bound (avx2_cr.cpp's header, "Error bound"), for avx2_cr and avx512_cr alike:
+// k is how many roundings any term's partial sums went through in the caller's summation (each kernel
+// counts its own). E = b·(|t| + |β|) + a·|γ| then bounds |y − y*| plus the rounding of y ± E; the
+// factors 1.01 and 1 + 2^-16 cover the (1 + u)^k products and the rounding of these very lines. Rows
+// whose bound is not small (never seen outside constructed cases) are not certified: all exact.
+constexpr double kU = 0x1p-53;  // f64 unit roundoff
+struct RowBound {
+  double b, a;
+  bool certified;
+};
+inline RowBound row_bound(double k, double nd, double q, double m_lo, double q2, double v, double rstd) {
+  const double a1n = std::sqrt(q2 / nd) * (1 + 0x1p-20) + std::abs(m_lo) + std::abs(q);  // ≥ Σ|x − c|/n
+  const double em = std::abs(m_lo) + 1.01 * kU * std::abs(q) + 1.01 * (k + 1) * kU * a1n;  // ≥ |m − mean*|
+  const double rho_v = 1.01 * (k + 5) * kU + 1.01 * em * em / v;                         // ≥ |v/v* − 1|
+  RowBound r;
+  r.b = (0.51 * rho_v + 8 * kU) * (1 + 0x1p-16);
+  r.a = em * rstd * (1 + 0x1p-16);
+  r.certified = rho_v <= 0x1p-30 && std::isfinite(r.a);
+  return r;
+}
+
 // The row's statistics in double-double, from scratch (scalar; run only for rows where some element
 // needs them, so its cost shows only in the slow-path count).
 struct ExactStats {

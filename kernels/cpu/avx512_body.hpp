@@ -321,7 +321,6 @@ namespace cr {
 // it): the medium test (decided) and the double-double path (exact_stats, exact_element).
 namespace ex = ::lnorm::cpu::avx2_cr;  // its tags are ours (storage_tags.hpp)
 
-constexpr double kU = 0x1p-53;       // f64 unit roundoff
 // Bytes of y above which it is streamed: larger than this machine's L3 (AMD EPYC Zen 5: 32 MiB per
 // CCD). Not fast::'s 8 MiB: this compute-bound kernel lost with it (lnorm_gbench, medians of 5, two
 // runs, 2026-12-01: f32 4096x2048 13.9, 13.9 -> 10.8, 10.5 GB/s; bf16 5.9, 5.9 -> 5.3, 5.3; f32
@@ -420,12 +419,8 @@ FastStats fast_stats(const typename T::Bits* x, std::int64_t n, double eps) {
   // its block, ≤ ceil(n32/block) in s0..s3 (p0..p3), ≤ 4 in the tail loop (3 full groups and the masked
   // one, all into s0), 2 in the accumulator folds and 3 in hsum_pd's pairwise sum of 8 lanes, 3 spare.
   const double k = static_cast<double>(block / kLanes + (n32 + block - 1) / block) + 12;
-  const double a1n = std::sqrt(q2 / nd) * (1 + 0x1p-20) + std::abs(m_lo) + std::abs(q);  // ≥ Σ|x − c|/n
-  const double em = std::abs(m_lo) + 1.01 * kU * std::abs(q) + 1.01 * (k + 1) * kU * a1n;  // ≥ |m − mean*|
-  const double rho_v = 1.01 * (k + 5) * kU + 1.01 * em * em / v;                         // ≥ |v/v* − 1|
-  st.b = (0.51 * rho_v + 8 * kU) * (1 + 0x1p-16);
-  st.a = em * rstd * (1 + 0x1p-16);
-  st.certified = rho_v <= 0x1p-30 && std::isfinite(st.a);
+  const ex::RowBound bound = ex::row_bound(k, nd, q, m_lo, q2, v, rstd);
+  st.b = bound.b, st.a = bound.a, st.certified = bound.certified;
   return st;
 }
 
