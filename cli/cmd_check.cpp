@@ -47,11 +47,14 @@ std::string coords(std::int64_t flat, const std::vector<std::int64_t>& shape) {
   return s + "]";
 }
 
-nlohmann::json stat_json(const StatSummary& s, double limit) {
-  return {{"max_ulp", s.max_ulp}, {"max_ulp_row", s.max_ulp_index}, {"got", s.max_ulp_got},
-          {"exact", s.max_ulp_exact}, {"nan_mismatches", s.nan_mismatches},
-          {"budget", limit < 0 ? nlohmann::json(nullptr) : nlohmann::json(limit)},
-          {"pass", s.nan_mismatches == 0 && (limit < 0 || s.max_ulp <= limit)}};
+// An error as JSON: a number, or null where it is infinite (a non-finite mismatch; JSON has no Inf).
+nlohmann::json ulp_json(double e) { return std::isinf(e) ? nlohmann::json(nullptr) : nlohmann::json(e); }
+
+nlohmann::json stat_json(const StatSummary& s, double limit, const char* metric) {
+  return {{"max_ulp", ulp_json(s.max_ulp)}, {"max_ulp_nonfinite", std::isinf(s.max_ulp)}, {"metric", metric},
+          {"max_ulp_row", s.max_ulp_index}, {"got", s.max_ulp_got}, {"exact", s.max_ulp_exact},
+          {"nonfinite_mismatches", s.nonfinite_mismatches}, {"nan_mismatches", s.nonfinite_mismatches},
+          {"budget", limit < 0 ? nlohmann::json(nullptr) : nlohmann::json(limit)}, {"pass", s.passes(limit)}};
 }
 
 int run_check(const CheckFlags& f) {
@@ -94,14 +97,15 @@ int run_check(const CheckFlags& f) {
     er.merge(part.rstd);
   }
 
-  const bool mean_ok = !mean_in || (em.nan_mismatches == 0 && (f.max_mean_ulp < 0 || em.max_ulp <= f.max_mean_ulp));
-  const bool rstd_ok = !rstd_in || (er.nan_mismatches == 0 && (f.max_rstd_ulp < 0 || er.max_ulp <= f.max_rstd_ulp));
+  const bool mean_ok = !mean_in || em.passes(f.max_mean_ulp);
+  const bool rstd_ok = !rstd_in || er.passes(f.max_rstd_ulp);
   const bool pass = ey.within_budget() && mean_ok && rstd_ok;
 
   // One summary line first (scripts and the demo read it), then the details.
-  std::printf("%s  y max %.3g scaled ulp (budget %g + %g*kappa)  correctly rounded %.2f%%  NaN mismatches %lld",
+  // max is "inf" where any output is a non-finite mismatch (NaN or Inf where the answer is finite, ...).
+  std::printf("%s  y max %.3g scaled ulp (budget %g + %g*kappa)  correctly rounded %.2f%%  non-finite mismatches %lld",
               pass ? "PASS" : "FAIL", ey.max_ulp, f.budget.a, f.budget.b, 100 * ey.correctly_rounded_fraction(),
-              static_cast<long long>(ey.nan_mismatches));
+              static_cast<long long>(ey.nonfinite_mismatches));
   if (mean_in) std::printf("  mean %g ulp", em.max_ulp);
   if (rstd_in) std::printf("  rstd %g ulp", er.max_ulp);
   std::printf("\n");
@@ -109,32 +113,37 @@ int run_check(const CheckFlags& f) {
               shape_text(in.shape).c_str(), std::string(name(p.dtype)).c_str(), in.axis, p.eps,
               static_cast<long long>(p.rows), static_cast<long long>(p.cols));
   if (ey.max_ulp_index >= 0)
-    std::printf("  worst y   %s: got %.17g, exact %.17g, %.4g scaled ulp, row kappa %.3g\n",
+    std::printf("  worst y   %s: got %.17g, exact %.17g, %.4g scaled ulp%s, row kappa %.3g\n",
                 coords(ey.max_ulp_index, in.shape).c_str(), ey.max_ulp_got, ey.max_ulp_exact, ey.max_ulp,
-                ey.max_ulp_kappa);
+                std::isinf(ey.max_ulp) ? " (non-finite mismatch)" : "", ey.max_ulp_kappa);
+  if (ey.nonfinite_mismatches > 0)
+    std::printf("  finite    max %.4g scaled ulp over the elements without a non-finite mismatch\n", ey.max_finite_ulp);
   std::printf("  over budget %lld of %lld elements\n", static_cast<long long>(ey.over_budget),
               static_cast<long long>(ey.elements));
-  if (ey.first_nan_mismatch_index >= 0)
-    std::printf("  first NaN mismatch at %s\n", coords(ey.first_nan_mismatch_index, in.shape).c_str());
+  if (ey.first_nonfinite_mismatch_index >= 0)
+    std::printf("  first non-finite mismatch at %s\n", coords(ey.first_nonfinite_mismatch_index, in.shape).c_str());
   if (mean_in && em.max_ulp_index >= 0)
-    std::printf("  mean      max %g ulp at row %lld (got %.9g, exact %.9g), NaN mismatches %lld\n", em.max_ulp,
-                static_cast<long long>(em.max_ulp_index), em.max_ulp_got, em.max_ulp_exact,
-                static_cast<long long>(em.nan_mismatches));
+    std::printf("  mean      max %g ulp of max(|mean|, sqrt(var+eps)) at row %lld (got %.9g, exact %.9g), non-finite mismatches %lld\n",
+                em.max_ulp, static_cast<long long>(em.max_ulp_index), em.max_ulp_got, em.max_ulp_exact,
+                static_cast<long long>(em.nonfinite_mismatches));
   if (rstd_in && er.max_ulp_index >= 0)
-    std::printf("  rstd      max %g ulp at row %lld (got %.9g, exact %.9g), NaN mismatches %lld\n", er.max_ulp,
+    std::printf("  rstd      max %g ulp at row %lld (got %.9g, exact %.9g), non-finite mismatches %lld\n", er.max_ulp,
                 static_cast<long long>(er.max_ulp_index), er.max_ulp_got, er.max_ulp_exact,
-                static_cast<long long>(er.nan_mismatches));
+                static_cast<long long>(er.nonfinite_mismatches));
 
   if (!f.json.empty()) {
     nlohmann::json j = {
         {"x", f.problem.x}, {"candidate", f.y}, {"shape", in.shape}, {"axis", in.axis},
         {"dtype", std::string(name(p.dtype))}, {"eps", p.eps}, {"rows", p.rows}, {"cols", p.cols},
-        {"elements", ey.elements}, {"max_ulp", ey.max_ulp}, {"max_ulp_index", ey.max_ulp_index},
+        {"elements", ey.elements}, {"max_ulp", ulp_json(ey.max_ulp)}, {"max_ulp_nonfinite", std::isinf(ey.max_ulp)},
+        {"max_finite_ulp", ey.max_finite_ulp}, {"max_ulp_index", ey.max_ulp_index},
         {"max_ulp_kappa", ey.max_ulp_kappa}, {"max_ulp_got", ey.max_ulp_got}, {"max_ulp_exact", ey.max_ulp_exact},
-        {"correctly_rounded", ey.correctly_rounded_fraction()}, {"nan_mismatches", ey.nan_mismatches},
+        {"correctly_rounded", ey.correctly_rounded_fraction()}, {"nonfinite_mismatches", ey.nonfinite_mismatches},
+        {"nan_mismatches", ey.nonfinite_mismatches},  // deprecated alias of nonfinite_mismatches (README)
+        {"first_nonfinite_mismatch_index", ey.first_nonfinite_mismatch_index},
         {"over_budget", ey.over_budget}, {"budget", {{"a", f.budget.a}, {"b", f.budget.b}}}, {"pass", pass}};
-    if (mean_in) j["mean"] = stat_json(em, f.max_mean_ulp);
-    if (rstd_in) j["rstd"] = stat_json(er, f.max_rstd_ulp);
+    if (mean_in) j["mean"] = stat_json(em, f.max_mean_ulp, "ulps of max(|mean|, sqrt(var + eps))");
+    if (rstd_in) j["rstd"] = stat_json(er, f.max_rstd_ulp, "ulps of rstd");
     write_text_atomically(f.json, j.dump(2) + "\n");
   }
   return pass ? 0 : 1;
@@ -152,8 +161,8 @@ void add_check(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-ulp", f->budget.a, "Budget: allowed scaled ulps per element, flat part a")->default_val(8.0);
   cmd->add_option("--max-ulp-per-kappa", f->budget.b, "Budget: allowed scaled ulps per unit of row kappa, b")
       ->default_val(1.0);
-  cmd->add_option("--max-mean-ulp", f->max_mean_ulp, "Also gate the mean's ulp distance (default: report only)");
-  cmd->add_option("--max-rstd-ulp", f->max_rstd_ulp, "Also gate rstd's ulp distance (default: report only)");
+  cmd->add_option("--max-mean-ulp", f->max_mean_ulp, "Also gate the mean: its error in ulps of max(|mean|, sqrt(var + eps)), as verify and budgets.toml measure it (default: report only)");
+  cmd->add_option("--max-rstd-ulp", f->max_rstd_ulp, "Also gate rstd: its plain ulp distance to the exact rstd rounded once (default: report only)");
   cmd->add_option("--json", f->json, "Write the measurements as JSON here");
   cmd->add_option("--threads", f->problem.threads, "Threads for the reference (default: all cores)")
       ->default_val(std::max(1u, std::thread::hardware_concurrency()));

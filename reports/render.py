@@ -58,6 +58,23 @@ def fmt_fraction(v):
 # --- plots -----------------------------------------------------------------------------------------
 
 
+def finite_max(c):
+    """The worst scaled ulp error over the outputs without a non-finite mismatch (max_ulp itself is null
+    where there is one). Reports written before max_finite_ulp existed carry it in max_ulp."""
+    return c["max_finite_ulp"] if "max_finite_ulp" in c else c["max_ulp"]
+
+
+def nonfinite(c):
+    """Outputs that are NaN/Inf where the exact answer is finite, or the other way round
+    (nan_mismatches: the deprecated name, in older reports)."""
+    return c.get("nonfinite_mismatches", c.get("nan_mismatches", 0))
+
+
+def fmt_max(c):
+    """max_ulp as check reports it: infinite where any output is a non-finite mismatch."""
+    return f"∞ ({fmt_ulp(finite_max(c))} finite)" if nonfinite(c) else fmt_ulp(finite_max(c))
+
+
 def plot_sweep(report, sweep, folder, plt):
     cells = [c for c in report["cells"] if c["sweep"] == sweep["name"] and c["status"] == "ok" and c["x"] is not None]
     dtypes = [d for d in DTYPES if any(c["dtype"] == d for c in cells)]
@@ -73,10 +90,10 @@ def plot_sweep(report, sweep, folder, plt):
             if not pts:
                 continue
             xs = [c["x"] for c in pts]
-            ys = [max(c["max_ulp"], FLOOR) for c in pts]
+            ys = [max(finite_max(c), FLOOR) for c in pts]
             (line,) = ax.plot(xs, ys, marker="o", markersize=3, label=series_name(report, impl, machine),
                               color=colour(report, impl, machine))
-            bad = [(c["x"], max(c["max_ulp"], FLOOR)) for c in pts if c["nan_mismatches"]]
+            bad = [(c["x"], max(finite_max(c), FLOOR)) for c in pts if nonfinite(c)]
             if bad:
                 ax.scatter([b[0] for b in bad], [b[1] for b in bad], marker="x", s=60, color="red", zorder=5)
             bounds = [(c["x"], c["bound_ulp"]) for c in pts if isinstance(c["bound_ulp"], (int, float))]
@@ -96,7 +113,7 @@ def plot_sweep(report, sweep, folder, plt):
                 handles.append(h)
                 labels.append(l)
     fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=8, frameon=False)
-    fig.suptitle(sweep["title"] + "  (dotted: the algorithm's worst-case bound; red x: NaN mismatch)", fontsize=10)
+    fig.suptitle(sweep["title"] + "  (dotted: the algorithm's worst-case bound; red x: non-finite mismatches)", fontsize=10)
     fig.tight_layout(rect=(0, 0.08, 1, 0.95))
     name = f"error_vs_{sweep['name']}.png"
     fig.savefig(os.path.join(folder, name), dpi=110)
@@ -179,38 +196,38 @@ def findings(report):
     cautionary = {(i["name"], i["machine"]) for i in report["implementations"] if i.get("cautionary")}
     for dtype in DTYPES:
         rows = [s for s in report["summary"] if s["dtype"] == dtype]
-        fair = [s for s in rows if (s["implementation"], s["machine"]) not in cautionary and not s["nan_mismatches"]]
+        fair = [s for s in rows if (s["implementation"], s["machine"]) not in cautionary and not nonfinite(s)]
         if len(fair) >= 2:
-            best = min(fair, key=lambda s: s["max_ulp"])
-            worst = max(fair, key=lambda s: s["max_ulp"])
-            if fmt_ulp(worst["max_ulp"]) == fmt_ulp(best["max_ulp"]):
-                out.append(f"**{dtype}**: all {len(fair)} implementations without NaN mismatches within {fmt_ulp(worst['max_ulp'])} scaled "
+            best = min(fair, key=finite_max)
+            worst = max(fair, key=finite_max)
+            if fmt_ulp(finite_max(worst)) == fmt_ulp(finite_max(best)):
+                out.append(f"**{dtype}**: all {len(fair)} implementations without non-finite mismatches within {fmt_ulp(finite_max(worst))} scaled "
                            f"ulp; correctly rounded from {fmt_fraction(min(s['correctly_rounded'] for s in fair))} "
                            f"to {fmt_fraction(max(s['correctly_rounded'] for s in fair))}.")
                 continue
-            out.append(f"**{dtype}** (implementations without NaN mismatches): most exact {series_name(report, best['implementation'], best['machine'])} "
-                       f"(max {fmt_ulp(best['max_ulp'])} scaled ulp, {fmt_fraction(best['correctly_rounded'])} "
+            out.append(f"**{dtype}** (implementations without non-finite mismatches): most exact {series_name(report, best['implementation'], best['machine'])} "
+                       f"(max {fmt_ulp(finite_max(best))} scaled ulp, {fmt_fraction(best['correctly_rounded'])} "
                        f"correctly rounded); least exact {series_name(report, worst['implementation'], worst['machine'])} "
-                       f"(max {fmt_ulp(worst['max_ulp'])}, at {worst['worst_cell']}).")
+                       f"(max {fmt_ulp(finite_max(worst))}, at {worst['worst_cell']}).")
     for s in report["summary"]:
-        if s["nan_mismatches"]:
+        if nonfinite(s):
             where = sorted({c["label"] for c in cells if c["implementation"] == s["implementation"]
-                            and c["machine"] == s["machine"] and c["dtype"] == s["dtype"] and c["nan_mismatches"]})
+                            and c["machine"] == s["machine"] and c["dtype"] == s["dtype"] and nonfinite(c)})
             out.append(f"**{series_name(report, s['implementation'], s['machine'])} {s['dtype']}**: "
-                       f"{s['nan_mismatches']} NaN/Inf where the exact answer is finite ({', '.join(where[:4])}"
+                       f"{nonfinite(s)} non-finite mismatches, NaN/Inf where the exact answer is finite or the other way round ({', '.join(where[:4])}"
                        f"{', …' if len(where) > 4 else ''}).")
     for s in report["summary"]:
         pts = sorted((c for c in cells if c["sweep"] == "kappa" and c["implementation"] == s["implementation"]
                       and c["machine"] == s["machine"] and c["dtype"] == s["dtype"] and c["x"] is not None),
                      key=lambda c: c["x"])
-        if len(pts) >= 2 and pts[-1]["max_ulp"] > 10 * max(pts[0]["max_ulp"], 1):
+        if len(pts) >= 2 and finite_max(pts[-1]) > 10 * max(finite_max(pts[0]), 1):
             out.append(f"**{series_name(report, s['implementation'], s['machine'])} {s['dtype']}**: error grows "
-                       f"with kappa — {fmt_ulp(pts[0]['max_ulp'])} at kappa {pts[0]['x']:.3g}, "
-                       f"{fmt_ulp(pts[-1]['max_ulp'])} at kappa {pts[-1]['x']:.3g}.")
-    over = [c for c in cells if isinstance(c.get("bound_ulp"), (int, float)) and c["max_ulp"] > c["bound_ulp"]]
+                       f"with kappa — {fmt_ulp(finite_max(pts[0]))} at kappa {pts[0]['x']:.3g}, "
+                       f"{fmt_ulp(finite_max(pts[-1]))} at kappa {pts[-1]['x']:.3g}.")
+    over = [c for c in cells if isinstance(c.get("bound_ulp"), (int, float)) and finite_max(c) > c["bound_ulp"]]
     for c in over[:5]:
         out.append(f"**Bound exceeded** — {c['implementation']} {c['dtype']} at {c['label']}: "
-                   f"{fmt_ulp(c['max_ulp'])} > bound {fmt_ulp(c['bound_ulp'])}: the kernel or its bound "
+                   f"{fmt_ulp(finite_max(c))} > bound {fmt_ulp(c['bound_ulp'])}: the kernel or its bound "
                    f"model (reports/src/bounds.cpp) is wrong.")
     # Kernels that could not run: one line per kernel and reason. A dtype the kernel does not support
     # at all is no finding.
@@ -234,12 +251,12 @@ def summary_table(report, dtype):
     if not rows:
         return None
     header = ["implementation"] + (["machine"] if len(report["machines"]) > 1 else []) + [
-        "max ulp", "p99.9 ulp", "correctly rounded", "NaN mismatches", "mean max ulp*", "rstd max ulp", "worst at"]
+        "max ulp", "p99.9 ulp", "correctly rounded", "non-finite mismatches", "mean max ulp*", "rstd max ulp", "worst at"]
     body = []
     for s in rows:
         body.append([s["implementation"]] + ([s["machine"]] if len(report["machines"]) > 1 else []) + [
-            fmt_ulp(s["max_ulp"]), fmt_ulp(s["p999_ulp"]), fmt_fraction(s["correctly_rounded"]),
-            str(s["nan_mismatches"]), fmt_ulp(s["mean_max_ulp"]), fmt_ulp(s["rstd_max_ulp"]), s["worst_cell"]])
+            fmt_max(s), fmt_ulp(s["p999_ulp"]), fmt_fraction(s["correctly_rounded"]),
+            str(nonfinite(s)), fmt_ulp(s["mean_max_ulp"]), fmt_ulp(s["rstd_max_ulp"]), s["worst_cell"]])
     return header, body
 
 
@@ -261,9 +278,9 @@ def sweep_table(report, sweep, dtype):
                 row.append("error")
             else:
                 c = hit[0]
-                text = fmt_ulp(c["max_ulp"])
-                if c["nan_mismatches"]:
-                    text += f" · {c['nan_mismatches']} NaN"
+                text = fmt_ulp(finite_max(c))
+                if nonfinite(c):
+                    text += f" · {nonfinite(c)} non-finite"
                 if c["bound_ulp"] is not None:
                     text += f" (≤ {fmt_ulp(c['bound_ulp'])})"
                 row.append(text)

@@ -104,8 +104,8 @@ inline Measured measure(const KernelInfo& k, DType d, const std::vector<double>&
     const std::uint64_t got = bits_at(m.y_bits, es, i);
     m.y.add(f, static_cast<std::int64_t>(i), bits_to_double(f, got), got, bits_at(exact, es, i), elems[i], row.kappa, budget);
   }
-  m.mean.add(sf, 0, bits_to_double(sf, bits_at(mean, ss, 0)), row.mean);
-  m.rstd.add(sf, 0, bits_to_double(sf, bits_at(rstd, ss, 0)), row.rstd);
+  m.mean.add(Stat::mean, sf, 0, bits_to_double(sf, bits_at(mean, ss, 0)), row);
+  m.rstd.add(Stat::rstd, sf, 0, bits_to_double(sf, bits_at(rstd, ss, 0)), row);
   return m;
 }
 

@@ -62,21 +62,74 @@ TEST_CASE("metrics: ulp distance of statistics counts representable values betwe
   CHECK(ulp_distance(f, NAN, NAN) == 0);
 }
 
-TEST_CASE("metrics: the summary keeps the worst element, budget a + b*kappa, and NaN mismatches", "[metrics]") {
+TEST_CASE("metrics: the summary keeps the worst element, budget a + b*kappa; a non-finite mismatch makes max_ulp inf", "[metrics]") {
   const Format f = format_of(DType::f32);
   ErrorSummary s;
   const Budget budget{2, 0.5};
   s.add(f, 0, 1.5, bits(f, 1.5), bits(f, 1.5), exact(1.5, 1.5), 0, budget);                   // exact
   s.add(f, 1, 1.5 + 3 * 0x1p-23, 0, bits(f, 1.5), exact(1.5, 1.5), 0, budget);               // 3 > 2: over
   s.add(f, 2, 1.5 + 5 * 0x1p-23, 0, bits(f, 1.5), exact(1.5, 1.5), 8, budget);               // 5 <= 2 + 4
-  s.add(f, 3, NAN, bits(f, NAN), bits(f, 1.5), exact(1.5, 1.5), 0, budget);                   // NaN mismatch
-  CHECK(s.elements == 4);
-  CHECK(s.correctly_rounded == 1);
   CHECK(s.max_ulp == 5);
   CHECK(s.max_ulp_index == 2);
   CHECK(s.max_ulp_kappa == 8);
-  CHECK(s.nan_mismatches == 1);
-  CHECK(s.first_nan_mismatch_index == 3);
-  CHECK(s.over_budget == 2);
+  s.add(f, 3, NAN, bits(f, NAN), bits(f, 1.5), exact(1.5, 1.5), 0, budget);                   // non-finite mismatch
+  s.add(f, 4, INFINITY, bits(f, INFINITY), bits(f, 1.5), exact(1.5, 1.5), 0, budget);         // and another
+  CHECK(s.elements == 5);
+  CHECK(s.correctly_rounded == 1);
+  CHECK(std::isinf(s.max_ulp));   // never "0 ulp" or "5 ulp" beside a NaN
+  CHECK(s.max_ulp_index == 3);    // the first non-finite mismatch
+  CHECK(std::isnan(s.max_ulp_got));
+  CHECK(s.max_finite_ulp == 5);
+  CHECK(s.nonfinite_mismatches == 2);
+  CHECK(s.first_nonfinite_mismatch_index == 3);
+  CHECK(s.over_budget == 3);
   CHECK_FALSE(s.within_budget());
+}
+
+TEST_CASE("metrics: Inf is a non-finite mismatch where the answer is finite, exact where it rounds to Inf", "[metrics]") {
+  const Format f = format_of(DType::f32);
+  const double max = 0x1.fffffep127;
+  CHECK(std::isinf(scaled_ulp_error(f, INFINITY, bits(f, INFINITY), bits(f, max), exact(max, 1))));
+  CHECK(std::isinf(scaled_ulp_error(f, -INFINITY, bits(f, -INFINITY), bits(f, 1.0), exact(1.0, 1))));
+  CHECK(scaled_ulp_error(f, INFINITY, bits(f, INFINITY), bits(f, INFINITY), exact(INFINITY, 1)) == 0);
+  CHECK(std::isinf(scaled_ulp_error(f, 1.0, bits(f, 1.0), bits(f, NAN), exact(NAN, NAN))));  // finite where NaN
+  CHECK(scaled_ulp_error(f, NAN, bits(f, NAN), bits(f, NAN), exact(NAN, NAN)) == 0);
+  // Summed over a block: every infinity counted, max_ulp infinite, the verdict FAIL.
+  ErrorSummary s;
+  for (int i = 0; i < 512; ++i) s.add(f, i, INFINITY, bits(f, INFINITY), bits(f, 1.0), exact(1.0, 1), 0, Budget{});
+  CHECK(s.nonfinite_mismatches == 512);
+  CHECK(std::isinf(s.max_ulp));
+  CHECK(s.correctly_rounded_fraction() == 0);
+  CHECK_FALSE(s.within_budget());
+}
+
+TEST_CASE("metrics: the mean's error is in ulps of max(|mean|, sqrt(var + eps)), rstd's in plain ulps", "[metrics]") {
+  const Format f = format_of(DType::f32);
+  RowReference row;
+  row.mean = 0;     // an exact mean of 0 ...
+  row.rstd = 1;     // ... on a row with std 1
+  // 1e-7 away: 1e-7 / ulp(1) = 1e-7 / 2^-23 = 0.839 ulp (a plain ulp distance says 8.7e8).
+  CHECK(stat_error(Stat::mean, f, 1e-7, row) == Approx(1e-7 / 0x1p-23));
+  CHECK(stat_error(Stat::mean, f, 1e-7, row) <= 8);
+  CHECK(ulp_distance(f, 1e-7, 0) > 8e8);
+  row.mean = 1e4;   // |mean| > sqrt(var + eps): the mean's own ulp
+  CHECK(stat_error(Stat::mean, f, 1e4 + 0x1p-10, row) == 1);  // ulp(1e4) = 2^-10
+  CHECK(stat_error(Stat::rstd, f, 1 + 0x1p-23 * 3, row) == 3);
+  CHECK(std::isinf(stat_error(Stat::rstd, f, INFINITY, row)));
+  CHECK(std::isinf(stat_error(Stat::mean, f, NAN, row)));
+  row.rstd = INFINITY;  // var + eps == 0
+  CHECK(stat_error(Stat::rstd, f, INFINITY, row) == 0);
+  row.mean = row.rstd = NAN;  // a row holding NaN/Inf
+  CHECK(stat_error(Stat::mean, f, NAN, row) == 0);
+  CHECK(std::isinf(stat_error(Stat::rstd, f, 1.0, row)));
+  StatSummary m;
+  row.mean = 0, row.rstd = 1;
+  m.add(Stat::mean, f, 0, 1e-7, row);
+  CHECK(m.passes(8));
+  CHECK_FALSE(m.passes(0.5));
+  m.add(Stat::mean, f, 1, INFINITY, row);
+  CHECK(std::isinf(m.max_ulp));
+  CHECK(m.max_ulp_index == 1);
+  CHECK(m.nonfinite_mismatches == 1);
+  CHECK_FALSE(m.passes(-1));  // a non-finite mismatch fails even when the mean is not gated
 }

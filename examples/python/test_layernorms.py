@@ -94,7 +94,7 @@ def test_torch_layer_norm_findings_still_hold():
     x = torch.tensor([[1234.5], [-0.7], [3.0]])
     y = torch_layer_norm(x, None, None, 1e-5)
     assert (y != 0).any()  # exact answer: 0 for every width-1 row
-    assert lnorm.check(x, y).nan_mismatches == 0
+    assert lnorm.check(x, y).nonfinite_mismatches == 0
 
 
 def test_numpy_two_pass_passes_the_property_suite():

@@ -1,6 +1,7 @@
 """lnorm.reference, lnorm.check and assert_layernorm_close: the exact answer and the accuracy gate of
 ``lnorm check``, on NumPy arrays (or CPU torch tensors)."""
 
+import warnings
 from dataclasses import dataclass
 from typing import Optional
 
@@ -43,18 +44,37 @@ class CheckResult:
     rows: int
     cols: int
     elements: int
-    max_ulp: float               # worst scaled ulp error of y (elements without a NaN mismatch)
+    max_ulp: float               # worst scaled ulp error of y; inf where any element is a non-finite mismatch
+    max_ulp_nonfinite: bool      # max_ulp is inf: some element is a non-finite mismatch (max_ulp_index: the first)
+    max_finite_ulp: float        # worst scaled ulp error over the elements without a non-finite mismatch
     max_ulp_index: Optional[tuple]  # where, as an index into x's shape
     max_ulp_kappa: float         # that row's condition number |mean|/sqrt(var + eps)
     max_ulp_got: float
     max_ulp_exact: float
     correctly_rounded: float     # fraction of y bit-identical to the exact answer rounded once
-    nan_mismatches: int          # NaN/Inf where the answer is finite, or the other way round
-    first_nan_mismatch_index: Optional[tuple]
-    over_budget: int             # elements over a + b*kappa (NaN mismatches included)
+    nonfinite_mismatches: int    # NaN or ±Inf where the answer is finite, finite where it is NaN, ±Inf where
+                                 # it does not round to ±Inf
+    first_nonfinite_mismatch_index: Optional[tuple]
+    over_budget: int             # elements over a + b*kappa (non-finite mismatches included)
     budget: dict                 # {"a": max_ulp, "b": max_ulp_per_kappa}
-    mean: Optional[dict]         # when mean= was given: max_ulp, max_ulp_row, got, exact, nan_mismatches, budget, pass
+    # When mean= / rstd= were given: max_ulp (inf on a non-finite mismatch), max_ulp_nonfinite, metric,
+    # max_ulp_row, got, exact, nonfinite_mismatches, budget, pass. The mean's error is in ulps of
+    # max(|mean|, sqrt(var + eps)), as lnorm verify and budgets.toml measure it; rstd's is a plain ulp distance.
+    mean: Optional[dict]
     rstd: Optional[dict]
+
+    @property
+    def nan_mismatches(self):
+        """Deprecated alias of nonfinite_mismatches (it counted infinities too); goes in the next release."""
+        warnings.warn("CheckResult.nan_mismatches is deprecated: use nonfinite_mismatches", DeprecationWarning, 2)
+        return self.nonfinite_mismatches
+
+    @property
+    def first_nan_mismatch_index(self):
+        """Deprecated alias of first_nonfinite_mismatch_index."""
+        warnings.warn("CheckResult.first_nan_mismatch_index is deprecated: use first_nonfinite_mismatch_index",
+                      DeprecationWarning, 2)
+        return self.first_nonfinite_mismatch_index
 
     def __bool__(self):
         return self.passed
@@ -63,7 +83,7 @@ class CheckResult:
         b = self.budget
         head = (f"{'PASS' if self.passed else 'FAIL'}  y max {self.max_ulp:.3g} scaled ulp "
                 f"(budget {b['a']:g} + {b['b']:g}*kappa)  correctly rounded {100 * self.correctly_rounded:.2f}%  "
-                f"NaN mismatches {self.nan_mismatches}")
+                f"non-finite mismatches {self.nonfinite_mismatches}")
         if self.mean is not None:
             head += f"  mean {self.mean['max_ulp']:g} ulp"
         if self.rstd is not None:
@@ -72,14 +92,19 @@ class CheckResult:
                        f"{self.rows} rows x {self.cols}"]
         if self.max_ulp_index is not None:
             lines.append(f"  worst y   {self.max_ulp_index}: got {self.max_ulp_got!r}, exact {self.max_ulp_exact!r}, "
-                         f"{self.max_ulp:.4g} scaled ulp, row kappa {self.max_ulp_kappa:.3g}")
+                         f"{self.max_ulp:.4g} scaled ulp{' (non-finite mismatch)' if self.max_ulp_nonfinite else ''}, "
+                         f"row kappa {self.max_ulp_kappa:.3g}")
+        if self.nonfinite_mismatches:
+            lines.append(f"  finite    max {self.max_finite_ulp:.4g} scaled ulp over the elements without a "
+                         f"non-finite mismatch")
         lines.append(f"  over budget {self.over_budget} of {self.elements} elements")
-        if self.first_nan_mismatch_index is not None:
-            lines.append(f"  first NaN mismatch at {self.first_nan_mismatch_index}")
+        if self.first_nonfinite_mismatch_index is not None:
+            lines.append(f"  first non-finite mismatch at {self.first_nonfinite_mismatch_index}")
         for what, s in (("mean", self.mean), ("rstd", self.rstd)):
             if s is not None and s["max_ulp_row"] >= 0:
-                lines.append(f"  {what:<9} max {s['max_ulp']:g} ulp at row {s['max_ulp_row']} (got {s['got']:.9g}, "
-                             f"exact {s['exact']:.9g}), NaN mismatches {s['nan_mismatches']}")
+                lines.append(f"  {what:<9} max {s['max_ulp']:g} {s['metric']} at row {s['max_ulp_row']} "
+                             f"(got {s['got']:.9g}, exact {s['exact']:.9g}), "
+                             f"non-finite mismatches {s['nonfinite_mismatches']}")
         return "\n".join(lines)
 
 
@@ -88,7 +113,8 @@ def check(x, y, gamma=None, beta=None, *, axis=-1, eps=1e-5, max_ulp=8, max_ulp_
     """Measures a candidate output y (and optionally mean/rstd) against the exact LayerNorm of x.
 
     Budget: max_ulp + max_ulp_per_kappa * kappa scaled ulps per element (DESIGN.md "Measuring
-    error"); max_mean_ulp / max_rstd_ulp also gate the statistics (default: reported only).
+    error"); max_mean_ulp / max_rstd_ulp also gate the statistics (default: reported only): the mean
+    in ulps of max(|mean|, sqrt(var + eps)) as lnorm verify measures it, rstd in plain ulps.
     Returns a CheckResult, truthy when within budget. The GIL is released while it measures.
     """
     dtype, a = _arrays(dtype, x=x, y=y, gamma=gamma, beta=beta, mean=mean, rstd=rstd)

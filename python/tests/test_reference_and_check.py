@@ -16,7 +16,7 @@ def test_reference_is_exact_so_check_finds_zero_error_and_every_element_correctl
     # Rounded once, so within half an ulp of the real answer, and bit-identical to it rounded.
     r = lnorm.check(x, y, max_ulp=0.5, max_ulp_per_kappa=0, mean=mean, rstd=rstd, max_mean_ulp=0, max_rstd_ulp=0)
     assert r and r.passed
-    assert 0 < r.max_ulp <= 0.5 and r.correctly_rounded == 1.0 and r.nan_mismatches == 0
+    assert 0 < r.max_ulp <= 0.5 and r.correctly_rounded == 1.0 and r.nonfinite_mismatches == 0
     assert r.mean["max_ulp"] == 0 and r.rstd["max_ulp"] == 0
 
 
@@ -54,12 +54,44 @@ def test_check_names_the_worst_element_as_an_index_into_x_shape():
     assert r.max_ulp_kappa > 1
 
 
-def test_check_counts_nan_where_the_answer_is_finite_as_a_mismatch():
+def test_check_counts_nan_where_the_answer_is_finite_as_a_nonfinite_mismatch_and_max_ulp_is_inf():
     x = np.random.default_rng(3).standard_normal((4, 8)).astype(np.float32)
     y, _, _ = lnorm.reference(x)
     y[2, 5] = np.nan
     r = lnorm.check(x, y)
-    assert not r and r.nan_mismatches == 1 and r.first_nan_mismatch_index == (2, 5)
+    assert not r and r.nonfinite_mismatches == 1 and r.first_nonfinite_mismatch_index == (2, 5)
+    assert r.max_ulp == float("inf") and r.max_ulp_nonfinite and r.max_ulp_index == (2, 5)
+    assert r.max_finite_ulp <= 0.5
+    assert "non-finite mismatches 1" in str(r)
+    with pytest.warns(DeprecationWarning):
+        assert r.nan_mismatches == 1  # the old name, for one release
+
+
+def test_check_counts_inf_on_subnormal_rows_where_the_answer_is_finite_never_as_zero_ulp():
+    # Issue 21's engine: ±Inf on rows of subnormal values with eps = 0, where the exact answer is finite.
+    k = np.arange(64, dtype=np.float32) - 31
+    x = np.stack([k * np.float32(2.0**-140)] * 4 + [k * np.float32(0.25) + 1] * 4)
+    y, _, _ = lnorm.reference(x, eps=0)
+    assert np.isfinite(y).all()
+    bad = y.copy()
+    bad[:4] = np.where(y[:4] < 0, -np.inf, np.inf)
+    r = lnorm.check(x, bad, eps=0, max_ulp=1e30)
+    assert not r
+    assert r.nonfinite_mismatches == 4 * 64
+    assert r.max_ulp == float("inf") and r.max_ulp_nonfinite and r.max_ulp_index == (0, 0)
+    assert r.correctly_rounded == 0.5
+    assert str(r).startswith("FAIL  y max inf scaled ulp")
+
+
+def test_check_measures_the_mean_as_verify_does_in_ulps_of_the_rows_spread():
+    # Exact mean 0, std 1: a mean 1e-7 off is 1e-7 / 2^-23 = 0.84 ulp (plain ulps would say 8.7e8).
+    x = np.array([[-1, 1]], np.float32)
+    y, _, rstd = lnorm.reference(x, eps=0)
+    mean = np.array([[1e-7]], np.float32)
+    r = lnorm.check(x, y, eps=0, mean=mean, rstd=rstd, max_mean_ulp=8)
+    assert r and r.mean["max_ulp"] == pytest.approx(float(mean[0, 0]) / 2.0**-23)
+    assert r.mean["metric"] == "ulps of max(|mean|, sqrt(var + eps))"
+    assert not lnorm.check(x, y, eps=0, mean=mean, max_mean_ulp=0.5)
 
 
 def test_assert_layernorm_close_raises_with_the_verdict_and_returns_the_result_when_within_budget():

@@ -54,8 +54,8 @@ CheckSummary measure_rows(const Problem& p, const void* x, const void* gamma, co
           part.y.add(fmt, (first_row + r) * p.cols + i, bits_to_double(fmt, got), got, load_bits(exact.data(), es, i),
                      elems[static_cast<std::size_t>(i)], row.kappa, budget);
         }
-        if (mb) part.mean.add(sfmt, first_row + r, bits_to_double(sfmt, load_bits(mb, ss, r)), row.mean);
-        if (rb) part.rstd.add(sfmt, first_row + r, bits_to_double(sfmt, load_bits(rb, ss, r)), row.rstd);
+        if (mb) part.mean.add(Stat::mean, sfmt, first_row + r, bits_to_double(sfmt, load_bits(mb, ss, r)), row);
+        if (rb) part.rstd.add(Stat::rstd, sfmt, first_row + r, bits_to_double(sfmt, load_bits(rb, ss, r)), row);
       }
     }
   });

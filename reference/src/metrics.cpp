@@ -1,6 +1,7 @@
 #include "lnorm/metrics.hpp"
 
 #include <cmath>
+#include <algorithm>
 #include <cstdlib>
 
 namespace lnorm {
@@ -30,6 +31,18 @@ double ulp_distance(const Format& f, double got, double exact) {
   return static_cast<double>(a > b ? a - b : b - a);
 }
 
+double stat_error(Stat s, const Format& f, double got, const RowReference& exact) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const double want = s == Stat::mean ? exact.mean : exact.rstd;
+  if (std::isnan(want)) return std::isnan(got) ? 0.0 : kInf;
+  if (std::isnan(got)) return kInf;
+  if (std::isinf(got)) return got == want ? 0.0 : kInf;  // Inf only where the exact value rounds to it
+  if (s == Stat::rstd) return ulp_distance(f, got, want);  // rstd* = +Inf: the distance to Inf's ordinal
+  // mean* is finite here (|mean| <= max |x|). sqrt(var + eps) = 1/rstd*, 0 where rstd* overflowed.
+  const double size = std::max(std::fabs(want), std::isinf(exact.rstd) ? 0.0 : 1.0 / exact.rstd);
+  return std::fabs(got - want) / ulp_at(f, size);
+}
+
 void ErrorSummary::add(const Format& f, std::int64_t index, double got, std::uint64_t got_bits,
                        std::uint64_t exact_bits, const ElementReference& exact, double kappa,
                        const Budget& budget) {
@@ -37,12 +50,14 @@ void ErrorSummary::add(const Format& f, std::int64_t index, double got, std::uin
   if (lnorm::correctly_rounded(f, got_bits, exact_bits)) ++correctly_rounded;
   const double e = scaled_ulp_error(f, got, got_bits, exact_bits, exact);
   const double allowed = budget.allowed(std::isnan(kappa) ? 0.0 : kappa);
-  if (std::isinf(e)) {
-    ++nan_mismatches;
-    if (first_nan_mismatch_index < 0) first_nan_mismatch_index = index;
-    ++over_budget;
-    return;
+  const bool nonfinite = std::isinf(e);
+  if (nonfinite) {
+    ++nonfinite_mismatches;
+    if (first_nonfinite_mismatch_index < 0) first_nonfinite_mismatch_index = index;
+  } else {
+    max_finite_ulp = std::max(max_finite_ulp, e);
   }
+  // Strictly greater: the first element of a run of equal errors (and the first non-finite one) is kept.
   if (e > max_ulp || max_ulp_index < 0) {
     max_ulp = e;
     max_ulp_index = index;
@@ -60,8 +75,9 @@ void ErrorSummary::add(const Format& f, std::int64_t index, double got, std::uin
 void ErrorSummary::merge(const ErrorSummary& o) {
   elements += o.elements;
   correctly_rounded += o.correctly_rounded;
-  nan_mismatches += o.nan_mismatches;
+  nonfinite_mismatches += o.nonfinite_mismatches;
   over_budget += o.over_budget;
+  max_finite_ulp = std::max(max_finite_ulp, o.max_finite_ulp);
   if (o.max_ulp_index >= 0 && (o.max_ulp > max_ulp || max_ulp_index < 0)) {
     max_ulp = o.max_ulp;
     max_ulp_index = o.max_ulp_index;
@@ -69,31 +85,28 @@ void ErrorSummary::merge(const ErrorSummary& o) {
     max_ulp_got = o.max_ulp_got;
     max_ulp_exact = o.max_ulp_exact;
   }
-  if (first_nan_mismatch_index < 0) first_nan_mismatch_index = o.first_nan_mismatch_index;
+  if (first_nonfinite_mismatch_index < 0) first_nonfinite_mismatch_index = o.first_nonfinite_mismatch_index;
   if (o.worst_excess > worst_excess) {
     worst_excess = o.worst_excess;
     worst_excess_index = o.worst_excess_index;
   }
 }
 
-void StatSummary::add(const Format& f, std::int64_t row, double got, double exact) {
+void StatSummary::add(Stat s, const Format& f, std::int64_t row, double got, const RowReference& exact) {
   ++rows;
-  const double d = ulp_distance(f, got, exact);
-  if (std::isinf(d)) {
-    ++nan_mismatches;
-    return;
-  }
+  const double d = stat_error(s, f, got, exact);
+  if (std::isinf(d)) ++nonfinite_mismatches;
   if (d > max_ulp || max_ulp_index < 0) {
     max_ulp = d;
     max_ulp_index = row;
     max_ulp_got = got;
-    max_ulp_exact = exact;
+    max_ulp_exact = s == Stat::mean ? exact.mean : exact.rstd;
   }
 }
 
 void StatSummary::merge(const StatSummary& o) {
   rows += o.rows;
-  nan_mismatches += o.nan_mismatches;
+  nonfinite_mismatches += o.nonfinite_mismatches;
   if (o.max_ulp_index >= 0 && (o.max_ulp > max_ulp || max_ulp_index < 0)) {
     max_ulp = o.max_ulp;
     max_ulp_index = o.max_ulp_index;

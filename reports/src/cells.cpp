@@ -44,7 +44,7 @@ double quantile(std::vector<float>& values, double p) {
 void Measurement::merge(const Measurement& o) {
   elements += o.elements;
   correctly_rounded += o.correctly_rounded;
-  nan_mismatches += o.nan_mismatches;
+  nonfinite_mismatches += o.nonfinite_mismatches;
   errors.insert(errors.end(), o.errors.begin(), o.errors.end());
   if (histogram.size() < o.histogram.size()) histogram.resize(o.histogram.size());
   for (std::size_t i = 0; i < o.histogram.size(); ++i) histogram[i] += o.histogram[i];
@@ -55,21 +55,28 @@ void Measurement::merge(const Measurement& o) {
   };
   mean_max_ulp = max_of(mean_max_ulp, o.mean_max_ulp);
   rstd_max_ulp = max_of(rstd_max_ulp, o.rstd_max_ulp);
-  stat_nan_mismatches += o.stat_nan_mismatches;
+  stat_nonfinite_mismatches += o.stat_nonfinite_mismatches;
 }
 
 nlohmann::json Measurement::summary() const {
   std::vector<float> e = errors;
   const double max = e.empty() ? 0 : *std::max_element(e.begin(), e.end());
+  // max_ulp as lnorm check reports it: null (with max_ulp_nonfinite) when any output is a non-finite
+  // mismatch; max_finite_ulp is the worst over the rest (what the plots draw, with a red x for the cell).
+  // nan_mismatches and stat_nan_mismatches: deprecated aliases of the nonfinite counts, for one release.
   return {
       {"elements", elements},
-      {"max_ulp", max},
+      {"max_ulp", nonfinite_mismatches ? nlohmann::json(nullptr) : nlohmann::json(max)},
+      {"max_ulp_nonfinite", nonfinite_mismatches > 0},
+      {"max_finite_ulp", max},
       {"p999_ulp", quantile(e, 0.999)},
       {"correctly_rounded", elements ? static_cast<double>(correctly_rounded) / static_cast<double>(elements) : 1.0},
-      {"nan_mismatches", nan_mismatches},
+      {"nonfinite_mismatches", nonfinite_mismatches},
+      {"nan_mismatches", nonfinite_mismatches},
       {"mean_max_ulp", optional_number(mean_max_ulp)},
       {"rstd_max_ulp", optional_number(rstd_max_ulp)},
-      {"stat_nan_mismatches", stat_nan_mismatches},
+      {"stat_nonfinite_mismatches", stat_nonfinite_mismatches},
+      {"stat_nan_mismatches", stat_nonfinite_mismatches},
   };
 }
 
@@ -85,37 +92,25 @@ Measurement measure(const verify::Case& input, const verify::Exact& exact, const
     const double e = scaled_ulp_error(f, got, y_bits[i], exact.y[i], exact.elems[i]);
     if (correctly_rounded(f, y_bits[i], exact.y[i])) ++m.correctly_rounded;
     if (std::isinf(e)) {
-      ++m.nan_mismatches;
+      ++m.nonfinite_mismatches;
       continue;
     }
     m.errors.push_back(static_cast<float>(e));
     ++m.histogram[bin_of(e)];
   }
-  // mean: as lnorm verify measures it (properties_accuracy.cpp), in ulps of max(|mean|, sqrt(var + eps)),
-  // the size an error in the mean moves z by; plain ulps would make any mean near 0 look terrible.
-  // rstd: plain ulp distance.
-  const auto stat = [&](const std::vector<std::uint64_t>& bits, bool is_mean) -> std::optional<double> {
+  // mean and rstd: the metric of lnorm/metrics.hpp, as check and verify measure them.
+  const auto stat = [&](const std::vector<std::uint64_t>& bits, Stat which) -> std::optional<double> {
     if (bits.empty()) return std::nullopt;
     double worst = 0;
     for (std::size_t r = 0; r < bits.size(); ++r) {
-      const RowReference& ref = exact.rows[r];
-      const double got = bits_to_double(fs, bits[r]), want = is_mean ? ref.mean : ref.rstd;
-      if (std::isnan(got) != std::isnan(want) || (std::isnan(want) && std::isnan(got))) {
-        if (std::isnan(got) != std::isnan(want)) ++m.stat_nan_mismatches;
-        continue;
-      }
-      double d = ulp_distance(fs, got, want);
-      if (is_mean && std::isfinite(got)) {
-        const double size = std::max(std::abs(ref.mean), std::isinf(ref.rstd) ? 0.0 : 1.0 / ref.rstd);
-        d = std::abs(got - ref.mean) / ulp_at(fs, size);
-      }
-      if (std::isinf(d)) ++m.stat_nan_mismatches;
+      const double d = stat_error(which, fs, bits_to_double(fs, bits[r]), exact.rows[r]);
+      if (std::isinf(d)) ++m.stat_nonfinite_mismatches;
       else worst = std::max(worst, d);
     }
     return worst;
   };
-  m.mean_max_ulp = stat(mean_bits, true);
-  m.rstd_max_ulp = stat(rstd_bits, false);
+  m.mean_max_ulp = stat(mean_bits, Stat::mean);
+  m.rstd_max_ulp = stat(rstd_bits, Stat::rstd);
   return m;
 }
 

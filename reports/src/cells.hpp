@@ -12,17 +12,17 @@
 namespace lnorm::report {
 
 // Scaled-ulp histogram bins: exactly 0, then (0, 1/2], (1/2, 1], (1, 2], ... (2^19, 2^20], above 2^20;
-// NaN mismatches are counted apart. Fixed edges, so histograms from different machines add up.
+// non-finite mismatches (lnorm/metrics.hpp) are counted apart. Fixed edges, so histograms from different machines add up.
 std::vector<double> histogram_edges();
 
 struct Measurement {
-  std::int64_t elements = 0, correctly_rounded = 0, nan_mismatches = 0;
-  std::vector<float> errors;          // scaled ulp error of every element without a NaN mismatch
+  std::int64_t elements = 0, correctly_rounded = 0, nonfinite_mismatches = 0;
+  std::vector<float> errors;          // scaled ulp error of every element without a non-finite mismatch
   std::vector<std::int64_t> histogram;  // histogram_edges().size() + 1 bins
   std::optional<double> mean_max_ulp, rstd_max_ulp;  // absent when the implementation gave none
-  std::int64_t stat_nan_mismatches = 0;
+  std::int64_t stat_nonfinite_mismatches = 0;
   void merge(const Measurement& other);
-  nlohmann::json summary() const;  // max, p99.9, correctly-rounded fraction, NaN mismatches, stats
+  nlohmann::json summary() const;  // max, p99.9, correctly-rounded fraction, non-finite mismatches, stats
 };
 
 // y_bits: rows*cols bit patterns of the case's dtype; mean/rstd: rows bit patterns of the stats dtype,

@@ -176,7 +176,7 @@ json run(const Settings& settings, const Progress& progress) {
           cell["bound_ulp"] = im.algorithm ? bound_json(bound_for(*im.algorithm, input, exact)) : json(nullptr);
           std::lock_guard lock(mu);
           totals[{i, d}].merge(m);
-          const double worst = cell["max_ulp"].get<double>() + (m.nan_mismatches ? INFINITY : 0);
+          const double worst = cell["max_finite_ulp"].get<double>() + (m.nonfinite_mismatches ? INFINITY : 0);
           auto& w = worst_at[{i, d}];
           if (w.second.empty() || worst > w.first) w = {worst, task.point.label};
         }
