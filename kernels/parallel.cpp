@@ -162,7 +162,14 @@ Pool& pool() {
 
 }  // namespace
 
+namespace {
+std::atomic<std::uint64_t> g_split_calls{0};
+}  // namespace
+
+std::uint64_t split_calls() { return g_split_calls.load(std::memory_order_relaxed); }
+
 void run_ranges(std::int64_t rows, int parts, RangeFn fn, void* ctx) {
+  if (parts > 1) g_split_calls.fetch_add(1, std::memory_order_relaxed);
   if (parts <= 1 || t_inside) return run_serially(rows, parts, fn, ctx);
   t_inside = true;
   struct Reset {

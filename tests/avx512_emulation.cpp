@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "../kernels/cpu/isa.hpp"
+#include "../kernels/cpu/row_split.hpp"
 #include "lnorm/half.hpp"
 #include "../kernels/cpu/avx2_cr_exact.hpp"  // avx512_cr's scalar slow paths (generic f16 conversions here)
 
@@ -19,9 +20,13 @@ using lnorm::cpu::welford_row;
 #include "../kernels/cpu/avx512_body.hpp"
 
 std::optional<std::string> always(const Problem&) { return std::nullopt; }
-// One thread: the native kernels' bits do not depend on the thread count (rows are independent).
-void run_fast(const Problem& p, const Tensors& t) { fast_rows<EmulatedOps>(p, t, 0, p.rows); }
-void run_cr(const Problem& p, const Tensors& t) { cr_rows<EmulatedOps>(p, t, 0, p.rows); }
+// Rows split as the native kernels' (and every CPU kernel's) are: cpu::split_rows.
+void run_fast(const Problem& p, const Tensors& t) {
+  lnorm::cpu::split_rows(p, [&](std::int64_t begin, std::int64_t end) { fast_rows<EmulatedOps>(p, t, begin, end); });
+}
+void run_cr(const Problem& p, const Tensors& t) {
+  lnorm::cpu::split_rows(p, [&](std::int64_t begin, std::int64_t end) { cr_rows<EmulatedOps>(p, t, begin, end); });
+}
 }  // namespace
 
 const KernelInfo kAvx512Emu{"avx512_emu", "avx512 with every AVX-512 operation emulated lane by lane (test kernel)",

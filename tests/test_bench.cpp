@@ -70,8 +70,8 @@ TEST_CASE("copy ceiling: a result above 1.05x is 'ceiling suspect' with both num
   CHECK(s.find('%') == std::string::npos);
 }
 
-TEST_CASE("copies: memcpy always runs; the AVX2 loops say why not where they cannot", "[bench][ceiling]") {
-  CHECK(copy_names().size() == 3);
+TEST_CASE("copies: memcpy always runs; the AVX2 and AVX-512 loops say why not where they cannot", "[bench][ceiling]") {
+  CHECK(copy_names().size() == 5);
   CHECK(copy_unavailable("memcpy").empty());
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2")) {
@@ -80,20 +80,22 @@ TEST_CASE("copies: memcpy always runs; the AVX2 loops say why not where they can
   } else {
     CHECK_FALSE(copy_unavailable("avx2_stream").empty());
   }
+  for (const char* c : {"avx512_copy", "avx512_stream"}) {
+    if (__builtin_cpu_supports("avx512f")) CHECK(copy_unavailable(c).empty());
+    else CHECK(copy_unavailable(c) == "needs AVX-512 F (this CPU lacks it)");
+  }
   CHECK(is_copy("avx2_stream"));
   CHECK_FALSE(is_copy("avx2"));
 }
 
-TEST_CASE("copies: the AVX2 loops copy every byte, at every length and misalignment", "[bench][ceiling]") {
-  if (!avx2_copies_unavailable().empty()) {
-    WARN("skipped: " << avx2_copies_unavailable());
-    return;
-  }
+namespace {
+// Every byte at every length and misalignment (the lengths cross each loop's 1-vector and 4-vector steps).
+void check_copies_every_byte(std::initializer_list<void (*)(void*, const void*, std::size_t)> copies) {
   std::vector<unsigned char> src(1200), dst(1300);
   for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 7 + 1);
-  for (auto* copy : {&copy_avx2, &copy_avx2_stream}) {
-    for (std::size_t n : {0, 1, 31, 32, 33, 127, 128, 129, 1000}) {
-      for (std::size_t off : {0, 1, 8, 31}) {
+  for (auto* copy : copies) {
+    for (std::size_t n : {0, 1, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1000}) {
+      for (std::size_t off : {0, 1, 8, 31, 63}) {
         std::fill(dst.begin(), dst.end(), 0);
         copy(dst.data() + off, src.data() + 3, n);
         INFO("bytes " << n << ", dst offset " << off);
@@ -103,4 +105,21 @@ TEST_CASE("copies: the AVX2 loops copy every byte, at every length and misalignm
       }
     }
   }
+}
+}  // namespace
+
+TEST_CASE("copies: the AVX2 loops copy every byte, at every length and misalignment", "[bench][ceiling]") {
+  if (!avx2_copies_unavailable().empty()) {
+    WARN("skipped: " << avx2_copies_unavailable());
+    return;
+  }
+  check_copies_every_byte({&copy_avx2, &copy_avx2_stream});
+}
+
+TEST_CASE("copies: the AVX-512 loops copy every byte, at every length and misalignment", "[bench][ceiling]") {
+  if (!avx512_copies_unavailable().empty()) {
+    WARN("skipped: " << avx512_copies_unavailable());
+    return;
+  }
+  check_copies_every_byte({&copy_avx512, &copy_avx512_stream});
 }

@@ -64,6 +64,32 @@ TEST_CASE("cli bench: what cannot run here is reported once per run, not per sha
   }
 }
 
+TEST_CASE("cli bench: the 512-bit copies are in the ceiling where the CPU has AVX-512, else 'not run here' once", "[cli][bench]") {
+  TempDir t;
+  const Result r = cli("bench --kernel welford --shape 4x64 --shape 8x64 --dtype f32 --dtype bf16 --quick --json " +
+                       t / "b.json");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  const auto count = [&](const std::string& what) {
+    int n = 0;
+    for (std::size_t at = r.out.find(what); at != std::string::npos; at = r.out.find(what, at + 1)) ++n;
+    return n;
+  };
+  const nlohmann::json j = load_json(t / "b.json");
+  __builtin_cpu_init();
+  for (const char* copy : {"avx512_copy", "avx512_stream"}) {
+    int measured = 0;
+    for (const auto& e : j.at("results"))
+      if (e.at("kernel") == copy && !e.contains("skipped")) ++measured;
+    if (__builtin_cpu_supports("avx512f")) {
+      CHECK(measured == 4);  // 2 shapes x 2 dtypes, each a candidate for the ceiling
+    } else {
+      CHECK(measured == 0);
+      CHECK(count(std::string("  ") + copy + " (f32, bf16): needs AVX-512 F (this CPU lacks it)") == 1);
+    }
+  }
+}
+
 TEST_CASE("cli bench --cold: evicts the caches before every call and says so", "[cli][bench]") {
   const Result r = cli("bench --kernel welford --shape 4x64 --dtype f32 --quick --cold");
   INFO(r.out);

@@ -169,7 +169,7 @@ std::optional<std::string> onednn_not_built() {
 }
 
 const std::vector<std::string>& copy_names() {
-  static const std::vector<std::string> names = {"memcpy", "avx2_copy", "avx2_stream"};
+  static const std::vector<std::string> names = {"memcpy", "avx2_copy", "avx2_stream", "avx512_copy", "avx512_stream"};
   return names;
 }
 
@@ -184,8 +184,16 @@ std::string avx2_copies_unavailable() {
   return __builtin_cpu_supports("avx2") ? "" : "needs AVX2 (this CPU lacks it)";
 }
 
+// GCC's and clang's __builtin_cpu_supports("avx512f") also check XGETBV: the OS must save the opmask and
+// ZMM state (XCR0 bits 5-7) for the feature to be reported.
+std::string avx512_copies_unavailable() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") ? "" : "needs AVX-512 F (this CPU lacks it)";
+}
+
 std::string copy_unavailable(std::string_view what) {
   if (what == "avx2_copy" || what == "avx2_stream") return avx2_copies_unavailable();
+  if (what == "avx512_copy" || what == "avx512_stream") return avx512_copies_unavailable();
   return "";
 }
 
@@ -194,6 +202,9 @@ std::unique_ptr<Body> make_body(const Entry& e, const Settings& s) {
   if (e.what == "memcpy") return std::make_unique<CopyBody>(e, s, &copy_memcpy);
   if (e.what == "avx2_copy" && avx2_copies_unavailable().empty()) return std::make_unique<CopyBody>(e, s, &copy_avx2);
   if (e.what == "avx2_stream" && avx2_copies_unavailable().empty()) return std::make_unique<CopyBody>(e, s, &copy_avx2_stream);
+  if (e.what == "avx512_copy" && avx512_copies_unavailable().empty()) return std::make_unique<CopyBody>(e, s, &copy_avx512);
+  if (e.what == "avx512_stream" && avx512_copies_unavailable().empty())
+    return std::make_unique<CopyBody>(e, s, &copy_avx512_stream);
 #if LNORM_HAVE_DNNL
   if (e.what == "onednn") return std::make_unique<OneDnnBody>(e, s);
 #endif

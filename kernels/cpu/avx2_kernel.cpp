@@ -6,7 +6,7 @@
 
 #include "isa.hpp"
 #include "kernels.hpp"
-#include "lnorm/parallel.hpp"
+#include "row_split.hpp"
 
 namespace lnorm::cpu {
 namespace {
@@ -27,17 +27,17 @@ std::optional<std::string> avx2_why_not(const Problem&) {
 }
 
 void avx2_run(const Problem& p, const Tensors& t) {
-  parallel_rows(p.rows, p.threads, [&](std::int64_t begin, std::int64_t end) { avx2::rows(p, t, begin, end); }, p.cols);
+  split_rows(p, [&](std::int64_t begin, std::int64_t end) { avx2::rows(p, t, begin, end); });
 }
 
 void avx2_cr_run(const Problem& p, const Tensors& t) {
-  parallel_rows(p.rows, p.threads, [&](std::int64_t begin, std::int64_t end) {
+  split_rows(p, [&](std::int64_t begin, std::int64_t end) {
     // avx2_cr's f64 copies of a row, gamma and beta; allocated here (generic code, see isa.hpp), kept
     // per thread so repeated calls do not allocate.
     thread_local std::vector<double> scratch;
     scratch.resize(static_cast<std::size_t>(avx2_cr::scratch_doubles(p.cols)));
     avx2_cr::rows(p, t, begin, end, scratch.data());
-  }, p.cols);
+  });
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 
 #include "isa.hpp"
 #include "kernels.hpp"
-#include "lnorm/parallel.hpp"
+#include "row_split.hpp"
 
 namespace lnorm::cpu {
 namespace {
@@ -51,7 +51,7 @@ std::optional<std::string> avx512_why_not(const Problem&) {
 
 void avx512_run(const Problem& p, const Tensors& t) {
   const bool hw_bf16 = p.dtype == DType::bf16 && features().bf16;
-  parallel_rows(p.rows, p.threads, [&](std::int64_t begin, std::int64_t end) {
+  split_rows(p, [&](std::int64_t begin, std::int64_t end) {
     if (hw_bf16) avx512_bf16::rows_fast(p, t, begin, end);
     else avx512::rows(p, t, begin, end);
   });
@@ -59,7 +59,7 @@ void avx512_run(const Problem& p, const Tensors& t) {
 
 void avx512_cr_run(const Problem& p, const Tensors& t) {
   const bool hw_bf16 = p.dtype == DType::bf16 && features().bf16;
-  parallel_rows(p.rows, p.threads, [&](std::int64_t begin, std::int64_t end) {
+  split_rows(p, [&](std::int64_t begin, std::int64_t end) {
     if (hw_bf16) avx512_bf16::rows_cr(p, t, begin, end);
     else avx512_cr::rows(p, t, begin, end);
   });

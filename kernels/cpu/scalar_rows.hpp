@@ -11,7 +11,7 @@
 #include <type_traits>
 
 #include "lnorm/half.hpp"
-#include "lnorm/parallel.hpp"
+#include "row_split.hpp"
 #include "lnorm/problem.hpp"
 
 namespace lnorm::cpu {
@@ -46,7 +46,7 @@ void normalize_rows(const Problem& p, const Tensors& t, StatsFn stats) {
   A* rstd_out = static_cast<A*>(t.rstd);
   const A eps = static_cast<A>(p.eps);
   const std::int64_t n = p.cols;
-  parallel_rows(p.rows, p.threads, [&](std::int64_t begin, std::int64_t end) {
+  split_rows(p, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
       const T* xr = x + r * n;
       T* yr = y + r * n;
@@ -71,7 +71,7 @@ void normalize_rows(const Problem& p, const Tensors& t, StatsFn stats) {
         else yr[i] = from_float<T>(v);
       }
     }
-  }, p.cols);
+  });
 }
 
 // Dispatches on p.dtype to normalize_rows<T>(p, t, Stats::template of<T>).

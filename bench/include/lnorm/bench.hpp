@@ -52,12 +52,14 @@ std::string onednn_unavailable(DType d);
 // When lnorm was built without oneDNN: why (the build's LNORM_ONEDNN_WHY, else "built without oneDNN").
 std::optional<std::string> onednn_not_built();
 
-// The copy ceiling (DESIGN "Speed"): the fastest of these copies of exactly a kernel's x and y bytes,
-// in the same run, at the same thread count, split into the same row ranges, on buffers allocated as the
-// kernel's are: glibc memcpy, an AVX2 load/store loop, and an AVX2 loop with streaming stores + sfence.
-const std::vector<std::string>& copy_names();  // "memcpy", "avx2_copy", "avx2_stream"
+// The copy ceiling (docs/DESIGN.md "Speed"): the fastest of these copies of exactly a kernel's x and y
+// bytes, in the same run, at the same thread count, split into the same row ranges, on buffers allocated
+// as the kernel's are: glibc memcpy, AVX2 and AVX-512 load/store loops, and the same loops with streaming
+// stores + sfence. The fastest copy a machine has is among them wherever it has AVX2 or AVX-512.
+const std::vector<std::string>& copy_names();  // "memcpy", "avx2_copy", "avx2_stream", "avx512_copy", "avx512_stream"
 bool is_copy(std::string_view what);
-// "" when this copy runs here; otherwise why not (the AVX2 loops need AVX2).
+// "" when this copy runs here; otherwise why not (the vector loops need their ISA; `lnorm bench` prints
+// the reason once per run under "not run here").
 std::string copy_unavailable(std::string_view what);
 
 struct Ceiling {

@@ -56,6 +56,9 @@ namespace detail {
 using RangeFn = void (*)(void* ctx, std::int64_t begin, std::int64_t end);
 // Runs fn on the `parts` ranges of [0, rows) (parallel.cpp). parts >= 1.
 void run_ranges(std::int64_t rows, int parts, RangeFn fn, void* ctx);
+// How many parallel_rows calls in this process split their rows into more than one range (one relaxed
+// atomic add per such call). Tests read it to see that a kernel keeps a small problem on one thread.
+std::uint64_t split_calls();
 }  // namespace detail
 
 // How many threads parallel_rows uses: at most `threads`, at most one per row, and, when the row
