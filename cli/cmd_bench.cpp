@@ -15,6 +15,7 @@
 #include "lnorm/bench.hpp"
 #include "lnorm/budgets.hpp"
 #include "lnorm/registry.hpp"
+#include "lnorm/select.hpp"
 
 namespace lnorm::cli {
 
@@ -231,93 +232,59 @@ void add_select(CLI::App& app, int& exit_code) {
   add_plugin_flag(cmd);
   cmd->callback([f, &exit_code] {
     check_outputs({{f->json, "--json"}}, {});
-    const Shape shape = shape_flag(f->shape);
-    const DType dtype = dtype_flag(f->dtype);
+    const bench::SelectRequest request{shape_flag(f->shape), dtype_flag(f->dtype), f->max_ulp};
     const verify::Budgets budgets = verify::Budgets::builtin();
-    struct Candidate {
-      const KernelInfo* k;
-      std::string status, reason;
-      double a = 0, b = 0, gbps = 0;
+    // The verified accuracy select qualifies kernels on: budgets.toml (plugins: its [default] sections).
+    const auto accuracy = [&](const KernelInfo& k) {
+      const verify::KernelBudget& kb = budgets.for_kernel(k.name, request.dtype);
+      bench::Accuracy a{kb.y.a, kb.y.b, std::nullopt};
+      if (const auto x = kb.expected_failures.find(verify::Property::accuracy); x != kb.expected_failures.end())
+        a.accuracy_failure = x->second;
+      return a;
     };
-    std::vector<Candidate> cands;
-    std::vector<Entry> entries;
-    for (const KernelInfo& k : registry()) {
-      Candidate c{&k, "", "", 0, 0, 0};
-      if (!k.dtypes.contains(dtype)) continue;
-      const verify::KernelBudget& kb = budgets.for_kernel(k.name, dtype);
-      c.a = kb.y.a, c.b = kb.y.b;
-      const auto why = unavailable_reason(k, make_problem(shape.rows, shape.cols, dtype, 1e-5, true, true));
-      if (why) c.status = "unavailable", c.reason = *why;
-      else if (k.cautionary) c.status = "excluded", c.reason = "cautionary (wrong on purpose)";
-      else if (kb.expected_failures.count(verify::Property::accuracy)) {
-        c.status = "over budget", c.reason = "fails its own accuracy property: " + kb.expected_failures.at(verify::Property::accuracy);
-      } else if (f->max_ulp >= 0 && (kb.y.a > f->max_ulp || kb.y.b > 0)) {
-        char buf[160];
-        std::snprintf(buf, sizeof buf, "budget %g + %g*kappa scaled ulps is over --max-ulp %g", kb.y.a, kb.y.b, f->max_ulp);
-        c.status = "over budget", c.reason = buf;
-      } else {
-        entries.push_back({std::string(k.name), &k, dtype, shape});
-      }
-      cands.push_back(c);
+    std::vector<bench::Candidate> cands = bench::qualify(registry(), request, accuracy);
+    const std::vector<Entry> entries = bench::entries_to_time(cands, request);
+    if (entries.size() == bench::copy_names().size()) {
+      std::printf("no kernel here meets the accuracy asked for %s %s\n", request.shape.text().c_str(),
+                  std::string(name(request.dtype)).c_str());
     }
-    if (entries.empty()) {
-      std::printf("no kernel here meets the accuracy asked for %s %s\n", shape.text().c_str(), std::string(name(dtype)).c_str());
-    }
-    for (const std::string& c : bench::copy_names()) entries.push_back({c, nullptr, dtype, shape});
     bench::Settings settings;
     settings.threads = f->threads;
     settings.repetitions = 3;
     const auto results = bench::run(entries, settings, progress_line(entries.size()));
     if (isatty(fileno(stderr))) std::fprintf(stderr, "\r\033[K");
-    const Candidate* best = nullptr;
-    for (Candidate& c : cands) {
-      if (!c.status.empty()) continue;
-      const Result* r = find(results, std::string(c.k->name), dtype, shape);
-      if (!r || !r->skipped.empty()) {
-        c.status = "unavailable", c.reason = r ? r->skipped : "not measured";
-        continue;
-      }
-      c.gbps = r->bytes_per_second / 1e9;
-      if (!best || c.gbps > best->gbps) best = &c;
-    }
-    for (Candidate& c : cands) {
-      if (!c.status.empty()) continue;
-      if (&c == best) {
-        c.status = "chosen";
-      } else {
-        char buf[96];
-        std::snprintf(buf, sizeof buf, "%.2fx slower than %s", best->gbps / c.gbps, std::string(best->k->name).c_str());
-        c.status = "slower", c.reason = buf;
-      }
-    }
-    const auto ceiling = bench::copy_ceiling(results, dtype, shape);
-    std::printf("lnorm select %s %s on %s\n", shape.text().c_str(), std::string(name(dtype)).c_str(), bench::hardware().c_str());
+    const bench::Candidate* best = bench::rank(cands, results, request);
+    const auto ceiling = bench::copy_ceiling(results, request.dtype, request.shape);
+
+    std::printf("lnorm select %s %s on %s\n", request.shape.text().c_str(), std::string(name(request.dtype)).c_str(),
+                bench::hardware().c_str());
     std::vector<std::string> names;
-    for (const Candidate& c : cands) names.push_back(std::string(c.k->name));
+    for (const bench::Candidate& c : cands) names.push_back(std::string(c.kernel->name));
     const int w = name_width(names);
     std::printf("  %-*s %-12s %8s %14s  %s\n", w, "kernel", "status", "GB/s", "budget", "why");
-    for (const Candidate& c : cands) {
+    for (const bench::Candidate& c : cands) {
       char budget[48];
       std::snprintf(budget, sizeof budget, "%g+%g*k", c.a, c.b);
-      std::printf("  %-*s %-12s %8.2f %14s  %s\n", w, std::string(c.k->name).c_str(), c.status.c_str(), c.gbps, budget, c.reason.c_str());
+      std::printf("  %-*s %-12s %8.2f %14s  %s\n", w, std::string(c.kernel->name).c_str(), c.status.c_str(),
+                  c.gb_per_second, budget, c.reason.c_str());
     }
     if (ceiling) {
       std::printf("  %-*s %-12s %8.2f %14s  fastest copy of x to y, %d thread(s): %s\n", w, "copy", "ceiling",
                   ceiling->bytes_per_second / 1e9, "", settings.threads, ceiling->winner.c_str());
     }
-    std::printf("%s\n", best ? ("recommended: " + std::string(best->k->name)).c_str() : "recommended: none");
+    std::printf("%s\n", best ? ("recommended: " + std::string(best->kernel->name)).c_str() : "recommended: none");
     if (!f->json.empty()) {
       nlohmann::json list = nlohmann::json::array();
-      for (const Candidate& c : cands) {
-        list.push_back({{"kernel", c.k->name}, {"status", c.status}, {"reason", c.reason}, {"gb_per_second", c.gbps},
-                        {"budget", {{"a", c.a}, {"b", c.b}}}});
+      for (const bench::Candidate& c : cands) {
+        list.push_back({{"kernel", c.kernel->name}, {"status", c.status}, {"reason", c.reason},
+                        {"gb_per_second", c.gb_per_second}, {"budget", {{"a", c.a}, {"b", c.b}}}});
       }
-      const nlohmann::json out = {{"kernel", best ? nlohmann::json(std::string(best->k->name)) : nlohmann::json(nullptr)},
-                                  {"shape", shape.text()}, {"dtype", name(dtype)}, {"hardware", bench::hardware()},
-                                  {"threads", settings.threads}, {"candidates", list},
-                                  {"copy", ceiling ? nlohmann::json{{"winner", ceiling->winner},
-                                                                    {"bytes_per_second", ceiling->bytes_per_second}}
-                                                   : nlohmann::json(nullptr)}};
+      const nlohmann::json out = {
+          {"kernel", best ? nlohmann::json(std::string(best->kernel->name)) : nlohmann::json(nullptr)},
+          {"shape", request.shape.text()}, {"dtype", name(request.dtype)}, {"hardware", bench::hardware()},
+          {"threads", settings.threads}, {"candidates", list},
+          {"copy", ceiling ? nlohmann::json{{"winner", ceiling->winner}, {"bytes_per_second", ceiling->bytes_per_second}}
+                           : nlohmann::json(nullptr)}};
       write_text_atomically(f->json, out.dump(2) + "\n");
     }
     exit_code = best ? 0 : 1;
