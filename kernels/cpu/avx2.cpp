@@ -35,40 +35,8 @@
 // bits + 0x7FFF + lsb (NaN lanes skip the increment when gamma/beta may hold NaN: an arithmetic NaN
 // is quiet, so its top 16 bits stay a NaN), two vectors packed per 32-byte store.
 //
-// MEASURED (2-core AMD EPYC Zen 5 class, ~3.3 GHz, shared with other jobs: load 7-14 on 2 cores,
-// so only same-run ratios and best-of-N or medians; 2026-12-01):
-// - callgrind, instructions per 8-element vector at 64x768 (3 calls): before (three passes, per-
-//   vector bf16 narrowing with blend + permute, 16-bit gamma/beta widened by zero-extend + shift)
-//   f32 29.8, f16 32.8, bf16 47.8; after f32 16.9 (statistics 7.8, output 9.1), f16 18.8, bf16 22.5.
-//   The statistics loop is 4.75 per vector (load, sub, add, fma, loop), the per-block f64 fold and
-//   the per-row work ~290 instructions per row (fold kept: 0.44 per vector).
-// - bf16 narrowing: 7 ops per vector with the NaN test, 5 without (all_finite_bf16 decides per call);
-//   unpack with zero widens in 1 op instead of 2 and packus narrows 16 without a permute.
-// - cycles per vector, best of 200 (scratch driver; 64x768 in L2): f32 full 4.3 = statistics 2.4
-//   + output 3.0, partly overlapped; in L1 the output loop alone is 2.6 cycles (3 loads, 1 store,
-//   3 FP ops), which on this shared core (SMT sibling busy) is the bound, not the instruction count.
-// - lnorm_gbench, single thread, GB/s of x + y (rows/s x bytes), medians of 5, two runs each,
-//   before -> after:           f32          f16          bf16        memcpy (same run)
-//       64x768             22-28 -> 46-50   11-13 -> 18-19   7-8 -> 16-19    f32 160-215, 16-bit 116-142
-//       64x4096            26-28 -> 34-38   12-15 -> 21      8-9 -> 17-20    f32 80-86,  16-bit 92-123
-//       1024x768           28-30 -> 35-48   10-13 -> 18-20   8-9 -> 16-19    f32 70-86,  16-bit 72-89
-//       16384x4096         13-15 -> 17.7-18.9  9.4-12.5 -> 15.1-16.0  7.1-8.4 -> 15.3-15.6
-//                          (memcpy 23-32, which glibc streams there; oneDNN f32 22-31)
-//   So: 0.2-0.5x of the copy in cache and ~0.6x at DRAM sizes; 16-bit GB/s is 0.4x f32's in cache
-//   and 0.85-0.9x at DRAM sizes (the table predates kWideMax below).
-// - final single lnorm_gbench run (medians of 5, after kWideMax), avx2 / memcpy GB/s: 64x768 f32
-//   54.9/214, f16 23.9/161, bf16 20.2/160; 64x4096 f32 38.8/96, f16 25.7/139, bf16 22.1/122;
-//   1024x768 f32 47.3/97, f16 22.7/82, bf16 18.4/89; 16384x4096 f32 17.6/30.2 (oneDNN 32.0),
-//   f16 19.1/30.4, bf16 16.8/30.2 (oneDNN 22.5).
-// - kStreamBytes: scratch copies of the same bytes (medians of 7, wall clock, same run), vector
-//   copy vs streaming copy: 6 MiB of x + y 52 vs 45 GB/s and 16 MiB 54 vs 48 (ordinary stores win),
-//   32 MiB 35 vs 44 (f32 1024x4096) and 46 vs 45 (bf16 4096x1024), 512 MiB 28 vs 23-27.
-// - kWideMax (f16 gamma/beta widened once per call): scratch driver, best of 200, same run, two runs:
-//   f16 64x768 20.3, 20.0 -> 21.8, 22.0 GB/s; 64x4096 24.3, 24.3 -> 27.0, 26.5. Not done for bf16:
-//   its unpack order would need a vpermq per 16 elements on x and on y, for one op saved per vector.
-// - kMaxCancel, kBlock: `lnorm verify --kernel avx2` worst f32 y 4.77 / 4.31 / 5.21 scaled ulps
-//   (seeds 1, 2, and 7 with 1000 cases), rstd 2-3 ulps, mean 2.4-3.5: no worse than the corrected
-//   two-pass it replaces (5.36 y, rstd 4 at seed 1).
+// Tuning constants: each says below the number that chose it and the command that measures it. The
+// versions' before/after measurements are in docs/performance.md; today's speed is `lnorm bench`.
 #include <immintrin.h>
 
 #include <cmath>
@@ -84,7 +52,8 @@ constexpr float kSafeMax = 0x1p40f, kSafeMin = 0x1p-40f;  // as welford.cpp's kS
 
 // K = (Q/n)/var above which the fused statistics are recomputed by pass 1b. var's relative error is
 // about K·e_Q + 2·sqrt(K(K−1))·e_S (e: the sums' relative rounding errors), so K ≤ 2 costs at most
-// ~3.8x the corrected two-pass's e_Q; see MEASURED for the errors this gives in `lnorm verify`.
+// ~3.8x the corrected two-pass's e_Q. With it `lnorm verify --kernel avx2` gives worst f32 y 4.77 /
+// 4.31 / 5.21 scaled ulps (seeds 1, 2, 7 with --cases 1000), no worse than the two-pass it replaced (5.36).
 constexpr double kMaxCancel = 2.0;
 
 // f32 sums within blocks of kBlock elements (8 additions per lane per accumulator), f64 across
@@ -94,7 +63,8 @@ constexpr double kMaxCancel = 2.0;
 // 8-lane vector, against 3 per vector in the loop).
 constexpr std::int64_t kBlock = 256;
 
-// x + y bytes of the whole problem above which y is streamed (see MEASURED).
+// x + y bytes of the whole problem above which y is streamed: copies of the same bytes (vector vs
+// streaming, medians of 7, one run) 52 vs 45 GB/s at 6 MiB, 54 vs 48 at 16 MiB, 35 vs 44 at 32 MiB.
 constexpr std::int64_t kStreamBytes = std::int64_t{16} << 20;
 
 // Streaming mode only: during row r's output pass, prefetch row r + kAhead into L2 (one prefetcht1
@@ -407,7 +377,7 @@ struct Normalizer {
   }
 
   // kStream: y + head is 32-byte aligned, y is streamed, and the next row's x (next) is prefetched
-  // into L2 meanwhile, so DRAM keeps reading while this pass runs from L1 (see MEASURED).
+  // into L2 meanwhile, so DRAM keeps reading while this pass runs from L1 (kPrefetch).
   template <bool kStream>
   void row(const B* x, B* y, std::int64_t n, std::int64_t head, const B* next) const {
     span(x, y, 0, head);
@@ -466,7 +436,9 @@ void rows_loop(const Problem& p, const Tensors& t, std::int64_t begin, std::int6
 }
 
 // f16 rows up to kWideMax long get gamma and beta widened to f32 once per call, on the stack (2 x 16
-// KiB): the output loop then converts only x, 1 vcvtph2ps per vector instead of 3 (see MEASURED).
+// KiB): the output loop then converts only x, 1 vcvtph2ps per vector instead of 3: f16 64x768 20.3 ->
+// 21.8 GB/s, 64x4096 24.3 -> 27.0 (scratch driver, best of 200, one run). Not for bf16: its unpack
+// order would need a vpermq per 16 elements on x and on y, for one op saved per vector.
 constexpr std::int64_t kWideMax = 4096;
 
 template <class T, bool kGamma, bool kBeta, bool kNaN>

@@ -52,26 +52,10 @@
 //   bf16: 12 by the scalar test (4.6e-5), 0 double-double
 // Near-zero y (β ≈ −γz) are where E is large against ulp(y): they make nearly all of the slow cases.
 //
-// Speed (lnorm_gbench, one thread, medians of 5, same run as avx2; GB/s = x read + y written):
-//   `lnorm_gbench --benchmark_filter='(avx2|avx2_cr)/(f32|f16|bf16)/(64x768|64x4096|1024x768|16384x4096)$'
-//   --benchmark_repetitions=5 --benchmark_report_aggregates_only=true` (2-core EPYC, shared and noisy;
-//   avx2 as of this commit). GB/s avx2_cr (ratio to avx2), before this version's rewrite in brackets:
-//                 64x768             64x4096            1024x768           16384x4096
-//     f32    13.6 (0.46) [4.5]  14.4 (0.47) [4.8]  12.5 (0.44) [4.7]  7.7 (0.53) [4.9]
-//     f16     6.3 (0.49) [1.4]   6.5 (0.47) [1.5]   5.7 (0.49) [1.4]  5.4 (0.42) [1.5]
-//     bf16    5.6 (0.67) [1.2]   5.6 (0.64) [1.2]   5.3 (0.69) [1.2]  4.8 (0.61) [1.1]
-//   Below 0.5 in cache (f32, f16): the output pass costs ~1.5 cycles/element (f64 on 4 lanes: two
-//   vcvtpd2ps per 4 f32 outputs for the two ends, vcvtps2ph for f16), the statistics ~0.6.
-// What decided the shape of the code (a driver timing rows() alone, best of 200, ns per element,
-// f32 64x4096 / 64x768; f16 and bf16 64x4096 where named):
-//   - x, γ, β converted from storage in every pass, per-element E in the vector test: 5.6-6.7 GB/s
-//     f32 in lnorm_gbench; γ, β and the row kept in f64 (scratch from avx2_kernel.cpp): 1.14 / 0.71 ns,
-//     statistics alone 0.20 ns: the output pass was the cost.
-//   - one E per row in the vector test (8 f64 operations per 4 outputs instead of 14): 1.02 / 0.60 ns.
-//   - 11% of 4096-wide rows needed the double-double statistics (scalar, ~25k cycles a row): the sums'
-//     bound k was n/16 + 8 = 264. Blocked sums, k = 41: no such row in this data, 0.48 / 0.52 ns.
-//   - f16/bf16: testing y32 against midpoint bit patterns instead of rounding both ends: one
-//     vcvtpd2ps and one vcvtps2ph per 4 outputs fewer: f16 0.76 → 0.67 ns, bf16 0.85 → 0.70 ns.
+// Speed: compute-bound, ~1.5 cycles/element in the output pass (f64 on 4 lanes, two vcvtpd2ps per 4 f32
+// outputs for the two ends, vcvtps2ph for f16) and ~0.6 in the statistics; 0.42-0.69x avx2 in one run
+// (`lnorm bench --kernel avx2 --kernel avx2_cr --quick`). What decided the shape of the code (the f64
+// scratch row, one E per row, blocked sums, midpoint patterns for 16-bit) is in docs/performance.md.
 #include <immintrin.h>
 
 #include <algorithm>

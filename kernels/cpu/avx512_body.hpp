@@ -45,20 +45,8 @@
 // the folds, 3 spare; cr::fast_stats). Differences from avx2_cr: x is re-read and converted from storage
 // in each pass (no f64 scratch row: rows(), the registry's signature, has no scratch), and γ, β are
 // converted per element; path counts are not kept.
-// Measured (lnorm_gbench, one thread, same run as avx512; 2-core EPYC Zen 5 shared with other builds,
-// load ~4: DRAM-size ratios moved by ±0.05 between runs): GB/s avx512_cr (ratio to avx512), final
-// version (medians of 5); in brackets the first version of this port (f16/bf16 stored through
-// round-to-odd, f32 through y's own conversion), then the pre-Ziv algorithm (TwoSum/Dot2, 99.96-99.999%
-// CR), each in its own run (medians of 3):
-//                 1024x768                        16384x4096
-//   f32     15.8 (0.45) [14.2 (0.36); 8.4 (0.23)]  8.4 (0.56) [10.1 (0.63); 7.3 (0.43)]
-//   bf16     5.6 (0.32) [4.7 (0.28); 3.0 (0.17)]   4.0 (0.46) [4.4 (0.32); 2.9 (0.21)]
-// f16/bf16: certified lanes are stored as y's f32 rounding rounded to T (store8_near, as avx2_cr's
-// round8_single), one f64 → f32 conversion and its inexact test fewer than round-to-odd (bf16 1024x768
-// 0.28 → 0.32); f32 stores y − E's rounding, the test's own conversion (0.41 → 0.44, medians of 5).
-// `lnorm_gbench --benchmark_filter='(avx512|avx512_cr)/(f32|bf16)/(1024x768|16384x4096)$'
-//  --benchmark_repetitions=3 --benchmark_report_aggregates_only=true`. Below issue 16's 0.9x of avx512 at
-// DRAM sizes; avx2_cr's header says what an f64 scratch row and in-register 16-bit rounding bought there.
+// Speed of both: `lnorm bench --kernel avx512 --kernel avx512_cr --quick`; the versions' measurements
+// are in docs/performance.md.
 #ifndef LNORM_AVX512_BODY_INCLUDED
 #define LNORM_AVX512_BODY_INCLUDED
 
@@ -85,15 +73,15 @@ namespace fast {
 constexpr std::int64_t kBlock = 512;
 constexpr double kQMin = 0x1p-80;
 // Bytes of y above which it is written with non-temporal stores: 8 MiB, i.e. x + y > 16 MiB, avx2.cpp's
-// kStreamBytes. Measured (lnorm_gbench, medians of 5, two runs, 2026-12-01; avx512.cpp's MEASURED):
-// with the earlier 32 MiB, f32 4096x1024 (16 MiB of y) ran at 20.5, 20.1 GB/s and with 8 MiB at 37.8,
-// 31.7 (streaming copy 64-68); f32 4096x2048 15.4, 14.5 -> 29.7, 25.4; bf16 4096x2048 unchanged.
+// kStreamBytes. lnorm_gbench (medians of 5, two runs): with 32 MiB f32 4096x1024 (16 MiB of y) ran at
+// 20.5, 20.1 GB/s, with 8 MiB at 37.8, 31.7 (streaming copy 64-68); bf16 4096x2048 unchanged.
 constexpr std::int64_t kStreamBytes = std::int64_t{8} << 20;
 // The fused pass's acceptance bound on K = (Q/n)/var: avx2.cpp's kMaxCancel (its header derives it and
 // gives the errors it measured), so the two kernels accept the same rows.
 constexpr double kMaxCancel = 2.0;
 // Streaming mode: prefetch the row kAhead on into L2 during the output pass (avx2.cpp's kPrefetch and
-// kAhead; see avx512.cpp's MEASURED for this kernel).
+// kAhead): 16384x4096 f32 0.62 of the streaming copy with it, 0.55 without; bf16 0.61 vs 0.43; row + 1
+// and row + 4 were no better (lnorm_gbench, medians of 5, one run).
 constexpr bool kPrefetch = true;
 constexpr std::int64_t kAhead = 2;
 
@@ -201,7 +189,7 @@ Stats row_stats(const typename T::Bits* x, std::int64_t n, float eps) {
 
 // y = fma(x − m, rstd, −mean_lo·rstd) · γ + β (avx2.cpp's form: the two-float centre in one FMA). NT: y
 // is streamed, and next (the row kAhead rows on) is prefetched into L2 meanwhile, so DRAM keeps
-// reading while this pass runs from L1 (avx2.cpp's MEASURED).
+// reading while this pass runs from L1 (avx2.cpp's kPrefetch).
 // Gs: how gamma and beta are stored (T, or F32 once widened: rows_wide).
 template <class V, class T, class Gs, bool G, bool B, bool NT>
 void normalize_row(const typename T::Bits* x, const typename Gs::Bits* gamma, const typename Gs::Bits* beta,
@@ -277,7 +265,7 @@ void rows_nt(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_
 
 // 16-bit rows up to kWideMax long get gamma and beta widened to f32 once per call, on the stack (2 x 16
 // KiB; avx2.cpp's kWideMax, there for f16 only): the output loop then converts x alone, not 3 vectors
-// per 16 elements. Widening is exact, so y's bits are the same (see avx512.cpp's MEASURED).
+// per 16 elements. Widening is exact, so y's bits are the same (docs/performance.md has the speed-up).
 constexpr std::int64_t kWideMax = 4096;
 
 template <class V, class T, bool NT>
