@@ -1,6 +1,8 @@
 #include "lnorm/kernel.hpp"
 #include "lnorm/problem.hpp"
 
+#include <stdexcept>
+
 namespace lnorm {
 
 std::optional<DType> parse_dtype(std::string_view s) {
@@ -20,10 +22,39 @@ Problem make_problem(std::int64_t rows, std::int64_t cols, DType dtype, double e
   p.has_gamma = has_gamma;
   p.has_beta = has_beta;
   p.threads = threads;
+  p.param_dtype = dtype;
+  return p;
+}
+
+std::optional<Op> parse_op(std::string_view s) {
+  for (Op o : kAllOps)
+    if (name(o) == s) return o;
+  return std::nullopt;
+}
+
+Problem with_op(Problem p, Op op) {
+  p.op = op;
+  return p;
+}
+
+std::string param_dtype_problem(DType d, DType param_dtype) {
+  if (param_dtype == d) return "";
+  if (param_dtype == DType::f32 && (d == DType::f16 || d == DType::bf16)) return "";
+  return "gamma/beta in " + std::string(name(param_dtype)) + " with " + std::string(name(d)) +
+         " x: parameters are x's dtype, or f32 with f16/bf16 x";
+}
+
+Problem set_params(Problem p, DType param_dtype, double gamma_offset) {
+  if (const std::string why = param_dtype_problem(p.dtype, param_dtype); !why.empty()) throw std::invalid_argument(why);
+  if (gamma_offset != 0 && !p.has_gamma) throw std::invalid_argument("a gamma offset needs gamma");
+  p.param_dtype = param_dtype;
+  // As eps: the kernels receive the offset in f32 (f64 for f64 data), and the reference uses that value.
+  p.gamma_offset = p.dtype == DType::f64 ? gamma_offset : static_cast<double>(static_cast<float>(gamma_offset));
   return p;
 }
 
 std::optional<std::string> unavailable_reason(const KernelInfo& k, const Problem& p) {
+  if (!k.ops.contains(p.op)) return std::string(k.name) + " does not implement " + std::string(name(p.op));
   if (!k.dtypes.contains(p.dtype))
     return std::string(k.name) + " does not support dtype " + std::string(name(p.dtype));
   return k.why_not ? k.why_not(p) : std::nullopt;

@@ -44,6 +44,13 @@ const KernelInfo* find_kernel(std::string_view name) {
   return nullptr;
 }
 
+std::vector<const KernelInfo*> kernels_for(Op op) {
+  std::vector<const KernelInfo*> out;
+  for (const KernelInfo& k : registry())
+    if (k.ops.contains(op)) out.push_back(&k);
+  return out;
+}
+
 void append_kernel(const KernelInfo& kernel) {
   const std::size_t builtins = builtin_count();
   if (find_kernel(kernel.name)) throw std::invalid_argument("kernel " + std::string(kernel.name) + " is already registered");

@@ -1,4 +1,4 @@
-// An independent exact LayerNorm for testing the reference: the textbook definition in exact
+// An independent exact LayerNorm and RMSNorm for testing the reference: the textbook definition in exact
 // rational arithmetic (Boost cpp_rational), square roots at 1600 bits, and a separate rounding
 // routine. It shares no code with reference/ beyond the Format table, and it is slow (fine: tests).
 //
@@ -78,10 +78,11 @@ struct IndependentRow {
   double mean = 0, rstd = 0;
 };
 
-// x, gamma, beta: the row's values (exactly representable in the data format). eps exact.
-inline IndependentRow independent_layernorm(const Format& data, const Format& stats, const std::vector<double>& x,
-                                            const std::vector<double>* gamma, const std::vector<double>* beta,
-                                            double eps) {
+// x, gamma, beta: the row's values (exactly representable in their formats). eps exact. centred: LayerNorm
+// (false: RMSNorm, the mean taken as 0, reported as 0). offset: y uses (offset + gamma), exactly.
+inline IndependentRow independent_norm(const Format& data, const Format& stats, const std::vector<double>& x,
+                                       const std::vector<double>* gamma, const std::vector<double>* beta, double eps,
+                                       bool centred, double offset) {
   IndependentRow out;
   const std::size_t n = x.size();
   out.y.assign(n, NAN);
@@ -92,7 +93,7 @@ inline IndependentRow independent_layernorm(const Format& data, const Format& st
     }
   Rat sum = 0;
   for (double v : x) sum += exact_rational(v);
-  const Rat mean = sum / Rat(static_cast<long long>(n));
+  const Rat mean = centred ? Rat(sum / Rat(static_cast<long long>(n))) : Rat(0);
   Rat sq = 0;
   for (double v : x) {
     const Rat d = exact_rational(v) - mean;
@@ -119,7 +120,8 @@ inline IndependentRow independent_layernorm(const Format& data, const Format& st
   for (std::size_t i = 0; i < n; ++i) {
     const double g = gamma ? (*gamma)[i] : 1.0, b = beta ? (*beta)[i] : 0.0;
     if (!std::isfinite(g) || !std::isfinite(b)) continue;  // NaN
-    const Rat c = (exact_rational(x[i]) - mean) * exact_rational(g);
+    const Rat w = gamma ? exact_rational(offset) + exact_rational(g) : Rat(1);
+    const Rat c = (exact_rational(x[i]) - mean) * w;
     if (rational_sqrt || c == 0) {
       const Rat y = c * (rational_sqrt ? *rstd_exact : Rat(0)) + exact_rational(b);
       out.y[i] = round_to(data, to_bigf(y), y);
@@ -128,6 +130,12 @@ inline IndependentRow independent_layernorm(const Format& data, const Format& st
     }
   }
   return out;
+}
+
+inline IndependentRow independent_layernorm(const Format& data, const Format& stats, const std::vector<double>& x,
+                                            const std::vector<double>* gamma, const std::vector<double>* beta,
+                                            double eps) {
+  return independent_norm(data, stats, x, gamma, beta, eps, true, 0);
 }
 
 }  // namespace lnorm::testing

@@ -42,7 +42,7 @@ CheckSummary measure_rows(const Problem& p, const void* x, const void* gamma, co
   parallel_rows(t, t, [&](std::int64_t tb, std::int64_t te) {
     for (std::int64_t ti = tb; ti < te; ++ti) {
       const std::int64_t begin = rows * ti / t, end = rows * (ti + 1) / t;
-      RowReferencer ref(p.dtype, p.eps);
+      RowReferencer ref(p);
       std::vector<ElementReference> elems(static_cast<std::size_t>(p.cols));
       std::vector<std::byte> exact(static_cast<std::size_t>(p.cols) * es);
       CheckSummary& part = parts[static_cast<std::size_t>(ti)];

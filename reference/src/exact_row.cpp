@@ -1,9 +1,11 @@
-// One row of the exact reference. Notation (all exact):
-//   S = Σx, Q = Σx², n = row width, mean = S/n,
+// One row of the exact reference, for LayerNorm and RMSNorm. Notation (all exact):
+//   S = Σx (LayerNorm; RMSNorm takes the mean as 0: S = 0 below), Q = Σx², n = row width, mean = S/n,
 //   M = n·Q − S² = n²·var  (the one-pass formula is exact here: S and Q are exact integers·2^k),
 //   W = M + n²·eps = n²·(var + eps),  rstd = n / sqrt(W),
-//   D_i = n·x_i − S = n·(x_i − mean),  z*_i = D_i / sqrt(W),  y*_i = β_i + γ_i·D_i / sqrt(W).
-// n, mean's denominator, cancels from z and y, so they are quotients of dyadics by sqrt(W).
+//   D_i = n·x_i − S = n·(x_i − mean),  z*_i = D_i / sqrt(W),  y*_i = β_i + w_i·D_i / sqrt(W),
+//   w_i = C + γ_i (the gamma offset C, exact as a dyadic sum; w = 1 without gamma).
+// n, mean's denominator, cancels from z and y, so they are quotients of dyadics by sqrt(W). For RMSNorm
+// (S = 0): M = n·Q = n²·mean(x²), W = n²·(mean(x²) + eps), z*_i = x_i·rstd: the same machinery.
 //
 // Rounding y*_i once: a double-double evaluation with a proven absolute error bound ε_i decides
 // the rounding whenever no rounding boundary lies within ε_i of it (almost always). Otherwise, the
@@ -47,6 +49,8 @@ constexpr double kFastRelBound = 0x1p-96;
 constexpr double kUnderflowSlack = 0x1p-1060;
 // The fast path needs every intermediate below this (no overflow in double-double).
 constexpr double kFastRangeLimit = 0x1p1000;
+// ... and rstd at least this (its double-double normal to 2^-106 relative: 2^-960 - 106 > 2^-1074).
+constexpr double kFastRstdMin = 0x1p-960;
 
 BigFloat to_bigfloat(const Dyadic& d) {
   BigFloat r(d.m);
@@ -83,9 +87,12 @@ void store_bits(const Format& f, void* dst, std::int64_t i, std::uint64_t bits) 
 }  // namespace
 
 struct RowReferencer::Impl {
-  DType dtype;
+  DType dtype, param_dtype;
+  bool centred;       // LayerNorm subtracts the mean; RMSNorm takes it as 0
+  double offset;      // C of w = C + γ, as the kernels receive it
   Format fmt, stats_fmt;
   Dyadic eps_dyadic;  // eps exactly as the kernels receive it
+  Dyadic offset_dyadic;
   std::vector<double> x, gamma, beta;
 
   // Per-row exact state.
@@ -95,13 +102,24 @@ struct RowReferencer::Impl {
   DD mean_dd, rstd_dd;
   bool fast_ok = false;
 
-  Impl(DType dt, double e)
-      : dtype(dt), fmt(format_of(dt)), stats_fmt(format_of(stats_dtype(dt))),
-        eps_dyadic(Dyadic::from_double(e)) {}
+  explicit Impl(const Problem& p)
+      : dtype(p.dtype), param_dtype(p.param_dtype), centred(lnorm::centred(p.op)), offset(p.gamma_offset),
+        fmt(format_of(p.dtype)), stats_fmt(format_of(stats_dtype(p.dtype))), eps_dyadic(Dyadic::from_double(p.eps)),
+        offset_dyadic(Dyadic::from_double(p.gamma_offset)) {}
+
+  // w_i = C + γ_i as a double-double (two_sum: exact), 1 without gamma.
+  detail::DD weight_dd(std::size_t i) const {
+    if (gamma.empty()) return {1.0, 0.0};
+    return detail::two_sum(offset, gamma[i]);
+  }
+  Dyadic weight(std::size_t i) const {
+    if (gamma.empty()) return Dyadic::from_double(1.0);
+    return offset_dyadic + Dyadic::from_double(gamma[i]);
+  }
 
   void accumulate(std::int64_t n) {
     auto finish = [&](const auto& acc) {
-      S = acc.sum();
+      S = centred ? acc.sum() : Dyadic{};
       Dyadic Q = acc.sum_of_squares();
       detail::normalize(S);
       detail::normalize(Q);
@@ -122,9 +140,9 @@ struct RowReferencer::Impl {
     }
   }
 
-  // DESIGN.md "Measuring error": s = |γ|·max(1, |z*|) + |β|.
+  // docs/DESIGN.md "Measuring error": s = |w|·max(1, |z*|) + |β|, w = C + γ.
   double scale_of(std::size_t i, double z) const {
-    const double g = gamma.empty() ? 1.0 : std::fabs(gamma[i]);
+    const double g = std::fabs(weight_dd(i).hi);
     const double b = beta.empty() ? 0.0 : std::fabs(beta[i]);
     return g * std::max(1.0, std::fabs(z)) + b;
   }
@@ -142,7 +160,7 @@ struct RowReferencer::Impl {
 
   std::uint64_t round_y_exactly(std::size_t i, std::int64_t guess, ElementReference* e) const {
     const Dyadic D = Dyadic::from_double(x[i]) * n_big - S;
-    const Dyadic A = D * Dyadic::from_double(gamma.empty() ? 1.0 : gamma[i]);
+    const Dyadic A = D * weight(i);
     if (e) {
       const BigFloat z = to_bigfloat(D) / sqrtW;
       const BigFloat y = to_bigfloat(A) / sqrtW + (beta.empty() ? 0.0 : beta[i]);
@@ -156,11 +174,12 @@ struct RowReferencer::Impl {
   bool round_y_fast(std::size_t i, std::uint64_t& bits, std::int64_t& guess,
                     ElementReference* e) const {
     const double xi = x[i];
-    const double g = gamma.empty() ? 1.0 : gamma[i];
+    const DD w = weight_dd(i);  // exact
+    const double g = w.hi;
     const double b = beta.empty() ? 0.0 : beta[i];
     const DD d = detail::sub(DD{xi, 0}, mean_dd);
     const DD p = detail::mul(d, rstd_dd);  // z*
-    const DD q = detail::mul(p, g);
+    const DD q = w.lo == 0 ? detail::mul(p, g) : detail::mul(p, w);  // the same bound (< 2^-102 each)
     const DD y = detail::add(q, b);
     if (e) *e = {y.hi, y.lo, p.hi, scale_of(i, p.hi)};
     const double eps_i = kFastRelBound * (std::fabs(b) + std::fabs(g) * rstd_dd.hi * (std::fabs(xi) + std::fabs(mean_dd.hi))) +
@@ -203,8 +222,8 @@ struct RowReferencer::Impl {
                    ElementReference* elems) {
     RowReference out;
     load(dtype, xp, n, x);
-    if (gp) load(dtype, gp, n, gamma); else gamma.clear();
-    if (bp) load(dtype, bp, n, beta); else beta.clear();
+    if (gp) load(param_dtype, gp, n, gamma); else gamma.clear();
+    if (bp) load(param_dtype, bp, n, beta); else beta.clear();
     const std::uint64_t nan_bits = double_to_bits(fmt, kNaN);
     auto fill_nan = [&](std::int64_t i) {
       if (y_out) store_bits(fmt, y_out, i, nan_bits);
@@ -252,12 +271,15 @@ struct RowReferencer::Impl {
     // always qualify: every intermediate is below 2^450).
     double xmax = 0, gmax = 0, bmax = 0;
     for (double v : x) xmax = std::max(xmax, std::fabs(v));
-    for (double v : gamma) gmax = std::max(gmax, std::fabs(v));
+    for (std::size_t i = 0; i < gamma.size(); ++i) gmax = std::max(gmax, std::fabs(weight_dd(i).hi));
     for (double v : beta) bmax = std::max(bmax, std::fabs(v));
     if (gamma.empty()) gmax = 1;
     const double span = (xmax + std::fabs(mean_dd.hi)) * rstd_dd.hi;
-    fast_ok = std::isfinite(rstd_dd.hi) && std::isfinite(mean_dd.hi) && span < kFastRangeLimit &&
-              std::isfinite(gmax) && std::isfinite(bmax) && gmax * span + bmax < kFastRangeLimit;
+    // rstd must also be a normal double-double: below 2^-960 its low word (and, below 2^-1022, its high
+    // word) loses bits to underflow, far more than the 2^-96 bound (f64 rows near overflow, whose
+    // rstd ~ 1/max is subnormal in f64; found by RMSNorm's rows of ±max in tests/test_reference_ops.cpp).
+    fast_ok = std::isfinite(rstd_dd.hi) && rstd_dd.hi >= kFastRstdMin && std::isfinite(mean_dd.hi) &&
+              span < kFastRangeLimit && std::isfinite(gmax) && std::isfinite(bmax) && gmax * span + bmax < kFastRangeLimit;
 
     for (std::int64_t i = 0; i < n; ++i) {
       const auto ui = static_cast<std::size_t>(i);
@@ -272,8 +294,7 @@ struct RowReferencer::Impl {
         ++out.exact_fallbacks;
         if (!fast_ok) {
           // No double-double guess: start from the big-float value.
-          const BigFloat y = to_bigfloat(Dyadic::from_double(x[ui]) * n_big - S) *
-                                 (gamma.empty() ? 1.0 : gamma[ui]) / sqrtW +
+          const BigFloat y = to_bigfloat((Dyadic::from_double(x[ui]) * n_big - S) * weight(ui)) / sqrtW +
                              (beta.empty() ? 0.0 : beta[ui]);
           const double yd = y.convert_to<double>();
           guess = std::isnan(yd) ? 0 : round_to_ordinal(fmt, yd);
@@ -286,7 +307,17 @@ struct RowReferencer::Impl {
   }
 };
 
-RowReferencer::RowReferencer(DType dtype, double eps) : impl_(std::make_unique<Impl>(dtype, eps)) {}
+namespace {
+Problem layernorm_problem(DType dtype, double eps) {
+  Problem p;
+  p.dtype = p.param_dtype = dtype;
+  p.eps = eps;  // exactly as given, as before there were ops
+  return p;
+}
+}  // namespace
+
+RowReferencer::RowReferencer(DType dtype, double eps) : impl_(std::make_unique<Impl>(layernorm_problem(dtype, eps))) {}
+RowReferencer::RowReferencer(const Problem& p) : impl_(std::make_unique<Impl>(p)) {}
 RowReferencer::~RowReferencer() = default;
 RowReferencer::RowReferencer(RowReferencer&&) noexcept = default;
 RowReferencer& RowReferencer::operator=(RowReferencer&&) noexcept = default;

@@ -9,7 +9,7 @@ void reference(const Problem& p, const Tensors& t, double* kappa) {
   const std::size_t es = size_of(p.dtype);
   const Format stats = format_of(stats_dtype(p.dtype));
   parallel_rows(p.rows, p.threads, [&](std::int64_t begin, std::int64_t end) {
-    RowReferencer ref(p.dtype, p.eps);
+    RowReferencer ref(p);
     for (std::int64_t r = begin; r < end; ++r) {
       const auto off = static_cast<std::size_t>(r * p.cols) * es;
       const RowReference row = ref.run(static_cast<const char*>(t.x) + off, p.has_gamma ? t.gamma : nullptr,

@@ -20,9 +20,12 @@ struct KernelInfo {
   // Kernels that are wrong on purpose (the cautionary `onepass`) say so here; the harness reports
   // their failures as expected rather than hiding the kernel.
   bool cautionary = false;
+  // The ops it implements (problem.op); run is called only with one of them. Every kernel that takes an
+  // op takes its parameter conventions too: gamma_offset, and f32 gamma/beta with f16/bf16 x.
+  OpSet ops{Op::layernorm};
 };
 
-// The full availability check: dtype support first, then the kernel's own reason.
+// The full availability check: op and dtype support first, then the kernel's own reason.
 std::optional<std::string> unavailable_reason(const KernelInfo& k, const Problem& p);
 
 }  // namespace lnorm

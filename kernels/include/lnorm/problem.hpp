@@ -1,4 +1,4 @@
-// The problem a LayerNorm kernel solves, and the buffers it reads and writes.
+// The problem a normalization kernel solves, and the buffers it reads and writes (docs/DESIGN.md "Ops").
 //
 // A tensor normalized from `axis` on is, in C order, a rows x cols matrix: rows = prod(shape[:axis]),
 // cols = prod(shape[axis:]). Kernels see only that matrix; shapes and axes live in the CLI.
@@ -43,6 +43,33 @@ constexpr std::size_t size_of(DType d) {
 // mean and rstd are f32, except for f64 data (DESIGN.md "What LayerNorm means here").
 constexpr DType stats_dtype(DType d) { return d == DType::f64 ? DType::f64 : DType::f32; }
 
+// The operation, an axis of the whole harness like the dtype (docs/DESIGN.md "Ops"):
+//   layernorm  y = (x − mean)·rstd·(C + γ) + β,  rstd = 1/sqrt(var + eps),   var = Σ(x − mean)²/n
+//   rmsnorm    y = x·rstd·(C + γ) (+ β when given), rstd = 1/sqrt(Σx²/n + eps)   — no mean, no mean output
+enum class Op : std::uint8_t { layernorm = 0, rmsnorm = 1 };
+inline constexpr Op kAllOps[] = {Op::layernorm, Op::rmsnorm};
+
+constexpr std::string_view name(Op o) {
+  switch (o) {
+    case Op::layernorm: return "layernorm";
+    case Op::rmsnorm: return "rmsnorm";
+  }
+  return "?";
+}
+std::optional<Op> parse_op(std::string_view s);
+// LayerNorm subtracts the row's mean (and reports it); RMSNorm takes the mean as 0.
+constexpr bool centred(Op o) { return o == Op::layernorm; }
+
+// A set of ops as a bit mask, for KernelInfo::ops.
+struct OpSet {
+  std::uint8_t bits = 0;
+  constexpr OpSet() = default;
+  constexpr OpSet(std::initializer_list<Op> os) {
+    for (Op o : os) bits |= static_cast<std::uint8_t>(1u << static_cast<unsigned>(o));
+  }
+  constexpr bool contains(Op o) const { return (bits >> static_cast<unsigned>(o)) & 1u; }
+};
+
 // A set of dtypes as a bit mask, for KernelInfo::dtypes.
 struct DTypeSet {
   std::uint8_t bits = 0;
@@ -62,17 +89,35 @@ struct Problem {
   bool has_gamma = false;
   bool has_beta = false;
   int threads = 1;  // rows may be split across this many threads; results must not depend on it
+  Op op = Op::layernorm;
+  // Storage of gamma and beta: dtype, or f32 with f16/bf16 x (Apex's mixed LayerNorm, FlashInfer and
+  // TE keep weights in f32). y keeps x's dtype.
+  DType param_dtype = DType::f32;
+  // y uses (gamma_offset + gamma): 1 for Gemma's (1 + w). As the kernel receives it: rounded to f32
+  // unless dtype is f64 (set_params); only with gamma given.
+  double gamma_offset = 0;
 
   std::int64_t elements() const { return rows * cols; }
 };
 
-// Builds a Problem with eps rounded to the format the kernels receive it in (f32, or f64 for f64
-// data), so the reference and every kernel use exactly the same eps.
+// Builds a LayerNorm Problem with eps rounded to the format the kernels receive it in (f32, or f64 for
+// f64 data), so the reference and every kernel use exactly the same eps; params in x's dtype, no offset.
 Problem make_problem(std::int64_t rows, std::int64_t cols, DType dtype, double eps,
                      bool has_gamma, bool has_beta, int threads = 1);
+// The same problem for another op / parameter convention. set_params rounds the offset as eps is
+// rounded and throws std::invalid_argument for a parameter dtype that is neither x's nor f32 (with
+// f16/bf16 x), and for an offset without gamma.
+Problem with_op(Problem p, Op op);
+Problem set_params(Problem p, DType param_dtype, double gamma_offset);
+// "" when param_dtype may hold gamma/beta for x of dtype d; otherwise why not.
+std::string param_dtype_problem(DType d, DType param_dtype);
 
-// Host buffers, C order. x, y: rows*cols elements of problem.dtype. gamma, beta: cols elements of
-// problem.dtype, or null when absent. mean, rstd: rows elements of stats_dtype(problem.dtype).
+// Host buffers, C order: named, optional operands (docs/DESIGN.md "Ops"); a kernel reads and writes
+// exactly the ones its op has, and every other pointer is null.
+//   x, y: rows*cols elements of problem.dtype. gamma, beta: cols elements of problem.param_dtype, or
+//   null when absent. mean, rstd: rows elements of stats_dtype(problem.dtype), or null when not wanted
+//   (rmsnorm has no mean).
+//   residual, h (Add & Norm) and dy, dx, dgamma, dbeta (backward) are the ops that follow.
 struct Tensors {
   const void* x = nullptr;
   const void* gamma = nullptr;
@@ -80,6 +125,12 @@ struct Tensors {
   void* y = nullptr;
   void* mean = nullptr;
   void* rstd = nullptr;
+  const void* residual = nullptr;
+  void* h = nullptr;
+  const void* dy = nullptr;
+  void* dx = nullptr;
+  void* dgamma = nullptr;
+  void* dbeta = nullptr;
 };
 
 }  // namespace lnorm

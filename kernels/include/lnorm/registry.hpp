@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "lnorm/kernel.hpp"
 
@@ -14,6 +15,8 @@ namespace lnorm {
 std::span<const KernelInfo> registry();
 // nullptr when no kernel has this name.
 const KernelInfo* find_kernel(std::string_view name);
+// The kernels that implement op, in registry order.
+std::vector<const KernelInfo*> kernels_for(Op op);
 
 // How many kernels append_kernel may add in one process: the registry reserves room for them up
 // front, so a KernelInfo* taken before a plugin is loaded stays valid (no reallocation).

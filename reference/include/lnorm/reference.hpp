@@ -1,4 +1,4 @@
-// The exact LayerNorm reference: the real-number answer for the inputs as stored, rounded once.
+// The exact reference of LayerNorm and RMSNorm: the real-number answer for the inputs as stored, rounded once.
 //
 // How it stays exact (details in src/exact_row.cpp):
 //   - Σx and Σx² are formed exactly in long fixed-point accumulators (src/superaccumulator.hpp);
@@ -21,29 +21,32 @@ namespace lnorm {
 // What the metrics need of the exact answer at one element.
 struct ElementReference {
   double y_hi = 0, y_lo = 0;  // y* ≈ y_hi + y_lo, relative error < 2^-90 (NaN where y* is NaN)
-  double z = 0;               // z* = (x − mean)·rstd, to double precision (NaN where y* is NaN)
-  double scale = 0;           // s = |γ|·max(1, |z*|) + |β|: the size the error is measured against
+  double z = 0;               // z* = (x − mean)·rstd (x·rstd for RMSNorm), to double precision (NaN where y* is NaN)
+  double scale = 0;           // s = |C + γ|·max(1, |z*|) + |β|: the size the error is measured against
 };
 
 struct RowReference {
-  double mean = 0;     // exact mean rounded once to the stats format (NaN for a non-finite row)
-  double rstd = 0;     // exact 1/sqrt(var + eps) rounded once to the stats format (+Inf if var+eps == 0)
-  double kappa = 0;    // |mean| / sqrt(var + eps), 0 when var + eps == 0 (NaN for a non-finite row)
+  double mean = 0;     // exact mean rounded once to the stats format (NaN for a non-finite row; 0 for RMSNorm)
+  double rstd = 0;     // exact 1/sqrt(var + eps) rounded once to the stats format (+Inf if var+eps == 0);
+                       // RMSNorm: 1/sqrt(mean(x²) + eps)
+  double kappa = 0;    // |mean| / sqrt(var + eps), 0 when var + eps == 0 (NaN for a non-finite row; 0 for RMSNorm)
   bool nonfinite = false;          // the row held a NaN or an Inf
   std::int64_t exact_fallbacks = 0;  // elements the fast path could not certify (diagnostics)
 };
 
 // Computes reference rows one at a time, reusing its scratch memory. Not thread-safe: use one per
-// thread. eps is used exactly as given (callers pass the Problem's eps, already in kernel format).
+// thread. Problem: its op, dtype, param_dtype, eps and gamma_offset, each used exactly as given (a
+// Problem's are already in kernel format); rows, cols and threads are ignored.
 class RowReferencer {
  public:
-  RowReferencer(DType dtype, double eps);
+  explicit RowReferencer(const Problem& problem);
+  RowReferencer(DType dtype, double eps);  // LayerNorm, params in dtype, no offset
   ~RowReferencer();
   RowReferencer(RowReferencer&&) noexcept;
   RowReferencer& operator=(RowReferencer&&) noexcept;
 
-  // x: n elements of dtype; gamma/beta: n elements or null. y_out: n elements of dtype (rounded
-  // bits), may be null. elems: n entries, may be null.
+  // x: n elements of dtype; gamma/beta: n elements of param_dtype or null. y_out: n elements of dtype
+  // (rounded bits), may be null. elems: n entries, may be null.
   RowReference run(const void* x, const void* gamma, const void* beta, std::int64_t n, void* y_out,
                    ElementReference* elems);
 
