@@ -93,7 +93,7 @@ int main() {
   for (const std::int64_t r : {std::int64_t{64}, std::int64_t{16384}}) {
     Data d(r, 4096);
     const lnorm::Tensors t = d.t();
-    const auto fn = [&](std::int64_t b, std::int64_t e) { rows(d.p, t, b, e); };
+    const auto fn = [&](std::int64_t b, std::int64_t e) { rows(d.p, t, b, e, lnorm::cpu::Staged{}); };
     const double bytes = 2.0 * 4.0 * static_cast<double>(r) * 4096;
     const auto gbps = [&](const char* what, double median) {
       std::printf("  %s %.1f (%.1f)", what, bytes / median / 1e9, bytes / g_min / 1e9);
@@ -110,7 +110,7 @@ int main() {
   for (const std::int64_t r : {2, 4, 8, 16, 32}) {
     Data d(r, 4096);
     const lnorm::Tensors t = d.t();
-    const auto fn = [&](std::int64_t b, std::int64_t e) { rows(d.p, t, b, e); };
+    const auto fn = [&](std::int64_t b, std::int64_t e) { rows(d.p, t, b, e, lnorm::cpu::Staged{}); };
     const double one = time_call([&] { fn(0, r); }), one_min = g_min;
     const double two = time_call([&] { lnorm::parallel_rows(r, 2, fn); });
     std::printf("  %2lldx4096 (%6lld elements): %.2f (%.2f) / %.2f (%.2f)\n", static_cast<long long>(r),

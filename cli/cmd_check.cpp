@@ -59,6 +59,11 @@ nlohmann::json stat_json(const StatSummary& s, double limit, const char* metric)
 
 int run_check(const CheckFlags& f) {
   check_outputs({{f.json, "--json"}}, {f.problem.x, f.problem.gamma, f.problem.beta, f.y, f.mean, f.rstd});
+  check_stat_flags(op_flag(f.problem.op), f.mean);
+  if (f.max_mean_ulp >= 0 && f.mean.empty())
+    throw InputError("--max-mean-ulp: needs --mean (the candidate mean it gates)");
+  if (f.max_rstd_ulp >= 0 && f.rstd.empty())
+    throw InputError("--max-rstd-ulp: needs --rstd (the candidate rstd it gates)");
   ProblemInputs in = load_problem(f.problem);
   const Problem& p = in.problem;
   io::NpyReader cand(f.y);
@@ -109,9 +114,12 @@ int run_check(const CheckFlags& f) {
   if (mean_in) std::printf("  mean %g ulp", em.max_ulp);
   if (rstd_in) std::printf("  rstd %g ulp", er.max_ulp);
   std::printf("\n");
-  std::printf("  input     %s %s, %s, axis %d, eps %.9g, %lld rows x %lld\n", f.problem.x.c_str(),
-              shape_text(in.shape).c_str(), std::string(name(p.dtype)).c_str(), in.axis, p.eps,
-              static_cast<long long>(p.rows), static_cast<long long>(p.cols));
+  std::printf("  input     %s %s, %s %s, axis %d, eps %.9g, %lld rows x %lld", f.problem.x.c_str(),
+              shape_text(in.shape).c_str(), std::string(name(p.op)).c_str(), std::string(name(p.dtype)).c_str(),
+              in.axis, p.eps, static_cast<long long>(p.rows), static_cast<long long>(p.cols));
+  if (p.param_dtype != p.dtype) std::printf(", gamma/beta %s", std::string(name(p.param_dtype)).c_str());
+  if (p.gamma_offset != 0) std::printf(", weight %.9g + gamma", p.gamma_offset);
+  std::printf("\n");
   if (ey.max_ulp_index >= 0)
     std::printf("  worst y   %s: got %.17g, exact %.17g, %.4g scaled ulp%s, row kappa %.3g\n",
                 coords(ey.max_ulp_index, in.shape).c_str(), ey.max_ulp_got, ey.max_ulp_exact, ey.max_ulp,
@@ -133,8 +141,9 @@ int run_check(const CheckFlags& f) {
 
   if (!f.json.empty()) {
     nlohmann::json j = {
-        {"x", f.problem.x}, {"candidate", f.y}, {"shape", in.shape}, {"axis", in.axis},
-        {"dtype", std::string(name(p.dtype))}, {"eps", p.eps}, {"rows", p.rows}, {"cols", p.cols},
+        {"x", f.problem.x}, {"candidate", f.y}, {"op", std::string(name(p.op))}, {"shape", in.shape}, {"axis", in.axis},
+        {"dtype", std::string(name(p.dtype))}, {"param_dtype", std::string(name(p.param_dtype))},
+        {"gamma_offset", p.gamma_offset}, {"eps", p.eps}, {"rows", p.rows}, {"cols", p.cols},
         {"elements", ey.elements}, {"max_ulp", ulp_json(ey.max_ulp)}, {"max_ulp_nonfinite", std::isinf(ey.max_ulp)},
         {"max_finite_ulp", ey.max_finite_ulp}, {"max_ulp_index", ey.max_ulp_index},
         {"max_ulp_kappa", ey.max_ulp_kappa}, {"max_ulp_got", ey.max_ulp_got}, {"max_ulp_exact", ey.max_ulp_exact},
@@ -156,8 +165,8 @@ void add_check(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("check", "Measure a candidate output against the exact answer and gate on a budget");
   add_problem_flags(*cmd, f->problem);
   cmd->add_option("--y", f->y, "Candidate output (.npy, x's shape and dtype)")->required();
-  cmd->add_option("--mean", f->mean, "Candidate per-row mean (.npy, f32; f64 for f64 data)");
-  cmd->add_option("--rstd", f->rstd, "Candidate per-row 1/sqrt(var+eps) (.npy, like --mean)");
+  cmd->add_option("--mean", f->mean, "Candidate per-row mean (.npy, f32; f64 for f64 data; layernorm only)");
+  cmd->add_option("--rstd", f->rstd, "Candidate per-row rstd (.npy, f32; f64 for f64 data)");
   cmd->add_option("--max-ulp", f->budget.a, "Budget: allowed scaled ulps per element, flat part a")->default_val(8.0);
   cmd->add_option("--max-ulp-per-kappa", f->budget.b, "Budget: allowed scaled ulps per unit of row kappa, b")
       ->default_val(1.0);

@@ -9,7 +9,7 @@
 namespace lnorm::cli {
 
 void add_list(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("list", "List the kernels, their dtypes and whether they run here");
+  auto* cmd = app.add_subcommand("list", "List the kernels, their dtypes, whether they run here, and the ops they implement");
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "Print JSON instead of a table");
   add_plugin_flag(cmd);
@@ -19,26 +19,35 @@ void add_list(CLI::App& app, int& exit_code) {
     std::size_t width = 10;
     for (const KernelInfo& k : registry()) width = std::max(width, k.name.size());
     const int w = static_cast<int>(width);
-    if (!*json) std::printf("%-*s %-18s %-10s %s\n", w, "kernel", "dtypes", "available", "summary");
+    if (!*json) std::printf("%-*s %-18s %-10s %-18s %s\n", w, "kernel", "dtypes", "available", "ops", "summary");
     for (const KernelInfo& k : registry()) {
+      std::string ops_text;
+      nlohmann::json ops = nlohmann::json::array();
+      Op first = Op::layernorm;
+      for (Op o : kAllOps) {
+        if (!k.ops.contains(o)) continue;
+        if (ops.empty()) first = o;
+        ops.push_back(std::string(name(o)));
+        ops_text += (ops_text.empty() ? "" : ",") + std::string(name(o));
+      }
       std::string dtypes;
       nlohmann::json per_dtype = nlohmann::json::object();
       std::optional<std::string> reason;
       for (DType d : kAllDTypes) {
         if (!k.dtypes.contains(d)) continue;
         dtypes += (dtypes.empty() ? "" : ",") + std::string(name(d));
-        const auto why = unavailable_reason(k, make_problem(1, 1024, d, 1e-5, false, false));
+        const auto why = unavailable_reason(k, with_op(make_problem(1, 1024, d, 1e-5, false, false), first));
         per_dtype[std::string(name(d))] = why ? nlohmann::json(*why) : nlohmann::json(nullptr);
         if (why && !reason) reason = why;
       }
       if (*json) {
-        out.push_back({{"name", k.name}, {"summary", k.summary}, {"dtypes", per_dtype},
+        out.push_back({{"name", k.name}, {"summary", k.summary}, {"dtypes", per_dtype}, {"ops", ops},
                        {"available", !reason.has_value()}, {"cautionary", k.cautionary},
                        {"plugin", plugin_path_of(k) ? nlohmann::json(*plugin_path_of(k)) : nlohmann::json(nullptr)},
                        {"unavailable_reason", reason ? nlohmann::json(*reason) : nlohmann::json(nullptr)}});
       } else {
-        std::printf("%-*s %-18s %-10s %s%s\n", w, std::string(k.name).c_str(), dtypes.c_str(),
-                    reason ? "no" : "yes", std::string(k.summary).c_str(),
+        std::printf("%-*s %-18s %-10s %-18s %s%s\n", w, std::string(k.name).c_str(), dtypes.c_str(),
+                    reason ? "no" : "yes", ops_text.c_str(), std::string(k.summary).c_str(),
                     reason ? (" [" + *reason + "]").c_str() : "");
       }
     }

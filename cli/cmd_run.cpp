@@ -23,6 +23,7 @@ struct RunFlags {
 // kernel == nullptr: the exact reference.
 int run_problem(const RunFlags& f, const KernelInfo* kernel) {
   check_outputs({{f.y, "--y"}, {f.mean, "--mean"}, {f.rstd, "--rstd"}}, {f.problem.x, f.problem.gamma, f.problem.beta});
+  check_stat_flags(op_flag(f.problem.op), f.mean);
   ProblemInputs in = load_problem(f.problem);
   const Problem& p = in.problem;
   if (kernel) {
@@ -52,8 +53,10 @@ int run_problem(const RunFlags& f, const KernelInfo* kernel) {
     in.x.read(r0 * p.cols, nr * p.cols, xbuf.data());
     Problem part = p;
     part.rows = nr;
+    // The mean only for an op that has one (rmsnorm's kernels get a null mean, and must not write one).
     const Tensors t{xbuf.data(), in.gamma_data.empty() ? nullptr : in.gamma_data.data(),
-                    in.beta_data.empty() ? nullptr : in.beta_data.data(), ybuf.data(), mbuf.data(), rbuf.data()};
+                    in.beta_data.empty() ? nullptr : in.beta_data.data(), ybuf.data(),
+                    centred(p.op) ? mbuf.data() : nullptr, rbuf.data()};
     if (kernel) kernel->run(part, t);
     else reference(part, t);
     y.write(ybuf.data(), ybuf.size());
@@ -68,8 +71,9 @@ int run_problem(const RunFlags& f, const KernelInfo* kernel) {
 
 void add_outputs(CLI::App& cmd, RunFlags& f) {
   cmd.add_option("--y", f.y, "Output tensor (.npy, x's shape and dtype)")->required();
-  cmd.add_option("--mean", f.mean, "Per-row mean (.npy, f32; f64 for f64 data; ONNX Mean shape)");
-  cmd.add_option("--rstd", f.rstd, "Per-row 1/sqrt(var+eps) (.npy, like --mean; ONNX InvStdDev)");
+  cmd.add_option("--mean", f.mean, "Per-row mean (.npy, f32; f64 for f64 data; ONNX Mean shape; layernorm only)");
+  cmd.add_option("--rstd", f.rstd,
+                 "Per-row 1/sqrt(var+eps), rmsnorm 1/sqrt(mean(x^2)+eps) (.npy, f32; f64 for f64 data; ONNX InvStdDev shape)");
 }
 
 }  // namespace

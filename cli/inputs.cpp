@@ -57,6 +57,18 @@ const KernelInfo& kernel_flag(const std::string& name) {
   throw InputError(msg + ")");
 }
 
+Op op_flag(const std::string& name) {
+  const auto o = parse_op(name);
+  if (!o) throw InputError("--op " + name + ": expected layernorm or rmsnorm");
+  return *o;
+}
+
+void check_stat_flags(Op op, const std::string& mean_path, const char* mean_flag) {
+  if (!centred(op) && !mean_path.empty())
+    throw InputError(std::string(mean_flag) + ": " + std::string(name(op)) +
+                     " has no mean output (it takes the mean as 0); drop " + mean_flag);
+}
+
 DType dtype_flag(const std::string& name) {
   const auto d = parse_dtype(name);
   if (!d) throw InputError("--dtype " + name + ": expected f32, f64, f16 or bf16");
@@ -79,11 +91,17 @@ DType dtype_for(const io::NpyReader& x, const std::string& flag) {
   throw InputError(x.path() + ": holds '<u2'; pass --dtype bf16 if these are bfloat16 bit patterns");
 }
 
-std::vector<std::byte> load_affine(const io::NpyReader& x, io::NpyReader& r, const char* flag,
-                                   const std::vector<std::int64_t>& row_shape, std::int64_t cols) {
-  if (r.header().descr != x.header().descr)
-    throw InputError(r.path() + ": " + flag + " holds '" + r.header().descr + "' but x holds '" +
-                     x.header().descr + "'");
+// The dtype gamma/beta are stored in: x's, or f32 ('<f4') with f16/bf16 x.
+DType param_dtype_of(const io::NpyReader& x, DType x_dtype, io::NpyReader& r, const char* flag) {
+  const std::string& descr = r.header().descr;
+  if (descr == x.header().descr) return x_dtype;
+  if (descr == "<f4" && (x_dtype == DType::f16 || x_dtype == DType::bf16)) return DType::f32;
+  throw InputError(r.path() + ": " + flag + " holds '" + descr + "' but x holds '" + x.header().descr +
+                   "' (" + std::string(name(x_dtype)) + "): gamma/beta are x's dtype, or '<f4' (f32) with f16/bf16 x");
+}
+
+std::vector<std::byte> load_affine(io::NpyReader& r, const char* flag, const std::vector<std::int64_t>& row_shape,
+                                   std::int64_t cols) {
   const auto& s = r.header().shape;
   const bool same = s == row_shape || (s.size() == 1 && s[0] == cols);
   if (!same)
@@ -123,15 +141,27 @@ ProblemInputs load_problem(const ProblemFlags& f) {
   for (int i = 0; i < rank; ++i) (i < in.axis ? rows : cols) *= in.shape[static_cast<std::size_t>(i)];
   if (cols == 0) throw InputError(f.x + ": the normalized dims (from axis " + std::to_string(in.axis) + " on) have zero width");
   const std::vector<std::int64_t> row_shape(in.shape.begin() + in.axis, in.shape.end());
+  const Op op = op_flag(f.op);
+  std::optional<DType> param_dtype;
   if (!f.gamma.empty()) {
     in.gamma.emplace(f.gamma);
-    in.gamma_data = load_affine(in.x, *in.gamma, "gamma", row_shape, cols);
+    param_dtype = param_dtype_of(in.x, dtype, *in.gamma, "gamma");
+    in.gamma_data = load_affine(*in.gamma, "gamma", row_shape, cols);
   }
   if (!f.beta.empty()) {
     in.beta.emplace(f.beta);
-    in.beta_data = load_affine(in.x, *in.beta, "beta", row_shape, cols);
+    const DType b = param_dtype_of(in.x, dtype, *in.beta, "beta");
+    if (param_dtype && b != *param_dtype)
+      throw InputError(f.beta + ": beta holds '" + in.beta->header().descr + "' but gamma holds '" +
+                       in.gamma->header().descr + "': gamma and beta share one dtype");
+    param_dtype = b;
+    in.beta_data = load_affine(*in.beta, "beta", row_shape, cols);
   }
-  in.problem = make_problem(rows, cols, dtype, f.eps, !f.gamma.empty(), !f.beta.empty(), f.threads);
+  if (!std::isfinite(f.gamma_offset)) throw InputError("--gamma-offset: must be finite");
+  if (f.gamma_offset != 0 && f.gamma.empty())
+    throw InputError("--gamma-offset: needs --gamma (y uses gamma-offset + gamma; without gamma the weight is 1)");
+  in.problem = with_op(make_problem(rows, cols, dtype, f.eps, !f.gamma.empty(), !f.beta.empty(), f.threads), op);
+  in.problem = set_params(in.problem, param_dtype.value_or(dtype), f.gamma_offset);
   return in;
 }
 

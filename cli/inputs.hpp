@@ -1,5 +1,6 @@
-// Loading a LayerNorm problem from .npy files and flags, with every check the CLI contract asks
-// for: dtype rules, axis range, gamma/beta shape, eps, outputs that are not inputs.
+// Loading a normalization problem from .npy files and flags, with every check the CLI contract asks
+// for: op, dtype rules (gamma/beta in x's dtype or f32 with 16-bit x), axis range, gamma/beta shape, eps,
+// the gamma offset, outputs that are not inputs.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +27,14 @@ struct ProblemFlags {
   double eps = 1e-5;
   std::string dtype;  // empty: from x.npy
   int threads = 1;
+  std::string op = "layernorm";
+  double gamma_offset = 0;
 };
+
+// --op value; throws InputError "--op O: expected layernorm or rmsnorm".
+Op op_flag(const std::string& name);
+// Refuses (InputError naming the flag) a statistic the op does not have: --mean with rmsnorm.
+void check_stat_flags(Op op, const std::string& mean_path, const char* mean_flag = "--mean");
 
 // The .npy descr that holds a dtype ('<u2' for bf16 bit patterns).
 std::string descr_of(DType d);
@@ -43,7 +51,7 @@ struct ProblemInputs {
   std::optional<io::NpyReader> gamma, beta;
   std::vector<std::int64_t> shape;       // x's shape
   int axis = 0;                          // normalized to [0, rank)
-  Problem problem;                       // rows × cols, dtype, eps (kernel format), threads
+  Problem problem;                       // rows × cols, op, dtype, param_dtype, eps and offset (kernel format), threads
   std::vector<std::byte> gamma_data, beta_data;  // cols elements each, or empty
   std::vector<std::int64_t> stats_shape() const;  // x.shape[:axis] + (1,)*(rank-axis)
 };

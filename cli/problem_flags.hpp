@@ -9,8 +9,14 @@ namespace lnorm::cli {
 
 inline void add_problem_flags(CLI::App& cmd, ProblemFlags& f) {
   cmd.add_option("--x", f.x, "Input tensor (.npy: <f4, <f8, <f2, or <u2 holding bf16 bits)")->required();
-  cmd.add_option("--gamma", f.gamma, "Scale, shaped like the normalized dims (absent: 1)");
-  cmd.add_option("--beta", f.beta, "Shift, shaped like the normalized dims (absent: 0)");
+  cmd.add_option("--op", f.op, "layernorm (y = (x - mean)*rstd*gamma + beta) or rmsnorm (y = x*rstd*gamma, "
+                               "rstd = 1/sqrt(mean(x^2) + eps); no mean)")->default_val("layernorm");
+  cmd.add_option("--gamma", f.gamma,
+                 "Scale, shaped like the normalized dims (absent: 1); x's dtype, or <f4 (f32) with f16/bf16 x");
+  cmd.add_option("--beta", f.beta, "Shift, shaped like the normalized dims (absent: 0); gamma's dtype");
+  cmd.add_option("--gamma-offset", f.gamma_offset,
+                 "y uses (C + gamma): 1 for Gemma's (1 + w) and zero-centred gamma (default 0; needs --gamma)")
+      ->default_val(0.0);
   cmd.add_option("--axis", f.axis, "First normalized dim (ONNX axis; negative counts from the end)")
       ->default_val(-1);
   cmd.add_option("--eps", f.eps, "Added to the variance inside the sqrt (PyTorch 1e-5, TF 1e-3, BERT 1e-12)")

@@ -163,6 +163,19 @@ void load16(const typename T::Bits* p, __m256& v0, __m256& v1) {
   }
 }
 
+// Sixteen parameters stored as G in the lane order load16<T> gives x: the same as load16<G>, except f32
+// parameters beside bf16 x, which are permuted to bf16's order (0-3 8-11 | 4-7 12-15): two vperm2f128.
+template <class T, class G>
+void load16_for(const typename G::Bits* p, __m256& v0, __m256& v1) {
+  if constexpr (std::is_same_v<T, BF16> && std::is_same_v<G, F32>) {
+    const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8);
+    v0 = _mm256_permute2f128_ps(a, b, 0x20);
+    v1 = _mm256_permute2f128_ps(a, b, 0x31);
+  } else {
+    load16<G>(p, v0, v1);
+  }
+}
+
 // The first r < 8 elements at p, zeros beyond them; nothing past p + r is read.
 template <class T>
 __m256 load_tail(const typename T::Bits* p, std::int64_t r) {
@@ -343,6 +356,31 @@ Stats row_stats(const typename T::Bits* x, std::int64_t n, float eps) {
   return {m, static_cast<float>(mean_lo), rstd, safe && std::isfinite(rstd)};
 }
 
+// RMSNorm's statistics: the same fused read with the shift 0 (Q = Σ x²), mean 0, rstd = 1/sqrt(Q/n + eps).
+// Safe when Q is finite (no x² overflowed f32: rows past |x| ≈ 1.8e19 take the welford row, which scales)
+// and Q ≥ kSafeMin² or eps ≥ kRmsEpsMin: a square below f32's normal range is off by at most 2^-150, so
+// n ≤ 2^31 of them move Q/n by 2^-150 at most, which is 2^-39 of Q/n when Q ≥ 2^-80 and 2^-50 of
+// Q/n + eps when eps ≥ 2^-100. NaN/Inf rows make the sums non-finite; eps = 0 on a zero row makes
+// rstd +Inf: both take the welford row.
+constexpr double kRmsEpsMin = 0x1p-100;
+
+template <class T>
+Stats rms_stats(const typename T::Bits* x, std::int64_t n, float eps) {
+  const double epsd = static_cast<double>(eps);
+  double s = 0, q = 0;
+  float unused = 0;
+  centred_sums<T, false>(x, n, 0.0f, s, q, unused);
+  const float rstd = static_cast<float>(1.0 / std::sqrt(q / static_cast<double>(n) + epsd));
+  const bool safe = std::isfinite(s) && std::isfinite(q) &&
+                    (q >= static_cast<double>(kSafeMin) * kSafeMin || epsd >= kRmsEpsMin) && std::isfinite(rstd);
+  return {0.0f, 0.0f, rstd, safe};
+}
+
+template <class T>
+Stats stats_of(const typename T::Bits* x, std::int64_t n, float eps, bool centred) {
+  return centred ? row_stats<T>(x, n, eps) : rms_stats<T>(x, n, eps);
+}
+
 // The output pass. kNaN: y may hold NaN (only bf16's narrowing cares; see rows_typed).
 // G: how gamma and beta are stored (T, or F32 once widened; see rows_affine).
 template <class T, class G, bool kGamma, bool kBeta, bool kNaN>
@@ -387,8 +425,8 @@ struct Normalizer {
       if constexpr (kStream && kPrefetch) _mm_prefetch(reinterpret_cast<const char*>(next + i), _MM_HINT_T1);
       __m256 x0, x1;
       load16<T>(x + i, x0, x1);
-      if constexpr (kGamma) load16<G>(gamma + i, g0, g1);
-      if constexpr (kBeta) load16<G>(beta + i, b0, b1);
+      if constexpr (kGamma) load16_for<T, G>(gamma + i, g0, g1);
+      if constexpr (kBeta) load16_for<T, G>(beta + i, b0, b1);
       store16<T, kStream, kNaN>(y + i, one(x0, g0, b0), one(x1, g1, b1));
     }
     span(x, y, i, n - i);
@@ -407,13 +445,14 @@ void rows_loop(const Problem& p, const Tensors& t, std::int64_t begin, std::int6
   const float eps = static_cast<float>(p.eps);
   const bool stream = 2 * p.rows * p.cols * static_cast<std::int64_t>(sizeof(B)) > kStreamBytes;
   Normalizer<T, G, kGamma, kBeta, kNaN> norm{gamma, beta, {}, {}, {}};
+  const bool is_centred = centred(p.op);  // one row driver for both ops: only the statistics differ
   // Row + 1's statistics before row's output pass: see kPipeline.
-  Stats next = begin < end ? row_stats<T>(x + begin * n, n, eps) : Stats{};
+  Stats next = begin < end ? stats_of<T>(x + begin * n, n, eps, is_centred) : Stats{};
   for (std::int64_t row = begin; row < end; ++row) {
     const B* xr = x + row * n;
     B* yr = y + row * n;
     const Stats s = next;
-    if (kPipeline && row + 1 < end) next = row_stats<T>(xr + n, n, eps);
+    if (kPipeline && row + 1 < end) next = stats_of<T>(xr + n, n, eps, is_centred);
     if (!s.safe) {
       welford_row(p, t, row);
     } else {
@@ -430,7 +469,7 @@ void rows_loop(const Problem& p, const Tensors& t, std::int64_t begin, std::int6
         norm.template row<false>(xr, yr, n, 0, xr);
       }
     }
-    if (!kPipeline && row + 1 < end) next = row_stats<T>(xr + n, n, eps);
+    if (!kPipeline && row + 1 < end) next = stats_of<T>(xr + n, n, eps, is_centred);
   }
   if (stream) _mm_sfence();  // the streamed lines are visible before the caller reads y
 }
@@ -442,8 +481,9 @@ void rows_loop(const Problem& p, const Tensors& t, std::int64_t begin, std::int6
 constexpr std::int64_t kWideMax = 4096;
 
 template <class T, bool kGamma, bool kBeta, bool kNaN>
-void rows_affine(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+void rows_affine(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged& staged) {
   using B = typename T::Bits;
+  if (staged.gamma || staged.beta) return rows_loop<T, F32, kGamma, kBeta, kNaN>(p, t, begin, end, staged.gamma, staged.beta);
   const B* gamma = static_cast<const B*>(t.gamma);
   const B* beta = static_cast<const B*>(t.beta);
   const std::int64_t n = p.cols;
@@ -461,6 +501,13 @@ void rows_affine(const Problem& p, const Tensors& t, std::int64_t begin, std::in
     }
   }
   rows_loop<T, T, kGamma, kBeta, kNaN>(p, t, begin, end, gamma, beta);
+}
+
+// True when every f32 element of v[0, n) is finite.
+bool all_finite_f32(const float* v, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(v[i])) return false;
+  return true;
 }
 
 // True when every bf16 element of v[0, n) is finite (exponent field not all ones).
@@ -481,31 +528,34 @@ bool all_finite_bf16(const std::uint16_t* v, std::int64_t n) {
 // with var + eps = 0 take the welford row) and −mean_lo·rstd are finite, and an fma of finite
 // operands never gives NaN. Then bf16's narrowing skips its NaN test (2 of ~15 ops per vector).
 template <class T, bool kNaN>
-void rows_nan(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, bool g, bool b) {
-  if (g && b) rows_affine<T, true, true, kNaN>(p, t, begin, end);
-  else if (g) rows_affine<T, true, false, kNaN>(p, t, begin, end);
-  else if (b) rows_affine<T, false, true, kNaN>(p, t, begin, end);
-  else rows_affine<T, false, false, kNaN>(p, t, begin, end);
+void rows_nan(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, bool g, bool b, const Staged& s) {
+  if (g && b) rows_affine<T, true, true, kNaN>(p, t, begin, end, s);
+  else if (g) rows_affine<T, true, false, kNaN>(p, t, begin, end, s);
+  else if (b) rows_affine<T, false, true, kNaN>(p, t, begin, end, s);
+  else rows_affine<T, false, false, kNaN>(p, t, begin, end, s);
 }
 
 template <class T>
-void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged& s) {
   const bool g = p.has_gamma && t.gamma, b = p.has_beta && t.beta;
   if constexpr (std::is_same_v<T, BF16>) {
-    const bool finite = (!g || all_finite_bf16(static_cast<const std::uint16_t*>(t.gamma), p.cols)) &&
-                        (!b || all_finite_bf16(static_cast<const std::uint16_t*>(t.beta), p.cols));
-    if (finite) return rows_nan<T, false>(p, t, begin, end, g, b);
+    const bool staged = s.gamma || s.beta;
+    const bool finite =
+        staged ? (!g || all_finite_f32(s.gamma, p.cols)) && (!b || all_finite_f32(s.beta, p.cols))
+               : (!g || all_finite_bf16(static_cast<const std::uint16_t*>(t.gamma), p.cols)) &&
+                     (!b || all_finite_bf16(static_cast<const std::uint16_t*>(t.beta), p.cols));
+    if (finite) return rows_nan<T, false>(p, t, begin, end, g, b, s);
   }
-  rows_nan<T, true>(p, t, begin, end, g, b);
+  rows_nan<T, true>(p, t, begin, end, g, b, s);
 }
 
 }  // namespace
 
-void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged& staged) {
   switch (p.dtype) {
-    case DType::f32: return rows_typed<F32>(p, t, begin, end);
-    case DType::f16: return rows_typed<F16>(p, t, begin, end);
-    case DType::bf16: return rows_typed<BF16>(p, t, begin, end);
+    case DType::f32: return rows_typed<F32>(p, t, begin, end, staged);
+    case DType::f16: return rows_typed<F16>(p, t, begin, end, staged);
+    case DType::bf16: return rows_typed<BF16>(p, t, begin, end, staged);
     case DType::f64: return;  // not offered: avx2_kernel.cpp declares f32, f16, bf16 only
   }
 }

@@ -5,6 +5,7 @@
 
 #include "isa.hpp"
 #include "kernels.hpp"
+#include "params.hpp"
 #include "row_split.hpp"
 
 namespace lnorm::cpu {
@@ -38,7 +39,8 @@ const Avx512Features& features() {
   return f;
 }
 
-std::optional<std::string> avx512_why_not(const Problem&) {
+std::optional<std::string> avx512_why_not(const Problem& p) {
+  if (!params_in_place(p)) return "the AVX-512 kernels take gamma/beta in x's dtype without an offset";
   const Avx512Features& f = features();
   if (!f.f) return "CPU lacks avx512f";
   if (!f.bw) return "CPU lacks avx512bw";

@@ -10,10 +10,21 @@
 
 namespace lnorm::cpu {
 
+// Parameters staged by the generic driver (params.hpp) when they cannot be read in place: w = C + gamma
+// and beta in f32 (f64 for the _cr kernels), cols each; both null when gamma/beta are read from t as x's dtype.
+struct Staged {
+  const float* gamma = nullptr;
+  const float* beta = nullptr;
+};
+struct Staged64 {
+  const double* gamma = nullptr;
+  const double* beta = nullptr;
+};
+
 namespace avx2 {
-// Rows [begin, end) of p (f32, f16 or bf16). Rows whose statistics leave the fast path's safe range
-// (near overflow, subnormal spread, NaN/Inf) are handed to fallback_row.
-void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end);
+// Rows [begin, end) of p (f32, f16 or bf16; layernorm or rmsnorm). Rows whose statistics leave the fast
+// path's safe range (near overflow, subnormal spread, NaN/Inf) are handed to welford_row.
+void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged& staged);
 }  // namespace avx2
 
 namespace avx2_cr {

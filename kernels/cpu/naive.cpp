@@ -2,6 +2,8 @@
 //   pass 1: mean = (Σ x) / n           sequential sum in f32 (f64 for f64 data)
 //   pass 2: var  = (Σ (x − mean)²) / n  centred, so no cancellation on offset rows
 // Its weakness is the sequential sum: error grows like n·u in the worst case (≈ sqrt(n)·u typical).
+// RMSNorm, the textbook way too: ms = (Σ x²) / n, one sequential sum in f32, no range scaling (x²
+// overflows f32 near |x| = 1.8e19 and underflows on subnormal rows).
 #include "kernels.hpp"
 #include "scalar_rows.hpp"
 
@@ -10,7 +12,12 @@ namespace {
 
 template <class T>
 struct TwoPassStats {
-  RowStats<T> operator()(const T* x, std::int64_t n) const {
+  RowStats<T> operator()(const T* x, std::int64_t n, bool centred) const {
+    if (!centred) {
+      Acc<T> sq = 0;
+      for (std::int64_t i = 0; i < n; ++i) sq += load(x[i]) * load(x[i]);
+      return {0, sq / static_cast<Acc<T>>(n), 0, 0};
+    }
     Acc<T> sum = 0;
     for (std::int64_t i = 0; i < n; ++i) sum += load(x[i]);
     const Acc<T> mean = sum / static_cast<Acc<T>>(n);
@@ -26,7 +33,8 @@ struct TwoPassStats {
 }  // namespace
 
 const KernelInfo kNaive{
-    "naive", "scalar two-pass: mean, then centred variance; sequential f32 sums (f64 for f64)",
-    DTypeSet{DType::f32, DType::f64, DType::f16, DType::bf16}, nullptr, &run_scalar<TwoPassStats>};
+    "naive", "scalar textbook: two-pass mean and centred variance (RMSNorm: sum of squares); sequential f32 sums (f64 for f64)",
+    DTypeSet{DType::f32, DType::f64, DType::f16, DType::bf16}, nullptr, &run_scalar<TwoPassStats>, false,
+    OpSet{Op::layernorm, Op::rmsnorm}};
 
 }  // namespace lnorm::cpu

@@ -12,7 +12,7 @@ namespace {
 
 template <class T>
 struct OnePassStats {
-  RowStats<T> operator()(const T* x, std::int64_t n) const {
+  RowStats<T> operator()(const T* x, std::int64_t n, bool /*centred: layernorm only*/) const {
     Acc<T> s1 = 0, s2 = 0;
     for (std::int64_t i = 0; i < n; ++i) {
       const Acc<T> v = load(x[i]);

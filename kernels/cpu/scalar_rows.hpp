@@ -1,6 +1,7 @@
-// Shared skeleton of the scalar kernels: per row, a statistics step (the part that differs between
-// naive, onepass and welford), then the same normalize step
-//     y = (x − mean) · rstd · γ + β,   rstd = 1 / sqrt(var + eps)
+// Shared skeleton of the scalar kernels, for both ops: per row, a statistics step (the part that differs
+// between naive, onepass and welford; RMSNorm's takes the mean as 0 and var as mean(x²)), then the same
+// normalize step
+//     y = (x − mean) · rstd · w + β,   rstd = 1 / sqrt(var + eps),   w = C + γ (params.hpp)
 // in the accumulation type (f32, or f64 for f64 data), rounded once to the storage type.
 // Rows are split across threads; a row's result never depends on which thread computed it.
 #pragma once
@@ -11,6 +12,7 @@
 #include <type_traits>
 
 #include "lnorm/half.hpp"
+#include "params.hpp"
 #include "row_split.hpp"
 #include "lnorm/problem.hpp"
 
@@ -34,13 +36,16 @@ struct RowStats {
   Acc<T> scale = 1;
 };
 
-// StatsFn: RowStats<T> stats(const T* row, std::int64_t n).
+// StatsFn: RowStats<T> stats(const T* row, std::int64_t n, bool centred) (centred: LayerNorm; otherwise
+// RMSNorm's mean(x²) as var, mean 0).
 template <class T, class StatsFn>
 void normalize_rows(const Problem& p, const Tensors& t, StatsFn stats) {
   using A = Acc<T>;
   const T* x = static_cast<const T*>(t.x);
-  const T* gamma = p.has_gamma ? static_cast<const T*>(t.gamma) : nullptr;
-  const T* beta = p.has_beta ? static_cast<const T*>(t.beta) : nullptr;
+  const StagedParams<A> params = stage_params<A>(p, t);
+  const A* gamma = params.gamma();
+  const A* beta = params.beta();
+  const bool is_centred = centred(p.op);
   T* y = static_cast<T*>(t.y);
   A* mean_out = static_cast<A*>(t.mean);
   A* rstd_out = static_cast<A*>(t.rstd);
@@ -50,7 +55,7 @@ void normalize_rows(const Problem& p, const Tensors& t, StatsFn stats) {
     for (std::int64_t r = begin; r < end; ++r) {
       const T* xr = x + r * n;
       T* yr = y + r * n;
-      const RowStats<T> s = stats(xr, n);
+      const RowStats<T> s = stats(xr, n, is_centred);
       // eps·scale² may overflow to +Inf for subnormal rows: then rstd_scaled = 0 and y = β, the
       // right answer to the format's precision since var ≪ eps there; the reported rstd is then
       // taken unscaled, where var/scale² ≪ eps.
@@ -63,10 +68,17 @@ void normalize_rows(const Problem& p, const Tensors& t, StatsFn stats) {
       if (rstd_out) {
         rstd_out[r] = std::isinf(eps_scaled) && !poisoned ? A(1) / std::sqrt(s.var / s.scale / s.scale + eps) : rstd * s.scale;
       }
+      if (poisoned) {  // one NaN for the whole row: its bits do not depend on which operations met it
+        for (std::int64_t i = 0; i < n; ++i) {
+          if constexpr (std::is_same_v<T, double>) yr[i] = rstd;
+          else yr[i] = from_float<T>(rstd);
+        }
+        continue;
+      }
       for (std::int64_t i = 0; i < n; ++i) {
         A v = ((static_cast<A>(to_float(xr[i])) * s.scale - s.shift_scaled) - s.mean_from_shift) * rstd;
-        if (gamma) v *= static_cast<A>(to_float(gamma[i]));
-        if (beta) v += static_cast<A>(to_float(beta[i]));
+        if (gamma) v *= gamma[i];
+        if (beta) v += beta[i];
         if constexpr (std::is_same_v<T, double>) yr[i] = v;
         else yr[i] = from_float<T>(v);
       }

@@ -19,6 +19,9 @@
 // squares overflow, and subnormal rows, whose squares underflow — the row is recomputed on values
 // scaled by an exact power of two (RowStats::scale); this costs a second and third pass on those
 // rows only.
+// RMSNorm (the careful scalar one): mean(x²) on v = x·2^k (k = 0 unless max|x| leaves [2^-40, 2^40],
+// then max|v| in [1, 2): squares neither overflow nor underflow), summed in blocks of kBlock and the
+// block sums merged pairwise (a binary counter, as above): error (kBlock + log2 n)·u, not n·u.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -105,7 +108,52 @@ struct WelfordStats {
     return total;
   }
 
-  RowStats<T> operator()(const T* x, std::int64_t n) const {
+  static RowStats<T> rms(const T* x, std::int64_t n) {
+    A max_abs = 0;
+    bool finite = true;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const A v = std::abs(load(x[i]));
+      finite = finite && std::isfinite(v);
+      max_abs = std::max(max_abs, v);
+    }
+    if (!finite) return {std::numeric_limits<A>::quiet_NaN(), std::numeric_limits<A>::quiet_NaN(), 0, 0};
+    A scale = 1;
+    if (max_abs != 0 && !(max_abs >= kSafeMin && max_abs <= kSafeMax)) {
+      const int max_exp = std::numeric_limits<A>::max_exponent - 2;
+      scale = std::ldexp(A(1), std::clamp(-std::ilogb(max_abs), -max_exp, max_exp));
+    }
+    std::array<A, 64> levels{};
+    std::array<bool, 64> full{};
+    A tail = 0;
+    for (std::int64_t start = 0; start < n; start += kBlock) {
+      const std::int64_t end = std::min(n, start + kBlock);
+      A block = 0;
+      for (std::int64_t i = start; i < end; ++i) {
+        const A v = load(x[i]) * scale;
+        block += v * v;
+      }
+      if (end - start < kBlock) {
+        tail = block;
+        break;
+      }
+      std::size_t level = 0;
+      while (full[level]) {
+        block += levels[level];
+        full[level] = false;
+        ++level;
+      }
+      levels[level] = block;
+      full[level] = true;
+    }
+    A sum = 0;
+    for (std::size_t level = 0; level < levels.size(); ++level)
+      if (full[level]) sum += levels[level];
+    sum += tail;
+    return {0, sum / static_cast<A>(n), 0, 0, scale};
+  }
+
+  RowStats<T> operator()(const T* x, std::int64_t n, bool centred) const {
+    if (!centred) return rms(x, n);
     A shift_scaled = load(x[0]), scale = 1, max_abs = 0;
     Partial total = pass(x, n, scale, shift_scaled, max_abs);
     // Squares of the spread must stay normal and finite in A: max |v| in [2^-kSafeExp, 2^kSafeExp].
@@ -157,7 +205,8 @@ void welford_row(const Problem& p, const Tensors& t, std::int64_t row) {
 }
 
 const KernelInfo kWelford{
-    "welford", "scalar Welford updates in blocks of 32, Chan pairwise merge; f32 (f64 for f64)",
-    DTypeSet{DType::f32, DType::f64, DType::f16, DType::bf16}, nullptr, &run_scalar<WelfordStats>};
+    "welford", "scalar careful: Welford updates in blocks of 32, Chan pairwise merge (RMSNorm: blocked pairwise sum of squares, range-scaled); f32 (f64 for f64)",
+    DTypeSet{DType::f32, DType::f64, DType::f16, DType::bf16}, nullptr, &run_scalar<WelfordStats>, false,
+    OpSet{Op::layernorm, Op::rmsnorm}};
 
 }  // namespace lnorm::cpu

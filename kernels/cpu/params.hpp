@@ -1,0 +1,54 @@
+// The affine parameters as the CPU kernels' row code reads them (docs/DESIGN.md "Ops"): gamma and beta may
+// be stored in x's dtype or in f32 (with f16/bf16 x), and y uses w = C + gamma (the gamma offset). Staged
+// once per call into the kernel's working format A — w_i = C + gamma_i rounded once, beta_i widened
+// (exact) — so the rows need to know neither the storage nor the offset. Generic code (it allocates).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "lnorm/half.hpp"
+#include "lnorm/problem.hpp"
+
+namespace lnorm::cpu {
+
+// Element i of a parameter buffer of dtype d, exactly (every format's values are doubles).
+inline double param_value(DType d, const void* p, std::int64_t i) {
+  switch (d) {
+    case DType::f32: return static_cast<const float*>(p)[i];
+    case DType::f64: return static_cast<const double*>(p)[i];
+    case DType::f16: return to_float(static_cast<const f16*>(p)[i]);
+    case DType::bf16: return to_float(static_cast<const bf16*>(p)[i]);
+  }
+  return 0;
+}
+
+// True when the parameters can be read in place as x's dtype: no offset, same storage.
+inline bool params_in_place(const Problem& p) { return p.param_dtype == p.dtype && p.gamma_offset == 0; }
+
+template <class A>
+struct StagedParams {
+  std::vector<A> w, b;  // cols each, or empty when absent
+  const A* gamma() const { return w.empty() ? nullptr : w.data(); }
+  const A* beta() const { return b.empty() ? nullptr : b.data(); }
+};
+
+// w = C + gamma (C + gamma is exact in double for the f32-family formats unless their exponents are more
+// than 29 apart; then it rounds twice, within A's rounding) and beta, in A.
+template <class A>
+StagedParams<A> stage_params(const Problem& p, const Tensors& t) {
+  StagedParams<A> s;
+  const auto n = static_cast<std::size_t>(p.cols);
+  if (p.has_gamma && t.gamma) {
+    s.w.resize(n);
+    for (std::size_t i = 0; i < n; ++i)
+      s.w[i] = static_cast<A>(p.gamma_offset + param_value(p.param_dtype, t.gamma, static_cast<std::int64_t>(i)));
+  }
+  if (p.has_beta && t.beta) {
+    s.b.resize(n);
+    for (std::size_t i = 0; i < n; ++i) s.b[i] = static_cast<A>(param_value(p.param_dtype, t.beta, static_cast<std::int64_t>(i)));
+  }
+  return s;
+}
+
+}  // namespace lnorm::cpu
