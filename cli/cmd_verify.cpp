@@ -1,4 +1,4 @@
-// lnorm verify — the CI gate: the ten properties (property_tests/) for each chosen kernel × dtype,
+// lnorm verify — the CI gate: each op's properties (property_tests/) for each chosen kernel × op × dtype,
 // judged against budgets.toml. Exit 0 when every property holds (expected failures excepted), 1 when
 // any fails, is mistrusted, or an expected failure starts passing; 2 on bad usage.
 #include <unistd.h>
@@ -21,6 +21,7 @@ namespace {
 
 struct VerifyFlags {
   std::vector<std::string> kernels{"all"};
+  std::vector<std::string> ops;
   std::vector<std::string> dtypes;
   std::vector<std::string> properties;
   std::string budgets, json, junit, dump;
@@ -35,12 +36,15 @@ void add_verify(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("verify", "Check the kernels' properties against the exact reference and budgets.toml");
   auto f = std::make_shared<VerifyFlags>();
   cmd->add_option("--kernel", f->kernels, "Kernel name, repeatable, 'all' (default), or 'plugins' (every --plugin kernel)");
+  cmd->add_option("--op", f->ops, "layernorm or rmsnorm, repeatable (default: every op the kernel implements)");
   cmd->add_option("--dtype", f->dtypes, "f32, f64, f16 or bf16, repeatable (default: every dtype the kernel takes)");
   std::string property_names;
   for (lnorm::verify::Property p : lnorm::verify::kAllProperties) {
     property_names += (property_names.empty() ? "" : ", ") + std::string(lnorm::verify::name(p));
   }
-  cmd->add_option("--property", f->properties, "Only this property, repeatable (default: all ten): " + property_names);
+  cmd->add_option("--property", f->properties,
+                  "Only this property, repeatable (default: every property of the op; a property of another op is not "
+                  "run): " + property_names);
   cmd->add_option("--budgets", f->budgets, "Budgets file (default: the built-in property_tests/budgets.toml)");
   cmd->add_option("--cases", f->cases, "Generated cases per property (default: 24 with --quick, else 160)")
       ->check(CLI::Range(1, 1000000));
@@ -72,31 +76,44 @@ void add_verify(CLI::App& app, int& exit_code) {
     } catch (const BudgetError& e) {
       throw InputError(e.what());
     }
-    // The work list, so progress can say "n of m".
-    std::vector<std::pair<const KernelInfo*, DType>> work;
+    std::vector<Op> ops;
+    for (const std::string& o : f->ops) ops.push_back(op_flag(o));
+    if (ops.empty()) ops.assign(std::begin(kAllOps), std::end(kAllOps));
+    // The work list (kernel x op x dtype, op-major per kernel), so progress can say "n of m".
+    struct Work {
+      const KernelInfo* k;
+      Op op;
+      DType d;
+    };
+    std::vector<Work> work;
+    std::size_t total = 0;
     for (const KernelInfo* k : kernels) {
-      for (DType d : dtypes.empty() ? std::vector<DType>(std::begin(kAllDTypes), std::end(kAllDTypes)) : dtypes) {
-        if (k->dtypes.contains(d)) work.emplace_back(k, d);
+      for (Op o : ops) {
+        if (!k->ops.contains(o)) continue;
+        for (DType d : dtypes.empty() ? std::vector<DType>(std::begin(kAllDTypes), std::end(kAllDTypes)) : dtypes) {
+          if (!k->dtypes.contains(d)) continue;
+          work.push_back({k, o, d});
+          for (Property p : settings.properties.empty() ? properties_for(o) : settings.properties) total += applies(p, o) ? 1 : 0;
+        }
       }
     }
-    if (work.empty()) throw InputError("no chosen kernel takes the chosen dtype");
-    const std::size_t nprops = settings.properties.empty() ? kAllProperties.size() : settings.properties.size();
-    const std::size_t total = work.size() * nprops;
+    if (work.empty()) throw InputError("no chosen kernel implements the chosen op and dtype");
     const bool tty = isatty(fileno(stderr));
     std::size_t done = 0;
     const auto start = std::chrono::steady_clock::now();
     std::vector<Outcome> outcomes;
-    for (const auto& [k, d] : work) {
+    for (const auto& [k, op, d] : work) {
       KernelBudget budget;
       try {
-        budget = budgets.for_kernel(k->name, d);
+        budget = budgets.for_kernel(op, k->name, d);
       } catch (const BudgetError& e) {
         throw InputError(e.what());
       }
-      auto progress = [&](std::string_view kernel, DType dtype, Property p) {
+      auto progress = [&, op = op](std::string_view kernel, DType dtype, Property p) {
         ++done;
         if (tty) {
-          std::fprintf(stderr, "\r\033[Kverify [%zu/%zu] %s %s %s", done, total, std::string(kernel).c_str(),
+          std::fprintf(stderr, "\r\033[Kverify [%zu/%zu] %s%s %s %s", done, total, std::string(kernel).c_str(),
+                       op == Op::layernorm ? "" : (" " + std::string(name(op))).c_str(),
                        std::string(name(dtype)).c_str(), std::string(name(p)).c_str());
         }
       };
@@ -104,13 +121,13 @@ void add_verify(CLI::App& app, int& exit_code) {
         // A plugin kernel runs in forked children: a crash fails one property, and the run goes on.
         Settings with_plugin = settings;
         with_plugin.command = "lnorm verify --plugin " + *plugin;
-        for (Outcome& o : verify_in_child(*k, d, budget, with_plugin, progress)) {
+        for (Outcome& o : verify_in_child(*k, op, d, budget, with_plugin, progress)) {
           if (o.check_command.rfind("lnorm run ", 0) == 0) o.check_command.insert(10, "--plugin " + *plugin + " ");
           outcomes.push_back(std::move(o));
         }
         continue;
       }
-      for (Outcome& o : verify_kernel(*k, d, budget, settings, progress)) outcomes.push_back(std::move(o));
+      for (Outcome& o : verify_kernel(*k, op, d, budget, settings, progress)) outcomes.push_back(std::move(o));
     }
     if (tty) std::fprintf(stderr, "\r\033[K");
     RunInfo info;

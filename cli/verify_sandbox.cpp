@@ -25,7 +25,7 @@ using verify::Status;
 // The child's one message to the parent, as CBOR (which keeps NaN and Inf; JSON text would turn a
 // worst error of Inf into null). Enums travel as numbers: both ends are this binary.
 nlohmann::json to_json(const Outcome& o) {
-  return {{"kernel", o.kernel}, {"dtype", static_cast<int>(o.dtype)}, {"property", static_cast<int>(o.property)},
+  return {{"kernel", o.kernel}, {"op", static_cast<int>(o.op)}, {"dtype", static_cast<int>(o.dtype)}, {"property", static_cast<int>(o.property)},
           {"status", static_cast<int>(o.status)}, {"cases", o.cases}, {"seconds", o.seconds}, {"seed", o.seed},
           {"worst", o.worst}, {"classes", o.classes}, {"totals", o.totals}, {"correctly_rounded", o.correctly_rounded},
           {"message", o.message}, {"counterexample", o.counterexample}, {"reproduce", o.reproduce},
@@ -35,6 +35,7 @@ nlohmann::json to_json(const Outcome& o) {
 Outcome from_json(const nlohmann::json& j) {
   Outcome o;
   o.kernel = j.at("kernel").get<std::string>();
+  o.op = static_cast<Op>(j.at("op").get<int>());
   o.dtype = static_cast<DType>(j.at("dtype").get<int>());
   o.property = static_cast<Property>(j.at("property").get<int>());
   o.status = static_cast<Status>(j.at("status").get<int>());
@@ -77,7 +78,7 @@ std::string read_all(int fd) {
 
 // Runs one property in a child. The child sends "R <cbor>" (its outcome) or "E <message>" (an
 // exception, lnorm's internal error) through a pipe and _exits; a crash ends it by the signal.
-Outcome one_property(const KernelInfo& kernel, DType dtype, const verify::KernelBudget& budget,
+Outcome one_property(const KernelInfo& kernel, Op op, DType dtype, const verify::KernelBudget& budget,
                      const verify::Settings& settings, Property p) {
   verify::Settings one = settings;
   one.properties = {p};
@@ -92,7 +93,7 @@ Outcome one_property(const KernelInfo& kernel, DType dtype, const verify::Kernel
     ::close(fds[0]);
     die_by_signal_on_crash();
     try {
-      const std::vector<Outcome> got = verify::verify_kernel(kernel, dtype, budget, one);
+      const std::vector<Outcome> got = verify::verify_kernel(kernel, op, dtype, budget, one);
       const std::vector<std::uint8_t> cbor = nlohmann::json::to_cbor(to_json(got.at(0)));
       write_all(fds[1], "R " + std::string(cbor.begin(), cbor.end()));
       ::_exit(0);
@@ -112,10 +113,11 @@ Outcome one_property(const KernelInfo& kernel, DType dtype, const verify::Kernel
   if (msg.rfind("E ", 0) == 0) throw std::runtime_error("verify " + std::string(kernel.name) + ": " + msg.substr(2));
   Outcome o;
   o.kernel = std::string(kernel.name);
+  o.op = op;
   o.dtype = dtype;
   o.property = p;
   o.status = Status::fail;
-  o.reproduce = settings.command + " --kernel " + o.kernel + " --dtype " + std::string(name(dtype)) + " --property " +
+  o.reproduce = settings.command + (op == Op::layernorm ? "" : " --op " + std::string(name(op))) + " --kernel " + o.kernel + " --dtype " + std::string(name(dtype)) + " --property " +
                 std::string(verify::name(p)) + " --seed " + std::to_string(settings.seed) + " --cases " +
                 std::to_string(settings.default_cases());
   if (WIFSIGNALED(status)) {
@@ -131,15 +133,13 @@ Outcome one_property(const KernelInfo& kernel, DType dtype, const verify::Kernel
 
 }  // namespace
 
-std::vector<Outcome> verify_in_child(const KernelInfo& kernel, DType dtype, const verify::KernelBudget& budget,
+std::vector<Outcome> verify_in_child(const KernelInfo& kernel, Op op, DType dtype, const verify::KernelBudget& budget,
                                      const verify::Settings& settings, const verify::Progress& progress) {
-  const std::vector<Property> props = settings.properties.empty()
-                                          ? std::vector<Property>(verify::kAllProperties.begin(), verify::kAllProperties.end())
-                                          : settings.properties;
   std::vector<Outcome> out;
-  for (Property p : props) {
+  for (Property p : settings.properties.empty() ? verify::properties_for(op) : settings.properties) {
+    if (!verify::applies(p, op)) continue;
     if (progress) progress(kernel.name, dtype, p);
-    out.push_back(one_property(kernel, dtype, budget, settings, p));
+    out.push_back(one_property(kernel, op, dtype, budget, settings, p));
   }
   return out;
 }

@@ -10,7 +10,7 @@
 namespace lnorm::cli {
 
 // As verify::verify_kernel; `progress` is called in this process before each property.
-std::vector<verify::Outcome> verify_in_child(const KernelInfo& kernel, DType dtype, const verify::KernelBudget& budget,
+std::vector<verify::Outcome> verify_in_child(const KernelInfo& kernel, Op op, DType dtype, const verify::KernelBudget& budget,
                                              const verify::Settings& settings, const verify::Progress& progress);
 
 }  // namespace lnorm::cli

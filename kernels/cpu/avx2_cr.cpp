@@ -122,8 +122,10 @@ struct FastStats {
 
 // Pass 1 converts the row to f64 into xd (padded with x[0] to a multiple of 8) and sums x − x[0];
 // pass 2 reads xd back (from L1/L2) for Σ (x − m)².
+// centred = false (RMSNorm): the mean is exactly 0: pass 2 sums x² (m = m_lo = q = 0), and the bound has no
+// mean error. w_rel: the weights' relative error (row_bound).
 template <class T>
-FastStats fast_stats(const typename T::Bits* x, std::int64_t n, double eps, double* xd) {
+FastStats fast_stats(const typename T::Bits* x, std::int64_t n, double eps, double* xd, bool centred, double w_rel) {
   const typename T::Bits x0 = x[0];
   const double c = to_double<T>(x0), nd = static_cast<double>(n);
   const __m256d cv = _mm256_set1_pd(c);
@@ -157,9 +159,9 @@ FastStats fast_stats(const typename T::Bits* x, std::int64_t n, double eps, doub
     s1 = _mm256_add_pd(s1, _mm256_sub_pd(b, cv));
   }
   const double s = hsum(_mm256_add_pd(_mm256_add_pd(s0, s1), _mm256_add_pd(s2, s3)));
-  const double q = s / nd;
-  double m, m_lo;
-  two_sum(c, q, m, m_lo);  // m + m_lo == c + q exactly
+  const double q = centred ? s / nd : 0.0;
+  double m = 0, m_lo = 0;
+  if (centred) two_sum(c, q, m, m_lo);  // m + m_lo == c + q exactly
   // Pass 2: q2 = Σ (x − m)², one FMA per element, 16 lanes.
   const __m256d mv = _mm256_set1_pd(m);
   __m256d p0 = _mm256_setzero_pd(), p1 = p0, p2 = p0, p3 = p0;
@@ -191,25 +193,27 @@ FastStats fast_stats(const typename T::Bits* x, std::int64_t n, double eps, doub
   double xmax = his[0], xmin = los[0];
   for (int k = 1; k < 8; ++k) xmax = std::max(xmax, static_cast<double>(his[k])), xmin = std::min(xmin, static_cast<double>(los[k]));
   st.dmax = std::max(xmax - m, m - xmin) * (1 + 0x1p-50);  // x − m rounded up
-  st.finite = std::isfinite(s) && std::isfinite(q2);
+  st.finite = std::isfinite(s) && std::isfinite(q2);  // s: a NaN/Inf row, for both ops
   st.degenerate = v == 0;
   // The bound (file header, "Error bound"; avx2_cr_exact.hpp's row_bound). Roundings any term's
   // partial sums went through: ≤ block/16 in its block, ≤ ceil(n/block) in s0..s3, ≤ 2 in the tail
   // loop, 4 in the folds, 3 spare (1 more for x − c or the square, counted in row_bound).
   const double k = static_cast<double>(block / 16 + (n16 + block - 1) / block) + 9;
-  const RowBound bound = row_bound(k, nd, q, m_lo, q2, v, rstd);
+  const RowBound bound = row_bound(k, nd, q, m_lo, q2, v, rstd, centred, w_rel);
   st.b = bound.b, st.a = bound.a, st.certified = bound.certified;
   return st;
 }
 
-// One row: its storage, and f64 copies of x, gamma and beta (gd, bd: null when absent).
+// One row: its storage, and f64 copies of x, w = C + gamma and beta (gd, bd: null when absent; gl: w's low
+// parts, null when every C + gamma fits one f64).
 template <class T>
 struct Row {
   const typename T::Bits* x;
   typename T::Bits* y;
-  const double *xd, *gd, *bd;
+  const double *xd, *gd, *bd, *gl;
   std::int64_t n;
   double eps;
+  bool centred;
 };
 
 // Counts of one rows() call.
@@ -233,11 +237,11 @@ void settle(const Row<T>& r, std::int64_t i, const FastStats& s, ExactStats& es,
     return;
   }
   if (!have_exact) {
-    es = exact_stats<T>(r.x, r.n, r.eps);
+    es = exact_stats<T>(r.x, r.n, r.eps, r.centred);
     have_exact = true;
     ++cnt.exact_rows;
   }
-  r.y[i] = exact_element<T>(x, g, b, es);
+  r.y[i] = exact_element<T>(x, g, b, es, r.gl ? r.gl[i] : 0.0);
   ++cnt.exact;
 }
 
@@ -338,6 +342,25 @@ double widen_copy(const typename T::Bits* src, std::int64_t n, double* dst) {
   return std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));  // NaN lanes drop out: settled per element
 }
 
+// w = C + gamma in f64 from storage G (T, or f32 beside 16-bit x): hi in gd, the rounding error of the sum
+// in gl (two_sum; all zeros when C = 0, or when every sum fits one f64). Returns max |w| and sets w_rel,
+// the relative error of gd as a weight (u when some sum was rounded, else 0).
+template <class G>
+double weights(const typename G::Bits* gamma, std::int64_t n, double offset, double* gd, double* gl, double& w_rel) {
+  double gmax = widen_copy<G>(gamma, n, gd);
+  w_rel = 0;
+  if (offset == 0) return gmax;  // gl unused (null)
+  gmax = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    double hi, lo;
+    two_sum(offset, gd[i], hi, lo);
+    gd[i] = hi, gl[i] = lo;
+    if (lo != 0) w_rel = kU;
+    gmax = std::max(gmax, std::abs(hi));  // NaN drops out: settled per element
+  }
+  return gmax;
+}
+
 template <class T>
 void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, double* scratch) {
   using B = typename T::Bits;
@@ -346,16 +369,27 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
   float* mean = static_cast<float*>(t.mean);
   float* rstd = static_cast<float*>(t.rstd);
   const std::int64_t n = p.cols;
-  // scratch (isa.hpp): x's row, gamma and beta in f64, each n + 8 long.
+  const bool is_centred = centred(p.op);
+  // scratch (isa.hpp): x's row, w = C + gamma, beta and w's low parts in f64, each n + 8 long.
   double* xd = scratch;
   double* gd = p.has_gamma ? scratch + (n + 8) : nullptr;
   double* bd = p.has_beta ? scratch + 2 * (n + 8) : nullptr;
-  const double gmax = gd ? widen_copy<T>(static_cast<const B*>(t.gamma), n, gd) : 1.0;
-  const double bmax = bd ? widen_copy<T>(static_cast<const B*>(t.beta), n, bd) : 0.0;
+  double* gl = p.has_gamma && p.gamma_offset != 0 ? scratch + 3 * (n + 8) : nullptr;
+  const bool f32_params = p.param_dtype == DType::f32 && !std::is_same_v<T, F32>;
+  double w_rel = 0;
+  double gmax = 1.0, bmax = 0.0;
+  if (gd) {
+    const double c = gl ? p.gamma_offset : 0.0;
+    gmax = f32_params ? weights<F32>(static_cast<const float*>(t.gamma), n, c, gd, gl, w_rel)
+                      : weights<T>(static_cast<const B*>(t.gamma), n, c, gd, gl, w_rel);
+  }
+  if (bd) {
+    bmax = f32_params ? widen_copy<F32>(static_cast<const float*>(t.beta), n, bd) : widen_copy<T>(static_cast<const B*>(t.beta), n, bd);
+  }
   Counts cnt;
   for (std::int64_t row = begin; row < end; ++row) {
-    const Row<T> r{x + row * n, y + row * n, xd, gd, bd, n, p.eps};
-    const FastStats s = fast_stats<T>(r.x, n, p.eps, xd);
+    const Row<T> r{x + row * n, y + row * n, xd, gd, bd, gl, n, p.eps, is_centred};
+    const FastStats s = fast_stats<T>(r.x, n, p.eps, xd, is_centred, w_rel);
     if (!s.finite || s.degenerate) {  // NaN/Inf in the row, or var + eps == 0: the scalar kernel's NaN rules
       welford_row(p, t, row);
       continue;
@@ -369,7 +403,7 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
       else normalize_row<T, false, false>(r, s, gmax, bmax, cnt);
       continue;
     }
-    const ExactStats es = exact_stats<T>(r.x, n, p.eps);
+    const ExactStats es = exact_stats<T>(r.x, n, p.eps, is_centred);
     ++cnt.exact_rows;
     if (!es.finite) {
       welford_row(p, t, row);
@@ -377,7 +411,8 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
     }
     if (mean) mean[row] = static_cast<float>(es.m_hi + es.m_lo);
     if (rstd) rstd[row] = static_cast<float>(es.r_hi + es.r_lo);
-    for (std::int64_t i = 0; i < n; ++i) r.y[i] = exact_element<T>(xd[i], gd ? gd[i] : 1.0, bd ? bd[i] : 0.0, es);
+    for (std::int64_t i = 0; i < n; ++i)
+      r.y[i] = exact_element<T>(xd[i], gd ? gd[i] : 1.0, bd ? bd[i] : 0.0, es, gl ? gl[i] : 0.0);
     cnt.exact += n;
   }
   __atomic_fetch_add(&g_elements, static_cast<long long>((end - begin) * n), __ATOMIC_RELAXED);

@@ -128,12 +128,16 @@ struct RowBound {
   double b, a;
   bool certified;
 };
-inline RowBound row_bound(double k, double nd, double q, double m_lo, double q2, double v, double rstd) {
+// centred: LayerNorm; RMSNorm takes the mean as exactly 0 (m = m_lo = q = 0), so the mean's error em is 0
+// and v's only error is the sums' (ρv = (k + 5)u). w_rel: the relative error of the weights w = C + γ as the
+// kernel holds them (0, or u where C + γ was rounded to f64): one more rounding of t, added to b.
+inline RowBound row_bound(double k, double nd, double q, double m_lo, double q2, double v, double rstd,
+                          bool centred = true, double w_rel = 0) {
   const double a1n = std::sqrt(q2 / nd) * (1 + 0x1p-20) + std::abs(m_lo) + std::abs(q);  // ≥ Σ|x − c|/n
-  const double em = std::abs(m_lo) + 1.01 * kU * std::abs(q) + 1.01 * (k + 1) * kU * a1n;  // ≥ |m − mean*|
+  const double em = centred ? std::abs(m_lo) + 1.01 * kU * std::abs(q) + 1.01 * (k + 1) * kU * a1n : 0.0;  // ≥ |m − mean*|
   const double rho_v = 1.01 * (k + 5) * kU + 1.01 * em * em / v;                         // ≥ |v/v* − 1|
   RowBound r;
-  r.b = (0.51 * rho_v + 8 * kU) * (1 + 0x1p-16);
+  r.b = (0.51 * rho_v + 8 * kU + 1.01 * w_rel) * (1 + 0x1p-16);
   r.a = em * rstd * (1 + 0x1p-16);
   r.certified = rho_v <= 0x1p-30 && std::isfinite(r.a);
   return r;
@@ -160,13 +164,14 @@ inline void add_compensated(double& hi, double& lo, double v) {
   lo += e;
 }
 
+// centred = false (RMSNorm): the mean is exactly 0 (m_hi = m_lo = 0, no spread), Σ x² below.
 template <class T>
-ExactStats exact_stats(const typename T::Bits* x, std::int64_t n, double eps) {
-  const double c = to_double<T>(x[0]), nd = static_cast<double>(n);
+ExactStats exact_stats(const typename T::Bits* x, std::int64_t n, double eps, bool centred = true) {
+  const double c = centred ? to_double<T>(x[0]) : 0.0, nd = static_cast<double>(n);
   // Σ (x − c): each difference split exactly (TwoSum), the running sum by TwoSum, the errors summed
   // compensated (add_compensated).
   double s = 0, err = 0, err2 = 0, spread = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
+  for (std::int64_t i = 0; centred && i < n; ++i) {
     double a, ae, t, te;
     two_sum(to_double<T>(x[i]), -c, a, ae);
     two_sum(s, a, t, te);
@@ -181,7 +186,8 @@ ExactStats exact_stats(const typename T::Bits* x, std::int64_t n, double eps) {
   const double q_hi = sh / nd, q_lo = (std::fma(-q_hi, nd, sh) + sl) / nd;
   double m_hi, m_e;
   two_sum(c, q_hi, m_hi, m_e);
-  const double m_lo = m_e + q_lo;
+  const double m_lo = centred ? m_e + q_lo : 0.0;
+  if (!centred) m_hi = 0;
   // Σ d², d = x − m as a double-double (a + dl), d² = a² (TwoProd) + 2·a·dl + dl².
   double p = 0, pe = 0, pe2 = 0;
   for (std::int64_t i = 0; i < n; ++i) {
@@ -275,16 +281,17 @@ typename T::Bits round_dd(double yh, double yl, double slack, double t, double r
   return r;
 }
 
-// One output element from the exact statistics: y = ((x − m)·rstd)·γ + β in double-double.
+// One output element from the exact statistics: y = ((x − m)·rstd)·w + β in double-double, w = gamma + gamma_lo
+// (gamma_lo: the low part of C + γ where it does not fit one f64).
 template <class T>
-typename T::Bits exact_element(double x, double gamma, double beta, const ExactStats& s) {
+typename T::Bits exact_element(double x, double gamma, double beta, const ExactStats& s, double gamma_lo = 0) {
   double a, b, dh, dl;
   two_sum(x, -s.m_hi, a, b);
   fast_two_sum(a, b - s.m_lo, dh, dl);
   const double zh = dh * s.r_hi;
   const double zl = std::fma(dh, s.r_hi, -zh) + (dh * s.r_lo + dl * s.r_hi);
   const double th = zh * gamma;
-  const double tl = std::fma(zh, gamma, -th) + zl * gamma;
+  const double tl = std::fma(zh, gamma, -th) + zl * gamma + zh * gamma_lo;
   double y0, ye, yh, yl;
   two_sum(th, beta, y0, ye);
   // Renormalized: where β cancels t, t's low part can be a large share of y (measured: 7% of y on a

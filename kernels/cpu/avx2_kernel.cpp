@@ -19,13 +19,6 @@ bool cpu_has_f16c() {
   return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
 }
 
-std::optional<std::string> avx2_why_not(const Problem& p);
-
-std::optional<std::string> avx2_cr_why_not(const Problem& p) {
-  if (!params_in_place(p)) return "avx2_cr takes gamma/beta in x's dtype without an offset";
-  return avx2_why_not(p);
-}
-
 std::optional<std::string> avx2_why_not(const Problem&) {
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !cpu_has_f16c()) {
@@ -56,7 +49,8 @@ void avx2_cr_run(const Problem& p, const Tensors& t) {
 
 const KernelInfo kAvx2Cr{"avx2_cr",
                          "AVX2+FMA, correctly rounded: f64 math with a proven error bound (Ziv's test), double-double near midpoints",
-                         DTypeSet{DType::f32, DType::f16, DType::bf16}, &avx2_cr_why_not, &avx2_cr_run};
+                         DTypeSet{DType::f32, DType::f16, DType::bf16}, &avx2_why_not, &avx2_cr_run, false,
+                         OpSet{Op::layernorm, Op::rmsnorm}};
 
 const KernelInfo kAvx2{"avx2",
                        "AVX2+FMA, 8 f32 lanes: one fused read of shifted sums (corrected two-pass if they cancel), two-float mean (RMSNorm: the sum of squares); streamed y at DRAM sizes; f32 math for f16/bf16",

@@ -29,9 +29,10 @@ void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t e
 
 namespace avx2_cr {
 // The same contract, correctly rounded (avx2_cr.cpp). scratch: scratch_doubles(p.cols) doubles, owned by
-// the caller (f64 copies of the row, gamma and beta: conversions done once, not once per pass).
+// the caller (f64 copies of the row, of w = C + gamma (and its low part where C + gamma does not fit one
+// f64) and of beta: conversions done once, not once per pass). gamma/beta in p.param_dtype.
 void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, double* scratch);
-inline std::int64_t scratch_doubles(std::int64_t cols) { return 3 * (cols + 8); }
+inline std::int64_t scratch_doubles(std::int64_t cols) { return 4 * (cols + 8); }
 // How often avx2_cr left its vector path, summed over the process (all threads): elements computed,
 // elements settled by the scalar f64 test, elements and rows that needed the double-double path.
 struct PathCounts {

@@ -46,28 +46,39 @@ std::string reason_at(const toml::table& t, const std::string& source, const std
   return *r;
 }
 
-KernelBudget parse_section(const toml::table& t, const std::string& source, const std::string& where) {
-  only_keys(t, {"y", "mean", "rstd", "exact_mean", "correctly_rounded", "expected_failures"}, source, where);
+bool bool_at(const toml::table& t, const std::string& key, const std::string& source, const std::string& where,
+             std::string& reason) {
+  const toml::table& v = table_at(t, key, source, where);
+  only_keys(v, {"value", "reason"}, source, where + "." + key);
+  const std::optional<bool> b = v["value"].value<bool>();
+  if (!b) fail(source, where + "." + key + ".value", "missing or not a boolean");
+  reason = reason_at(v, source, where + "." + key);
+  return *b;
+}
+
+KernelBudget parse_section(const toml::table& t, const std::string& source, const std::string& where, Op op) {
+  // LayerNorm has a mean (and exact-statistics rows); RMSNorm has none, and a sign-symmetry claim.
+  if (centred(op)) only_keys(t, {"y", "mean", "rstd", "exact_mean", "correctly_rounded", "expected_failures"}, source, where);
+  else only_keys(t, {"y", "rstd", "sign_symmetric", "correctly_rounded", "expected_failures"}, source, where);
   KernelBudget b;
   b.section = where;
+  b.op = op;
   const toml::table& y = table_at(t, "y", source, where);
   only_keys(y, {"a", "b", "reason"}, source, where + ".y");
   b.y = Budget{number_at(y, "a", source, where + ".y"), number_at(y, "b", source, where + ".y")};
   b.y_reason = reason_at(y, source, where + ".y");
-  const toml::table& mean = table_at(t, "mean", source, where);
-  only_keys(mean, {"ulp", "reason"}, source, where + ".mean");
-  b.mean_ulp = number_at(mean, "ulp", source, where + ".mean");
-  b.mean_reason = reason_at(mean, source, where + ".mean");
+  if (centred(op)) {
+    const toml::table& mean = table_at(t, "mean", source, where);
+    only_keys(mean, {"ulp", "reason"}, source, where + ".mean");
+    b.mean_ulp = number_at(mean, "ulp", source, where + ".mean");
+    b.mean_reason = reason_at(mean, source, where + ".mean");
+  }
   const toml::table& rstd = table_at(t, "rstd", source, where);
   only_keys(rstd, {"ulp", "reason"}, source, where + ".rstd");
   b.rstd_ulp = number_at(rstd, "ulp", source, where + ".rstd");
   b.rstd_reason = reason_at(rstd, source, where + ".rstd");
-  const toml::table& exact = table_at(t, "exact_mean", source, where);
-  only_keys(exact, {"value", "reason"}, source, where + ".exact_mean");
-  const std::optional<bool> ev = exact["value"].value<bool>();
-  if (!ev) fail(source, where + ".exact_mean.value", "missing or not a boolean");
-  b.exact_mean = *ev;
-  b.exact_mean_reason = reason_at(exact, source, where + ".exact_mean");
+  if (centred(op)) b.exact_mean = bool_at(t, "exact_mean", source, where, b.exact_mean_reason);
+  else b.sign_symmetric = bool_at(t, "sign_symmetric", source, where, b.sign_symmetric_reason);
   if (t.contains("correctly_rounded")) {
     const toml::table& cr = table_at(t, "correctly_rounded", source, where);
     only_keys(cr, {"min", "reason"}, source, where + ".correctly_rounded");
@@ -80,6 +91,7 @@ KernelBudget parse_section(const toml::table& t, const std::string& source, cons
       const std::string key = where + ".expected_failures." + std::string(k.str());
       const std::optional<Property> p = parse_property(k.str());
       if (!p) fail(source, key, "not a property name");
+      if (!applies(*p, op)) fail(source, key, "not a property of " + std::string(name(op)));
       // "reason" (strict), or { reason = "...", strict = false } (may hold on some seeds).
       std::optional<std::string> reason = v.value<std::string>();
       if (const toml::table* entry = v.as_table()) {
@@ -109,17 +121,30 @@ Budgets Budgets::parse(std::string_view toml_text, const std::string& source) {
   }
   Budgets out;
   out.source_ = source;
-  for (const auto& [kernel, node] : root) {
-    const std::string kname(kernel.str());
+  // [kernel.dtype] (LayerNorm), or [op.kernel.dtype]: a top-level key that names an op is that op's level.
+  const auto read_kernel = [&](const std::string& kname, const toml::node& node, Op op, const std::string& prefix) {
     const toml::table* per_dtype = node.as_table();
-    if (!per_dtype) fail(source, kname, "expected a table of dtypes");
+    if (!per_dtype) fail(source, prefix + kname, "expected a table of dtypes");
     for (const auto& [dt, section] : *per_dtype) {
-      const std::string where = kname + "." + std::string(dt.str());
+      const std::string where = prefix + kname + "." + std::string(dt.str());
       const std::optional<DType> d = parse_dtype(dt.str());
       if (!d) fail(source, where, "not a dtype (f32, f64, f16, bf16)");
       const toml::table* st = section.as_table();
       if (!st) fail(source, where, "expected a table");
-      out.table_[{kname, *d}] = parse_section(*st, source, where);
+      if (out.table_.count({op, kname, *d}))
+        fail(source, where, "given twice (as [" + kname + "." + std::string(dt.str()) + "] and [layernorm." + kname + "." +
+                                std::string(dt.str()) + "])");
+      out.table_[{op, kname, *d}] = parse_section(*st, source, where, op);
+    }
+  };
+  for (const auto& [key, node] : root) {
+    const std::string k(key.str());
+    if (const std::optional<Op> op = parse_op(k)) {
+      const toml::table* kernels = node.as_table();
+      if (!kernels) fail(source, k, "expected a table of kernels");
+      for (const auto& [kernel, knode] : *kernels) read_kernel(std::string(kernel.str()), knode, *op, k + ".");
+    } else {
+      read_kernel(k, node, Op::layernorm, "");
     }
   }
   return out;
@@ -135,16 +160,17 @@ Budgets Budgets::load(const std::string& path) {
 
 Budgets Budgets::builtin() { return parse(kBuiltinBudgetsToml, "budgets.toml (built in)"); }
 
-bool Budgets::has_own(std::string_view kernel, DType dtype) const {
-  return table_.count({std::string(kernel), dtype}) != 0;
+bool Budgets::has_own(Op op, std::string_view kernel, DType dtype) const {
+  return table_.count({op, std::string(kernel), dtype}) != 0;
 }
 
-const KernelBudget& Budgets::for_kernel(std::string_view kernel, DType dtype) const {
-  auto it = table_.find({std::string(kernel), dtype});
-  if (it == table_.end()) it = table_.find({"default", dtype});
+const KernelBudget& Budgets::for_kernel(Op op, std::string_view kernel, DType dtype) const {
+  auto it = table_.find({op, std::string(kernel), dtype});
+  if (it == table_.end()) it = table_.find({op, "default", dtype});
   if (it == table_.end()) {
-    throw BudgetError(source_ + ": no [" + std::string(kernel) + "." + std::string(name(dtype)) +
-                      "] and no [default." + std::string(name(dtype)) + "] section");
+    const std::string level = op == Op::layernorm ? "" : std::string(name(op)) + ".";
+    throw BudgetError(source_ + ": no [" + level + std::string(kernel) + "." + std::string(name(dtype)) + "] and no [" +
+                      level + "default." + std::string(name(dtype)) + "] section");
   }
   return it->second;
 }

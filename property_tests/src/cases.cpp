@@ -64,11 +64,19 @@ std::string CaseSpec::describe() const {
   std::snprintf(e, sizeof e, dtype == DType::f64 ? "%.17g" : "%.9g", eps);  // round-trips the kernel's eps
   s << "] axis=" << axis << " (" << rows() << "x" << cols() << ") eps=" << e << " gamma=" << name(gamma)
     << " beta=" << name(beta) << " misalign=" << misalign << " seed=" << data_seed;
+  if (op != Op::layernorm) s << " op=" << name(op);
+  if (param_dtype && *param_dtype != dtype) s << " params=" << name(*param_dtype);
+  if (gamma_offset != 0) {
+    char c[32];
+    std::snprintf(c, sizeof c, "%.9g", gamma_offset);
+    s << " gamma_offset=" << c;
+  }
   return s.str();
 }
 
 Problem Case::problem(int threads) const {
-  return make_problem(spec.rows(), spec.cols(), spec.dtype, spec.eps, !gamma.empty(), !beta.empty(), threads);
+  const Problem p = with_op(make_problem(spec.rows(), spec.cols(), spec.dtype, spec.eps, !gamma.empty(), !beta.empty(), threads), spec.op);
+  return set_params(p, spec.params(), gamma.empty() ? 0.0 : spec.gamma_offset);
 }
 
 double random_float_bits(std::mt19937_64& rng, const Format& f, int exp_lo, int exp_hi) {
@@ -109,7 +117,7 @@ std::vector<double> exact_stats_row(std::mt19937_64& rng, const Format& f, std::
 }  // namespace
 
 std::vector<double> make_row(std::mt19937_64& rng, DType d, RowClass c, std::int64_t n, double eps,
-                             double log10_kappa) {
+                             double log10_kappa, Op op) {
   const Format f = format_of(d);
   const auto un = static_cast<std::size_t>(n);
   std::vector<double> x(un);
@@ -148,7 +156,10 @@ std::vector<double> make_row(std::mt19937_64& rng, DType d, RowClass c, std::int
       // eps ≥ 1e-12 in f32 (and flushed towards a constant row in f16/bf16, which is still var ≪ eps).
       // A centre other than 0 would round the row to a constant in f16/bf16 (their ulp at 1 is far
       // above sqrt(eps)·2^-12): there the rows sit at 0, down among the subnormals.
-      const double centre = (rng() & 1) || f.precision < 12 ? 0.0 : binade(-2, 2);
+      // RMSNorm's tiny rows are tiny about 0 (mean(x²) ≪ eps): the draw is made either way, so the
+      // random stream is the same for both ops.
+      const bool zero_centre = (rng() & 1) || f.precision < 12;
+      const double centre = zero_centre || op == Op::rmsnorm ? 0.0 : binade(-2, 2);
       const double s = std::sqrt(eps > 0 ? eps : 1e-5) * 0x1p-12;
       for (double& v : x) v = centre + s * normal(rng);
       break;
@@ -192,12 +203,16 @@ std::vector<double> make_row(std::mt19937_64& rng, DType d, RowClass c, std::int
 
 namespace {
 
-std::vector<double> make_affine(std::mt19937_64& rng, const Format& f, Affine a, std::int64_t n, bool is_gamma) {
+// gamma ~ N(1, 0.5) (with an offset C: N(1 − C, 0.5), so that C + gamma ~ N(1, 0.5), zero-centred for
+// Gemma's C = 1), beta ~ N(0, 1); identity: gamma = 1 − C, beta = 0.
+std::vector<double> make_affine(std::mt19937_64& rng, const Format& f, Affine a, std::int64_t n, bool is_gamma,
+                                double offset) {
   std::vector<double> v;
   if (a == Affine::absent) return v;
-  v.assign(static_cast<std::size_t>(n), is_gamma ? 1.0 : 0.0);
+  const double centre = is_gamma ? 1.0 - offset : 0.0;
+  v.assign(static_cast<std::size_t>(n), round_to_format(f, centre));
   if (a == Affine::identity) return v;
-  std::normal_distribution<double> normal(is_gamma ? 1.0 : 0.0, is_gamma ? 0.5 : 1.0);
+  std::normal_distribution<double> normal(centre, is_gamma ? 0.5 : 1.0);
   for (double& e : v) {
     e = round_to_format(f, normal(rng));
     if (a == Affine::with_zeros && rng() % 4 == 0) e = 0;
@@ -210,18 +225,18 @@ std::vector<double> make_affine(std::mt19937_64& rng, const Format& f, Affine a,
 Case materialize(const CaseSpec& spec) {
   Case c;
   c.spec = spec;
-  const Format f = format_of(spec.dtype);
   const std::int64_t rows = spec.rows(), cols = spec.cols();
   std::mt19937_64 rng(spec.data_seed);
   c.x.reserve(static_cast<std::size_t>(rows * cols));
   for (std::int64_t r = 0; r < rows; ++r) {
     const RowClass rc = spec.row_classes[static_cast<std::size_t>(r) % spec.row_classes.size()];
     std::mt19937_64 row_rng(rng());
-    const auto row = make_row(row_rng, spec.dtype, rc, cols, spec.eps, spec.log10_kappa);
+    const auto row = make_row(row_rng, spec.dtype, rc, cols, spec.eps, spec.log10_kappa, spec.op);
     c.x.insert(c.x.end(), row.begin(), row.end());
   }
-  c.gamma = make_affine(rng, f, spec.gamma, cols, true);
-  c.beta = make_affine(rng, f, spec.beta, cols, false);
+  const Format pf = format_of(spec.params());
+  c.gamma = make_affine(rng, pf, spec.gamma, cols, true, spec.gamma_offset);
+  c.beta = make_affine(rng, pf, spec.beta, cols, false, 0.0);
   return c;
 }
 

@@ -80,4 +80,28 @@ rc::Gen<CaseSpec> gen_case(DType dtype, const Profile& profile, std::shared_ptr<
       pick(0, 1 << 30));
 }
 
+// The params property: gamma always given (random, some zeros), its storage f32 for half of the 16-bit
+// cases, and an offset C: none (only with f32 storage), 1 (Gemma's 1 + w) or k/8 in [-2, 2].
+rc::Gen<CaseSpec> gen_case_for(DType dtype, Op op, const Profile& profile, std::shared_ptr<int> counter) {
+  const rc::Gen<CaseSpec> base = gen_case(dtype, profile, counter);
+  if (!profile.params) {
+    return rc::gen::map(base, [op](CaseSpec s) {
+      s.op = op;
+      return s;
+    });
+  }
+  return rc::gen::apply(
+      [dtype, op](CaseSpec s, int storage, int offset_kind, int eighths, int zeros) {
+        s.op = op;
+        s.gamma = zeros ? Affine::with_zeros : Affine::random;
+        const bool sixteen = dtype == DType::f16 || dtype == DType::bf16;
+        if (sixteen && storage) s.param_dtype = DType::f32;
+        if (offset_kind == 0 && !s.param_dtype) offset_kind = 1;  // a params case changes something
+        const double c = offset_kind == 0 ? 0.0 : offset_kind == 1 ? 1.0 : eighths / 8.0;
+        s.gamma_offset = make_problem(1, 1, dtype, c, false, false).eps;  // rounded as the kernel receives it
+        return s;
+      },
+      base, pick(0, 2), pick(0, 3), pick(-16, 17), pick(0, 2));
+}
+
 }  // namespace lnorm::verify

@@ -20,6 +20,7 @@ struct Profile {
   bool allow_affine = true;           // gamma/beta drawn; otherwise absent
   std::int64_t max_elements = 1 << 17;  // room for one 65537-wide row
   int max_rows = 48;
+  bool params = false;                // the params property: gamma always given, its storage and offset drawn
 };
 
 // Widths every run draws from besides random ones: the edges, SIMD widths ± 1 (8 f32 lanes for
@@ -28,6 +29,9 @@ inline constexpr std::int64_t kEdgeWidths[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31,
 inline constexpr double kEdgeEps[] = {0, 1e-12, 1e-6, 1e-5, 1e-3, 1};
 
 // The shared counter makes class cycling deterministic for a given run (and so for a given seed).
+// LayerNorm's cases are drawn exactly as before ops existed (gen_case); other ops' cases are the same
+// draws for that op, and the params property adds its draws on top (gen_case_for).
 rc::Gen<CaseSpec> gen_case(DType dtype, const Profile& profile, std::shared_ptr<int> counter);
+rc::Gen<CaseSpec> gen_case_for(DType dtype, Op op, const Profile& profile, std::shared_ptr<int> counter);
 
 }  // namespace lnorm::verify

@@ -64,9 +64,10 @@ bool Buffer::guards_intact() const {
 }
 
 Outputs run_guarded(const KernelInfo& k, const Case& c, int threads, bool explicit_identity) {
-  const DType d = c.spec.dtype, sd = stats_dtype(d);
+  const DType d = c.spec.dtype, sd = stats_dtype(d), pd = c.spec.params();
   const Problem p0 = c.problem(threads);
   const auto rows = static_cast<std::size_t>(p0.rows), n = static_cast<std::size_t>(p0.elements());
+  const bool has_mean = centred(c.spec.op);  // rmsnorm has no mean: its kernels get a null mean
   const int mis = c.spec.misalign;
   const Buffer x(d, c.x, mis);
   std::vector<double> gamma = c.gamma, beta = c.beta;
@@ -74,20 +75,30 @@ Outputs run_guarded(const KernelInfo& k, const Case& c, int threads, bool explic
     if (gamma.empty()) gamma.assign(static_cast<std::size_t>(p0.cols), 1.0);
     if (beta.empty()) beta.assign(static_cast<std::size_t>(p0.cols), 0.0);
   }
-  const Buffer g(d, gamma, mis), b(d, beta, mis);
-  Buffer y(d, n, mis), mean(sd, rows, 0), rstd(sd, rows, 0);
+  const Buffer g(pd, gamma, mis), b(pd, beta, mis);
+  Buffer y(d, n, mis), mean(sd, has_mean ? rows : 0, 0), rstd(sd, rows, 0);
   y.fill_bits(canary_bits(d));
   mean.fill_bits(canary_bits(sd));
   rstd.fill_bits(canary_bits(sd));
-  const Problem p = make_problem(p0.rows, p0.cols, d, p0.eps, !gamma.empty(), !beta.empty(), threads);
+  Problem p = with_op(make_problem(p0.rows, p0.cols, d, p0.eps, !gamma.empty(), !beta.empty(), threads), c.spec.op);
+  // The offset applies to a given gamma; the explicit identity (gamma = 1 where none was given) has none.
+  p = set_params(p, pd, c.gamma.empty() ? 0.0 : c.spec.gamma_offset);
+  if (const auto why = unavailable_reason(k, p)) {  // never hand a kernel a problem it declines
+    Outputs declined;
+    declined.violation = "harness: the kernel declines this case: " + *why;
+    return declined;
+  }
   k.run(p, Tensors{x.data(), gamma.empty() ? nullptr : g.data(), beta.empty() ? nullptr : b.data(), y.data(),
-                   mean.data(), rstd.data()});
+                   has_mean ? mean.data() : nullptr, rstd.data()});
   Outputs out;
   out.y.resize(n);
-  out.mean.resize(rows);
+  out.mean.resize(has_mean ? rows : 0);
   out.rstd.resize(rows);
   for (std::size_t i = 0; i < n; ++i) out.y[i] = y.bits(i);
-  for (std::size_t r = 0; r < rows; ++r) out.mean[r] = mean.bits(r), out.rstd[r] = rstd.bits(r);
+  for (std::size_t r = 0; r < rows; ++r) {
+    if (has_mean) out.mean[r] = mean.bits(r);
+    out.rstd[r] = rstd.bits(r);
+  }
   // "harness:" marks a structural violation: budgets.toml's expected failures never excuse one.
   auto note = [&](const std::string& what) {
     if (out.violation.empty()) out.violation = "harness: " + what;
@@ -96,7 +107,7 @@ Outputs run_guarded(const KernelInfo& k, const Case& c, int threads, bool explic
   if (!mean.guards_intact()) note("wrote outside mean (guard region changed)");
   if (!rstd.guards_intact()) note("wrote outside rstd (guard region changed)");
   if (!x.guards_intact() || !g.guards_intact() || !b.guards_intact()) note("wrote around an input buffer");
-  const Format f = format_of(d);
+  const Format f = format_of(d), pf = format_of(pd);
   for (std::size_t i = 0; i < n; ++i) {
     if (x.bits(i) != double_to_bits(f, c.x[i])) {
       note("modified x at element " + std::to_string(i));
@@ -104,13 +115,13 @@ Outputs run_guarded(const KernelInfo& k, const Case& c, int threads, bool explic
     }
   }
   for (std::size_t i = 0; i < gamma.size(); ++i) {
-    if (g.bits(i) != double_to_bits(f, gamma[i]) || (!beta.empty() && b.bits(i) != double_to_bits(f, beta[i]))) {
+    if (g.bits(i) != double_to_bits(pf, gamma[i]) || (!beta.empty() && b.bits(i) != double_to_bits(pf, beta[i]))) {
       note("modified gamma or beta at column " + std::to_string(i));
       break;
     }
   }
   for (std::size_t i = 0; gamma.empty() && i < beta.size(); ++i) {
-    if (b.bits(i) != double_to_bits(f, beta[i])) {
+    if (b.bits(i) != double_to_bits(pf, beta[i])) {
       note("modified beta at column " + std::to_string(i));
       break;
     }
@@ -122,8 +133,8 @@ Outputs run_guarded(const KernelInfo& k, const Case& c, int threads, bool explic
     }
   }
   for (std::size_t r = 0; r < rows; ++r) {
-    if (out.mean[r] == canary_bits(sd) || out.rstd[r] == canary_bits(sd)) {
-      note("never wrote mean/rstd of row " + std::to_string(r));
+    if ((has_mean && out.mean[r] == canary_bits(sd)) || out.rstd[r] == canary_bits(sd)) {
+      note(std::string(has_mean ? "never wrote mean/rstd" : "never wrote rstd") + " of row " + std::to_string(r));
       break;
     }
   }
@@ -132,15 +143,15 @@ Outputs run_guarded(const KernelInfo& k, const Case& c, int threads, bool explic
 
 Exact exact_answer(const Case& c) {
   const Problem p = c.problem();
-  const DType d = c.spec.dtype;
+  const DType d = c.spec.dtype, pd = c.spec.params();
   const auto n = static_cast<std::size_t>(p.cols);
-  const Buffer x(d, c.x, 0), g(d, c.gamma, 0), b(d, c.beta, 0);
+  const Buffer x(d, c.x, 0), g(pd, c.gamma, 0), b(pd, c.beta, 0);
   Buffer y(d, static_cast<std::size_t>(p.elements()), 0);
   Exact e;
   e.y.resize(static_cast<std::size_t>(p.elements()));
   e.elems.resize(e.y.size());
   e.rows.resize(static_cast<std::size_t>(p.rows));
-  RowReferencer ref(d, p.eps);
+  RowReferencer ref(p);
   for (std::size_t r = 0; r < e.rows.size(); ++r) {
     e.rows[r] = ref.run(static_cast<const std::byte*>(x.data()) + r * n * size_of(d), c.gamma.empty() ? nullptr : g.data(),
                         c.beta.empty() ? nullptr : b.data(), p.cols,

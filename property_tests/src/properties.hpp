@@ -40,8 +40,9 @@ struct PropertyDef {
   CheckFn check;
 };
 
-// The profile and check of a property for a dtype.
-PropertyDef definition(Property p, DType dtype);
+// The profile and check of a property for a dtype and op (properties_for(op) lists which exist).
+PropertyDef definition(Property p, DType dtype, Op op);
+PropertyDef rmsnorm_definition(Property p, DType dtype);  // properties_rmsnorm.cpp
 
 // printf-style one-line messages for the checks.
 template <class... Args>
@@ -69,5 +70,6 @@ std::string check_affine_identity(const CheckContext&, const Case&);
 std::string check_invariance(const CheckContext&, const Case&);
 std::string check_permutation(const CheckContext&, const Case&);
 std::string check_nonfinite(const CheckContext&, const Case&);
+std::string check_params(const CheckContext&, const Case&);  // properties_params.cpp, both ops
 
 }  // namespace lnorm::verify

@@ -24,7 +24,7 @@ std::string same_row(const Outputs& x, std::int64_t a, const Outputs& y, std::in
     if (zero_sign_free && (u | sign) == sign && (v | sign) == sign) u = v;
     if (u != v) return fmt("y[%lld] differs (bits %llx vs %llx)", (long long)i, (unsigned long long)u, (unsigned long long)v);
   }
-  if (x.mean[static_cast<std::size_t>(a)] != y.mean[static_cast<std::size_t>(b)]) return "mean differs";
+  if (!x.mean.empty() && x.mean[static_cast<std::size_t>(a)] != y.mean[static_cast<std::size_t>(b)]) return "mean differs";
   if (x.rstd[static_cast<std::size_t>(a)] != y.rstd[static_cast<std::size_t>(b)]) return "rstd differs";
   return "";
 }
@@ -204,8 +204,9 @@ std::string check_nonfinite(const CheckContext& ctx, const Case& c) {
       const double yv = bits_to_double(f, got.y[static_cast<std::size_t>(r * n + i)]);
       if (!std::isnan(yv)) return fmt("row %lld holds NaN/Inf but y[%lld] = %.9g (must be NaN)", (long long)r, (long long)i, yv);
     }
-    if (!std::isnan(bits_to_double(sf, got.mean[static_cast<std::size_t>(r)])) || !std::isnan(bits_to_double(sf, got.rstd[static_cast<std::size_t>(r)]))) {
-      return fmt("row %lld holds NaN/Inf but its mean/rstd is not NaN", (long long)r);
+    const bool mean_nan = got.mean.empty() || std::isnan(bits_to_double(sf, got.mean[static_cast<std::size_t>(r)]));
+    if (!mean_nan || !std::isnan(bits_to_double(sf, got.rstd[static_cast<std::size_t>(r)]))) {
+      return fmt("row %lld holds NaN/Inf but its %s is not NaN", (long long)r, got.mean.empty() ? "rstd" : "mean/rstd");
     }
   }
   if (finite_rows.empty() || static_cast<std::int64_t>(finite_rows.size()) == rows) return "";
@@ -219,7 +220,8 @@ std::string check_nonfinite(const CheckContext& ctx, const Case& c) {
   return "";
 }
 
-PropertyDef definition(Property p, DType dtype) {
+PropertyDef definition(Property p, DType dtype, Op op) {
+  if (op == Op::rmsnorm) return rmsnorm_definition(p, dtype);
   using C = RowClass;
   const std::vector<RowClass> all = {C::normal, C::uniform, C::offset, C::constant, C::tiny, C::huge,
                                      C::subnormal, C::sparse, C::exact_stats, C::bits, C::nonfinite};
@@ -266,6 +268,13 @@ PropertyDef definition(Property p, DType dtype) {
     case Property::nonfinite:
       prof.classes = {C::nonfinite, C::normal, C::nonfinite, C::offset, C::nonfinite, C::constant, C::exact_stats};
       return {p, prof, &check_nonfinite};
+    case Property::params:
+      prof.classes = {C::normal, C::uniform, C::offset, C::constant, C::tiny, C::huge, C::subnormal, C::sparse, C::exact_stats};
+      prof.params = true;
+      return {p, prof, &check_params};
+    case Property::scale_invariance:
+    case Property::oddness:
+      break;  // RMSNorm's (rmsnorm_definition)
   }
   return {p, prof, &check_accuracy};
 }

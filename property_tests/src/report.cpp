@@ -24,6 +24,9 @@ constexpr std::pair<const char*, const char*> kMeasures[] = {
     {"mean_ulp", "mean"},
     {"rstd_ulp", "rstd"},
     {"invariance_ulp", "LN(ax+c)-LN(x)"},
+    {"scale_invariance_ulp", "RMS(ax)-RMS(x)"},
+    {"oddness_ulp", "RMS(-x)+RMS(x)"},
+    {"ms_y_over_tolerance", "mean(y^2)/tol"},
     {"permutation_ulp", "perm diff"},
     {"mean_y_over_tolerance", "mean(y)/tol"},
     {"var_y_over_tolerance", "var(y)/tol"},
@@ -68,16 +71,18 @@ std::string table_text(const std::vector<Outcome>& outcomes, const RunInfo& info
   char line[512];
   // The kernel column: 10 wide, wider for a longer (plugin) name.
   std::size_t width = 10;
-  for (const Outcome& o : outcomes) width = std::max(width, o.kernel.size());
+  bool ops = false;  // an op column only when some outcome is not LayerNorm's (LayerNorm-only runs read as before)
+  for (const Outcome& o : outcomes) width = std::max(width, o.kernel.size()), ops = ops || o.op != Op::layernorm;
   const int w = static_cast<int>(width);
-  std::snprintf(line, sizeof line, "%-*s %-5s %-17s %-10s %6s  %s\n", w, "kernel", "dtype", "property", "status", "cases",
-                "worst seen (scaled ulps unless a ratio)");
+  const auto op_cell = [&](const std::string& text) { return ops ? text + std::string(text.size() < 10 ? 10 - text.size() : 0, ' ') : std::string(); };
+  std::snprintf(line, sizeof line, "%-*s %s%-5s %-17s %-10s %6s  %s\n", w, "kernel", op_cell("op").c_str(), "dtype", "property",
+                "status", "cases", "worst seen (scaled ulps unless a ratio)");
   s << line;
   int failures = 0, xfails = 0, skipped = 0, passes = 0, unconfirmed = 0;
   for (const Outcome& o : outcomes) {
-    std::snprintf(line, sizeof line, "%-*s %-5s %-17s %-10s %6d  %s\n", w, o.kernel.c_str(), std::string(name(o.dtype)).c_str(),
-                  std::string(name(o.property)).c_str(), std::string(name(o.status)).c_str(), o.cases,
-                  o.status == Status::skipped ? o.message.c_str() : worst_text(o).c_str());
+    std::snprintf(line, sizeof line, "%-*s %s%-5s %-17s %-10s %6d  %s\n", w, o.kernel.c_str(), op_cell(std::string(name(o.op))).c_str(),
+                  std::string(name(o.dtype)).c_str(), std::string(name(o.property)).c_str(), std::string(name(o.status)).c_str(),
+                  o.cases, o.status == Status::skipped ? o.message.c_str() : worst_text(o).c_str());
     s << line;
     if (is_failure(o.status)) ++failures;
     else if (o.status == Status::expected_failure) ++xfails;
@@ -87,8 +92,8 @@ std::string table_text(const std::vector<Outcome>& outcomes, const RunInfo& info
   }
   for (const Outcome& o : outcomes) {
     if (!is_failure(o.status) && o.status != Status::expected_failure && o.status != Status::unconfirmed) continue;
-    s << "\n" << name(o.status) << ": " << o.kernel << " " << name(o.dtype) << " " << name(o.property) << " — "
-      << summary(o.property) << "\n";
+    s << "\n" << name(o.status) << ": " << o.kernel << " " << (o.op == Op::layernorm ? "" : std::string(name(o.op)) + " ")
+      << name(o.dtype) << " " << name(o.property) << " — " << summary(o.property, o.op) << "\n";
     if (o.status == Status::expected_failure) s << "  expected: " << o.expected_reason << "\n";
     s << "  " << o.message << "\n";
     if (!o.counterexample.empty()) s << "  shrunk case: " << o.counterexample << "\n";
@@ -123,6 +128,7 @@ std::string json_text(const std::vector<Outcome>& outcomes, const RunInfo& info)
   for (const Outcome& o : outcomes) {
     pass = pass && !is_failure(o.status);
     results.push_back({{"kernel", o.kernel},
+                       {"op", name(o.op)},
                        {"dtype", name(o.dtype)},
                        {"property", name(o.property)},
                        {"status", name(o.status)},
@@ -162,7 +168,8 @@ std::string junit_text(const std::vector<Outcome>& outcomes, const RunInfo& info
   s << "    <properties><property name=\"seed\" value=\"" << info.seed << "\"/><property name=\"budgets\" value=\""
     << xml_escape(info.budgets_source) << "\"/></properties>\n";
   for (const Outcome& o : outcomes) {
-    s << "    <testcase classname=\"lnorm.verify." << xml_escape(o.kernel) << "." << name(o.dtype) << "\" name=\""
+    s << "    <testcase classname=\"lnorm.verify." << xml_escape(o.kernel) << "."
+      << (o.op == Op::layernorm ? "" : std::string(name(o.op)) + ".") << name(o.dtype) << "\" name=\""
       << name(o.property) << "\" time=\"" << o.seconds << "\">";
     const std::string detail = o.message + (o.counterexample.empty() ? "" : "\nshrunk case: " + o.counterexample) +
                                "\nreproduce: " + o.reproduce + "\nworst: " + worst_text(o);

@@ -3,6 +3,7 @@
 // a reproduction line.
 #include "lnorm/verify.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -36,18 +37,49 @@ std::string_view name(Status s) {
 
 bool is_failure(Status s) { return s == Status::fail || s == Status::unexpected_pass || s == Status::mistrusted; }
 
-std::string_view summary(Property p) {
+std::vector<Property> properties_for(Op op) {
+  using P = Property;
+  switch (op) {
+    case Op::layernorm:
+      return {P::shape, P::normalized, P::accuracy, P::eps_edges, P::row_independence, P::determinism,
+              P::affine_identity, P::invariance, P::permutation, P::nonfinite, P::params};
+    case Op::rmsnorm:
+      return {P::shape, P::normalized, P::accuracy, P::eps_edges, P::row_independence, P::determinism,
+              P::affine_identity, P::scale_invariance, P::oddness, P::permutation, P::nonfinite, P::params};
+  }
+  return {};
+}
+
+bool applies(Property p, Op op) {
+  const auto ps = properties_for(op);
+  return std::find(ps.begin(), ps.end(), p) != ps.end();
+}
+
+std::string_view summary(Property p, Op op) {
+  const bool rms = op == Op::rmsnorm;
   switch (p) {
     case Property::shape: return "y has x's shape; every output written, nothing outside it; inputs untouched";
-    case Property::normalized: return "gamma = 1, beta = 0: row mean ~ 0, row variance ~ var/(var + eps)";
-    case Property::accuracy: return "y within a + b*kappa scaled ulps; mean and rstd within budget";
-    case Property::eps_edges: return "constant row -> beta; var << eps; eps = 0 constant -> NaN; width 1 -> beta";
+    case Property::normalized:
+      return rms ? "gamma = 1, beta = 0: mean of y^2 ~ ms/(ms + eps), ms = mean(x^2)"
+                 : "gamma = 1, beta = 0: row mean ~ 0, row variance ~ var/(var + eps)";
+    case Property::accuracy:
+      return rms ? "y within its budget (scaled ulps); rstd within budget" : "y within a + b*kappa scaled ulps; mean and rstd within budget";
+    case Property::eps_edges:
+      return rms ? "zero row -> 0 (eps > 0) or NaN (eps = 0); var << eps and width-1 rows within budget"
+                 : "constant row -> beta; var << eps; eps = 0 constant -> NaN; width 1 -> beta";
     case Property::row_independence: return "a row's output is bitwise the same alone, in any batch, at any position";
     case Property::determinism: return "bitwise identical over repeated runs and 1, 2, 3, 8 threads";
     case Property::affine_identity: return "gamma = 1, beta = 0 given equals no affine, bitwise";
     case Property::invariance: return "LN(a*x + c) ~ LN(x) for a > 0, eps = 0, within the budget's kappa term";
     case Property::permutation: return "permuting a row permutes its output, within budget";
-    case Property::nonfinite: return "NaN/Inf makes its row NaN (y, mean, rstd) and no other row changes";
+    case Property::nonfinite:
+      return rms ? "NaN/Inf makes its row NaN (y, rstd) and no other row changes"
+                 : "NaN/Inf makes its row NaN (y, mean, rstd) and no other row changes";
+    case Property::params:
+      return "f32 gamma/beta with 16-bit x and y = (C + gamma)*...: within budget; the same values stored in f32, "
+             "or C folded into gamma, give the same bits";
+    case Property::scale_invariance: return "RMS(a*x) ~ RMS(x) for any a != 0 that keeps x in range, eps = 0";
+    case Property::oddness: return "RMS(-x) = -RMS(x): bitwise for a sign-symmetric kernel (budgets.toml), else within budget";
   }
   return "?";
 }
@@ -61,7 +93,8 @@ std::optional<Property> parse_property(std::string_view s) {
 
 namespace {
 
-std::uint64_t derive_seed(std::uint64_t seed, std::string_view kernel, DType d, Property p) {
+// LayerNorm's seeds are what they were before ops existed (so its cases are too); other ops mix their name in.
+std::uint64_t derive_seed(std::uint64_t seed, std::string_view kernel, DType d, Property p, Op op) {
   std::uint64_t h = 1469598103934665603ull ^ (seed * 0x9E3779B97F4A7C15ull);
   auto mix = [&](std::string_view s) {
     for (char ch : s) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
@@ -70,6 +103,7 @@ std::uint64_t derive_seed(std::uint64_t seed, std::string_view kernel, DType d, 
   mix(kernel);
   mix(name(d));
   mix(name(p));
+  if (op != Op::layernorm) mix(name(op));
   return h;
 }
 
@@ -113,8 +147,21 @@ std::vector<std::string> dump_case(const Case& c, const std::string& dir) {
   };
   write("x.npy", c.x, c.spec.shape);
   const std::vector<std::int64_t> row_shape(c.spec.shape.begin() + c.spec.axis, c.spec.shape.end());
-  if (!c.gamma.empty()) write("gamma.npy", c.gamma, row_shape);
-  if (!c.beta.empty()) write("beta.npy", c.beta, row_shape);
+  // gamma/beta in their own storage (f32 beside f16/bf16 x in the params property).
+  const DType pd = c.spec.params();
+  const Format pf = format_of(pd);
+  auto write_param = [&](const std::string& file, const std::vector<double>& v) {
+    std::vector<std::byte> out(v.size() * size_of(pd));
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const std::uint64_t b = double_to_bits(pf, v[i]);
+      std::memcpy(out.data() + i * size_of(pd), &b, size_of(pd));
+    }
+    const std::string path = (std::filesystem::path(dir) / file).string();
+    io::save(path, std::string(npy_descr(pd)), row_shape, out.data());
+    files.push_back(path);
+  };
+  if (!c.gamma.empty()) write_param("gamma.npy", c.gamma);
+  if (!c.beta.empty()) write_param("beta.npy", c.beta);
   return files;
 }
 
@@ -129,42 +176,51 @@ std::string check_command(const std::string& kernel, const Budget& budget, const
   const auto path = [&](const char* f) { return (std::filesystem::path(dir) / f).string(); };
   char eps[32];
   std::snprintf(eps, sizeof eps, c.spec.dtype == DType::f64 ? "%.17g" : "%.9g", c.spec.eps);
-  std::string common = " --x " + path("x.npy");
+  std::string common = (c.spec.op == Op::layernorm ? "" : " --op " + std::string(name(c.spec.op))) + " --x " + path("x.npy");
   if (!c.gamma.empty()) common += " --gamma " + path("gamma.npy");
   if (!c.beta.empty()) common += " --beta " + path("beta.npy");
   common += " --axis " + std::to_string(c.spec.axis) + " --eps " + eps + " --dtype " + std::string(name(c.spec.dtype));
-  return "lnorm run --kernel " + kernel + common + " --y " + path("y.npy") + " --mean " + path("mean.npy") + " --rstd " +
-         path("rstd.npy") + " && lnorm check" + common + " --y " + path("y.npy") + " --mean " + path("mean.npy") +
-         " --rstd " + path("rstd.npy") + " --max-ulp " + num(budget.a) + " --max-ulp-per-kappa " + num(budget.b);
+  if (c.spec.gamma_offset != 0) common += " --gamma-offset " + num(c.spec.gamma_offset);
+  const std::string mean = centred(c.spec.op) ? " --mean " + path("mean.npy") : "";
+  return "lnorm run --kernel " + kernel + common + " --y " + path("y.npy") + mean + " --rstd " + path("rstd.npy") +
+         " && lnorm check" + common + " --y " + path("y.npy") + mean + " --rstd " + path("rstd.npy") + " --max-ulp " +
+         num(budget.a) + " --max-ulp-per-kappa " + num(budget.b);
 }
 
 }  // namespace
 
-std::vector<Outcome> verify_kernel(const KernelInfo& kernel, DType dtype, const KernelBudget& budget,
+std::vector<Outcome> verify_kernel(const KernelInfo& kernel, Op op, DType dtype, const KernelBudget& budget,
                                    const Settings& settings, const Progress& progress) {
   std::vector<Outcome> outcomes;
-  const std::vector<Property> props = settings.properties.empty()
-                                          ? std::vector<Property>(kAllProperties.begin(), kAllProperties.end())
-                                          : settings.properties;
-  const std::optional<std::string> why_not = unavailable_reason(kernel, make_problem(1, 8, dtype, 1e-5, false, false));
+  std::vector<Property> props;
+  for (Property p : settings.properties.empty() ? properties_for(op) : settings.properties)
+    if (applies(p, op)) props.push_back(p);  // a law of one op is never applied to another
+  const std::optional<std::string> why_not =
+      unavailable_reason(kernel, with_op(make_problem(1, 8, dtype, 1e-5, false, false), op));
+  // The params property's problems: an offset, and f32 gamma/beta where x is 16-bit.
+  const bool sixteen = dtype == DType::f16 || dtype == DType::bf16;
+  const std::optional<std::string> params_why_not = unavailable_reason(
+      kernel, set_params(with_op(make_problem(1, 8, dtype, 1e-5, true, true), op), sixteen ? DType::f32 : dtype, 1.0));
   for (Property p : props) {
     Outcome o;
     o.kernel = std::string(kernel.name);
+    o.op = op;
     o.dtype = dtype;
     o.property = p;
-    o.seed = derive_seed(settings.seed, kernel.name, dtype, p);
+    o.seed = derive_seed(settings.seed, kernel.name, dtype, p, op);
     std::ostringstream repro;
-    repro << settings.command << " --kernel " << kernel.name << " --dtype " << name(dtype) << " --property " << name(p)
-          << " --seed " << settings.seed << " --cases " << settings.default_cases();
+    repro << settings.command << (op == Op::layernorm ? "" : " --op " + std::string(name(op))) << " --kernel " << kernel.name
+          << " --dtype " << name(dtype) << " --property " << name(p) << " --seed " << settings.seed << " --cases "
+          << settings.default_cases();
     o.reproduce = repro.str();
-    if (why_not) {
+    if (why_not || (p == Property::params && params_why_not)) {
       o.status = Status::skipped;
-      o.message = *why_not;
+      o.message = why_not ? *why_not : *params_why_not;
       outcomes.push_back(o);
       continue;
     }
     if (progress) progress(kernel.name, dtype, p);
-    const PropertyDef def = definition(p, dtype);
+    const PropertyDef def = definition(p, dtype, op);
     Worst worst;
     const CheckContext ctx{kernel, budget, worst};
     auto counter = std::make_shared<int>(0);
@@ -172,7 +228,8 @@ std::vector<Outcome> verify_kernel(const KernelInfo& kernel, DType dtype, const 
     std::string last_message;
     Case last_case;
     const auto start = std::chrono::steady_clock::now();
-    const auto gen = gen_case(dtype, def.profile, counter);
+    const auto gen = op == Op::layernorm && !def.profile.params ? gen_case(dtype, def.profile, counter)
+                                                                : gen_case_for(dtype, op, def.profile, counter);
     const auto property = [&]() {
       const CaseSpec spec = *gen;
       if (!failed) {
@@ -219,7 +276,7 @@ std::vector<Outcome> verify_kernel(const KernelInfo& kernel, DType dtype, const 
       for (RowClass rc_class : def.profile.classes) {
         if (!o.classes.count(std::string(name(rc_class)))) missing += (missing.empty() ? "" : ", ") + std::string(name(rc_class));
       }
-      const bool cr_short = p == Property::accuracy && o.correctly_rounded >= 0 &&
+      const bool cr_short = (p == Property::accuracy || p == Property::params) && o.correctly_rounded >= 0 &&
                             o.correctly_rounded < budget.min_correctly_rounded;
       if (!missing.empty()) {
         o.status = Status::mistrusted;
@@ -248,7 +305,8 @@ std::vector<Outcome> verify_kernel(const KernelInfo& kernel, DType dtype, const 
       o.failing_case = std::make_shared<const Case>(last_case);
       if (!settings.dump_dir.empty() && o.status == Status::fail) {
         const std::string dir = (std::filesystem::path(settings.dump_dir) /
-                                 (o.kernel + "-" + std::string(name(dtype)) + "-" + std::string(name(p))))
+                                 (o.kernel + (op == Op::layernorm ? "" : "-" + std::string(name(op))) + "-" +
+                                  std::string(name(dtype)) + "-" + std::string(name(p))))
                                     .string();
         o.dumped = dump_case(last_case, dir);
         o.check_command = check_command(o.kernel, budget.y, last_case, dir);

@@ -17,6 +17,15 @@
 // do not draw: holding is reported as "xpass?" and does not fail the run.
 //
 // A kernel with no section of its own (a plugin, a test mutant) is held to [default.<dtype>].
+//
+// Ops other than LayerNorm have their own level (docs/DESIGN.md "Ops"); LayerNorm's sections keep their
+// names ([layernorm.avx2.f32] is accepted as the same as [avx2.f32]):
+//   [rmsnorm.avx2.f32]
+//   y    = { a = 4, b = 0, reason = "..." }      # RMSNorm has no kappa: b is 0 unless a reason says
+//   rstd = { ulp = 3, reason = "..." }
+//   sign_symmetric = { value = true, reason = "..." }  # RMS(−x) = −RMS(x) bit for bit (property oddness)
+//   (no mean, no exact_mean: RMSNorm takes the mean as 0)
+// and [rmsnorm.default.<dtype>] for kernels without a section.
 #pragma once
 
 #include <map>
@@ -24,6 +33,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "lnorm/metrics.hpp"
@@ -38,10 +48,12 @@ struct KernelBudget {
   double rstd_ulp = 0;      // |rstd − rstd*| in plain ulps (stats format)
   bool exact_mean = false;  // mean must be bit-exact on exact-statistics rows
   double min_correctly_rounded = 0;  // least fraction of y bit-identical to the exact answer rounded once
-  std::string y_reason, mean_reason, rstd_reason, exact_mean_reason, correctly_rounded_reason;
+  bool sign_symmetric = false;       // rmsnorm: y(−x) = −y(x) bit for bit
+  std::string y_reason, mean_reason, rstd_reason, exact_mean_reason, correctly_rounded_reason, sign_symmetric_reason;
   std::map<Property, std::string> expected_failures;  // property → why it is expected to fail
   std::set<Property> non_strict_failures;  // those of expected_failures that may hold on some seeds
-  std::string section;      // "welford.f32" or "default.f32": where these numbers came from
+  std::string section;      // "welford.f32", "default.f32", "rmsnorm.avx2.f32": where these numbers came from
+  Op op = Op::layernorm;
 };
 
 class BudgetError : public std::runtime_error {
@@ -56,13 +68,15 @@ class Budgets {
   static Budgets load(const std::string& path);
   static Budgets builtin();  // property_tests/budgets.toml as built into the binary
 
-  // The kernel's own section, or [default.<dtype>]; throws BudgetError if neither exists.
-  const KernelBudget& for_kernel(std::string_view kernel, DType dtype) const;
-  bool has_own(std::string_view kernel, DType dtype) const;
+  // The kernel's own section for the op, or the op's default section; throws BudgetError if neither exists.
+  const KernelBudget& for_kernel(Op op, std::string_view kernel, DType dtype) const;
+  const KernelBudget& for_kernel(std::string_view kernel, DType dtype) const { return for_kernel(Op::layernorm, kernel, dtype); }
+  bool has_own(Op op, std::string_view kernel, DType dtype) const;
+  bool has_own(std::string_view kernel, DType dtype) const { return has_own(Op::layernorm, kernel, dtype); }
   const std::string& source() const { return source_; }
 
  private:
-  std::map<std::pair<std::string, DType>, KernelBudget> table_;
+  std::map<std::tuple<Op, std::string, DType>, KernelBudget> table_;
   std::string source_;
 };
 

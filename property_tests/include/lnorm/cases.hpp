@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -46,10 +47,15 @@ struct CaseSpec {
   double log10_kappa = 0;             // offset rows: target kappa = 10^log10_kappa
   int misalign = 0;                   // elements by which x, gamma, beta, y sit off 64-byte alignment
   std::uint64_t data_seed = 0;
+  Op op = Op::layernorm;
+  std::optional<DType> param_dtype;   // gamma/beta storage; absent: dtype (f32 with f16/bf16 x: params)
+  double gamma_offset = 0;            // y uses (C + gamma); already rounded to the kernel's format
+  DType params() const { return param_dtype.value_or(dtype); }
 
   std::int64_t rows() const;
   std::int64_t cols() const;
-  // One line: "f32 offset kappa=1e4 shape=[2,17] axis=1 (2x17) eps=1e-05 gamma=random beta=absent misalign=3 seed=7"
+  // One line: "f32 offset kappa=1e4 shape=[2,17] axis=1 (2x17) eps=1e-05 gamma=random beta=absent misalign=3 seed=7",
+  // then " op=rmsnorm", " params=f32", " gamma_offset=1" where they are not LayerNorm's defaults.
   std::string describe() const;
 };
 
@@ -57,8 +63,8 @@ struct CaseSpec {
 struct Case {
   CaseSpec spec;
   std::vector<double> x;      // rows*cols
-  std::vector<double> gamma;  // cols, or empty when absent
-  std::vector<double> beta;   // cols, or empty when absent
+  std::vector<double> gamma;  // cols, or empty when absent (values of spec.params())
+  std::vector<double> beta;   // cols, or empty when absent (values of spec.params())
   Problem problem(int threads = 1) const;
 };
 
@@ -69,8 +75,9 @@ Case materialize(const CaseSpec& spec);
 // RapidCheck's own float generator this reaches subnormals, −0 and the largest binades.
 double random_float_bits(std::mt19937_64& rng, const Format& f, int exp_lo, int exp_hi);
 
-// One row of class c (n values of the format), for the given eps.
+// One row of class c (n values of the format), for the given eps. op: what the row is for (RMSNorm's
+// tiny rows are centred on 0, so that mean(x²) ≪ eps; LayerNorm's may sit anywhere).
 std::vector<double> make_row(std::mt19937_64& rng, DType d, RowClass c, std::int64_t n, double eps,
-                             double log10_kappa);
+                             double log10_kappa, Op op = Op::layernorm);
 
 }  // namespace lnorm::verify

@@ -1,9 +1,14 @@
-// The ten properties `lnorm verify` checks for every kernel × dtype (DESIGN.md "Verification").
+// The properties `lnorm verify` checks for every kernel × op × dtype (docs/DESIGN.md "Verification").
+// Each op has its own list (properties_for): a law of one op is never applied to another; a property
+// both ops have (shape, accuracy, determinism, ...) is checked against that op's exact answer.
 #pragma once
 
 #include <array>
 #include <optional>
 #include <string_view>
+#include <vector>
+
+#include "lnorm/problem.hpp"
 
 namespace lnorm::verify {
 
@@ -18,12 +23,21 @@ enum class Property : int {
   invariance,        // 8. LN(a·x + c) ≈ LN(x), a > 0, eps = 0, within the budget's kappa term
   permutation,       // 9. permuting a row permutes its output (within budget)
   nonfinite,         // 10. a NaN or Inf makes its row NaN and no other
+  params,            // both ops: f32 gamma/beta with 16-bit x and the gamma offset C (y uses C + gamma)
+  scale_invariance,  // rmsnorm: RMS(a·x) ≈ RMS(x), eps = 0
+  oddness,           // rmsnorm: RMS(−x) = −RMS(x), bitwise for a sign-symmetric kernel
 };
 
+// Every property of some op, LayerNorm's ten first (the order of `lnorm verify`'s table).
 inline constexpr std::array kAllProperties = {
     Property::shape,      Property::normalized,  Property::accuracy,    Property::eps_edges,
     Property::row_independence, Property::determinism, Property::affine_identity,
-    Property::invariance, Property::permutation, Property::nonfinite};
+    Property::invariance, Property::permutation, Property::nonfinite, Property::params,
+    Property::scale_invariance, Property::oddness};
+
+// The properties of an op, in table order.
+std::vector<Property> properties_for(Op op);
+bool applies(Property p, Op op);
 
 // Stable names: budgets.toml, --property, JSON and JUnit use them.
 constexpr std::string_view name(Property p) {
@@ -38,11 +52,15 @@ constexpr std::string_view name(Property p) {
     case Property::invariance: return "invariance";
     case Property::permutation: return "permutation";
     case Property::nonfinite: return "nonfinite";
+    case Property::params: return "params";
+    case Property::scale_invariance: return "scale_invariance";
+    case Property::oddness: return "oddness";
   }
   return "?";
 }
 
-std::string_view summary(Property p);
+// What the property demands of a kernel of this op.
+std::string_view summary(Property p, Op op = Op::layernorm);
 std::optional<Property> parse_property(std::string_view s);
 
 }  // namespace lnorm::verify

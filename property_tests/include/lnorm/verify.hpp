@@ -35,7 +35,7 @@ struct Settings {
   int cases = 0;                    // per property; 0: the default for quick/full
   std::uint64_t seed = 1;           // the run's seed; each kernel × dtype × property derives its own
   bool quick = false;
-  std::vector<Property> properties;  // empty: all ten
+  std::vector<Property> properties;  // empty: every property of the op (properties_for)
   std::string dump_dir;             // when set, each failing case is written there as .npy files
   std::string command = "lnorm verify";  // how reproduction lines start
   int default_cases() const { return cases > 0 ? cases : quick ? 24 : 160; }
@@ -43,6 +43,7 @@ struct Settings {
 
 struct Outcome {
   std::string kernel;
+  Op op = Op::layernorm;
   DType dtype = DType::f32;
   Property property = Property::shape;
   Status status = Status::pass;
@@ -65,7 +66,12 @@ struct Outcome {
 // Called before each property with (kernel, dtype, property).
 using Progress = std::function<void(std::string_view, DType, Property)>;
 
-std::vector<Outcome> verify_kernel(const KernelInfo& kernel, DType dtype, const KernelBudget& budget,
+// The op's properties (or settings.properties that apply to it) for one kernel × dtype.
+std::vector<Outcome> verify_kernel(const KernelInfo& kernel, Op op, DType dtype, const KernelBudget& budget,
                                    const Settings& settings, const Progress& progress = {});
+inline std::vector<Outcome> verify_kernel(const KernelInfo& kernel, DType dtype, const KernelBudget& budget,
+                                          const Settings& settings, const Progress& progress = {}) {
+  return verify_kernel(kernel, Op::layernorm, dtype, budget, settings, progress);
+}
 
 }  // namespace lnorm::verify

@@ -19,7 +19,8 @@ namespace lnorm {
 struct Budget {
   double a = 8;
   double b = 1;
-  double allowed(double kappa) const { return a + b * kappa; }
+  // b = 0 means no kappa term even where kappa overflows double (0·Inf would be NaN, which no error exceeds).
+  double allowed(double kappa) const { return b == 0 ? a : a + b * kappa; }
 };
 
 // Scaled ulp error of one output value `got` (a value of format f) against the exact element.
