@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "../kernels/cpu/isa.hpp"
+#include "../kernels/cpu/params.hpp"
 #include "../kernels/cpu/row_split.hpp"
 #include "lnorm/half.hpp"
 #include "../kernels/cpu/avx2_cr_exact.hpp"  // avx512_cr's scalar slow paths (generic f16 conversions here)
@@ -21,8 +22,12 @@ using lnorm::cpu::welford_row;
 
 std::optional<std::string> always(const Problem&) { return std::nullopt; }
 // Rows split as the native kernels' (and every CPU kernel's) are: cpu::split_rows.
+// Parameters staged as avx512_kernel.cpp stages them.
 void run_fast(const Problem& p, const Tensors& t) {
-  lnorm::cpu::split_rows(p, [&](std::int64_t begin, std::int64_t end) { fast_rows<EmulatedOps>(p, t, begin, end); });
+  lnorm::cpu::StagedParams<float> staged;
+  if (!lnorm::cpu::params_in_place(p)) staged = lnorm::cpu::stage_params<float>(p, t);
+  const lnorm::cpu::Staged s{staged.gamma(), staged.beta()};
+  lnorm::cpu::split_rows(p, [&](std::int64_t begin, std::int64_t end) { fast_rows<EmulatedOps>(p, t, begin, end, s); });
 }
 void run_cr(const Problem& p, const Tensors& t) {
   lnorm::cpu::split_rows(p, [&](std::int64_t begin, std::int64_t end) { cr_rows<EmulatedOps>(p, t, begin, end); });
@@ -30,9 +35,11 @@ void run_cr(const Problem& p, const Tensors& t) {
 }  // namespace
 
 const KernelInfo kAvx512Emu{"avx512_emu", "avx512 with every AVX-512 operation emulated lane by lane (test kernel)",
-                            DTypeSet{DType::f32, DType::f16, DType::bf16}, &always, &run_fast};
+                            DTypeSet{DType::f32, DType::f16, DType::bf16}, &always, &run_fast, false,
+                            OpSet{Op::layernorm, Op::rmsnorm}};
 const KernelInfo kAvx512CrEmu{"avx512_cr_emu", "avx512_cr with every AVX-512 operation emulated lane by lane (test kernel)",
-                              DTypeSet{DType::f32, DType::f16, DType::bf16}, &always, &run_cr};
+                              DTypeSet{DType::f32, DType::f16, DType::bf16}, &always, &run_cr, false,
+                              OpSet{Op::layernorm, Op::rmsnorm}};
 
 std::uint16_t emu_bf16(float f) { return EmulatedOps::narrow<BF16>(f); }
 std::uint16_t emu_f16(float f) { return EmulatedOps::narrow<F16>(f); }

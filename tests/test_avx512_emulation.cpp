@@ -28,17 +28,20 @@ void run_suite(bool quick, std::uint64_t seed) {
   settings.seed = seed;
   settings.command = "ctest -R avx512_emulation (lane-by-lane emulation of the AVX-512 kernels)";
   for (const KernelInfo* k : {&emu::kAvx512Emu, &emu::kAvx512CrEmu}) {
-    for (DType d : kDTypes) {
-      const verify::KernelBudget& budget = budgets.for_kernel(native_name(*k), d);
-      REQUIRE(budget.section == native_name(*k) + "." + std::string(name(d)));
-      for (const verify::Outcome& o : verify::verify_kernel(*k, d, budget, settings)) {
-        std::string worst;
-        for (const auto& [what, v] : o.worst) worst += " " + what + "=" + std::to_string(v);
-        INFO(k->name << " " << name(d) << " " << name(o.property) << ": " << name(o.status) << worst
-                     << " correctly_rounded=" << o.correctly_rounded << "\n" << o.message << "\n" << o.counterexample);
-        CHECK_FALSE(verify::is_failure(o.status));
-        if (!quick) WARN(k->name << " " << name(d) << " " << name(o.property) << ": " << name(o.status) << worst
-                              << " correctly_rounded=" << o.correctly_rounded);
+    for (Op op : kAllOps) {
+      for (DType d : kDTypes) {
+        const verify::KernelBudget& budget = budgets.for_kernel(op, native_name(*k), d);
+        const std::string level = op == Op::layernorm ? "" : std::string(name(op)) + ".";
+        REQUIRE(budget.section == level + native_name(*k) + "." + std::string(name(d)));
+        for (const verify::Outcome& o : verify::verify_kernel(*k, op, d, budget, settings)) {
+          std::string worst;
+          for (const auto& [what, v] : o.worst) worst += " " + what + "=" + std::to_string(v);
+          INFO(k->name << " " << name(op) << " " << name(d) << " " << name(o.property) << ": " << name(o.status) << worst
+                       << " correctly_rounded=" << o.correctly_rounded << "\n" << o.message << "\n" << o.counterexample);
+          CHECK_FALSE(verify::is_failure(o.status));
+          if (!quick) WARN(k->name << " " << name(op) << " " << name(d) << " " << name(o.property) << ": " << name(o.status)
+                                << worst << " correctly_rounded=" << o.correctly_rounded);
+        }
       }
     }
   }

@@ -24,8 +24,8 @@ namespace {
 #include "avx512_body.hpp"
 }  // namespace
 
-void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
-  fast_rows<NativeOps<false>>(p, t, begin, end);
+void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged& staged) {
+  fast_rows<NativeOps<false>>(p, t, begin, end, staged);
 }
 
 }  // namespace lnorm::cpu::avx512

@@ -19,8 +19,8 @@ namespace {
 #include "avx512_body.hpp"
 }  // namespace
 
-void rows_fast(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
-  fast::rows<NativeOps<true>, BF16>(p, t, begin, end);
+void rows_fast(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged& staged) {
+  fast::rows<NativeOps<true>, BF16>(p, t, begin, end, staged);
 }
 
 void rows_cr(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {

@@ -187,6 +187,26 @@ Stats row_stats(const typename T::Bits* x, std::int64_t n, float eps) {
   return {m, static_cast<float>(mean_lo), static_cast<float>(1.0 / std::sqrt(var + epsd)), safe};
 }
 
+// RMSNorm's statistics (avx2.cpp's rms_stats): the fused read with the shift 0, mean 0,
+// rstd = 1/sqrt(Q/n + eps); safe when Q is finite and Q ≥ kQMin or eps ≥ kRmsEpsMin (the squares below
+// f32's normal range then cost at most 2^-39 of mean(x²) + eps; avx2.cpp derives it).
+constexpr double kRmsEpsMin = 0x1p-100;
+
+template <class V, class T>
+Stats rms_stats(const typename T::Bits* x, std::int64_t n, float eps) {
+  const double epsd = static_cast<double>(eps);
+  double s = 0, q = 0;
+  centred_sums<V, T>(x, n, 0.0f, s, q);
+  const float rstd = static_cast<float>(1.0 / std::sqrt(q / static_cast<double>(n) + epsd));
+  const bool safe = std::isfinite(s) && std::isfinite(q) && (q >= kQMin || epsd >= kRmsEpsMin) && std::isfinite(rstd);
+  return {0.0f, 0.0f, rstd, safe};
+}
+
+template <class V, class T>
+Stats stats_of(const typename T::Bits* x, std::int64_t n, float eps, bool centred) {
+  return centred ? row_stats<V, T>(x, n, eps) : rms_stats<V, T>(x, n, eps);
+}
+
 // y = fma(x − m, rstd, −mean_lo·rstd) · γ + β (avx2.cpp's form: the two-float centre in one FMA). NT: y
 // is streamed, and next (the row kAhead rows on) is prefetched into L2 meanwhile, so DRAM keeps
 // reading while this pass runs from L1 (avx2.cpp's kPrefetch).
@@ -234,13 +254,14 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
   float* rstd = static_cast<float*>(t.rstd);
   const std::int64_t n = p.cols;
   const float eps = static_cast<float>(p.eps);
+  const bool is_centred = centred(p.op);  // one row driver for both ops: only the statistics differ
   // Row + 1's statistics before row's output pass (avx2.cpp's kPipeline): the scalar tail of one row's
   // statistics (f64 divisions and sqrt) overlaps the other row's output loop.
-  Stats next = begin < end ? row_stats<V, T>(x + begin * n, n, eps) : Stats{};
+  Stats next = begin < end ? stats_of<V, T>(x + begin * n, n, eps, is_centred) : Stats{};
   for (std::int64_t row = begin; row < end; ++row) {
     const Bits* xr = x + row * n;
     const Stats s = next;
-    if (row + 1 < end) next = row_stats<V, T>(xr + n, n, eps);
+    if (row + 1 < end) next = stats_of<V, T>(xr + n, n, eps, is_centred);
     if (!s.safe) {
       welford_row(p, t, row);
       continue;
@@ -269,8 +290,10 @@ void rows_nt(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_
 constexpr std::int64_t kWideMax = 4096;
 
 template <class V, class T, bool NT>
-void rows_wide(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+void rows_wide(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged& staged) {
   using Bits = typename T::Bits;
+  // Staged by the generic driver (f32 gamma/beta beside 16-bit x, or an offset: w = C + gamma in f32).
+  if (staged.gamma || staged.beta) return rows_nt<V, T, F32, NT>(p, t, begin, end, staged.gamma, staged.beta);
   const Bits* gamma = static_cast<const Bits*>(t.gamma);
   const Bits* beta = static_cast<const Bits*>(t.beta);
   const std::int64_t n = p.cols;
@@ -295,10 +318,10 @@ void rows_wide(const Problem& p, const Tensors& t, std::int64_t begin, std::int6
 
 // Rows [begin, end) of p, for storage type T.
 template <class V, class T>
-void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged& staged) {
   const bool nt = p.elements() * static_cast<std::int64_t>(sizeof(typename T::Bits)) > kStreamBytes;
-  if (nt) rows_wide<V, T, true>(p, t, begin, end);
-  else rows_wide<V, T, false>(p, t, begin, end);
+  if (nt) rows_wide<V, T, true>(p, t, begin, end, staged);
+  else rows_wide<V, T, false>(p, t, begin, end, staged);
 }
 
 }  // namespace fast
@@ -335,15 +358,17 @@ struct FastStats {
 // avx2_cr.cpp's fast_stats on 8 f64 lanes, x re-read from storage (converted exactly) in each pass
 // instead of kept in an f64 scratch row. Pass 1: s = Σ (x − x[0]) in blocks (plain adds),
 // m + m_lo = x[0] + s/n (TwoSum). Pass 2: q2 = Σ (x − m)² (one FMA each, blocked) and max |x − m|.
+// centred = false (RMSNorm): no pass 1, the mean is exactly 0 (m = m_lo = q = 0): pass 2 sums x² and the
+// bound has no mean error. w_rel: the weights' relative error (avx2_cr_exact.hpp's row_bound).
 template <class V, class T>
-FastStats fast_stats(const typename T::Bits* x, std::int64_t n, double eps) {
+FastStats fast_stats(const typename T::Bits* x, std::int64_t n, double eps, bool centred, double w_rel) {
   using D = typename V::D;
   const double nd = static_cast<double>(n);
   const std::int64_t n32 = n / kLanes * kLanes, block = sum_block(n);
   const double c = V::first_pd(V::template maskz_load8<T>(1, x));
   const D cv = V::set1_pd(c);
   D s0 = V::zero_pd(), s1 = s0, s2 = s0, s3 = s0;
-  std::int64_t i = 0;
+  std::int64_t i = centred ? 0 : n;  // RMSNorm skips pass 1
   while (i < n32) {
     const std::int64_t block_end = i + block < n32 ? i + block : n32;
     D t0 = V::zero_pd(), t1 = t0, t2 = t0, t3 = t0;
@@ -364,9 +389,9 @@ FastStats fast_stats(const typename T::Bits* x, std::int64_t n, double eps) {
     }
   }
   const double s = hsum_pd<V>(V::add_pd(V::add_pd(s0, s1), V::add_pd(s2, s3)));
-  const double q = s / nd;
-  double m, m_lo;
-  ex::two_sum(c, q, m, m_lo);  // m + m_lo == c + q exactly
+  const double q = centred ? s / nd : 0.0;
+  double m = 0, m_lo = 0;
+  if (centred) ex::two_sum(c, q, m, m_lo);  // m + m_lo == c + q exactly
   const D mv = V::set1_pd(m);
   D p0 = V::zero_pd(), p1 = p0, p2 = p0, p3 = p0, mx = p0;
   for (i = 0; i < n32;) {  // blocked as pass 1
@@ -407,7 +432,7 @@ FastStats fast_stats(const typename T::Bits* x, std::int64_t n, double eps) {
   // its block, ≤ ceil(n32/block) in s0..s3 (p0..p3), ≤ 4 in the tail loop (3 full groups and the masked
   // one, all into s0), 2 in the accumulator folds and 3 in hsum_pd's pairwise sum of 8 lanes, 3 spare.
   const double k = static_cast<double>(block / kLanes + (n32 + block - 1) / block) + 12;
-  const ex::RowBound bound = ex::row_bound(k, nd, q, m_lo, q2, v, rstd);
+  const ex::RowBound bound = ex::row_bound(k, nd, q, m_lo, q2, v, rstd, centred, w_rel);
   st.b = bound.b, st.a = bound.a, st.certified = bound.certified;
   return st;
 }
@@ -429,14 +454,22 @@ double max_abs(const typename T::Bits* p, std::int64_t n) {
   return r;
 }
 
+// How a row sees its parameters: gamma/beta stored as Gs (T, or f32 beside 16-bit x), w = C + gamma.
+struct Params {
+  double offset = 0;  // C (0: w = gamma exactly)
+  bool centred = true;
+};
+
 // Element i that the vector test could not settle: avx2_cr.cpp's settle (the scalar test with the
 // element's own E, then the double-double path, its statistics computed once per row on first need).
-template <class T, bool G, bool B>
-typename T::Bits settle(const typename T::Bits* x, const typename T::Bits* gamma, const typename T::Bits* beta, std::int64_t n,
-                        double eps, std::int64_t i, const FastStats& s, ex::ExactStats& es, bool& have_exact) {
+template <class T, class Gs, bool G, bool B>
+typename T::Bits settle(const typename T::Bits* x, const typename Gs::Bits* gamma, const typename Gs::Bits* beta, std::int64_t n,
+                        double eps, std::int64_t i, const FastStats& s, ex::ExactStats& es, bool& have_exact, const Params& pr) {
   using E = T;
   const double xv = ex::to_double<E>(x[i]);
-  const double g = G ? ex::to_double<E>(gamma[i]) : 1.0, b = B ? ex::to_double<E>(beta[i]) : 0.0;
+  double g = 1.0, g_lo = 0.0;
+  if (G) ex::two_sum(pr.offset, ex::to_double<Gs>(gamma[i]), g, g_lo);  // w = C + γ, exactly as hi + lo
+  const double b = B ? ex::to_double<Gs>(beta[i]) : 0.0;
   double t = (xv - s.m) * s.rstd;
   if (G) t = t * g;
   const double y = B ? t + b : t;
@@ -444,19 +477,20 @@ typename T::Bits settle(const typename T::Bits* x, const typename T::Bits* gamma
   typename T::Bits out;
   if (ex::decided<E>(y, e, out)) return out;
   if (!have_exact) {
-    es = ex::exact_stats<E>(x, n, eps);
+    es = ex::exact_stats<E>(x, n, eps, pr.centred);
     have_exact = true;
   }
-  return ex::exact_element<E>(xv, g, b, es);
+  return ex::exact_element<E>(xv, g, b, es, g_lo);
 }
 
 // The output pass: y = ((x − m)·rstd)·γ + β in f64 on 8 lanes, Ziv's test against one E for the row
 // (avx2_cr.cpp's normalize_row): f32 by rounding y ± E (cvt_differ_f32); f16/bf16 by y's f32 rounding's
 // distance from T's midpoint patterns (near_mid16, avx2_cr.cpp's round8_single). Certified lanes are
 // stored rounded once (f16/bf16 through round-to-odd f32); the others settled one by one.
-template <class V, class T, bool G, bool B, bool NT>
-void normalize_row(const typename T::Bits* x, const typename T::Bits* gamma, const typename T::Bits* beta,
-                   typename T::Bits* y, std::int64_t n, double eps, const FastStats& s, double gmax, double bmax) {
+template <class V, class T, class Gs, bool G, bool B, bool NT>
+void normalize_row(const typename T::Bits* x, const typename Gs::Bits* gamma, const typename Gs::Bits* beta,
+                   typename T::Bits* y, std::int64_t n, double eps, const FastStats& s, double gmax, double bmax,
+                   const Params& pr) {
   using D = typename V::D;
   using M8 = typename V::M8;
   const double t_max = s.dmax * s.rstd * gmax * (1 + 0x1p-40);
@@ -464,16 +498,17 @@ void normalize_row(const typename T::Bits* x, const typename T::Bits* gamma, con
   if (!(e_row == e_row)) e_row = INFINITY;  // a NaN bound would let lo and hi agree
   const double y_min = std::fmax(e_row * 0x1p25, std::is_same_v<T, F16> ? 0x1p-14 : 0x1p-126) * (1 + 0x1p-20);
   const float y_min_f = static_cast<float>(std::fmin(y_min, 0x1p127));
-  const D mv = V::set1_pd(s.m), rv = V::set1_pd(s.rstd), ev = V::set1_pd(e_row);
+  const D mv = V::set1_pd(s.m), rv = V::set1_pd(s.rstd), ev = V::set1_pd(e_row), cv = V::set1_pd(pr.offset);
   ex::ExactStats es{};
   bool have_exact = false;
   const auto group = [&](std::int64_t i, std::int64_t count, bool stream) {
     const bool full = count == 8;
     const auto k = static_cast<M8>(full ? 0xFFu : (1u << count) - 1);
     const auto ld = [&](const typename T::Bits* p) { return full ? V::template load8<T>(p) : V::template maskz_load8<T>(k, p); };
+    const auto ldp = [&](const typename Gs::Bits* p) { return full ? V::template load8<Gs>(p) : V::template maskz_load8<Gs>(k, p); };
     D v = V::mul_pd(V::sub_pd(ld(x + i), mv), rv);
-    if constexpr (G) v = V::mul_pd(v, ld(gamma + i));
-    if constexpr (B) v = V::add_pd(v, ld(beta + i));
+    if constexpr (G) v = V::mul_pd(v, pr.offset == 0 ? ldp(gamma + i) : V::add_pd(cv, ldp(gamma + i)));  // w = C + γ (w_rel)
+    if constexpr (B) v = V::add_pd(v, ldp(beta + i));
     M8 fail;
     if constexpr (std::is_same_v<T, F32>) {
       const D lo = V::sub_pd(v, ev);
@@ -496,7 +531,7 @@ void normalize_row(const typename T::Bits* x, const typename T::Bits* gamma, con
     V::template mask_store8<T>(static_cast<M8>(k & ~fail), y + i, v);
     for (unsigned f = fail; f != 0; f &= f - 1) {
       const std::int64_t j = i + __builtin_ctz(f);
-      y[j] = settle<T, G, B>(x, gamma, beta, n, eps, j, s, es, have_exact);
+      y[j] = settle<T, Gs, G, B>(x, gamma, beta, n, eps, j, s, es, have_exact, pr);
     }
   };
   std::int64_t i = 0;
@@ -511,22 +546,32 @@ void normalize_row(const typename T::Bits* x, const typename T::Bits* gamma, con
   if (i < n) group(i, n - i, false);
 }
 
-template <class V, class T, bool G, bool B, bool NT>
+template <class V, class T, class Gs, bool G, bool B, bool NT>
 void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
   using Bits = typename T::Bits;
   using E = T;
   const Bits* x = static_cast<const Bits*>(t.x);
-  const Bits* gamma = static_cast<const Bits*>(t.gamma);
-  const Bits* beta = static_cast<const Bits*>(t.beta);
+  const typename Gs::Bits* gamma = static_cast<const typename Gs::Bits*>(t.gamma);
+  const typename Gs::Bits* beta = static_cast<const typename Gs::Bits*>(t.beta);
   Bits* y = static_cast<Bits*>(t.y);
   float* mean = static_cast<float*>(t.mean);
   float* rstd = static_cast<float*>(t.rstd);
   const std::int64_t n = p.cols;
-  const double gmax = G ? max_abs<V, T>(gamma, n) : 1.0, bmax = B ? max_abs<V, T>(beta, n) : 0.0;
+  const Params pr{G ? p.gamma_offset : 0.0, centred(p.op)};
+  // max |w| ≤ |C| + max |γ|; w_rel = u when some C + γ does not fit one f64 (its rounding, in the bound).
+  double w_rel = 0;
+  if (G && pr.offset != 0) {
+    for (std::int64_t i = 0; i < n && w_rel == 0; ++i) {
+      double hi, lo;
+      ex::two_sum(pr.offset, ex::to_double<Gs>(gamma[i]), hi, lo);
+      if (lo != 0) w_rel = ex::kU;
+    }
+  }
+  const double gmax = G ? std::abs(pr.offset) + max_abs<V, Gs>(gamma, n) : 1.0, bmax = B ? max_abs<V, Gs>(beta, n) : 0.0;
   for (std::int64_t row = begin; row < end; ++row) {
     const Bits* xr = x + row * n;
     Bits* yr = y + row * n;
-    const FastStats s = fast_stats<V, T>(xr, n, p.eps);
+    const FastStats s = fast_stats<V, T>(xr, n, p.eps, pr.centred, w_rel);
     if (!s.finite || s.degenerate) {  // NaN/Inf in the row, or var + eps == 0: the scalar kernel's NaN rules
       welford_row(p, t, row);
       continue;
@@ -534,12 +579,12 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
     if (s.certified) {
       if (mean) mean[row] = static_cast<float>(s.m + s.m_lo);
       if (rstd) rstd[row] = static_cast<float>(s.rstd);
-      if (NT && head_to_align(yr, 64) >= 0) normalize_row<V, T, G, B, NT>(xr, gamma, beta, yr, n, p.eps, s, gmax, bmax);
-      else normalize_row<V, T, G, B, false>(xr, gamma, beta, yr, n, p.eps, s, gmax, bmax);
+      if (NT && head_to_align(yr, 64) >= 0) normalize_row<V, T, Gs, G, B, NT>(xr, gamma, beta, yr, n, p.eps, s, gmax, bmax, pr);
+      else normalize_row<V, T, Gs, G, B, false>(xr, gamma, beta, yr, n, p.eps, s, gmax, bmax, pr);
       continue;
     }
     // The bound is not small (not seen outside constructed rows): every element by double-double.
-    const ex::ExactStats es = ex::exact_stats<E>(xr, n, p.eps);
+    const ex::ExactStats es = ex::exact_stats<E>(xr, n, p.eps, pr.centred);
     if (!es.finite) {
       welford_row(p, t, row);
       continue;
@@ -547,19 +592,29 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
     if (mean) mean[row] = static_cast<float>(es.m_hi + es.m_lo);
     if (rstd) rstd[row] = static_cast<float>(es.r_hi + es.r_lo);
     for (std::int64_t i = 0; i < n; ++i) {
-      const double g = G ? ex::to_double<E>(gamma[i]) : 1.0, b = B ? ex::to_double<E>(beta[i]) : 0.0;
-      yr[i] = ex::exact_element<E>(ex::to_double<E>(xr[i]), g, b, es);
+      double g = 1.0, g_lo = 0.0;
+      if (G) ex::two_sum(pr.offset, ex::to_double<Gs>(gamma[i]), g, g_lo);
+      const double b = B ? ex::to_double<Gs>(beta[i]) : 0.0;
+      yr[i] = ex::exact_element<E>(ex::to_double<E>(xr[i]), g, b, es, g_lo);
     }
   }
   if (NT) V::sfence();
 }
 
+template <class V, class T, class Gs, bool NT>
+void rows_affine(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+  if (p.has_gamma && p.has_beta) rows_typed<V, T, Gs, true, true, NT>(p, t, begin, end);
+  else if (p.has_gamma) rows_typed<V, T, Gs, true, false, NT>(p, t, begin, end);
+  else if (p.has_beta) rows_typed<V, T, Gs, false, true, NT>(p, t, begin, end);
+  else rows_typed<V, T, Gs, false, false, NT>(p, t, begin, end);
+}
+
 template <class V, class T, bool NT>
 void rows_nt(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
-  if (p.has_gamma && p.has_beta) rows_typed<V, T, true, true, NT>(p, t, begin, end);
-  else if (p.has_gamma) rows_typed<V, T, true, false, NT>(p, t, begin, end);
-  else if (p.has_beta) rows_typed<V, T, false, true, NT>(p, t, begin, end);
-  else rows_typed<V, T, false, false, NT>(p, t, begin, end);
+  if constexpr (!std::is_same_v<T, F32>) {
+    if (p.param_dtype == DType::f32) return rows_affine<V, T, F32, NT>(p, t, begin, end);  // f32 gamma/beta
+  }
+  rows_affine<V, T, T, NT>(p, t, begin, end);
 }
 
 template <class V, class T>
@@ -573,11 +628,11 @@ void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t e
 
 // Dispatch on p.dtype (f32, f16, bf16; the glue offers nothing else).
 template <class V>
-void fast_rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+void fast_rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged& staged) {
   switch (p.dtype) {
-    case DType::f32: return fast::rows<V, F32>(p, t, begin, end);
-    case DType::f16: return fast::rows<V, F16>(p, t, begin, end);
-    case DType::bf16: return fast::rows<V, BF16>(p, t, begin, end);
+    case DType::f32: return fast::rows<V, F32>(p, t, begin, end, staged);
+    case DType::f16: return fast::rows<V, F16>(p, t, begin, end, staged);
+    case DType::bf16: return fast::rows<V, BF16>(p, t, begin, end, staged);
     case DType::f64: return;
   }
 }

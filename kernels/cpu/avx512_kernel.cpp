@@ -39,8 +39,7 @@ const Avx512Features& features() {
   return f;
 }
 
-std::optional<std::string> avx512_why_not(const Problem& p) {
-  if (!params_in_place(p)) return "the AVX-512 kernels take gamma/beta in x's dtype without an offset";
+std::optional<std::string> avx512_why_not(const Problem&) {
   const Avx512Features& f = features();
   if (!f.f) return "CPU lacks avx512f";
   if (!f.bw) return "CPU lacks avx512bw";
@@ -53,9 +52,13 @@ std::optional<std::string> avx512_why_not(const Problem& p) {
 
 void avx512_run(const Problem& p, const Tensors& t) {
   const bool hw_bf16 = p.dtype == DType::bf16 && features().bf16;
+  // f32 gamma/beta with 16-bit x, or an offset: w = C + gamma and beta staged in f32 once per call.
+  StagedParams<float> staged;
+  if (!params_in_place(p)) staged = stage_params<float>(p, t);
+  const Staged s{staged.gamma(), staged.beta()};
   split_rows(p, [&](std::int64_t begin, std::int64_t end) {
-    if (hw_bf16) avx512_bf16::rows_fast(p, t, begin, end);
-    else avx512::rows(p, t, begin, end);
+    if (hw_bf16) avx512_bf16::rows_fast(p, t, begin, end, s);
+    else avx512::rows(p, t, begin, end, s);
   });
 }
 
@@ -73,10 +76,12 @@ bool cpu_has_avx512_bf16() { return features().bf16 && !avx512_why_not(Problem{}
 
 const KernelInfo kAvx512Cr{"avx512_cr",
                            "AVX-512, 8 f64 lanes, correctly rounded: avx2_cr's Ziv test (proven f64 bound, double-double slow path)",
-                           DTypeSet{DType::f32, DType::f16, DType::bf16}, &avx512_why_not, &avx512_cr_run};
+                           DTypeSet{DType::f32, DType::f16, DType::bf16}, &avx512_why_not, &avx512_cr_run, false,
+                           OpSet{Op::layernorm, Op::rmsnorm}};
 
 const KernelInfo kAvx512{"avx512",
-                         "AVX-512, 16 f32 lanes: shifted sum, corrected two-pass (two-float mean), masked tails",
-                         DTypeSet{DType::f32, DType::f16, DType::bf16}, &avx512_why_not, &avx512_run};
+                         "AVX-512, 16 f32 lanes: avx2's fused shifted sums (RMSNorm: the sum of squares), corrected two-pass (two-float mean), masked tails",
+                         DTypeSet{DType::f32, DType::f16, DType::bf16}, &avx512_why_not, &avx512_run, false,
+                         OpSet{Op::layernorm, Op::rmsnorm}};
 
 }  // namespace lnorm::cpu

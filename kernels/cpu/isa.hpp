@@ -43,7 +43,7 @@ PathCounts path_counts();
 
 namespace avx512 {
 // AVX-512 F/BW/VL/DQ, 16 f32 lanes (avx512.cpp; algorithm in avx512_body.hpp). Same contract as avx2.
-void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end);
+void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged& staged);
 }  // namespace avx512
 
 namespace avx512_cr {
@@ -53,7 +53,7 @@ void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t e
 
 namespace avx512_bf16 {
 // bf16 rows of avx512 / avx512_cr narrowed with AVX512-BF16 (avx512_bf16.cpp): the same bits.
-void rows_fast(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end);
+void rows_fast(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged& staged);
 void rows_cr(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end);
 }  // namespace avx512_bf16
 
