@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../kernels/cuda/launch_config.hpp"
+#include "../kernels/cpu/params.hpp"
 #include "../kernels/cuda/row_stats.hpp"
 #include "lnorm/half.hpp"
 #include "lnorm/kernel.hpp"
@@ -77,8 +78,9 @@ template <class T>
 void run_typed(cuda::Algorithm algorithm, const Problem& p, const Tensors& t) {
   const cuda::LaunchConfig c = cuda::plan_launch(algorithm, p.rows, p.cols, p.dtype, true, cuda::DeviceLimits{});
   const T* x = static_cast<const T*>(t.x);
-  const T* gamma = static_cast<const T*>(t.gamma);
-  const T* beta = static_cast<const T*>(t.beta);
+  // Parameters as the device reads them: in x's dtype, or staged in f32 by runtime.cu (f32 gamma/beta, or
+  // w = C + gamma): stage_params<float> either way gives the values the device multiplies by.
+  const cpu::StagedParams<float> params = cpu::stage_params<float>(p, t);
   T* y = static_cast<T*>(t.y);
   const auto n = static_cast<std::size_t>(p.cols);
   std::vector<float> row(n);
@@ -86,11 +88,12 @@ void run_typed(cuda::Algorithm algorithm, const Problem& p, const Tensors& t) {
     for (std::size_t i = 0; i < n; ++i) row[i] = to_float(x[static_cast<std::size_t>(r) * n + i]);
     const bool block = c.strategy == cuda::Strategy::block_per_row;
     const HostRow share{row.data(), p.cols, block ? c.block_threads : c.threads_per_row, c.vec, block};
-    const cuda::rowstats::RowResult s = cuda::rowstats::row_statistics(share, row[0], p.cols, static_cast<float>(p.eps));
+    const cuda::rowstats::RowResult s =
+        cuda::rowstats::row_statistics(share, row[0], p.cols, static_cast<float>(p.eps), centred(p.op));
     if (t.mean) static_cast<float*>(t.mean)[r] = s.mean;
     if (t.rstd) static_cast<float*>(t.rstd)[r] = s.rstd;
     for (std::size_t i = 0; i < n; ++i) {
-      const float g = p.has_gamma ? to_float(gamma[i]) : 0.0f, b = p.has_beta ? to_float(beta[i]) : 0.0f;
+      const float g = params.gamma() ? params.w[i] : 0.0f, b = params.beta() ? params.b[i] : 0.0f;
       y[static_cast<std::size_t>(r) * n + i] = from_float<T>(cuda::rowstats::normalize(row[i], s, p.has_gamma, g, p.has_beta, b));
     }
   }
@@ -107,8 +110,10 @@ void run(const Problem& p, const Tensors& t) {
 }
 
 inline const KernelInfo kWarp{"cuda_warp", "cuda_warp emulated on the CPU (tests/cuda_emulation.hpp)",
-                              DTypeSet{DType::f32, DType::f16, DType::bf16}, nullptr, &run<cuda::Algorithm::warp>};
+                              DTypeSet{DType::f32, DType::f16, DType::bf16}, nullptr, &run<cuda::Algorithm::warp>, false,
+                              OpSet{Op::layernorm, Op::rmsnorm}};
 inline const KernelInfo kBlock{"cuda_block", "cuda_block emulated on the CPU (tests/cuda_emulation.hpp)",
-                               DTypeSet{DType::f32, DType::f16, DType::bf16}, nullptr, &run<cuda::Algorithm::block>};
+                               DTypeSet{DType::f32, DType::f16, DType::bf16}, nullptr, &run<cuda::Algorithm::block>, false,
+                               OpSet{Op::layernorm, Op::rmsnorm}};
 
 }  // namespace lnorm::testing::cuda_emulation

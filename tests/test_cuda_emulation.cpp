@@ -35,20 +35,25 @@ TEST_CASE("cuda_warp and cuda_block (CPU emulation): every foundation case withi
   }
 }
 
-TEST_CASE("cuda_warp and cuda_block (CPU emulation): the quick verify suite holds with their budgets.toml sections",
+TEST_CASE("cuda_warp and cuda_block (CPU emulation): the quick verify suite holds for both ops with their budgets.toml sections",
           "[cuda][emulation][verify]") {
   const auto budgets = verify::Budgets::builtin();
   verify::Settings settings;
   settings.quick = true;
   settings.command = "ctest -R test_cuda_emulation (CPU emulation of the CUDA kernels)";
   for (const KernelInfo* k : {&emu::kWarp, &emu::kBlock}) {
-    for (DType d : kDTypes) {
-      for (const verify::Outcome& o : verify::verify_kernel(*k, d, budgets.for_kernel(k->name, d), settings)) {
-        std::string worst;
-        for (const auto& [what, v] : o.worst) worst += " " + what + "=" + std::to_string(v);
-        INFO(k->name << " " << name(d) << " " << name(o.property) << ": " << name(o.status) << worst << "\n"
-                     << o.message << "\n" << o.counterexample);
-        CHECK_FALSE(verify::is_failure(o.status));
+    for (Op op : kAllOps) {
+      for (DType d : kDTypes) {
+        const verify::KernelBudget& budget = budgets.for_kernel(op, k->name, d);
+        REQUIRE(budget.section == (op == Op::layernorm ? "" : std::string(name(op)) + ".") + std::string(k->name) + "." +
+                                      std::string(name(d)));
+        for (const verify::Outcome& o : verify::verify_kernel(*k, op, d, budget, settings)) {
+          std::string worst;
+          for (const auto& [what, v] : o.worst) worst += " " + what + "=" + std::to_string(v);
+          INFO(k->name << " " << name(op) << " " << name(d) << " " << name(o.property) << ": " << name(o.status) << worst
+                       << "\n" << o.message << "\n" << o.counterexample);
+          CHECK_FALSE(verify::is_failure(o.status));
+        }
       }
     }
   }

@@ -109,6 +109,34 @@ TEST_CASE("cuda_warp and cuda_block: the device computes the CPU emulation's bit
   }
 }
 
+TEST_CASE("cuda_warp and cuda_block: RMSNorm, f32 gamma/beta and the gamma offset compute the CPU emulation's bits",
+          "[cuda][gpu][emulation]") {
+  // The same comparison for the paths the op axis added: row_stats.hpp with the mean 0, and parameters
+  // staged in f32 (cuda_kernels.cpp) read by the device as f32 beside 16-bit x.
+  for (const auto& [device, host] : {std::pair{"cuda_warp", &testing::cuda_emulation::kWarp},
+                                     std::pair{"cuda_block", &testing::cuda_emulation::kBlock}}) {
+    for (DType d : kDTypes) {
+      for (std::int64_t cols : kWidths) {
+        const std::int64_t rows = cols > 10000 ? 3 : 19;
+        auto values = testing::normal(d, static_cast<std::size_t>(rows * cols), 0.5, 3, static_cast<std::uint64_t>(cols));
+        values[static_cast<std::size_t>(cols)] = NAN;  // row 1 poisoned
+        const auto x = encode(d, values);
+        const DType pd = d == DType::f32 ? d : DType::f32;
+        const auto g = encode(pd, testing::normal(pd, cols, 0, 0.5, 3)), b = encode(pd, testing::normal(pd, cols, 0, 1, 4));
+        for (Op op : kAllOps) {
+          const Problem p = set_params(with_op(make_problem(rows, cols, d, 1e-5, true, true), op), pd, 1.0);
+          INFO(device << " " << name(op) << " " << name(d) << " cols " << cols << " (f32 params, offset 1)");
+          CHECK(same_bits_or_both_nan(run(kernel(device), p, x, &g, &b), run(*host, p, x, &g, &b), d));
+        }
+        const auto gt = encode(d, testing::normal(d, cols, 1, 0.5, 3));
+        const Problem rms = with_op(make_problem(rows, cols, d, 1e-5, true, false), Op::rmsnorm);
+        INFO(device << " rmsnorm " << name(d) << " cols " << cols);
+        CHECK(same_bits_or_both_nan(run(kernel(device), rms, x, &gt, nullptr), run(*host, rms, x, &gt, nullptr), d));
+      }
+    }
+  }
+}
+
 TEST_CASE("cuda_warp and cuda_block: every foundation case within 8 + 1*kappa scaled ulps", "[cuda][gpu]") {
   for (std::string_view kn : {"cuda_warp", "cuda_block"}) {
     for (DType d : kDTypes) {

@@ -64,10 +64,12 @@ struct BlockRow {
   }
 };
 
-template <class T, int kVec>
-__global__ void block_rows(const T* __restrict__ x, const T* __restrict__ gamma, const T* __restrict__ beta,
+// G: how gamma/beta are stored on the device (T, or f32 staged by runtime.cu). centred: LayerNorm
+// (false: RMSNorm).
+template <class T, class G, int kVec>
+__global__ void block_rows(const T* __restrict__ x, const G* __restrict__ gamma, const G* __restrict__ beta,
                            T* __restrict__ y, float* __restrict__ mean, float* __restrict__ rstd, std::int64_t rows,
-                           std::int64_t n, float eps, bool row_in_smem) {
+                           std::int64_t n, float eps, bool row_in_smem, bool centred) {
   extern __shared__ uint4 smem_raw[];  // uint4: 16-byte aligned for vector accesses
   T* cache = reinterpret_cast<T*>(smem_raw);
   __shared__ double scratch[32];
@@ -80,7 +82,7 @@ __global__ void block_rows(const T* __restrict__ x, const T* __restrict__ gamma,
     }
     const T* src = row_in_smem ? cache : xr;
     const BlockRow<T, kVec> share{src, accesses, scratch};
-    const rowstats::RowResult r = rowstats::row_statistics(share, dev::to_f32(xr[0]), n, eps);
+    const rowstats::RowResult r = rowstats::row_statistics(share, dev::to_f32(xr[0]), n, eps, centred);
     if (threadIdx.x == 0) {
       if (mean) mean[row] = r.mean;
       if (rstd) rstd[row] = r.rstd;
@@ -101,16 +103,21 @@ __global__ void block_rows(const T* __restrict__ x, const T* __restrict__ gamma,
 
 template <class T, int kVec>
 void launch_with(const LaunchConfig& c, const Problem& p, const Tensors& t, cudaStream_t stream) {
-  const auto kernel = &block_rows<T, kVec>;
-  // Past 48 KB a kernel must opt in to its dynamic shared memory (sm_90 allows up to 227 KB).
-  if (c.smem_bytes > 48 * 1024) {
-    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(c.smem_bytes)),
-          "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
-  }
-  kernel<<<static_cast<unsigned>(c.grid), c.block_threads, c.smem_bytes, stream>>>(
-      static_cast<const T*>(t.x), static_cast<const T*>(p.has_gamma ? t.gamma : nullptr),
-      static_cast<const T*>(p.has_beta ? t.beta : nullptr), static_cast<T*>(t.y), static_cast<float*>(t.mean),
-      static_cast<float*>(t.rstd), p.rows, p.cols, static_cast<float>(p.eps), c.row_in_smem);
+  const auto go = [&](auto g_tag) {
+    using G = decltype(g_tag);
+    const auto kernel = &block_rows<T, G, kVec>;
+    // Past 48 KB a kernel must opt in to its dynamic shared memory (sm_90 allows up to 227 KB).
+    if (c.smem_bytes > 48 * 1024) {
+      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(c.smem_bytes)),
+            "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+    }
+    kernel<<<static_cast<unsigned>(c.grid), c.block_threads, c.smem_bytes, stream>>>(
+        static_cast<const T*>(t.x), static_cast<const G*>(p.has_gamma ? t.gamma : nullptr),
+        static_cast<const G*>(p.has_beta ? t.beta : nullptr), static_cast<T*>(t.y), static_cast<float*>(t.mean),
+        static_cast<float*>(t.rstd), p.rows, p.cols, static_cast<float>(p.eps), c.row_in_smem, centred(p.op));
+  };
+  if (p.param_dtype == DType::f32) go(float{});  // f32 parameters (for f32 x: the same as T)
+  else go(T{});
 }
 
 template <class T>

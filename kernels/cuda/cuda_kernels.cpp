@@ -3,6 +3,7 @@
 // on machines without one, so `lnorm list` and `lnorm verify` report them unavailable there.
 #include "cuda_kernels.hpp"
 
+#include "../cpu/params.hpp"
 #include "device_api.hpp"
 
 namespace lnorm::cuda {
@@ -10,9 +11,25 @@ namespace {
 
 std::optional<std::string> why_not(const Problem&) { return device_unavailable_reason(); }
 
+// cuda_naive is the textbook LayerNorm, bitwise the CPU naive with parameters in x's dtype.
+std::optional<std::string> naive_why_not(const Problem& p) {
+  if (p.param_dtype != p.dtype || p.gamma_offset != 0) return "cuda_naive takes gamma/beta in x's dtype without an offset";
+  return device_unavailable_reason();
+}
+
+// f32 gamma/beta beside 16-bit x, or an offset: w = C + gamma and beta staged in f32 once per call (as the
+// CPU kernels, params.hpp); the device then reads f32 parameters without an offset.
 template <Algorithm kAlgorithm>
 void run(const Problem& p, const Tensors& t) {
-  run_host(kAlgorithm, p, t);
+  if (cpu::params_in_place(p)) return run_host(kAlgorithm, p, t);
+  const cpu::StagedParams<float> staged = cpu::stage_params<float>(p, t);
+  Problem device = p;
+  device.param_dtype = DType::f32;
+  device.gamma_offset = 0;
+  Tensors st = t;
+  st.gamma = staged.gamma();
+  st.beta = staged.beta();
+  run_host(kAlgorithm, device, st);
 }
 
 constexpr DTypeSet kDTypes{DType::f32, DType::f16, DType::bf16};
@@ -21,13 +38,13 @@ constexpr DTypeSet kDTypes{DType::f32, DType::f16, DType::bf16};
 
 const KernelInfo kCudaWarp{"cuda_warp",
                            "CUDA, 1-32 lanes per row, row in registers (<= 2048 wide; wider: as cuda_block); "
-                           "shifted corrected three-pass stats, f32 (rstd in f64)",
-                           kDTypes, &why_not, &run<Algorithm::warp>};
+                           "shifted corrected three-pass stats (RMSNorm: the sum of squares), f32 (rstd in f64)",
+                           kDTypes, &why_not, &run<Algorithm::warp>, false, OpSet{Op::layernorm, Op::rmsnorm}};
 const KernelInfo kCudaBlock{"cuda_block",
                             "CUDA, one block per row, row cached in shared memory when it fits; shifted corrected "
-                            "three-pass stats, f32 (rstd in f64)",
-                            kDTypes, &why_not, &run<Algorithm::block>};
+                            "three-pass stats (RMSNorm: the sum of squares), f32 (rstd in f64)",
+                            kDTypes, &why_not, &run<Algorithm::block>, false, OpSet{Op::layernorm, Op::rmsnorm}};
 const KernelInfo kCudaNaive{"cuda_naive", "CUDA, one thread per row, textbook two-pass; f32, bitwise equal to naive",
-                            kDTypes, &why_not, &run<Algorithm::naive>};
+                            kDTypes, &naive_why_not, &run<Algorithm::naive>};
 
 }  // namespace lnorm::cuda

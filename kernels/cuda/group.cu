@@ -55,10 +55,13 @@ struct GroupRow {
   __device__ __forceinline__ bool any(const bool* slot) const { return __any_sync(mask, slot[0]); }
 };
 
-template <class T, int kVec, int kElems>
+// G: how gamma/beta are stored on the device (T, or f32 staged by runtime.cu: f32 parameters beside
+// 16-bit x, or w = C + gamma). centred: LayerNorm (false: RMSNorm).
+template <class T, class G, int kVec, int kElems>
 __global__ void __launch_bounds__(kGroupBlockThreads)
-    group_rows(const T* __restrict__ x, const T* __restrict__ gamma, const T* __restrict__ beta, T* __restrict__ y,
-               float* __restrict__ mean, float* __restrict__ rstd, std::int64_t rows, int cols, int group, float eps) {
+    group_rows(const T* __restrict__ x, const G* __restrict__ gamma, const G* __restrict__ beta, T* __restrict__ y,
+               float* __restrict__ mean, float* __restrict__ rstd, std::int64_t rows, int cols, int group, float eps,
+               bool centred) {
   constexpr int kChunks = kElems / kVec;
   static_assert(kChunks * kVec == kElems && kChunks > 0, "a lane holds whole accesses");
   const int lane = static_cast<int>(threadIdx.x) & (group - 1);
@@ -79,7 +82,7 @@ __global__ void __launch_bounds__(kGroupBlockThreads)
       if (col < cols) dev::load_vec<kVec>(xr + col, &v[c * kVec]);
     }
     const GroupRow<kVec, kElems> share{v, lane, group, cols, mask};
-    const rowstats::RowResult r = rowstats::row_statistics(share, dev::to_f32(xr[0]), n, eps);
+    const rowstats::RowResult r = rowstats::row_statistics(share, dev::to_f32(xr[0]), n, eps, centred);
     if (lane == 0) {
       if (mean) mean[row] = r.mean;
       if (rstd) rstd[row] = r.rstd;
@@ -101,10 +104,16 @@ __global__ void __launch_bounds__(kGroupBlockThreads)
 
 template <class T, int kVec, int kElems>
 void launch_with(const LaunchConfig& c, const Problem& p, const Tensors& t, cudaStream_t stream) {
-  group_rows<T, kVec, kElems><<<static_cast<unsigned>(c.grid), c.block_threads, 0, stream>>>(
-      static_cast<const T*>(t.x), static_cast<const T*>(p.has_gamma ? t.gamma : nullptr),
-      static_cast<const T*>(p.has_beta ? t.beta : nullptr), static_cast<T*>(t.y), static_cast<float*>(t.mean),
-      static_cast<float*>(t.rstd), p.rows, static_cast<int>(p.cols), c.threads_per_row, static_cast<float>(p.eps));
+  const auto go = [&](auto g_tag) {
+    using G = decltype(g_tag);
+    group_rows<T, G, kVec, kElems><<<static_cast<unsigned>(c.grid), c.block_threads, 0, stream>>>(
+        static_cast<const T*>(t.x), static_cast<const G*>(p.has_gamma ? t.gamma : nullptr),
+        static_cast<const G*>(p.has_beta ? t.beta : nullptr), static_cast<T*>(t.y), static_cast<float*>(t.mean),
+        static_cast<float*>(t.rstd), p.rows, static_cast<int>(p.cols), c.threads_per_row, static_cast<float>(p.eps),
+        centred(p.op));
+  };
+  if (p.param_dtype == DType::f32) go(float{});  // f32 parameters (for f32 x: the same as T)
+  else go(T{});
 }
 
 template <class T, int kVec>

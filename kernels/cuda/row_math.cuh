@@ -23,17 +23,22 @@ __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2hal
 template <>
 __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
-// kVec consecutive elements at p (16-byte aligned when kVec > 1) to/from f32.
+// kVec consecutive elements at p (16-byte aligned when kVec > 1) to f32: one 16-byte access, or two for
+// f32 parameters beside 16-bit x (kVec = 8 floats).
 template <int kVec, class T>
 __device__ __forceinline__ void load_vec(const T* p, float* out) {
   if constexpr (kVec == 1) {
     out[0] = to_f32(p[0]);
   } else {
-    static_assert(kVec * sizeof(T) == 16, "vector accesses are 16 bytes");
-    const uint4 raw = *reinterpret_cast<const uint4*>(p);
-    const T* e = reinterpret_cast<const T*>(&raw);
+    static_assert((kVec * sizeof(T)) % 16 == 0, "vector accesses are whole 16-byte words");
+    constexpr int kPerWord = static_cast<int>(16 / sizeof(T));
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) out[k] = to_f32(e[k]);
+    for (int w = 0; w < kVec / kPerWord; ++w) {
+      const uint4 raw = reinterpret_cast<const uint4*>(p)[w];
+      const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+      for (int k = 0; k < kPerWord; ++k) out[w * kPerWord + k] = to_f32(e[k]);
+    }
   }
 }
 

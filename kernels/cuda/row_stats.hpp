@@ -18,6 +18,8 @@
 //   - when max |x − x0| leaves [2^-40, 2^40] (squares would overflow or underflow f32) the row is
 //     redone on x·2^k (exact), the power chosen from max |x − x0| (or 2·max |x| when that overflows),
 //     and rstd = 1/sqrt(var·2^-2k + eps) is reported in the row's own units.
+// RMSNorm (centred = false): the same passes with the mean taken as 0: x0 = 0, no pass B (lo = 0), q = Σ x²
+// (scaled by the same exact 2^k when max |x| leaves the safe range), rstd = 1/sqrt(q/n + eps); mean 0.
 // Every multiply-add that nvcc could contract is written as fmaf (or has an exact product), so the
 // host emulation computes the device's bits.
 #pragma once
@@ -79,7 +81,8 @@ LNORM_HD float normalize(float x, const RowResult& r, bool has_gamma, float g, b
 //   float max(const float* slots)    device's reduction order; every thread gets the same value
 //   bool any(const bool* slots)
 template <class Row>
-LNORM_HD RowResult row_statistics(const Row& row, float x0, std::int64_t n, float eps) {
+LNORM_HD RowResult row_statistics(const Row& row, float x0, std::int64_t n, float eps, bool centred = true) {
+  if (!centred) x0 = 0.0f;
   constexpr int kSlots = Row::kSlots;
   float s[kSlots], spread[kSlots], c[kSlots], q[kSlots];
   bool bad[kSlots];
@@ -116,10 +119,10 @@ LNORM_HD RowResult row_statistics(const Row& row, float x0, std::int64_t n, floa
     sum_a = row.sum(s);
   }
   const double nd = static_cast<double>(n);
-  const float centre = static_cast<float>(static_cast<double>(shift) + sum_a / nd);
-  // Pass B: the centre's rounding error.
-  row.each([&](int i, float e) { c[i] += e * scale - centre; });
-  const float lo = static_cast<float>(row.sum(c) / nd);
+  const float centre = centred ? static_cast<float>(static_cast<double>(shift) + sum_a / nd) : 0.0f;
+  // Pass B: the centre's rounding error (LayerNorm only).
+  if (centred) row.each([&](int i, float e) { c[i] += e * scale - centre; });
+  const float lo = centred ? static_cast<float>(row.sum(c) / nd) : 0.0f;
   // Pass C: Σ d² about the two-float centre.
   row.each([&](int i, float e) {
     const float d = (e * scale - centre) - lo;
@@ -135,7 +138,7 @@ LNORM_HD RowResult row_statistics(const Row& row, float x0, std::int64_t n, floa
   r.scale = scale;
   r.rstd_y = static_cast<float>(rs);
   r.rstd = static_cast<float>(rs * sc);
-  r.mean = static_cast<float>((static_cast<double>(centre) + static_cast<double>(lo)) / sc);
+  r.mean = centred ? static_cast<float>((static_cast<double>(centre) + static_cast<double>(lo)) / sc) : 0.0f;
   return r;
 }
 

@@ -85,15 +85,16 @@ void launch_device(Algorithm algorithm, const Problem& p, const Tensors& t, void
 
 void run_host(Algorithm algorithm, const Problem& p, const Tensors& host) {
   if (p.rows == 0 || p.cols == 0) return;
+  // gamma/beta in p.param_dtype (cuda_kernels.cpp stages f32 parameters and the offset; no offset here).
   const std::size_t es = size_of(p.dtype);
   const std::size_t data_bytes = static_cast<std::size_t>(p.rows) * static_cast<std::size_t>(p.cols) * es;
-  const std::size_t row_bytes = static_cast<std::size_t>(p.cols) * es;
+  const std::size_t row_bytes = static_cast<std::size_t>(p.cols) * size_of(p.param_dtype);
   const std::size_t stat_bytes = static_cast<std::size_t>(p.rows) * sizeof(float);
-  DeviceBuffer x(data_bytes), y(data_bytes), gamma(p.has_gamma ? row_bytes : 0), beta(p.has_beta ? row_bytes : 0),
+  DeviceBuffer x(data_bytes), y(data_bytes), gamma(host.gamma ? row_bytes : 0), beta(host.beta ? row_bytes : 0),
       mean(host.mean ? stat_bytes : 0), rstd(host.rstd ? stat_bytes : 0);
   check(cudaMemcpy(x.get(), host.x, data_bytes, cudaMemcpyHostToDevice), "cudaMemcpy(x to device)");
-  if (p.has_gamma) check(cudaMemcpy(gamma.get(), host.gamma, row_bytes, cudaMemcpyHostToDevice), "cudaMemcpy(gamma to device)");
-  if (p.has_beta) check(cudaMemcpy(beta.get(), host.beta, row_bytes, cudaMemcpyHostToDevice), "cudaMemcpy(beta to device)");
+  if (host.gamma) check(cudaMemcpy(gamma.get(), host.gamma, row_bytes, cudaMemcpyHostToDevice), "cudaMemcpy(gamma to device)");
+  if (host.beta) check(cudaMemcpy(beta.get(), host.beta, row_bytes, cudaMemcpyHostToDevice), "cudaMemcpy(beta to device)");
   launch_device(algorithm, p, Tensors{x.get(), gamma.get(), beta.get(), y.get(), mean.get(), rstd.get()}, nullptr);
   // cudaMemcpy waits for the kernel; an error raised while it ran is reported here.
   check(cudaMemcpy(host.y, y.get(), data_bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(y to host)");
