@@ -8,7 +8,7 @@
 #include <type_traits>
 
 #include "../kernels/cpu/isa.hpp"
-#include "../kernels/cpu/params.hpp"
+#include "lnorm/params.hpp"
 #include "../kernels/cpu/row_split.hpp"
 #include "lnorm/half.hpp"
 #include "../kernels/cpu/avx2_cr_exact.hpp"  // avx512_cr's scalar slow paths (generic f16 conversions here)

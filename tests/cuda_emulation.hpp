@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "../kernels/cuda/launch_config.hpp"
-#include "../kernels/cpu/params.hpp"
+#include "lnorm/params.hpp"
 #include "../kernels/cuda/row_stats.hpp"
 #include "lnorm/half.hpp"
 #include "lnorm/kernel.hpp"

@@ -6,7 +6,7 @@
 
 #include "isa.hpp"
 #include "kernels.hpp"
-#include "params.hpp"
+#include "lnorm/params.hpp"
 #include "row_split.hpp"
 
 namespace lnorm::cpu {

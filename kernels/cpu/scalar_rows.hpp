@@ -12,7 +12,7 @@
 #include <type_traits>
 
 #include "lnorm/half.hpp"
-#include "params.hpp"
+#include "lnorm/params.hpp"
 #include "row_split.hpp"
 #include "lnorm/problem.hpp"
 

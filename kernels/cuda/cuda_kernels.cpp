@@ -3,7 +3,7 @@
 // on machines without one, so `lnorm list` and `lnorm verify` report them unavailable there.
 #include "cuda_kernels.hpp"
 
-#include "../cpu/params.hpp"
+#include "lnorm/params.hpp"
 #include "device_api.hpp"
 
 namespace lnorm::cuda {

@@ -21,6 +21,12 @@
 //                     step that SIMD code must follow it with; relative error up to ~2^-12.
 //   skips_tail        an 8-wide "vector loop" with no remainder loop: the last n mod 8 elements are
 //                     missing from the statistics (sums still / n) and their y is never written.
+//   bf16_accumulation the running sums rounded to bf16 after every add (a bf16 kernel that keeps its
+//                     accumulator in the storage type).
+//   ignores_offset    y uses gamma where it should use (C + gamma): Gemma's (1 + w) forgotten.
+//   subtracts_mean    (RMSNorm only) the mean subtracted: a LayerNorm shipped as an RMSNorm.
+// Every mutant but subtracts_mean implements both ops (RMSNorm: the mean taken as 0, the sums of x²), and
+// reads f32 gamma/beta and the gamma offset as lnorm's kernels do (lnorm/params.hpp).
 #include "mutants.hpp"
 
 #include <array>
@@ -33,6 +39,7 @@
 
 #include "lnorm/half.hpp"
 #include "lnorm/parallel.hpp"
+#include "lnorm/params.hpp"
 #include "lnorm/problem.hpp"
 
 namespace lnorm::mutants {
@@ -49,6 +56,9 @@ enum class Defect {
   wrong_axis,
   approx_rsqrt,
   skips_tail,
+  bf16_accumulation,
+  ignores_offset,
+  subtracts_mean,
 };
 
 // 8 = the AVX2 f32 vector width: padding width for counts_padding, loop width for skips_tail.
@@ -72,6 +82,8 @@ template <Defect D, class A>
 A add(A sum, A v) {
   if constexpr (D == Defect::f16_accumulation)
     return static_cast<A>(to_float(f16_from_float(static_cast<float>(sum + v))));
+  else if constexpr (D == Defect::bf16_accumulation)
+    return static_cast<A>(to_float(bf16_from_float(static_cast<float>(sum + v))));
   else
     return sum + v;
 }
@@ -102,8 +114,9 @@ A rstd_of(A var, A eps) {
 // Two-pass statistics of the n values x[0], x[stride], ..., x[(n−1)·stride] (stride ≠ 1 only for
 // wrong_axis's columns). Which elements are summed, and what by, is decided here; rstd_of holds
 // the eps and rsqrt defects.
+// centred: LayerNorm; RMSNorm takes the mean as 0 (subtracts_mean does not).
 template <class T, Defect D>
-Norm<Acc<T>> stats(const T* x, std::int64_t n, std::int64_t stride, Acc<T> eps) {
+Norm<Acc<T>> stats(const T* x, std::int64_t n, std::int64_t stride, Acc<T> eps, bool centred) {
   using A = Acc<T>;
   std::int64_t m = n;  // elements that enter the sums
   A mean_div = static_cast<A>(n), var_div = static_cast<A>(n);
@@ -125,7 +138,7 @@ Norm<Acc<T>> stats(const T* x, std::int64_t n, std::int64_t stride, Acc<T> eps) 
   if constexpr (D == Defect::counts_padding) {
     for (std::int64_t i = n; i < (n + kPad - 1) / kPad * kPad; ++i) sum = add<D>(sum, A(0) - shift);
   }
-  const A mean = shift + sum / mean_div;
+  const A mean = centred || D == Defect::subtracts_mean ? shift + sum / mean_div : A(0);
   A sq = 0;
   for (std::int64_t i = 0; i < m; ++i) {
     const A d = load(x[i * stride]) - mean;
@@ -144,8 +157,13 @@ template <class T, Defect D>
 void run_typed(const Problem& p, const Tensors& t) {
   using A = Acc<T>;
   const T* x = static_cast<const T*>(t.x);
-  const T* gamma = p.has_gamma ? static_cast<const T*>(t.gamma) : nullptr;
-  const T* beta = p.has_beta ? static_cast<const T*>(t.beta) : nullptr;
+  // gamma/beta as lnorm's kernels read them (f32 storage, w = C + gamma), in double; ignores_offset drops C.
+  Problem params = p;
+  if constexpr (D == Defect::ignores_offset) params.gamma_offset = 0;
+  const cpu::StagedParams<double> staged = cpu::stage_params<double>(params, t);
+  const double* gamma = staged.gamma();
+  const double* beta = staged.beta();
+  const bool centred = lnorm::centred(p.op);
   T* y = static_cast<T*>(t.y);
   Stat<T>* mean_out = static_cast<Stat<T>*>(t.mean);
   Stat<T>* rstd_out = static_cast<Stat<T>*>(t.rstd);
@@ -159,7 +177,7 @@ void run_typed(const Problem& p, const Tensors& t) {
   if constexpr (D == Defect::wrong_axis) {
     if (n == 0) return;  // no columns: nothing to report (and r % 0 below would be undefined)
     cols.reserve(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) cols.push_back(stats<T, D>(x + i, p.rows, n, eps));
+    for (std::int64_t i = 0; i < n; ++i) cols.push_back(stats<T, D>(x + i, p.rows, n, eps, centred));
   }
 
   parallel_rows(p.rows, p.threads, [&](std::int64_t begin, std::int64_t end) {
@@ -168,17 +186,20 @@ void run_typed(const Problem& p, const Tensors& t) {
       T* yr = y + r * n;
       Norm<A> row;
       if constexpr (D == Defect::wrong_axis) row = cols[static_cast<std::size_t>(r % n)];
-      else row = stats<T, D>(xr, n, 1, eps);
-      // A NaN/Inf in the row makes the whole row NaN (DESIGN), mean and rstd included.
-      if (!std::isfinite(row.mean) || std::isnan(row.rstd)) row.mean = row.rstd = std::numeric_limits<A>::quiet_NaN();
+      else row = stats<T, D>(xr, n, 1, eps, centred);
+      // A NaN/Inf in the row makes the whole row NaN (DESIGN), mean and rstd included (RMSNorm's mean is 0
+      // whatever the row holds: the elements are looked at).
+      bool finite_row = true;
+      for (std::int64_t i = 0; i < n; ++i) finite_row = finite_row && std::isfinite(load(xr[i]));
+      if (!finite_row || !std::isfinite(row.mean) || std::isnan(row.rstd)) row.mean = row.rstd = std::numeric_limits<A>::quiet_NaN();
       if (mean_out) mean_out[r] = static_cast<Stat<T>>(row.mean);
       if (rstd_out) rstd_out[r] = static_cast<Stat<T>>(row.rstd);
       for (std::int64_t i = 0; i < written; ++i) {
         Norm<A> s = row;
         if constexpr (D == Defect::wrong_axis) s = cols[static_cast<std::size_t>(i)];
         A v = (load(xr[i]) - s.mean) * s.rstd;
-        if (gamma) v *= load(gamma[i]);
-        if (beta) v += load(beta[i]);
+        if (gamma) v *= static_cast<A>(gamma[i]);
+        if (beta) v += static_cast<A>(beta[i]);
         if constexpr (std::is_same_v<T, double>) yr[i] = static_cast<double>(v);
         else if constexpr (std::is_same_v<T, float>) yr[i] = static_cast<float>(v);
         else yr[i] = from_float<T>(static_cast<float>(v));  // two roundings: ≤ 0.5 ulp + 2^-13 ulp
@@ -200,8 +221,8 @@ void run(const Problem& p, const Tensors& t) {
 constexpr DTypeSet kAll{DType::f32, DType::f64, DType::f16, DType::bf16};
 
 constexpr KernelInfo mutant(std::string_view id, std::string_view summary,
-                            void (*fn)(const Problem&, const Tensors&)) {
-  return KernelInfo{id, summary, kAll, nullptr, fn, false};
+                            void (*fn)(const Problem&, const Tensors&), OpSet ops = OpSet{Op::layernorm, Op::rmsnorm}) {
+  return KernelInfo{id, summary, kAll, nullptr, fn, false, ops};
 }
 
 }  // namespace
@@ -213,7 +234,7 @@ const KernelInfo& control() {
 }
 
 std::span<const KernelInfo> all() {
-  static const std::array<KernelInfo, 9> kMutants{
+  static const std::array<KernelInfo, 12> kMutants{
       mutant("mutant_var_unbiased", "variance divided by n-1 instead of n (NaN at n = 1)",
              &run<Defect::var_unbiased>),
       mutant("mutant_eps_outside_sqrt", "rstd = 1/(sqrt(var) + eps) instead of 1/sqrt(var + eps)",
@@ -235,6 +256,11 @@ std::span<const KernelInfo> all() {
       mutant("mutant_skips_tail",
              "8-wide loop without remainder: last n mod 8 elements ignored, their y unwritten",
              &run<Defect::skips_tail>),
+      mutant("mutant_bf16_accumulation", "both running sums rounded to bf16 after every addition",
+             &run<Defect::bf16_accumulation>),
+      mutant("mutant_ignores_offset", "y uses gamma instead of (gamma_offset + gamma)", &run<Defect::ignores_offset>),
+      mutant("mutant_subtracts_mean", "RMSNorm that subtracts the row's mean (a LayerNorm)", &run<Defect::subtracts_mean>,
+             OpSet{Op::rmsnorm}),
   };
   return kMutants;
 }
