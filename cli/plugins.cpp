@@ -18,11 +18,25 @@ namespace {
 
 // One plugin kernel as the registry sees it. Lives (in a deque: stable addresses) until exit, as does
 // the library: the registry holds string_views into these strings. Libraries are never dlclose'd.
+// Version 1's kernel struct (lnorm/plugin.h before version 2 appended `ops`): the stride of a version-1
+// plugin's kernel array. Its problem and tensors are prefixes of version 2's, so version-2 structs are
+// handed to version-1 kernels as they are.
+struct lnorm_plugin_kernel_v1 {
+  const char* name;
+  const char* summary;
+  uint32_t dtypes;
+  int (*why_not)(const lnorm_problem* problem, char* reason, size_t reason_size);
+  void (*run)(const lnorm_problem* problem, const lnorm_tensors* tensors);
+};
+
 struct PluginKernel {
   std::string name;     // "<plugin>:<kernel>"
   std::string summary;
   std::string path;     // the file it came from
-  const lnorm_plugin_kernel* abi = nullptr;
+  std::uint32_t abi_version = LNORM_PLUGIN_ABI_VERSION;
+  std::uint32_t dtypes = 0, ops = 0;
+  int (*why_not)(const lnorm_problem*, char*, size_t) = nullptr;
+  void (*run)(const lnorm_problem*, const lnorm_tensors*) = nullptr;
 };
 
 std::deque<PluginKernel>& slots() {
@@ -33,6 +47,8 @@ std::deque<PluginKernel>& slots() {
 static_assert(static_cast<int>(DType::f32) == LNORM_F32 && static_cast<int>(DType::f64) == LNORM_F64 &&
                   static_cast<int>(DType::f16) == LNORM_F16 && static_cast<int>(DType::bf16) == LNORM_BF16,
               "lnorm/plugin.h numbers dtypes as lnorm::DType does (the dtype masks are passed through)");
+static_assert(static_cast<int>(Op::layernorm) == LNORM_LAYERNORM && static_cast<int>(Op::rmsnorm) == LNORM_RMSNORM,
+              "lnorm/plugin.h numbers ops as lnorm::Op does (the op masks are passed through)");
 
 lnorm_problem to_c(const Problem& p) {
   lnorm_problem c{};
@@ -43,24 +59,30 @@ lnorm_problem to_c(const Problem& p) {
   c.eps = p.eps;
   c.has_gamma = p.has_gamma ? 1 : 0;
   c.has_beta = p.has_beta ? 1 : 0;
+  c.op = static_cast<std::int32_t>(p.op);
+  c.param_dtype = static_cast<std::int32_t>(p.param_dtype);
+  c.gamma_offset = p.gamma_offset;
   return c;
 }
 
 std::optional<std::string> plugin_why_not(const PluginKernel& k, const Problem& p) {
-  if (!k.abi->why_not) return std::nullopt;
+  // A version-1 kernel knows neither f32 parameters nor the offset: it is never handed them.
+  if (k.abi_version == 1 && (p.param_dtype != p.dtype || p.gamma_offset != 0))
+    return "a version-1 plugin kernel takes gamma/beta in x's dtype without an offset";
+  if (!k.why_not) return std::nullopt;
   const lnorm_problem c = to_c(p);
   std::array<char, 512> reason{};
   const RunningPluginKernel running(k.name.c_str());
-  if (k.abi->why_not(&c, reason.data(), reason.size()) == 0) return std::nullopt;
+  if (k.why_not(&c, reason.data(), reason.size()) == 0) return std::nullopt;
   reason.back() = '\0';  // a plugin that filled the buffer without a terminator
   return reason[0] ? std::string(reason.data()) : k.name + " gave no reason";
 }
 
 void plugin_run(const PluginKernel& k, const Problem& p, const Tensors& t) {
   const lnorm_problem c = to_c(p);
-  const lnorm_tensors ct{t.x, t.gamma, t.beta, t.y, t.mean, t.rstd};
+  const lnorm_tensors ct{t.x, t.gamma, t.beta, t.y, t.mean, t.rstd, t.residual, t.h, t.dy, t.dx, t.dgamma, t.dbeta};
   const RunningPluginKernel running(k.name.c_str());
-  k.abi->run(&c, &ct);
+  k.run(&c, &ct);
 }
 
 // KernelInfo holds plain function pointers (the built-in kernels need no state), so each plugin
@@ -112,26 +134,46 @@ void load_plugin(const std::string& path) {
     plugin = reinterpret_cast<lnorm_plugin_entry_fn>(sym)();
   }
   if (!plugin) throw InputError(what + LNORM_PLUGIN_ENTRY_SYMBOL "() returned NULL");
-  // The version is the first member in every ABI version: read it before anything else.
-  if (plugin->abi_version != LNORM_PLUGIN_ABI_VERSION) {
-    throw InputError(what + "plugin ABI version " + std::to_string(plugin->abi_version) + ", but this lnorm reads version " +
+  // The version is the first member in every ABI version: read it before anything else. Versions 1 and 2
+  // are read (1: LayerNorm kernels, the v1 kernel struct's stride).
+  const std::uint32_t version = plugin->abi_version;
+  if (version != LNORM_PLUGIN_ABI_VERSION && version != 1) {
+    throw InputError(what + "plugin ABI version " + std::to_string(version) + ", but this lnorm reads versions 1 and " +
                      std::to_string(LNORM_PLUGIN_ABI_VERSION) + "; rebuild the plugin against this lnorm's lnorm/plugin.h");
   }
   if (!valid_name(plugin->name)) throw InputError(what + "plugin name must be letters, digits, '_' or '-' (and not empty)");
   if (plugin->kernel_count == 0 || !plugin->kernels) throw InputError(what + "plugin " + plugin->name + " declares no kernels");
   constexpr std::uint32_t kKnownDTypes = (1u << LNORM_F32) | (1u << LNORM_F64) | (1u << LNORM_F16) | (1u << LNORM_BF16);
+  constexpr std::uint32_t kKnownOps = LNORM_OP_BIT(LNORM_LAYERNORM) | LNORM_OP_BIT(LNORM_RMSNORM);
   std::vector<PluginKernel> found;
   for (std::size_t i = 0; i < plugin->kernel_count; ++i) {
-    const lnorm_plugin_kernel& k = plugin->kernels[i];
-    const std::string where = what + "kernel #" + std::to_string(i) + (k.name ? std::string(" (") + k.name + ")" : "") + ": ";
-    if (!valid_name(k.name)) throw InputError(where + "name must be letters, digits, '_' or '-' (and not empty)");
-    if (!k.run) throw InputError(where + "run is NULL");
-    if (k.dtypes == 0 || (k.dtypes & ~kKnownDTypes)) throw InputError(where + "dtypes must be a nonempty set of LNORM_DTYPE_BIT(...)");
-    const std::string full = std::string(plugin->name) + ":" + k.name;
+    PluginKernel pk;
+    const char* kname = nullptr;
+    const char* summary = nullptr;
+    if (version == 1) {
+      const lnorm_plugin_kernel_v1& k = reinterpret_cast<const lnorm_plugin_kernel_v1*>(plugin->kernels)[i];
+      kname = k.name, summary = k.summary;
+      pk.dtypes = k.dtypes, pk.why_not = k.why_not, pk.run = k.run, pk.ops = LNORM_OP_BIT(LNORM_LAYERNORM);
+    } else {
+      const lnorm_plugin_kernel& k = plugin->kernels[i];
+      kname = k.name, summary = k.summary;
+      pk.dtypes = k.dtypes, pk.why_not = k.why_not, pk.run = k.run, pk.ops = k.ops;
+    }
+    pk.abi_version = version;
+    // A version-1 source rebuilt against this header leaves ops zero: it is what it was, a LayerNorm
+    // kernel that knows no parameter conventions (treated as version 1).
+    if (version == LNORM_PLUGIN_ABI_VERSION && pk.ops == 0) pk.ops = LNORM_OP_BIT(LNORM_LAYERNORM), pk.abi_version = 1;
+    const std::string where = what + "kernel #" + std::to_string(i) + (kname ? std::string(" (") + kname + ")" : "") + ": ";
+    if (!valid_name(kname)) throw InputError(where + "name must be letters, digits, '_' or '-' (and not empty)");
+    if (!pk.run) throw InputError(where + "run is NULL");
+    if (pk.dtypes == 0 || (pk.dtypes & ~kKnownDTypes)) throw InputError(where + "dtypes must be a nonempty set of LNORM_DTYPE_BIT(...)");
+    if (pk.ops & ~kKnownOps) throw InputError(where + "ops must be a set of LNORM_OP_BIT(...) (LNORM_LAYERNORM, LNORM_RMSNORM)");
+    const std::string full = std::string(plugin->name) + ":" + kname;
     if (find_kernel(full)) throw InputError(where + full + " is already loaded");
     for (const PluginKernel& f : found)
       if (f.name == full) throw InputError(where + "two kernels named " + full);
-    found.push_back({full, k.summary ? k.summary : "", path, &k});
+    pk.name = full, pk.summary = summary ? summary : "", pk.path = path;
+    found.push_back(std::move(pk));
   }
   if (slots().size() + found.size() > kMaxAppendedKernels)
     throw InputError(what + "more than " + std::to_string(kMaxAppendedKernels) + " plugin kernels in one run");
@@ -142,7 +184,8 @@ void load_plugin(const std::string& path) {
     KernelInfo info;
     info.name = stored.name;
     info.summary = stored.summary;
-    info.dtypes.bits = static_cast<std::uint8_t>(stored.abi->dtypes);
+    info.dtypes.bits = static_cast<std::uint8_t>(stored.dtypes);
+    info.ops.bits = static_cast<std::uint8_t>(stored.ops);
     info.why_not = kTrampolines[slot].why_not;
     info.run = kTrampolines[slot].run;
     append_kernel(info);

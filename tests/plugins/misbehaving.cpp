@@ -1,7 +1,7 @@
 // Test plugins that misbehave on purpose, for test_cli_plugin.cpp. One source, several builds:
 //   (default)            plugin "crashy": crashy:segv dereferences null in run; crashy:picky is the
 //                        example's correct two_pass but declines rows narrower than 4 (why_not)
-//   -DLNORM_TEST_ABI=N   the same with abi_version N (0: older, 2: newer), which lnorm must refuse
+//   -DLNORM_TEST_ABI=N   the same with abi_version N (0: older, 3: newer), which lnorm must refuse
 //   -DLNORM_TEST_NO_ENTRY a shared library without lnorm_plugin_entry
 #include <cstdio>
 
@@ -22,9 +22,9 @@ int at_least_four_wide(const lnorm_problem* p, char* reason, size_t size) {
 }
 
 const lnorm_plugin_kernel kKernels[] = {
-    {"segv", "crashes on every call", LNORM_DTYPE_BIT(LNORM_F32), nullptr, segv},
+    {"segv", "crashes on every call", LNORM_DTYPE_BIT(LNORM_F32), nullptr, segv, LNORM_OP_BIT(LNORM_LAYERNORM)},
     {"picky", "two_pass, but only rows of 4 or more", LNORM_DTYPE_BIT(LNORM_F32), at_least_four_wide,
-     demo::two_pass_f32<true>},
+     demo::two_pass_f32<true>, LNORM_OP_BIT(LNORM_LAYERNORM)},
 };
 
 #ifdef LNORM_TEST_ABI
