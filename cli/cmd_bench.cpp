@@ -47,21 +47,23 @@ std::function<void(const std::string&)> progress_line(std::size_t total) {
   };
 }
 
-const Result* find(const std::vector<Result>& rs, const std::string& what, DType d, const Shape& s) {
+const Result* find(const std::vector<Result>& rs, const std::string& what, DType d, const Shape& s, Op op = Op::layernorm) {
   for (const Result& r : rs) {
-    if (r.entry.what == what && r.entry.dtype == d && r.entry.shape.rows == s.rows && r.entry.shape.cols == s.cols) return &r;
+    if (r.entry.what == what && r.entry.dtype == d && r.entry.shape.rows == s.rows && r.entry.shape.cols == s.cols &&
+        r.entry.op == op)
+      return &r;
   }
   return nullptr;
 }
 
 nlohmann::json result_json(const Result& r, const std::vector<Result>& all) {
-  nlohmann::json j = {{"name", r.entry.name()},         {"kernel", r.entry.what},
+  nlohmann::json j = {{"name", r.entry.name()},         {"kernel", r.entry.what}, {"op", name(r.entry.op)},
                       {"dtype", name(r.entry.dtype)},   {"shape", r.entry.shape.text()},
                       {"seconds", r.seconds},           {"bytes_per_second", r.bytes_per_second},
                       {"rows_per_second", r.rows_per_second}};
   if (!r.skipped.empty()) j["skipped"] = r.skipped;
   const auto ceiling = bench::copy_ceiling(all, r.entry.dtype, r.entry.shape);
-  const Result* od = find(all, "onednn", r.entry.dtype, r.entry.shape);
+  const Result* od = find(all, "onednn", r.entry.dtype, r.entry.shape, r.entry.op);
   if (ceiling) j["copy"] = {{"winner", ceiling->winner}, {"bytes_per_second", ceiling->bytes_per_second}};
   if (ceiling && r.skipped.empty()) {
     j["fraction_of_copy"] = r.bytes_per_second / ceiling->bytes_per_second;
@@ -99,60 +101,66 @@ void print_unavailable(const std::vector<Result>& results) {
   }
 }
 
-void print_tables(const std::vector<Result>& results, const std::vector<Shape>& shapes) {
+void print_tables(const std::vector<Result>& results, const std::vector<Shape>& shapes, const std::vector<Op>& ops) {
   std::vector<std::string> names;
   for (const Result& r : results) names.push_back(bench::is_copy(r.entry.what) ? "copy " + r.entry.what : r.entry.what);
   const int w = name_width(names);
-  for (const Shape& s : shapes) {
-    std::printf("\n%s (GB/s of x read + y written + gamma/beta; single calls, median; copy = fastest copy of x to y)\n",
-                s.text().c_str());
-    std::printf("  %-*s %-5s %9s %10s %10s\n", w, "kernel", "dtype", "GB/s", "% of copy", "x oneDNN");
-    DType last = DType::f64;
-    for (const Result& r : results) {
-      if (r.entry.shape.rows != s.rows || r.entry.shape.cols != s.cols || r.unavailable) continue;
-      const std::string d(name(r.entry.dtype));
-      const auto ceiling = bench::copy_ceiling(results, r.entry.dtype, s);
-      const Result* od = find(results, "onednn", r.entry.dtype, s);
-      if (bench::is_copy(r.entry.what)) {
-        // One row per dtype: the ceiling and the copy that set it.
-        if (last == r.entry.dtype) continue;
-        last = r.entry.dtype;
-        if (!ceiling) {
-          std::printf("  %-*s %-5s  no copy measured\n", w, "copy", d.c_str());
+  for (const Op op : ops) {
+    const std::string op_text = op == Op::layernorm ? "" : " " + std::string(name(op));
+    const char* params = centred(op) ? "gamma/beta" : "gamma";
+    for (const Shape& s : shapes) {
+      std::printf("\n%s%s (GB/s of x read + y written + %s; single calls, median; copy = fastest copy of x to y)\n",
+                  s.text().c_str(), op_text.c_str(), params);
+      std::printf("  %-*s %-5s %9s %10s %10s\n", w, "kernel", "dtype", "GB/s", "% of copy", "x oneDNN");
+      DType last = DType::f64;
+      for (const Result& r : results) {
+        if (r.entry.shape.rows != s.rows || r.entry.shape.cols != s.cols || r.unavailable) continue;
+        const bool copy = bench::is_copy(r.entry.what);
+        if (!copy && r.entry.op != op) continue;
+        const std::string d(name(r.entry.dtype));
+        const auto ceiling = bench::copy_ceiling(results, r.entry.dtype, s);
+        const Result* od = find(results, "onednn", r.entry.dtype, s, op);
+        if (copy) {
+          // One row per dtype: the ceiling and the copy that set it.
+          if (last == r.entry.dtype) continue;
+          last = r.entry.dtype;
+          if (!ceiling) {
+            std::printf("  %-*s %-5s  no copy measured\n", w, "copy", d.c_str());
+            continue;
+          }
+          char x[32] = "-";
+          if (od && od->skipped.empty()) std::snprintf(x, sizeof x, "%.2fx", (ceiling->bytes_per_second / od->bytes_per_second));
+          std::printf("  %-*s %-5s %9.2f %10s %10s\n", w, ("copy " + ceiling->winner).c_str(), d.c_str(),
+                      ceiling->bytes_per_second / 1e9, "100%", x);
+          continue;
+        }
+        if (!r.skipped.empty()) {
+          std::printf("  %-*s %-5s  skipped: %s\n", w, r.entry.what.c_str(), d.c_str(), r.skipped.c_str());
           continue;
         }
         char x[32] = "-";
-        if (od && od->skipped.empty()) std::snprintf(x, sizeof x, "%.2fx", (ceiling->bytes_per_second / od->bytes_per_second));
-        std::printf("  %-*s %-5s %9.2f %10s %10s\n", w, ("copy " + ceiling->winner).c_str(), d.c_str(),
-                    ceiling->bytes_per_second / 1e9, "100%", x);
-        continue;
-      }
-      if (!r.skipped.empty()) {
-        std::printf("  %-*s %-5s  skipped: %s\n", w, r.entry.what.c_str(), d.c_str(), r.skipped.c_str());
-        continue;
-      }
-      char x[32] = "-";
-      if (od && od->skipped.empty()) std::snprintf(x, sizeof x, "%.2fx", r.rows_per_second / od->rows_per_second);
-      const std::string pct = ceiling ? bench::percent_of_copy(r.bytes_per_second, *ceiling) : "-";
-      if (ceiling && bench::ceiling_suspect(r.bytes_per_second, *ceiling)) {
-        std::printf("  %-*s %-5s %9.2f  %s\n", w, r.entry.what.c_str(), d.c_str(), r.bytes_per_second / 1e9, pct.c_str());
-      } else {
-        std::printf("  %-*s %-5s %9.2f %10s %10s\n", w, r.entry.what.c_str(), d.c_str(), r.bytes_per_second / 1e9,
-                    pct.c_str(), x);
+        if (od && od->skipped.empty()) std::snprintf(x, sizeof x, "%.2fx", r.rows_per_second / od->rows_per_second);
+        const std::string pct = ceiling ? bench::percent_of_copy(r.bytes_per_second, *ceiling) : "-";
+        if (ceiling && bench::ceiling_suspect(r.bytes_per_second, *ceiling)) {
+          std::printf("  %-*s %-5s %9.2f  %s\n", w, r.entry.what.c_str(), d.c_str(), r.bytes_per_second / 1e9, pct.c_str());
+        } else {
+          std::printf("  %-*s %-5s %9.2f %10s %10s\n", w, r.entry.what.c_str(), d.c_str(), r.bytes_per_second / 1e9,
+                      pct.c_str(), x);
+        }
       }
     }
   }
 }
 
 struct BenchFlags {
-  std::vector<std::string> kernels, shapes, dtypes;
+  std::vector<std::string> kernels, shapes, dtypes, ops;
   int threads = 1;
   bool quick = false, cold = false;
   std::string json;
 };
 
 struct SelectFlags {
-  std::string shape, dtype = "f32", json;
+  std::string shape, dtype = "f32", json, op = "layernorm";
   double max_ulp = -1;
   int threads = 1;
 };
@@ -165,6 +173,7 @@ void add_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("--kernel", f->kernels, "Kernel, repeatable (default: every available one but the cautionary)");
   cmd->add_option("--shape", f->shapes, "ROWSxCOLS, repeatable (default: bench/shapes.txt; its quick lines with --quick)");
   cmd->add_option("--dtype", f->dtypes, "f32, f16, bf16 (f64 for the scalar kernels), repeatable (default: f32, bf16, f16)");
+  cmd->add_option("--op", f->ops, "layernorm or rmsnorm, repeatable (default: layernorm); RMSNorm runs with gamma, no beta");
   cmd->add_option("--threads", f->threads, "Threads per kernel call (default 1)")->check(CLI::Range(1, 1024));
   cmd->add_flag("--quick", f->quick, "Fewer shapes and repetitions: every available kernel in under 2 minutes");
   cmd->add_flag("--cold", f->cold, "Evict the caches (64 MiB) before every timed call: data comes from DRAM");
@@ -176,6 +185,9 @@ void add_bench(CLI::App& app, int& exit_code) {
     for (const std::string& s : f->shapes) shapes.push_back(shape_flag(s));
     if (shapes.empty()) shapes = bench::builtin_shapes(f->quick);
     const auto dtypes = dtypes_or(f->dtypes, {DType::f32, DType::bf16, DType::f16});
+    std::vector<Op> ops;
+    for (const std::string& o : f->ops) ops.push_back(op_flag(o));
+    if (ops.empty()) ops.push_back(Op::layernorm);
     std::vector<const KernelInfo*> kernels;
     for (const std::string& k : f->kernels) kernels.push_back(&kernel_flag(k));
     if (kernels.empty()) {
@@ -188,9 +200,11 @@ void add_bench(CLI::App& app, int& exit_code) {
     for (const Shape& s : shapes) {
       for (DType d : dtypes) {
         for (const std::string& c : bench::copy_names()) entries.push_back({c, nullptr, d, s});
-        if (!onednn_why) entries.push_back({"onednn", nullptr, d, s});
-        for (const KernelInfo* k : kernels) {
-          if (k->dtypes.contains(d)) entries.push_back({std::string(k->name), k, d, s});
+        for (const Op op : ops) {
+          if (!onednn_why) entries.push_back({"onednn", nullptr, d, s, op});
+          for (const KernelInfo* k : kernels) {
+            if (k->dtypes.contains(d) && k->ops.contains(op)) entries.push_back({std::string(k->name), k, d, s, op});
+          }
         }
       }
     }
@@ -205,7 +219,7 @@ void add_bench(CLI::App& app, int& exit_code) {
     const auto results = bench::run(entries, settings, progress_line(entries.size()));
     if (isatty(fileno(stderr))) std::fprintf(stderr, "\r\033[K");
     print_unavailable(results);
-    print_tables(results, shapes);
+    print_tables(results, shapes, ops);
     if (!f->json.empty()) {
       nlohmann::json all = nlohmann::json::array();
       for (const Result& r : results) all.push_back(result_json(r, results));
@@ -224,6 +238,7 @@ void add_select(CLI::App& app, int& exit_code) {
   auto f = std::make_shared<SelectFlags>();
   cmd->add_option("--shape", f->shape, "ROWSxCOLS of the problem")->required();
   cmd->add_option("--dtype", f->dtype, "f32, f64, f16 or bf16 (default f32)");
+  cmd->add_option("--op", f->op, "layernorm or rmsnorm (default layernorm): kernels that implement it, on its budgets");
   cmd->add_option("--max-ulp", f->max_ulp,
                   "Accuracy asked: a kernel qualifies when its budgets.toml y budget is at most this many scaled ulps "
                   "and has no kappa term (default: any kernel that passes its own accuracy property)");
@@ -232,11 +247,11 @@ void add_select(CLI::App& app, int& exit_code) {
   add_plugin_flag(cmd);
   cmd->callback([f, &exit_code] {
     check_outputs({{f->json, "--json"}}, {});
-    const bench::SelectRequest request{shape_flag(f->shape), dtype_flag(f->dtype), f->max_ulp};
+    const bench::SelectRequest request{shape_flag(f->shape), dtype_flag(f->dtype), f->max_ulp, op_flag(f->op)};
     const verify::Budgets budgets = verify::Budgets::builtin();
     // The verified accuracy select qualifies kernels on: budgets.toml (plugins: its [default] sections).
     const auto accuracy = [&](const KernelInfo& k) {
-      const verify::KernelBudget& kb = budgets.for_kernel(k.name, request.dtype);
+      const verify::KernelBudget& kb = budgets.for_kernel(request.op, k.name, request.dtype);
       bench::Accuracy a{kb.y.a, kb.y.b, std::nullopt};
       if (const auto x = kb.expected_failures.find(verify::Property::accuracy); x != kb.expected_failures.end())
         a.accuracy_failure = x->second;
@@ -256,8 +271,9 @@ void add_select(CLI::App& app, int& exit_code) {
     const bench::Candidate* best = bench::rank(cands, results, request);
     const auto ceiling = bench::copy_ceiling(results, request.dtype, request.shape);
 
-    std::printf("lnorm select %s %s on %s\n", request.shape.text().c_str(), std::string(name(request.dtype)).c_str(),
-                bench::hardware().c_str());
+    std::printf("lnorm select %s%s %s on %s\n", request.shape.text().c_str(),
+                request.op == Op::layernorm ? "" : (" " + std::string(name(request.op))).c_str(),
+                std::string(name(request.dtype)).c_str(), bench::hardware().c_str());
     std::vector<std::string> names;
     for (const bench::Candidate& c : cands) names.push_back(std::string(c.kernel->name));
     const int w = name_width(names);
@@ -281,7 +297,8 @@ void add_select(CLI::App& app, int& exit_code) {
       }
       const nlohmann::json out = {
           {"kernel", best ? nlohmann::json(std::string(best->kernel->name)) : nlohmann::json(nullptr)},
-          {"shape", request.shape.text()}, {"dtype", name(request.dtype)}, {"hardware", bench::hardware()},
+          {"shape", request.shape.text()}, {"op", name(request.op)}, {"dtype", name(request.dtype)},
+          {"hardware", bench::hardware()},
           {"threads", settings.threads}, {"candidates", list},
           {"copy", ceiling ? nlohmann::json{{"winner", ceiling->winner}, {"bytes_per_second", ceiling->bytes_per_second}}
                            : nlohmann::json(nullptr)}};

@@ -132,3 +132,37 @@ TEST_CASE("cli bench/select: bad shapes and names exit 2 naming the flag", "[cli
   expect_refused(t, "bench --kernel nope --shape 4x64", "--kernel nope: no such kernel");
   expect_refused(t, "select --shape 4x64 --dtype f8", "--dtype f8");
 }
+
+TEST_CASE("cli bench --op rmsnorm: the RMSNorm kernels beside the copy; oneDNN says why it cannot run", "[cli][bench]") {
+  TempDir t;
+  const Result r = cli("bench --op rmsnorm --kernel welford --kernel onepass --shape 4x64 --dtype f32 --quick --json " +
+                       t / "b.json");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Contains("4x64 rmsnorm (GB/s of x read + y written + gamma;"));
+  const nlohmann::json j = load_json(t / "b.json");
+  bool welford = false;
+  for (const auto& e : j.at("results")) {
+    if (e.at("kernel") == "welford") {
+      welford = true;
+      CHECK(e.at("op") == "rmsnorm");
+      CHECK(e.at("name") == "welford/rmsnorm/f32/4x64");
+      CHECK_FALSE(e.contains("skipped"));
+    }
+    CHECK(e.at("kernel") != "onepass");  // a LayerNorm-only kernel is not an RMSNorm entry
+    if (e.at("kernel") == "onednn") CHECK(e.contains("skipped"));
+  }
+  CHECK(welford);
+}
+
+TEST_CASE("cli select --op rmsnorm: recommends among the RMSNorm kernels on their RMSNorm budgets", "[cli][bench]") {
+  TempDir t;
+  const Result r = cli("select --op rmsnorm --shape 8x256 --dtype f32 --max-ulp 1 --json " + t / "s.json");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = load_json(t / "s.json");
+  CHECK(j.at("op") == "rmsnorm");
+  for (const auto& c : j.at("candidates")) CHECK(c.at("kernel") != "onepass");
+  CHECK_THAT(r.out, Contains("recommended: "));
+}
+

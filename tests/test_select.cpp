@@ -26,6 +26,7 @@ const std::vector<KernelInfo> kKernels = {
     {"wrong", "", kF32, &runs, &nothing, true},       // cautionary
     {"gpu", "", kF32, &never, &nothing},              // cannot run here
     {"f16_only", "", DTypeSet{DType::f16}, &runs, &nothing},
+    {"rms_only", "", kF32, &runs, &nothing, false, OpSet{Op::rmsnorm}},
 };
 
 Accuracy accuracy_of(const KernelInfo& k) {
@@ -56,7 +57,7 @@ TEST_CASE("select: kernels qualify on verified accuracy; the rest say why", "[be
   SelectRequest rq{Shape{64, 768}, DType::f32, 6};
   const std::vector<Candidate> cs = qualify(kKernels, rq, &accuracy_of);
   const auto c = by_name(cs);
-  CHECK(cs.size() == 6);  // f16_only does not support f32: not a candidate at all
+  CHECK(cs.size() == 6);  // f16_only does not support f32, rms_only not LayerNorm: not candidates at all
   CHECK(c.at("exact")->status.empty());
   CHECK(c.at("fast")->status.empty());  // a = 6 <= --max-ulp 6
   CHECK(c.at("kappa")->status == "over budget");  // a kappa term: no flat bound
@@ -116,4 +117,14 @@ TEST_CASE("select: a qualified kernel the run skipped is unavailable; nothing qu
   std::vector<Candidate> none = qualify(kKernels, rq, &accuracy_of);
   CHECK(rank(none, {}, rq) == nullptr);
   CHECK(entries_to_time(none, rq).size() == copy_names().size());
+}
+
+TEST_CASE("select: only kernels that implement the op asked are candidates", "[bench][select]") {
+  const SelectRequest rq{Shape{64, 768}, DType::f32, -1, Op::rmsnorm};
+  const std::vector<Candidate> cs = qualify(kKernels, rq, &accuracy_of);
+  REQUIRE(cs.size() == 1);
+  CHECK(cs[0].kernel->name == "rms_only");
+  CHECK(cs[0].status.empty());
+  const std::vector<Entry> e = entries_to_time(cs, rq);
+  CHECK(e[0].op == Op::rmsnorm);
 }

@@ -13,6 +13,7 @@
 
 #if LNORM_HAVE_DNNL
 #include <dnnl.hpp>
+#include <dnnl_version.h>
 #endif
 
 namespace lnorm::bench {
@@ -44,11 +45,14 @@ struct Operands {
   Problem p;
   std::vector<std::byte> x, g, b, y, mean, rstd;
   Operands(const Entry& e, const Settings& s) {
-    p = make_problem(e.shape.rows, e.shape.cols, e.dtype, 1e-5, s.affine, s.affine, s.threads);
+    // RMSNorm as the transformers that use it: gamma, no beta, no mean.
+    const bool beta = s.affine && centred(e.op);
+    p = with_op(make_problem(e.shape.rows, e.shape.cols, e.dtype, 1e-5, s.affine, beta, s.threads), e.op);
     x = random_data(e.dtype, p.elements(), 1);
-    if (s.affine) g = random_data(e.dtype, p.cols, 2), b = random_data(e.dtype, p.cols, 3);
+    if (s.affine) g = random_data(e.dtype, p.cols, 2);
+    if (beta) b = random_data(e.dtype, p.cols, 3);
     y.resize(x.size());
-    mean.resize(static_cast<std::size_t>(p.rows) * size_of(stats_dtype(e.dtype)));
+    if (centred(e.op)) mean.resize(static_cast<std::size_t>(p.rows) * size_of(stats_dtype(e.dtype)));
     rstd.resize(mean.size());
   }
 };
@@ -59,7 +63,7 @@ struct KernelBody : Body {
   KernelBody(const Entry& e, const Settings& s) : k(e.kernel), o(e, s) {}
   void call() override {
     k->run(o.p, Tensors{o.x.data(), o.g.empty() ? nullptr : o.g.data(), o.b.empty() ? nullptr : o.b.data(), o.y.data(),
-                        o.mean.data(), o.rstd.data()});
+                        o.mean.empty() ? nullptr : o.mean.data(), o.rstd.data()});
   }
 };
 
@@ -141,8 +145,13 @@ struct OneDnnBody : Body {
 
 }  // namespace
 
-std::string onednn_unavailable(DType d) {
+std::string onednn_unavailable(DType d, Op op) {
 #if LNORM_HAVE_DNNL
+  // oneDNN's layer_normalization gained an RMSNorm flag (normalization_flags::rms_norm) in 3.1.
+  if (op == Op::rmsnorm && DNNL_VERSION_MAJOR * 100 + DNNL_VERSION_MINOR < 301)
+    return "oneDNN " + std::to_string(DNNL_VERSION_MAJOR) + "." + std::to_string(DNNL_VERSION_MINOR) +
+           " has no RMSNorm (its rms_norm flag came in 3.1)";
+  if (op != Op::layernorm) return "the oneDNN baseline is LayerNorm's";
   if (d != DType::f32 && d != DType::bf16) return "oneDNN's layer norm takes f32 and bf16 only";
   if (!omp_threads().set || !omp_threads().get) return "cannot set oneDNN's thread count: no omp_set_num_threads in this process";
   try {
@@ -153,7 +162,7 @@ std::string onednn_unavailable(DType d) {
   }
   return "";
 #else
-  (void)d;
+  (void)d, (void)op;
   return "not built (" + *onednn_not_built() + ")";
 #endif
 }

@@ -45,14 +45,18 @@ std::vector<Shape> builtin_shapes(bool quick) {
   return out;
 }
 
-std::string Entry::name() const { return what + "/" + std::string(lnorm::name(dtype)) + "/" + shape.text(); }
+std::string Entry::name() const {
+  const std::string op_part = op == Op::layernorm || is_copy(what) ? "" : std::string(lnorm::name(op)) + "/";
+  return what + "/" + op_part + std::string(lnorm::name(dtype)) + "/" + shape.text();
+}
 
 namespace {
 
 double bytes_per_call(const Entry& e, const Settings& s) {
   const double es = static_cast<double>(size_of(e.dtype));
   double bytes = 2.0 * static_cast<double>(e.shape.rows * e.shape.cols) * es;  // x read, y written
-  if (s.affine && !is_copy(e.what)) bytes += 2.0 * static_cast<double>(e.shape.cols) * es;  // gamma, beta once
+  // gamma (and beta for LayerNorm) once
+  if (s.affine && !is_copy(e.what)) bytes += (centred(e.op) ? 2.0 : 1.0) * static_cast<double>(e.shape.cols) * es;
   return bytes;
 }
 
@@ -151,9 +155,10 @@ std::vector<Result> run(const std::vector<Entry>& entries, const Settings& setti
     Result r;
     r.entry = e;
     if (e.kernel) {
-      if (auto why = unavailable_reason(*e.kernel, make_problem(e.shape.rows, e.shape.cols, e.dtype, 1e-5, true, true))) r.skipped = *why;
+      const Problem p = with_op(make_problem(e.shape.rows, e.shape.cols, e.dtype, 1e-5, true, centred(e.op)), e.op);
+      if (auto why = unavailable_reason(*e.kernel, p)) r.skipped = *why;
     } else if (e.what == "onednn") {
-      r.skipped = onednn_unavailable(e.dtype);
+      r.skipped = onednn_unavailable(e.dtype, e.op);
     } else if (is_copy(e.what)) {
       r.skipped = copy_unavailable(e.what);
     }

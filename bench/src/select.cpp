@@ -9,10 +9,11 @@ std::vector<Candidate> qualify(std::span<const KernelInfo> kernels, const Select
                                const std::function<Accuracy(const KernelInfo&)>& accuracy) {
   std::vector<Candidate> out;
   for (const KernelInfo& k : kernels) {
-    if (!k.dtypes.contains(request.dtype)) continue;
+    if (!k.dtypes.contains(request.dtype) || !k.ops.contains(request.op)) continue;
     const Accuracy acc = accuracy(k);
     Candidate c{&k, acc.a, acc.b, "", "", 0};
-    const auto why = unavailable_reason(k, make_problem(request.shape.rows, request.shape.cols, request.dtype, 1e-5, true, true));
+    const auto why = unavailable_reason(
+        k, with_op(make_problem(request.shape.rows, request.shape.cols, request.dtype, 1e-5, true, centred(request.op)), request.op));
     if (why) {
       c.status = "unavailable", c.reason = *why;
     } else if (k.cautionary) {
@@ -32,7 +33,7 @@ std::vector<Candidate> qualify(std::span<const KernelInfo> kernels, const Select
 std::vector<Entry> entries_to_time(const std::vector<Candidate>& candidates, const SelectRequest& request) {
   std::vector<Entry> entries;
   for (const Candidate& c : candidates)
-    if (c.status.empty()) entries.push_back({std::string(c.kernel->name), c.kernel, request.dtype, request.shape});
+    if (c.status.empty()) entries.push_back({std::string(c.kernel->name), c.kernel, request.dtype, request.shape, request.op});
   for (const std::string& copy : copy_names()) entries.push_back({copy, nullptr, request.dtype, request.shape});
   return entries;
 }
@@ -44,7 +45,7 @@ const Candidate* rank(std::vector<Candidate>& candidates, const std::vector<Resu
     const Result* r = nullptr;
     for (const Result& x : results)
       if (x.entry.kernel == c.kernel && x.entry.dtype == request.dtype && x.entry.shape.rows == request.shape.rows &&
-          x.entry.shape.cols == request.shape.cols)
+          x.entry.shape.cols == request.shape.cols && x.entry.op == request.op)
         r = &x;
     if (!r || !r->skipped.empty() || !(r->bytes_per_second > 0)) {
       c.status = "unavailable", c.reason = r ? (r->skipped.empty() ? "no time measured" : r->skipped) : "not measured";

@@ -27,13 +27,14 @@ struct Entry {
   const KernelInfo* kernel = nullptr;  // null for baselines
   DType dtype = DType::f32;
   Shape shape;
-  std::string name() const;            // "what/dtype/RxC", Google Benchmark's name
+  Op op = Op::layernorm;               // kernels and oneDNN; the copies move the same bytes for any op
+  std::string name() const;            // "what/dtype/RxC" ("what/rmsnorm/dtype/RxC"), Google Benchmark's name
 };
 
 struct Result {
   Entry entry;
   double seconds = 0;         // median wall time of one call
-  double bytes_per_second = 0;  // x read + y written + gamma/beta once, over the median time
+  double bytes_per_second = 0;  // x read + y written + gamma (and beta for LayerNorm) once, over the median time
   double rows_per_second = 0;
   std::string skipped;        // why it did not run (unavailable kernel, oneDNN declined)
   bool unavailable = false;   // skipped before the run: this machine or build cannot run it at all
@@ -43,12 +44,12 @@ struct Settings {
   int threads = 1;
   int repetitions = 5;
   double min_seconds = 0.1;  // per repetition
-  bool affine = true;        // gamma and beta, as oneDNN's use_scale | use_shift
+  bool affine = true;        // gamma and beta, as oneDNN's use_scale | use_shift; RMSNorm: gamma only (Llama, Gemma)
   bool cold = false;         // evict the caches before every timed call (data comes from DRAM)
 };
 
-// "" when oneDNN was built in and can run this dtype here at the thread count asked; otherwise why not.
-std::string onednn_unavailable(DType d);
+// "" when oneDNN was built in and can run this op and dtype here at the thread count asked; otherwise why not.
+std::string onednn_unavailable(DType d, Op op = Op::layernorm);
 // When lnorm was built without oneDNN: why (the build's LNORM_ONEDNN_WHY, else "built without oneDNN").
 std::optional<std::string> onednn_not_built();
 

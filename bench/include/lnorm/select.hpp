@@ -24,6 +24,7 @@ struct SelectRequest {
   Shape shape;
   DType dtype = DType::f32;
   double max_ulp = -1;  // < 0: any kernel that passes its own accuracy property qualifies
+  Op op = Op::layernorm;
 };
 
 struct Candidate {
@@ -36,7 +37,7 @@ struct Candidate {
   double gb_per_second = 0;
 };
 
-// One candidate per kernel that supports the dtype, in the registry's order; those that qualify have an
+// One candidate per kernel that implements the op and supports the dtype, in the registry's order; those that qualify have an
 // empty status. A kernel qualifies when it can run the problem here, is not cautionary, passes its own
 // accuracy property, and, with max_ulp ≥ 0, its budget has no kappa term and a ≤ max_ulp (a kappa term
 // has no bound that a flat accuracy request could be checked against).
