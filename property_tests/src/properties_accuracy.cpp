@@ -48,6 +48,13 @@ std::string check_y_within_budget(const CheckContext& ctx, const Case& c, const 
     ctx.worst.note(measure, e);
     ctx.worst.note(std::string(measure) + "." + std::string(name(class_of(c, r))), e);
     ctx.worst.note("y_budget_used", e / allowed);
+    // A kernel whose budget demands every output correctly rounded fails on the first that is not, with
+    // its case (shrunk), rather than only by the fraction at the end of the run.
+    if (!cr && ctx.budget.min_correctly_rounded >= 1) {
+      return fmt("y[row %lld, col %lld] = %.9g, exact %.9g rounds to %.9g: not correctly rounded (%s demands every output correctly rounded)",
+                 (long long)r, (long long)(static_cast<std::int64_t>(i) % n), value, exact.elems[i].y_hi + exact.elems[i].y_lo,
+                 exact_value, ctx.budget.section.c_str());
+    }
     if (e > allowed) {
       return fmt("y[row %lld, col %lld] = %.9g, exact %.9g: %.4g scaled ulp > allowed %.4g (a %g + b %g x kappa %.4g)",
                  (long long)r, (long long)(static_cast<std::int64_t>(i) % n), value, exact_value, e, allowed,
