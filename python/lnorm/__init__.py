@@ -1,10 +1,12 @@
-"""lnorm from Python: the exact LayerNorm reference, the accuracy gate of ``lnorm check`` and the
-property suite of ``lnorm verify`` with a Python callable as the kernel, on NumPy arrays.
+"""lnorm from Python: the exact LayerNorm and RMSNorm reference, the accuracy gate of ``lnorm check`` and
+the property suite of ``lnorm verify`` with a Python callable as the kernel, on NumPy arrays.
 
     import lnorm
     y, mean, rstd = lnorm.reference(x)                  # exact, rounded once
+    y, rstd = lnorm.reference(x, g, op="rmsnorm", gamma_offset=1.0)   # Gemma's (1 + w)
     lnorm.assert_layernorm_close(x, my_layernorm(x))    # pytest: fails with the CLI's verdict
-    print(lnorm.verify(my_kernel, dtypes=("f32", "bf16")))  # the ten properties, the CLI's table
+    print(lnorm.verify(my_kernel, dtypes=("f32", "bf16")))  # LayerNorm's properties, the CLI's table
+    print(lnorm.verify(my_rmsnorm, op="rmsnorm"))       # RMSNorm's own
 
 bf16 data travels as uint16 bit patterns with dtype="bf16" (a torch bf16 tensor t:
 ``t.view(torch.int16).numpy().view(numpy.uint16)``; CPU torch tensors are also taken directly).
@@ -12,16 +14,16 @@ Contiguous inputs are read in place; non-contiguous or byte-swapped ones are cop
 README.md "Python" has the details.
 """
 
-from ._lnorm import AFFINE_KINDS, EDGE_EPS, EDGE_WIDTHS, PROPERTIES, ROW_CLASSES
+from ._lnorm import AFFINE_KINDS, EDGE_EPS, EDGE_WIDTHS, PROPERTIES, RMSNORM_PROPERTIES, ROW_CLASSES
 from ._cases import Case, case, cases
-from ._check import CheckResult, assert_layernorm_close, check, reference
+from ._check import CheckResult, assert_layernorm_close, assert_rmsnorm_close, check, reference
 from ._kernels import Kernel, kernels, run
 from ._torch import torch_kernel
 from ._verify import Outcome, VerifyResult, verify
 
 __all__ = [
-    "AFFINE_KINDS", "EDGE_EPS", "EDGE_WIDTHS", "PROPERTIES", "ROW_CLASSES",
-    "Case", "case", "cases", "CheckResult", "assert_layernorm_close", "check", "reference",
+    "AFFINE_KINDS", "EDGE_EPS", "EDGE_WIDTHS", "PROPERTIES", "RMSNORM_PROPERTIES", "ROW_CLASSES",
+    "Case", "case", "cases", "CheckResult", "assert_layernorm_close", "assert_rmsnorm_close", "check", "reference",
     "Kernel", "kernels", "run", "torch_kernel", "Outcome", "VerifyResult", "verify",
 ]
 

@@ -22,28 +22,32 @@ class Case:
     axis: int
     dtype: str
     description: str
+    op: str = "layernorm"
+    gamma_offset: float = 0.0
 
     def reference(self):
-        """The exact answer for this case: (y, mean, rstd)."""
+        """The exact answer for this case: (y, mean, rstd), or (y, rstd) for an RMSNorm case."""
         from ._check import reference
 
-        return reference(self.x, self.gamma, self.beta, axis=self.axis, eps=self.eps, dtype=self.dtype)
+        return reference(self.x, self.gamma, self.beta, axis=self.axis, eps=self.eps, dtype=self.dtype, op=self.op,
+                         gamma_offset=self.gamma_offset)
 
     def __repr__(self):
         return f"Case({self.description})"
 
 
 def case(row_classes=("normal",), *, dtype="f32", shape=(4, 17), axis=-1, eps=1e-5, gamma="absent", beta="absent",
-         kappa=1e4, seed=0):
+         kappa=1e4, seed=0, op="layernorm"):
     """One case. row_classes: one name or several (row r gets row_classes[r % len]); see
     lnorm.ROW_CLASSES. gamma/beta: 'absent', 'identity', 'random' or 'with_zeros'. kappa: the
-    condition number |mean|/std of offset rows (capped where the format still resolves the row)."""
+    condition number |mean|/std of offset rows (capped where the format still resolves the row). op:
+    what the rows are for (RMSNorm's tiny rows sit at 0, so mean(x^2) << eps)."""
     if isinstance(row_classes, str):
         row_classes = (row_classes,)
     if not kappa > 0:
         raise ValueError("kappa must be > 0")
     d = _lnorm._case(dtype, list(row_classes), [int(s) for s in shape], int(axis), float(eps), gamma, beta,
-                     float(np.log10(kappa)), int(seed) & (2**64 - 1))
+                     float(np.log10(kappa)), int(seed) & (2**64 - 1), op)
     return Case(**d)
 
 

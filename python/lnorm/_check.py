@@ -20,16 +20,20 @@ def _arrays(dtype, **named):
     return dtype, out
 
 
-def reference(x, gamma=None, beta=None, *, axis=-1, eps=1e-5, dtype=None, threads=None):
-    """The exact LayerNorm of x rounded once to its format: (y, mean, rstd).
+def reference(x, gamma=None, beta=None, *, axis=-1, eps=1e-5, dtype=None, threads=None, op="layernorm",
+              gamma_offset=0.0):
+    """The exact answer for x rounded once to its format: (y, mean, rstd) for op="layernorm", (y, rstd)
+    for op="rmsnorm" (y = x / sqrt(mean(x^2) + eps) * (gamma_offset + gamma) (+ beta): no mean).
 
     x is normalized from ``axis`` on (ONNX's axis). gamma/beta: shaped like x.shape[axis:] (or 1-d),
-    None for 1 / 0. mean and rstd are float32 (float64 for f64 data), shaped
-    x.shape[:axis] + (1,) * (x.ndim - axis). bf16 data: uint16 bit patterns with dtype="bf16".
-    Contiguous inputs are read in place; others are copied first. threads: default all cores.
+    None for 1 / 0; x's dtype, or float32 beside float16/bf16 x (weights kept in f32). gamma_offset C:
+    y uses (C + gamma), 1 for Gemma's (1 + w), exactly. mean and rstd are float32 (float64 for f64
+    data), shaped x.shape[:axis] + (1,) * (x.ndim - axis). bf16 data: uint16 bit patterns with
+    dtype="bf16". Contiguous inputs are read in place; others are copied first. threads: default all cores.
     """
     dtype, a = _arrays(dtype, x=x, gamma=gamma, beta=beta)
-    return _lnorm.reference(a["x"], a["gamma"], a["beta"], axis=axis, eps=eps, dtype=dtype, threads=threads)
+    return _lnorm.reference(a["x"], a["gamma"], a["beta"], axis=axis, eps=eps, dtype=dtype, threads=threads, op=op,
+                            gamma_offset=float(gamma_offset))
 
 
 @dataclass(frozen=True)
@@ -37,9 +41,12 @@ class CheckResult:
     """What ``lnorm check --json`` reports; truthy when within budget. ``str()`` is the CLI's verdict."""
 
     passed: bool
+    op: str                      # "layernorm" or "rmsnorm"
     shape: tuple
     axis: int
     dtype: str
+    param_dtype: str             # gamma/beta's storage: dtype, or f32 beside f16/bf16 x
+    gamma_offset: float          # y used (gamma_offset + gamma)
     eps: float
     rows: int
     cols: int
@@ -88,8 +95,10 @@ class CheckResult:
             head += f"  mean {self.mean['max_ulp']:g} ulp"
         if self.rstd is not None:
             head += f"  rstd {self.rstd['max_ulp']:g} ulp"
-        lines = [head, f"  input     {self.shape}, {self.dtype}, axis {self.axis}, eps {self.eps:.9g}, "
-                       f"{self.rows} rows x {self.cols}"]
+        params = (f", gamma/beta {self.param_dtype}" if self.param_dtype != self.dtype else "") + (
+            f", weight {self.gamma_offset:.9g} + gamma" if self.gamma_offset else "")
+        lines = [head, f"  input     {self.shape}, {self.op} {self.dtype}, axis {self.axis}, eps {self.eps:.9g}, "
+                       f"{self.rows} rows x {self.cols}{params}"]
         if self.max_ulp_index is not None:
             lines.append(f"  worst y   {self.max_ulp_index}: got {self.max_ulp_got!r}, exact {self.max_ulp_exact!r}, "
                          f"{self.max_ulp:.4g} scaled ulp{' (non-finite mismatch)' if self.max_ulp_nonfinite else ''}, "
@@ -109,8 +118,9 @@ class CheckResult:
 
 
 def check(x, y, gamma=None, beta=None, *, axis=-1, eps=1e-5, max_ulp=8, max_ulp_per_kappa=1, mean=None, rstd=None,
-          max_mean_ulp=None, max_rstd_ulp=None, dtype=None, threads=None):
-    """Measures a candidate output y (and optionally mean/rstd) against the exact LayerNorm of x.
+          max_mean_ulp=None, max_rstd_ulp=None, dtype=None, threads=None, op="layernorm", gamma_offset=0.0):
+    """Measures a candidate output y (and optionally mean/rstd) against the exact answer for x: the
+    LayerNorm of x, or op="rmsnorm" (no mean: mean= is refused), with gamma_offset as in reference().
 
     Budget: max_ulp + max_ulp_per_kappa * kappa scaled ulps per element (DESIGN.md "Measuring
     error"); max_mean_ulp / max_rstd_ulp also gate the statistics (default: reported only): the mean
@@ -120,15 +130,24 @@ def check(x, y, gamma=None, beta=None, *, axis=-1, eps=1e-5, max_ulp=8, max_ulp_
     dtype, a = _arrays(dtype, x=x, y=y, gamma=gamma, beta=beta, mean=mean, rstd=rstd)
     d = _lnorm.check(a["x"], a["y"], a["gamma"], a["beta"], axis=axis, eps=eps, max_ulp=float(max_ulp),
                      max_ulp_per_kappa=float(max_ulp_per_kappa), mean=a["mean"], rstd=a["rstd"],
-                     max_mean_ulp=max_mean_ulp, max_rstd_ulp=max_rstd_ulp, dtype=dtype, threads=threads)
+                     max_mean_ulp=max_mean_ulp, max_rstd_ulp=max_rstd_ulp, dtype=dtype, threads=threads, op=op,
+                     gamma_offset=float(gamma_offset))
     d["passed"] = d.pop("pass")
     return CheckResult(**d)
 
 
 def assert_layernorm_close(x, y, gamma=None, beta=None, **kwargs):
     """lnorm.check for pytest: raises AssertionError with the CLI's verdict when over budget;
-    returns the CheckResult otherwise. Takes check's keyword arguments."""
+    returns the CheckResult otherwise. Takes check's keyword arguments (op="rmsnorm" too)."""
     result = check(x, y, gamma, beta, **kwargs)
     if not result:
-        raise AssertionError("LayerNorm output over budget\n" + str(result))
+        what = "RMSNorm" if result.op == "rmsnorm" else "LayerNorm"
+        raise AssertionError(f"{what} output over budget\n" + str(result))
     return result
+
+
+def assert_rmsnorm_close(x, y, gamma=None, beta=None, **kwargs):
+    """assert_layernorm_close for RMSNorm: check(..., op="rmsnorm") with RMSNorm's default budget of 8
+    scaled ulps and no kappa term (nothing cancels in RMSNorm)."""
+    kwargs.setdefault("max_ulp_per_kappa", 0)
+    return assert_layernorm_close(x, y, gamma, beta, op="rmsnorm", **kwargs)

@@ -12,6 +12,7 @@ class Kernel(NamedTuple):
     dtypes: tuple       # dtypes it takes
     unavailable: dict   # dtype -> why it cannot run here (missing ISA, no CUDA device); empty: runs
     cautionary: bool    # wrong on purpose (onepass): its failures are the lesson
+    ops: tuple          # "layernorm", "rmsnorm": the ops it implements
 
 
 def kernels():
@@ -19,7 +20,9 @@ def kernels():
     return [Kernel(**k) for k in _lnorm.kernels()]
 
 
-def run(name, x, gamma=None, beta=None, *, axis=-1, eps=1e-5, dtype=None, threads=1):
-    """Runs built-in kernel `name` on x: (y, mean, rstd), shaped like lnorm.reference's."""
+def run(name, x, gamma=None, beta=None, *, axis=-1, eps=1e-5, dtype=None, threads=1, op="layernorm", gamma_offset=0.0):
+    """Runs built-in kernel `name` on x: (y, mean, rstd), or (y, rstd) for op="rmsnorm", shaped like
+    lnorm.reference's (which documents gamma/beta's dtypes and gamma_offset)."""
     dtype, a = _arrays(dtype, x=x, gamma=gamma, beta=beta)
-    return _lnorm.run(name, a["x"], a["gamma"], a["beta"], axis=axis, eps=eps, dtype=dtype, threads=threads)
+    return _lnorm.run(name, a["x"], a["gamma"], a["beta"], axis=axis, eps=eps, dtype=dtype, threads=threads, op=op,
+                      gamma_offset=float(gamma_offset))

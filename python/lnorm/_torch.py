@@ -35,21 +35,63 @@ def from_numpy(a, dtype):
     return torch.from_numpy(a)
 
 
+def _adapt(fn):
+    """fn as fn(x, gamma, beta, eps[, gamma_offset]): torch.nn.functional.layer_norm (and rms_norm, where
+    torch has it) take (input, normalized_shape, weight, bias, eps) and are called so, normalizing the
+    last dim; any other fn is called as it is."""
+    import torch
+
+    name = getattr(fn, "__name__", "")
+    layer_norm = fn is torch.nn.functional.layer_norm or (name == "layer_norm" and _first_params(fn)[:2] == ["input", "normalized_shape"])
+    rms_norm = getattr(torch.nn.functional, "rms_norm", None)
+    if layer_norm:
+        return lambda x, g, b, eps: fn(x, x.shape[-1:], g, b, eps)
+    if rms_norm is not None and fn is rms_norm:
+        return lambda x, g, b, eps: fn(x, x.shape[-1:], g, eps)
+    return fn
+
+
+def _first_params(fn):
+    import inspect
+
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
 def torch_kernel(fn):
-    """Wraps fn(x, gamma, beta, eps) written for torch tensors as a kernel lnorm.verify can call:
-    the NumPy arrays go in as tensors (bf16 included), the tensors that come out go back as arrays.
+    """Wraps a torch function as a kernel lnorm.verify can call: the NumPy arrays go in as tensors (bf16
+    included), the tensors that come out go back as arrays. fn is either fn(x, gamma, beta, eps[,
+    gamma_offset]) written for tensors, or torch.nn.functional.layer_norm itself, which is called with
+    normalized_shape = the last dim:
 
-        lnorm.verify(lnorm.torch_kernel(
-            lambda x, g, b, eps: torch.nn.functional.layer_norm(x, x.shape[-1:], g, b, eps)),
-            dtypes=("f32", "bf16"))
+        lnorm.verify(lnorm.torch_kernel(torch.nn.functional.layer_norm), dtypes=("f32", "bf16"))
+        lnorm.verify(lnorm.torch_kernel(lambda x, g, b, eps: my_rmsnorm(x, g, eps)), op="rmsnorm")
     """
+    import inspect
 
-    def kernel(x, gamma, beta, eps):
+    call = _adapt(fn)
+    try:
+        takes_offset = "gamma_offset" in inspect.signature(call).parameters
+    except (TypeError, ValueError):
+        takes_offset = False
+
+    def run(x, gamma, beta, eps, **kw):
         dtype = "bf16" if x.dtype == np.uint16 else None
-        out = fn(from_numpy(x, dtype), from_numpy(gamma, dtype), from_numpy(beta, dtype), eps)
+        param = gamma if gamma is not None else beta
+        pd = "bf16" if param is not None and param.dtype == np.uint16 else None
+        out = call(from_numpy(x, dtype), from_numpy(gamma, pd), from_numpy(beta, pd), eps, **kw)
         if isinstance(out, (tuple, list)):
             return tuple(to_numpy(o, "fn's output")[0] for o in out)
         return to_numpy(out, "fn's output")[0]
+
+    if takes_offset:
+        def kernel(x, gamma, beta, eps, gamma_offset=0.0):
+            return run(x, gamma, beta, eps, gamma_offset=gamma_offset)
+    else:
+        def kernel(x, gamma, beta, eps):
+            return run(x, gamma, beta, eps)
 
     kernel.__name__ = getattr(fn, "__name__", "torch_kernel")
     return kernel

@@ -1,5 +1,7 @@
-"""lnorm.verify: the ten properties of ``lnorm verify`` with a Python callable as the kernel."""
+"""lnorm.verify: the properties of ``lnorm verify`` (LayerNorm's or RMSNorm's) with a Python callable as
+the kernel."""
 
+import inspect
 import json
 import re
 from dataclasses import dataclass, field
@@ -17,6 +19,7 @@ class Outcome:
     """One property x dtype: status is pass, FAIL, xfail (expected failure), XPASS, xpass?, MISTRUSTED."""
 
     kernel: str
+    op: str
     dtype: str
     property: str
     status: str
@@ -60,6 +63,36 @@ class VerifyResult:
         raise KeyError((prop, dtype))
 
 
+_WANTED = ("fn(x, gamma, beta, eps) with NumPy arrays (x 2-d rows x cols, gamma/beta 1-d or None, eps a float) "
+           "returning y (or (y, mean, rstd); (y, rstd) for op='rmsnorm'); a torch function: wrap it with "
+           "lnorm.torch_kernel(fn) (it adapts torch.nn.functional.layer_norm itself)")
+
+
+def _probe(kernel, op):
+    """Calls the kernel once on a small f32 case before the suite: a TypeError there is a signature the
+    suite cannot call (a torch function given NumPy arrays, the wrong argument count), said once with the
+    signature wanted, instead of failing every property with the same error."""
+    import numpy as np
+
+    x = np.linspace(-1.5, 2.0, 16, dtype=np.float32).reshape(2, 8)
+    g, b = np.ones(8, np.float32), np.zeros(8, np.float32)
+    try:
+        kernel(x, g, b if op == "layernorm" else None, float(np.float32(1e-5)))
+    except TypeError as e:
+        raise TypeError(f"lnorm.verify: fn's first call raised TypeError: {e}; lnorm.verify calls {_WANTED}") from e
+    except Exception:  # noqa: BLE001 - any other error is the kernel's, judged by the properties
+        pass
+
+
+def _takes_gamma_offset(fn):
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return False
+    return "gamma_offset" in sig.parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values())
+
+
 def _toml_value(v):
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -72,12 +105,12 @@ def _toml_value(v):
     raise TypeError(f"budget: cannot write {type(v).__name__} {v!r}")
 
 
-def _section(name, dtype, user):
-    """[name.dtype] from budgets.toml's default section with the user's keys on top. A table whose
-    numbers the user changes needs the user's reason too (as in budgets.toml)."""
+def _section(name, dtype, user, op="layernorm"):
+    """[name.dtype] (RMSNorm: [rmsnorm.name.dtype]) from budgets.toml's default section with the user's
+    keys on top. A table whose numbers the user changes needs the user's reason too (as in budgets.toml)."""
     if not isinstance(user, dict):
         raise TypeError(f"budget for {dtype}: expected a dict like a budgets.toml section")
-    merged = _lnorm._builtin_budget("default", dtype)
+    merged = _lnorm._builtin_budget("default", dtype, op)
     for key, value in user.items():
         if key == "expected_failures":
             if not isinstance(value, dict):
@@ -89,53 +122,70 @@ def _section(name, dtype, user):
             merged[key] = {**merged[key], **value}
         else:
             merged[key] = value  # unknown keys reach the strict parser, which names them
-    lines = [f"[{name}.{dtype}]"]
+    level = "" if op == "layernorm" else op + "."
+    lines = [f"[{level}{name}.{dtype}]"]
     lines += [f"{k} = {_toml_value(v)}" for k, v in merged.items() if k != "expected_failures"]
     if merged.get("expected_failures"):
-        lines.append(f"[{name}.{dtype}.expected_failures]")
+        lines.append(f"[{level}{name}.{dtype}.expected_failures]")
         lines += [f"{p} = {_toml_value(why) if isinstance(why, dict) else json.dumps(str(why))}"
                   for p, why in merged["expected_failures"].items()]
     return "\n".join(lines)
 
 
-def _budget_toml(budget, name, dtypes):
+def _budget_toml(budget, name, dtypes, op="layernorm"):
     if budget is None or isinstance(budget, str):
         return budget
     if not isinstance(budget, dict):
         raise TypeError("budget: None, budgets.toml text, or a dict like a budgets.toml section")
     per_dtype = budget if budget and all(k in _DTYPES for k in budget) else {d: budget for d in dtypes}
-    return "\n\n".join(_section(name, d, sec) for d, sec in per_dtype.items()) + "\n"
+    return "\n\n".join(_section(name, d, sec, op) for d, sec in per_dtype.items()) + "\n"
 
 
-def _as_kernel(fn):
+def _as_kernel(fn, takes_offset):
     """fn, with torch tensors it returns turned into arrays (bf16 as uint16 bits)."""
 
-    def kernel(x, gamma, beta, eps):
-        out = fn(x, gamma, beta, eps)
+    def convert(out):
         if isinstance(out, (tuple, list)):
             return tuple(to_numpy(o, "fn's output")[0] if is_torch_tensor(o) else o for o in out)
         return to_numpy(out, "fn's output")[0] if is_torch_tensor(out) else out
 
+    if takes_offset:
+        def kernel(x, gamma, beta, eps, gamma_offset=0.0):
+            return convert(fn(x, gamma, beta, eps, gamma_offset=gamma_offset))
+    else:
+        def kernel(x, gamma, beta, eps):
+            return convert(fn(x, gamma, beta, eps))
+
     return kernel
 
 
-def verify(fn, *, dtypes=("f32",), properties=None, cases=None, quick=True, seed=1, budget=None, name=None):
-    """Runs the properties of ``lnorm verify`` on fn(x, gamma, beta, eps) -> y or (y, mean, rstd).
+def verify(fn, *, op="layernorm", dtypes=("f32",), properties=None, cases=None, quick=True, seed=1, budget=None,
+           name=None, f32_params=False):
+    """Runs the properties of ``lnorm verify`` for op ("layernorm" or "rmsnorm") on fn(x, gamma, beta, eps)
+    -> y, or (y, mean, rstd) for LayerNorm, (y, rstd) for RMSNorm.
 
     fn gets 2-d C-contiguous arrays (rows x cols; bf16 as uint16 bits), gamma/beta 1-d or None, eps
     as a Python float already rounded to the kernel's format (f32, or f64 for f64 data), and returns
     y with x's shape and dtype (mean, rstd: one float32 per row, float64 for f64). When fn returns y
-    only, mean and rstd are not judged (the harness fills in the exact ones).
+    only, the statistics are not judged (the harness fills in the exact ones).
 
-    properties: names from lnorm.PROPERTIES (default all ten). cases: per property (default 24 quick,
-    160 full). budget: None (budgets.toml's [default.<dtype>]), a dict like a budgets.toml section —
-    e.g. {"expected_failures": {"accuracy": "why"}}, or {"y": {"a": 16, "b": 1, "reason": "..."}},
-    or {"f32": {...}, "bf16": {...}} per dtype — or budgets.toml text with [<name>.<dtype>] sections.
-    fn raising, or returning the wrong shape or dtype, fails the property it was called for (with its
-    message) and the run goes on. Returns a VerifyResult: truthy when nothing failed; str() is the table.
+    The params property (f32 gamma/beta beside 16-bit x, and the gamma offset C of y = ...(C + gamma)) is
+    offered what fn takes: the offset when fn has a ``gamma_offset`` keyword, f32 gamma/beta with
+    f32_params=True; it is skipped, with that reason, when fn takes neither.
+
+    properties: names from lnorm.PROPERTIES (LayerNorm) or lnorm.RMSNORM_PROPERTIES (default all of the
+    op's). cases: per property (default 24 quick, 160 full). budget: None (budgets.toml's
+    [default.<dtype>], or [rmsnorm.default.<dtype>]), a dict like a budgets.toml section — e.g.
+    {"expected_failures": {"accuracy": "why"}}, or {"y": {"a": 16, "b": 1, "reason": "..."}}, or
+    {"f32": {...}, "bf16": {...}} per dtype — or budgets.toml text with [<name>.<dtype>] sections. fn
+    raising, or returning the wrong shape or dtype, fails the property it was called for (with its
+    message) and the run goes on; a TypeError on the very first call (a signature the suite cannot call)
+    is raised once instead. Returns a VerifyResult: truthy when nothing failed; str() is the table.
     """
     if not callable(fn):
-        raise TypeError("fn must be callable: fn(x, gamma, beta, eps) -> y or (y, mean, rstd)")
+        raise TypeError("fn must be callable: " + _WANTED)
+    if op not in ("layernorm", "rmsnorm"):
+        raise ValueError(f"op={op!r}: expected 'layernorm' or 'rmsnorm'")
     if isinstance(dtypes, str):
         dtypes = (dtypes,)
     if isinstance(properties, str):
@@ -143,9 +193,12 @@ def verify(fn, *, dtypes=("f32",), properties=None, cases=None, quick=True, seed
     if name is None:
         name = getattr(fn, "__name__", "fn")
     name = re.sub(r"[^A-Za-z0-9_-]", "_", str(name)).strip("_") or "fn"
-    toml = _budget_toml(budget, name, tuple(dtypes))
-    r = _lnorm._verify(_as_kernel(fn), name, list(dtypes), list(properties or ()), int(cases or 0), bool(quick),
-                       int(seed), toml)
+    toml = _budget_toml(budget, name, tuple(dtypes), op)
+    takes_offset = _takes_gamma_offset(fn)
+    kernel = _as_kernel(fn, takes_offset)
+    _probe(kernel, op)
+    r = _lnorm._verify(kernel, name, list(dtypes), list(properties or ()), int(cases or 0), bool(quick),
+                       int(seed), toml, op=op, takes_offset=takes_offset, f32_params=bool(f32_params))
     outcomes = []
     for o in r["outcomes"]:
         c = o.pop("case")

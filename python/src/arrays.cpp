@@ -1,6 +1,7 @@
 // NumPy arrays <-> lnorm problems (bindings.hpp).
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "bindings.hpp"
 #include "lnorm/format.hpp"
@@ -78,12 +79,22 @@ std::vector<std::int64_t> ProblemArrays::stats_shape() const {
 
 namespace {
 
-py::object affine(py::handle a, const char* what, const ProblemArrays& in) {
+// gamma/beta: x's dtype, or float32 beside float16/bf16 x (the parameters' storage, Problem::param_dtype).
+py::object affine(py::handle a, const char* what, const ProblemArrays& in, std::optional<DType>& param_dtype) {
   if (a.is_none()) return py::none();
   py::array arr = contiguous(a, what);
-  if (!holds(arr, in.problem.dtype)) {
-    throw py::type_error(std::string(what) + " holds " + dtype_text(arr) + " but x holds " + dtype_text(in.x));
-  }
+  const DType d = in.problem.dtype;
+  const bool sixteen = d == DType::f16 || d == DType::bf16;
+  DType held;
+  if (holds(arr, d)) held = d;
+  else if (sixteen && holds(arr, DType::f32)) held = DType::f32;
+  else
+    throw py::type_error(std::string(what) + " holds " + dtype_text(arr) + " but x holds " + dtype_text(in.x) +
+                         (sixteen ? " (gamma/beta are x's dtype, or float32 beside 16-bit x)" : ""));
+  if (param_dtype && *param_dtype != held)
+    throw py::type_error(std::string(what) + " holds " + dtype_text(arr) + " but gamma holds " +
+                         py::str(numpy_dtype(*param_dtype)).cast<std::string>() + ": gamma and beta share one dtype");
+  param_dtype = held;
   const std::vector<std::int64_t> s = shape_of(arr), row(in.shape.begin() + in.axis, in.shape.end());
   if (s != row && !(s.size() == 1 && s[0] == in.problem.cols)) {
     throw py::value_error(std::string(what) + " has shape " + shape_text(s) + " but the normalized dims of x (axis " +
@@ -95,7 +106,7 @@ py::object affine(py::handle a, const char* what, const ProblemArrays& in) {
 }  // namespace
 
 ProblemArrays problem_arrays(py::handle x, py::handle gamma, py::handle beta, int axis, double eps, py::handle dtype,
-                             int threads) {
+                             int threads, const std::string& op_name, double gamma_offset) {
   ProblemArrays in;
   in.x = contiguous(x, "x");
   const DType d = resolve_dtype(in.x, dtype);
@@ -112,9 +123,16 @@ ProblemArrays problem_arrays(py::handle x, py::handle gamma, py::handle beta, in
   std::int64_t rows = 1, cols = 1;
   for (int i = 0; i < rank; ++i) (i < in.axis ? rows : cols) *= in.shape[static_cast<std::size_t>(i)];
   if (cols == 0) throw py::value_error("x's normalized dims (axis " + std::to_string(in.axis) + " on) have zero width");
-  in.problem = make_problem(rows, cols, d, eps, !gamma.is_none(), !beta.is_none(), threads);
-  in.gamma = affine(gamma, "gamma", in);
-  in.beta = affine(beta, "beta", in);
+  const std::optional<Op> op = parse_op(op_name);
+  if (!op) throw py::value_error("op='" + op_name + "': expected 'layernorm' or 'rmsnorm'");
+  if (!std::isfinite(gamma_offset)) throw py::value_error("gamma_offset must be finite");
+  if (gamma_offset != 0 && gamma.is_none())
+    throw py::value_error("gamma_offset needs gamma (y uses gamma_offset + gamma; without gamma the weight is 1)");
+  in.problem = with_op(make_problem(rows, cols, d, eps, !gamma.is_none(), !beta.is_none(), threads), *op);
+  std::optional<DType> param_dtype;
+  in.gamma = affine(gamma, "gamma", in, param_dtype);
+  in.beta = affine(beta, "beta", in, param_dtype);
+  in.problem = set_params(in.problem, param_dtype.value_or(d), gamma_offset);
   return in;
 }
 

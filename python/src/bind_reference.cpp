@@ -15,9 +15,14 @@ namespace {
 int default_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
 struct Outputs {
-  py::array y, mean, rstd;
+  py::array y, mean, rstd;  // mean: empty (size 0) for RMSNorm
   Tensors tensors(const ProblemArrays& in) {
-    return Tensors{in.x.data(), in.gamma_ptr(), in.beta_ptr(), y.mutable_data(), mean.mutable_data(), rstd.mutable_data()};
+    return Tensors{in.x.data(), in.gamma_ptr(), in.beta_ptr(), y.mutable_data(),
+                   centred(in.problem.op) ? mean.mutable_data() : nullptr, rstd.mutable_data()};
+  }
+  // (y, mean, rstd) for LayerNorm, (y, rstd) for RMSNorm.
+  py::tuple result(const ProblemArrays& in) const {
+    return centred(in.problem.op) ? py::make_tuple(y, mean, rstd) : py::make_tuple(y, rstd);
   }
 };
 
@@ -29,16 +34,16 @@ Outputs allocate(const ProblemArrays& in) {
 }
 
 py::tuple reference_py(py::handle x, py::handle gamma, py::handle beta, int axis, double eps, py::handle dtype,
-                       py::object threads) {
+                       py::object threads, const std::string& op, double gamma_offset) {
   const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype,
-                                          threads.is_none() ? default_threads() : threads.cast<int>());
+                                          threads.is_none() ? default_threads() : threads.cast<int>(), op, gamma_offset);
   Outputs out = allocate(in);
   const Tensors t = out.tensors(in);
   {
     py::gil_scoped_release release;
     reference(in.problem, t);
   }
-  return py::make_tuple(out.y, out.mean, out.rstd);
+  return out.result(in);
 }
 
 py::dict stat_dict(const StatSummary& s, double limit, const char* metric) {
@@ -58,9 +63,11 @@ py::dict stat_dict(const StatSummary& s, double limit, const char* metric) {
 
 py::dict check_py(py::handle x, py::handle y, py::handle gamma, py::handle beta, int axis, double eps, double max_ulp,
                   double max_ulp_per_kappa, py::handle mean, py::handle rstd, py::object max_mean_ulp,
-                  py::object max_rstd_ulp, py::handle dtype, py::object threads) {
+                  py::object max_rstd_ulp, py::handle dtype, py::object threads, const std::string& op, double gamma_offset) {
   const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype,
-                                          threads.is_none() ? default_threads() : threads.cast<int>());
+                                          threads.is_none() ? default_threads() : threads.cast<int>(), op, gamma_offset);
+  if (!centred(in.problem.op) && !mean.is_none())
+    throw py::value_error("mean: " + op + " has no mean output (it takes the mean as 0); drop mean=");
   const py::array cand = contiguous(y, "y");
   if (!holds(cand, in.problem.dtype)) throw py::type_error("y holds " + dtype_text(cand) + " but x holds " + dtype_text(in.x));
   if (shape_of(cand) != in.shape)
@@ -85,9 +92,12 @@ py::dict check_py(py::handle x, py::handle y, py::handle gamma, py::handle beta,
   const bool rstd_ok = !rp || s.rstd.passes(rstd_limit);
   const ErrorSummary& e = s.y;
   py::dict d;
+  d["op"] = std::string(name(in.problem.op));
   d["shape"] = py::tuple(py::cast(in.shape));
   d["axis"] = in.axis;
   d["dtype"] = std::string(name(in.problem.dtype));
+  d["param_dtype"] = std::string(name(in.problem.param_dtype));
+  d["gamma_offset"] = in.problem.gamma_offset;
   d["eps"] = in.problem.eps;
   d["rows"] = in.problem.rows;
   d["cols"] = in.problem.cols;
@@ -128,22 +138,26 @@ py::list kernels_py() {
     e["dtypes"] = py::tuple(dtypes);
     e["unavailable"] = unavailable;
     e["cautionary"] = k.cautionary;
+    py::list ops;
+    for (Op o : kAllOps)
+      if (k.ops.contains(o)) ops.append(std::string(name(o)));
+    e["ops"] = py::tuple(ops);
     out.append(e);
   }
   return out;
 }
 
 py::tuple run_py(const std::string& kernel, py::handle x, py::handle gamma, py::handle beta, int axis, double eps,
-                 py::handle dtype, int threads) {
+                 py::handle dtype, int threads, const std::string& op, double gamma_offset) {
   const KernelInfo* k = find_kernel(kernel);
   if (!k) {
     std::string have;
     for (const KernelInfo& e : registry()) have += (have.empty() ? "" : ", ") + std::string(e.name);
     throw py::value_error("no kernel named '" + kernel + "' (have: " + have + ")");
   }
-  const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype, threads);
+  const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype, threads, op, gamma_offset);
   if (auto why = unavailable_reason(*k, in.problem)) {
-    throw py::value_error("kernel '" + kernel + "' cannot run " + std::string(name(in.problem.dtype)) + " here: " + *why);
+    throw py::value_error("kernel '" + kernel + "' cannot run " + op + " " + std::string(name(in.problem.dtype)) + " here: " + *why);
   }
   Outputs out = allocate(in);
   const Tensors t = out.tensors(in);
@@ -151,7 +165,7 @@ py::tuple run_py(const std::string& kernel, py::handle x, py::handle gamma, py::
     py::gil_scoped_release release;
     if (in.problem.rows > 0) k->run(in.problem, t);
   }
-  return py::make_tuple(out.y, out.mean, out.rstd);
+  return out.result(in);
 }
 
 }  // namespace
@@ -159,13 +173,14 @@ py::tuple run_py(const std::string& kernel, py::handle x, py::handle gamma, py::
 void bind_reference(py::module_& m) {
   using namespace py::literals;
   m.def("reference", &reference_py, "x"_a, "gamma"_a = py::none(), "beta"_a = py::none(), py::kw_only(), "axis"_a = -1,
-        "eps"_a = 1e-5, "dtype"_a = py::none(), "threads"_a = py::none());
+        "eps"_a = 1e-5, "dtype"_a = py::none(), "threads"_a = py::none(), "op"_a = "layernorm", "gamma_offset"_a = 0.0);
   m.def("check", &check_py, "x"_a, "y"_a, "gamma"_a = py::none(), "beta"_a = py::none(), py::kw_only(), "axis"_a = -1,
         "eps"_a = 1e-5, "max_ulp"_a = 8.0, "max_ulp_per_kappa"_a = 1.0, "mean"_a = py::none(), "rstd"_a = py::none(),
-        "max_mean_ulp"_a = py::none(), "max_rstd_ulp"_a = py::none(), "dtype"_a = py::none(), "threads"_a = py::none());
+        "max_mean_ulp"_a = py::none(), "max_rstd_ulp"_a = py::none(), "dtype"_a = py::none(), "threads"_a = py::none(),
+        "op"_a = "layernorm", "gamma_offset"_a = 0.0);
   m.def("kernels", &kernels_py);
   m.def("run", &run_py, "name"_a, "x"_a, "gamma"_a = py::none(), "beta"_a = py::none(), py::kw_only(), "axis"_a = -1,
-        "eps"_a = 1e-5, "dtype"_a = py::none(), "threads"_a = 1);
+        "eps"_a = 1e-5, "dtype"_a = py::none(), "threads"_a = 1, "op"_a = "layernorm", "gamma_offset"_a = 0.0);
 }
 
 }  // namespace lnorm::python

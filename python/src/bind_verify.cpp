@@ -25,6 +25,8 @@ namespace {
 struct Slot {
   py::object fn;
   bool interrupted = false;  // KeyboardInterrupt in the callable: stop calling it, re-raise at the end
+  bool takes_offset = false;  // fn(x, gamma, beta, eps, gamma_offset=C): the params property's offsets
+  bool f32_params = false;    // fn takes f32 gamma/beta beside f16/bf16 x
 };
 std::mutex verify_mutex;
 Slot* slot = nullptr;
@@ -58,24 +60,41 @@ void copy_stat(py::handle h, const char* what, DType sd, std::int64_t rows, void
   std::memcpy(dst, a.data(), static_cast<std::size_t>(a.nbytes()));
 }
 
-// The kernel the suite calls: fn(x, gamma, beta, eps) -> y or (y, mean, rstd).
+// Parameter conventions a Python kernel is offered only when it says it takes them.
+std::optional<std::string> python_why_not(const Problem& p) {
+  if (p.gamma_offset != 0 && !slot->takes_offset)
+    return "fn takes no gamma_offset keyword (fn(x, gamma, beta, eps, gamma_offset=0.0) is offered the offset)";
+  if (p.param_dtype != p.dtype && !slot->f32_params)
+    return "fn is not offered f32 gamma/beta beside 16-bit x (lnorm.verify(..., f32_params=True) offers them)";
+  return std::nullopt;
+}
+
+// The kernel the suite calls: fn(x, gamma, beta, eps[, gamma_offset=C]) -> y, or (y, mean, rstd) for
+// LayerNorm, (y, rstd) for RMSNorm.
 void python_kernel(const Problem& p, const Tensors& t) {
   py::gil_scoped_acquire gil;
   if (slot->interrupted) throw std::runtime_error("interrupted (KeyboardInterrupt)");
   std::string error;
   try {
-    const DType d = p.dtype, sd = stats_dtype(d);
-    const py::object g = t.gamma ? py::object(copy_in(d, t.gamma, {p.cols})) : py::object(py::none());
-    const py::object b = t.beta ? py::object(copy_in(d, t.beta, {p.cols})) : py::object(py::none());
-    const py::object r = slot->fn(copy_in(d, t.x, {p.rows, p.cols}), g, b, p.eps);
+    const DType d = p.dtype, sd = stats_dtype(d), pd = p.param_dtype;
+    const bool has_mean = centred(p.op);
+    const py::object g = t.gamma ? py::object(copy_in(pd, t.gamma, {p.cols})) : py::object(py::none());
+    const py::object b = t.beta ? py::object(copy_in(pd, t.beta, {p.cols})) : py::object(py::none());
+    const py::object x = copy_in(d, t.x, {p.rows, p.cols});
+    using namespace pybind11::literals;
+    const py::object r = slot->takes_offset ? slot->fn(x, g, b, p.eps, "gamma_offset"_a = p.gamma_offset)
+                                            : slot->fn(x, g, b, p.eps);
     py::object y = r, mean = py::none(), rstd = py::none();
     if (py::isinstance<py::tuple>(r) || py::isinstance<py::list>(r)) {
       const py::sequence s = py::reinterpret_borrow<py::sequence>(r);
-      if (s.size() != 3) {
-        throw std::runtime_error("fn returned a sequence of " + std::to_string(s.size()) +
-                                 "; expected y or (y, mean, rstd)");
+      const std::size_t want = has_mean ? 3 : 2;
+      if (s.size() != want) {
+        throw std::runtime_error("fn returned a sequence of " + std::to_string(s.size()) + "; expected y or " +
+                                 (has_mean ? "(y, mean, rstd)" : "(y, rstd) for rmsnorm"));
       }
-      y = s[0], mean = s[1], rstd = s[2];
+      y = s[0];
+      if (has_mean) mean = s[1], rstd = s[2];
+      else rstd = s[1];
     }
     if (!py::isinstance<py::array>(y)) {
       throw std::runtime_error("fn returned y of type " + py::str(py::type::handle_of(y).attr("__name__")).cast<std::string>() +
@@ -92,7 +111,7 @@ void python_kernel(const Problem& p, const Tensors& t) {
     }
     std::memcpy(t.y, ya.data(), static_cast<std::size_t>(ya.nbytes()));
     if (!mean.is_none() || !rstd.is_none()) {
-      copy_stat(mean, "mean", sd, p.rows, t.mean);
+      if (has_mean) copy_stat(mean, "mean", sd, p.rows, t.mean);
       copy_stat(rstd, "rstd", sd, p.rows, t.rstd);
     } else {
       // y only: the statistics are not the callable's, so they come from the exact reference (they
@@ -115,8 +134,10 @@ py::dict case_dict(const verify::Case& c) {
   py::dict d;
   const std::vector<std::int64_t> row(c.spec.shape.begin() + c.spec.axis, c.spec.shape.end());
   d["x"] = encode(c.spec.dtype, c.x, c.spec.shape);
-  d["gamma"] = c.gamma.empty() ? py::object(py::none()) : py::object(encode(c.spec.dtype, c.gamma, row));
-  d["beta"] = c.beta.empty() ? py::object(py::none()) : py::object(encode(c.spec.dtype, c.beta, row));
+  d["gamma"] = c.gamma.empty() ? py::object(py::none()) : py::object(encode(c.spec.params(), c.gamma, row));
+  d["beta"] = c.beta.empty() ? py::object(py::none()) : py::object(encode(c.spec.params(), c.beta, row));
+  d["op"] = std::string(name(c.spec.op));
+  d["gamma_offset"] = c.spec.gamma_offset;
   d["eps"] = c.spec.eps;
   d["axis"] = c.spec.axis;
   d["dtype"] = std::string(name(c.spec.dtype));
@@ -132,8 +153,10 @@ std::string quoted_list(const std::vector<std::string>& v) {
 
 py::dict verify_py(py::object fn, const std::string& kernel_name, const std::vector<std::string>& dtypes,
                    const std::vector<std::string>& properties, int cases, bool quick, std::uint64_t seed,
-                   py::object budgets_toml) {
+                   py::object budgets_toml, const std::string& op_name, bool takes_offset, bool f32_params) {
   using namespace lnorm::verify;
+  const std::optional<Op> op = parse_op(op_name);
+  if (!op) throw py::value_error("op='" + op_name + "': expected 'layernorm' or 'rmsnorm'");
   if (!PyCallable_Check(fn.ptr())) throw py::type_error("fn must be callable: fn(x, gamma, beta, eps) -> y or (y, mean, rstd)");
   if (in_verify) throw std::runtime_error("lnorm.verify called from inside the callable it is verifying");
   if (cases < 0) throw py::value_error("cases must be >= 1");
@@ -155,6 +178,7 @@ py::dict verify_py(py::object fn, const std::string& kernel_name, const std::vec
       for (Property q : kAllProperties) have += (have.empty() ? "" : ", ") + std::string(name(q));
       throw py::value_error("properties: '" + s + "' is not a property (have: " + have + ")");
     }
+    if (!applies(*p, *op)) throw py::value_error("properties: '" + s + "' is not a property of " + op_name);
     settings.properties.push_back(*p);
   }
   Budgets budgets;
@@ -172,7 +196,7 @@ py::dict verify_py(py::object fn, const std::string& kernel_name, const std::vec
   std::vector<KernelBudget> per_dtype;
   for (DType d : ds) {
     try {
-      per_dtype.push_back(budgets.for_kernel(lookup, d));
+      per_dtype.push_back(budgets.for_kernel(*op, lookup, d));
     } catch (const BudgetError& e) {
       throw py::value_error(e.what());
     }
@@ -180,8 +204,8 @@ py::dict verify_py(py::object fn, const std::string& kernel_name, const std::vec
 
   const std::string kname = kernel_name;
   KernelInfo k{kname, "a Python callable", DTypeSet{DType::f32, DType::f64, DType::f16, DType::bf16},
-               [](const Problem&) -> std::optional<std::string> { return std::nullopt; }, &python_kernel, false};
-  Slot s{fn};
+               &python_why_not, &python_kernel, false, OpSet{*op}};
+  Slot s{fn, false, takes_offset, f32_params};
   std::vector<Outcome> outcomes;
   double seconds = 0;
   {
@@ -192,7 +216,7 @@ py::dict verify_py(py::object fn, const std::string& kernel_name, const std::vec
     const auto start = std::chrono::steady_clock::now();
     try {
       for (std::size_t i = 0; i < ds.size() && !s.interrupted; ++i) {
-        for (Outcome& o : verify_kernel(k, ds[i], per_dtype[i], settings)) outcomes.push_back(std::move(o));
+        for (Outcome& o : verify_kernel(k, *op, ds[i], per_dtype[i], settings)) outcomes.push_back(std::move(o));
       }
     } catch (...) {
       slot = nullptr;
@@ -210,7 +234,8 @@ py::dict verify_py(py::object fn, const std::string& kernel_name, const std::vec
   // The reproduction line is a Python call.
   for (Outcome& o : outcomes) {
     std::ostringstream r;
-    r << "lnorm.verify(" << kname << ", dtypes=" << quoted_list({std::string(name(o.dtype))})
+    r << "lnorm.verify(" << kname << (*op == Op::layernorm ? "" : ", op=\"" + op_name + "\"") << ", dtypes="
+      << quoted_list({std::string(name(o.dtype))})
       << ", properties=" << quoted_list({std::string(name(o.property))}) << ", seed=" << seed
       << ", cases=" << settings.default_cases() << ")";
     o.reproduce = r.str();
@@ -225,6 +250,7 @@ py::dict verify_py(py::object fn, const std::string& kernel_name, const std::vec
   for (const Outcome& o : outcomes) {
     py::dict d;
     d["kernel"] = o.kernel;
+    d["op"] = std::string(name(o.op));
     d["dtype"] = std::string(name(o.dtype));
     d["property"] = std::string(name(o.property));
     d["status"] = std::string(name(o.status));
@@ -262,8 +288,10 @@ E parse_name(const std::string& s, const char* what) {
 
 py::dict case_py(const std::string& dtype, const std::vector<std::string>& classes, const std::vector<std::int64_t>& shape,
                  int axis, double eps, const std::string& gamma, const std::string& beta, double log10_kappa,
-                 std::uint64_t seed) {
+                 std::uint64_t seed, const std::string& op_name) {
   using namespace lnorm::verify;
+  const std::optional<Op> op = parse_op(op_name);
+  if (!op) throw py::value_error("op='" + op_name + "': expected 'layernorm' or 'rmsnorm'");
   const auto d = parse_dtype(dtype);
   if (!d) throw py::value_error("dtype='" + dtype + "': expected 'f32', 'f64', 'f16' or 'bf16'");
   if (classes.empty()) throw py::value_error("classes: give at least one row class");
@@ -287,6 +315,7 @@ py::dict case_py(const std::string& dtype, const std::vector<std::string>& class
   spec.beta = parse_name<Affine, 4>(beta, "beta");
   spec.log10_kappa = log10_kappa;
   spec.data_seed = seed;
+  spec.op = *op;
   Case c;
   {
     py::gil_scoped_release release;
@@ -298,9 +327,10 @@ py::dict case_py(const std::string& dtype, const std::vector<std::string>& class
 py::dict budget_dict(const verify::KernelBudget& b) {
   py::dict d;
   d["y"] = py::dict(py::arg("a") = b.y.a, py::arg("b") = b.y.b, py::arg("reason") = b.y_reason);
-  d["mean"] = py::dict(py::arg("ulp") = b.mean_ulp, py::arg("reason") = b.mean_reason);
+  if (centred(b.op)) d["mean"] = py::dict(py::arg("ulp") = b.mean_ulp, py::arg("reason") = b.mean_reason);
   d["rstd"] = py::dict(py::arg("ulp") = b.rstd_ulp, py::arg("reason") = b.rstd_reason);
-  d["exact_mean"] = py::dict(py::arg("value") = b.exact_mean, py::arg("reason") = b.exact_mean_reason);
+  if (centred(b.op)) d["exact_mean"] = py::dict(py::arg("value") = b.exact_mean, py::arg("reason") = b.exact_mean_reason);
+  else d["sign_symmetric"] = py::dict(py::arg("value") = b.sign_symmetric, py::arg("reason") = b.sign_symmetric_reason);
   if (!b.correctly_rounded_reason.empty())
     d["correctly_rounded"] = py::dict(py::arg("min") = b.min_correctly_rounded, py::arg("reason") = b.correctly_rounded_reason);
   py::dict xf;
@@ -314,21 +344,26 @@ py::dict budget_dict(const verify::KernelBudget& b) {
 void bind_verify(py::module_& m) {
   using namespace py::literals;
   m.def("_verify", &verify_py, "fn"_a, "name"_a, "dtypes"_a, "properties"_a, "cases"_a, "quick"_a, "seed"_a,
-        "budgets_toml"_a);
+        "budgets_toml"_a, "op"_a = "layernorm", "takes_offset"_a = false, "f32_params"_a = false);
   m.def("_case", &case_py, "dtype"_a, "classes"_a, "shape"_a, "axis"_a, "eps"_a, "gamma"_a, "beta"_a,
-        "log10_kappa"_a, "seed"_a);
-  m.def("_builtin_budget", [](const std::string& kernel, const std::string& dtype) {
+        "log10_kappa"_a, "seed"_a, "op"_a = "layernorm");
+  m.def("_builtin_budget", [](const std::string& kernel, const std::string& dtype, const std::string& op_name) {
     const auto d = parse_dtype(dtype);
     if (!d) throw py::value_error("dtype='" + dtype + "': expected 'f32', 'f64', 'f16' or 'bf16'");
+    const auto op = parse_op(op_name);
+    if (!op) throw py::value_error("op='" + op_name + "': expected 'layernorm' or 'rmsnorm'");
     try {
-      return budget_dict(verify::Budgets::builtin().for_kernel(kernel, *d));
+      return budget_dict(verify::Budgets::builtin().for_kernel(*op, kernel, *d));
     } catch (const verify::BudgetError& e) {
       throw py::value_error(e.what());
     }
-  });
+  }, "kernel"_a, "dtype"_a, "op"_a = "layernorm");
   py::list classes, properties, affine;
   for (int i = 0; i < verify::kRowClassCount; ++i) classes.append(std::string(verify::name(static_cast<verify::RowClass>(i))));
-  for (verify::Property p : verify::kAllProperties) properties.append(std::string(verify::name(p)));
+  for (verify::Property p : verify::properties_for(Op::layernorm)) properties.append(std::string(verify::name(p)));
+  py::list rms_properties;
+  for (verify::Property p : verify::properties_for(Op::rmsnorm)) rms_properties.append(std::string(verify::name(p)));
+  m.attr("RMSNORM_PROPERTIES") = py::tuple(rms_properties);
   for (int i = 0; i < 4; ++i) affine.append(std::string(verify::name(static_cast<verify::Affine>(i))));
   m.attr("ROW_CLASSES") = py::tuple(classes);
   m.attr("PROPERTIES") = py::tuple(properties);

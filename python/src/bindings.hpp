@@ -40,8 +40,9 @@ struct ProblemArrays {
   const void* beta_ptr() const;
   std::vector<std::int64_t> stats_shape() const;  // x.shape[:axis] + (1,)*(rank-axis)
 };
+// op: "layernorm" or "rmsnorm"; gamma_offset: C of (C + gamma). ValueError/TypeError on bad input.
 ProblemArrays problem_arrays(py::handle x, py::handle gamma, py::handle beta, int axis, double eps,
-                             py::handle dtype, int threads);
+                             py::handle dtype, int threads, const std::string& op = "layernorm", double gamma_offset = 0);
 // A candidate per-row statistic: stats dtype, and stats_shape, x.shape[:axis] or (rows,).
 py::array stats_array(py::handle a, const ProblemArrays& in, const std::string& what);
 

@@ -214,3 +214,26 @@ def test_the_gil_is_released_while_check_works():
     stop.set()
     t.join()
     assert gap[0] < duration / 2, f"the other thread was stalled {gap[0]:.3f} s of a {duration:.3f} s check"
+
+
+def test_rmsnorm_reference_and_check_with_gemmas_offset_and_f32_weights_beside_bf16_x():
+    rng = np.random.default_rng(7)
+    f = rng.standard_normal((4, 64)).astype(np.float32)
+    x = (f.view(np.uint32) >> 16).astype(np.uint16)  # bf16 bits
+    w = (0.1 * rng.standard_normal(64)).astype(np.float32)  # zero-centred, kept in f32
+    y, rstd = lnorm.reference(x, w, op="rmsnorm", gamma_offset=1.0, dtype="bf16")
+    assert y.dtype == np.uint16 and rstd.dtype == np.float32 and rstd.shape == (4, 1)
+    r = lnorm.check(x, y, w, op="rmsnorm", gamma_offset=1.0, dtype="bf16", rstd=rstd, max_ulp=0.5, max_ulp_per_kappa=0)
+    assert r and r.correctly_rounded == 1.0 and r.op == "rmsnorm" and r.param_dtype == "f32" and r.gamma_offset == 1.0
+    # A float64 evaluation of the same formula agrees to bf16's precision.
+    xf = (x.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    want = xf / np.sqrt((xf * xf).mean(-1, keepdims=True) + np.float32(1e-5)) * (1.0 + w)
+    got = (y.astype(np.uint32) << 16).view(np.float32)
+    np.testing.assert_allclose(got, want, rtol=2**-8)
+    # Forgetting the offset is caught.
+    assert not lnorm.check(x, y, w, op="rmsnorm", dtype="bf16", max_ulp_per_kappa=0)
+    with pytest.raises(ValueError, match="rmsnorm has no mean output"):
+        lnorm.check(x, y, w, op="rmsnorm", gamma_offset=1.0, dtype="bf16", mean=rstd)
+    with pytest.raises(ValueError, match="gamma_offset needs gamma"):
+        lnorm.reference(x, op="rmsnorm", gamma_offset=1.0, dtype="bf16")
+    lnorm.assert_rmsnorm_close(x, y, w, gamma_offset=1.0, dtype="bf16")

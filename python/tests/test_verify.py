@@ -1,4 +1,4 @@
-"""lnorm.verify with Python callables: a correct kernel passes all ten properties, and every way a
+"""lnorm.verify with Python callables: a correct kernel passes every property of its op, and every way a
 callable can misbehave is that property's failure with its message, while the run goes on."""
 
 import numpy as np
@@ -7,17 +7,53 @@ import pytest
 import lnorm
 
 
-def exact_kernel(x, gamma, beta, eps):
-    y, mean, rstd = lnorm.reference(x, gamma, beta, eps=eps, dtype="bf16" if x.dtype == np.uint16 else None, threads=1)
+def exact_kernel(x, gamma, beta, eps, gamma_offset=0.0):
+    y, mean, rstd = lnorm.reference(x, gamma, beta, eps=eps, dtype="bf16" if x.dtype == np.uint16 else None, threads=1,
+                                    gamma_offset=gamma_offset)
     return y, mean, rstd
 
 
-def test_the_exact_reference_as_a_callable_passes_all_ten_properties_f32_and_bf16():
-    r = lnorm.verify(exact_kernel, dtypes=("f32", "bf16"), cases=12)
+def exact_rmsnorm(x, gamma, beta, eps, gamma_offset=0.0):
+    return lnorm.reference(x, gamma, beta, eps=eps, dtype="bf16" if x.dtype == np.uint16 else None, threads=1,
+                           op="rmsnorm", gamma_offset=gamma_offset)
+
+
+def test_the_exact_reference_as_a_callable_passes_every_layernorm_property_f32_and_bf16():
+    r = lnorm.verify(exact_kernel, dtypes=("f32", "bf16"), cases=12, f32_params=True)
     assert r, str(r)
-    assert len(r.outcomes) == 20
+    assert len(r.outcomes) == 2 * len(lnorm.PROPERTIES) == 22  # the ten and params
     assert {o.status for o in r.outcomes} == {"pass"}
     assert "exact_kernel" in r.table and "pass" in r.table
+
+
+def test_the_exact_rmsnorm_as_a_callable_passes_every_rmsnorm_property():
+    r = lnorm.verify(exact_rmsnorm, op="rmsnorm", dtypes=("f32", "bf16"), cases=12, f32_params=True)
+    assert r, str(r)
+    assert {o.property for o in r.outcomes} == set(lnorm.RMSNORM_PROPERTIES)
+    assert {o.op for o in r.outcomes} == {"rmsnorm"} and {o.status for o in r.outcomes} == {"pass"}
+    assert "invariance" not in lnorm.RMSNORM_PROPERTIES and "oddness" in lnorm.RMSNORM_PROPERTIES
+
+
+def test_a_layernorm_verified_as_an_rmsnorm_fails_for_the_right_reason():
+    r = lnorm.verify(exact_kernel, op="rmsnorm", properties=("accuracy",), cases=24)
+    assert not r
+    assert "fn returned a sequence of 3; expected y or (y, rstd) for rmsnorm" in r.outcome("accuracy").message
+
+
+def test_params_is_skipped_with_its_reason_when_fn_takes_no_offset_and_no_f32_params():
+    def plain(x, gamma, beta, eps):
+        return exact_kernel(x, gamma, beta, eps)
+
+    o = lnorm.verify(plain, properties=("params",), cases=6).outcome("params")
+    assert o.status == "skipped" and "gamma_offset" in o.message
+
+
+def test_a_signature_the_suite_cannot_call_is_said_once():
+    def two_args(x, gamma):
+        return x
+
+    with pytest.raises(TypeError, match=r"fn's first call raised TypeError: .*lnorm.verify calls fn\(x, gamma, beta, eps\)"):
+        lnorm.verify(two_args)
 
 
 def test_e_x2_minus_mean2_fails_accuracy_and_the_failure_carries_its_shrunk_case_and_reproduction():
@@ -113,3 +149,11 @@ def test_verify_inside_the_callable_is_refused_not_deadlocked():
 
     r = lnorm.verify(nested, properties=("shape",), cases=2)
     assert "inside the callable" in r.outcome("shape").message
+
+
+def test_torch_layer_norm_itself_is_adapted_by_torch_kernel():
+    # The call a user types first: no lambda. torch_kernel calls it with normalized_shape = the last dim.
+    torch = pytest.importorskip("torch")
+    r = lnorm.verify(lnorm.torch_kernel(torch.nn.functional.layer_norm), properties=("shape", "accuracy"), cases=24)
+    assert r.outcome("shape").status == "pass"
+    assert "normalized_shape" not in r.outcome("accuracy").message
