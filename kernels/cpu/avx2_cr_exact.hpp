@@ -219,7 +219,7 @@ ExactStats exact_stats(const typename T::Bits* x, std::int64_t n, double eps, bo
   return {m_hi, m_lo, r_hi, r_lo, spread / nd, ratio, std::isfinite(m_hi) && std::isfinite(qh) && std::isfinite(r_hi)};
 }
 
-// The exact path's own error, relative to the terms' size (|γ·z| + |β|, plus the mean's absolute error
+// The exact path's own error, relative to the size of what carries error (|γ·z|, plus the mean's absolute error
 // carried through rstd·|γ|). Each double-double operation above errs by a few 2^-104 of its operands;
 // the plain f64 sums of error terms by n·2^-106 of their size at worst, well under this for the
 // widths the suite runs (≤ 65537). Within kExactSlack of a midpoint (or of 0) the exact y is taken to
@@ -305,7 +305,10 @@ typename T::Bits exact_element(double x, double gamma, double beta, const ExactS
   // Renormalized: where β cancels t, t's low part can be a large share of y (measured: 7% of y on a
   // 65537-wide sparse row, seed 24), and round_dd needs |yl| ≤ half an f64 ulp of yh.
   two_sum(y0, ye + tl, yh, yl);
-  const double size = std::abs(th) + std::abs(beta) + std::abs(gamma) * s.r_hi * (std::abs(s.m_hi) + s.spread);
+  // The slack scales with what carries error — t = γ·z and the mean's error through rstd·|γ| — not with β,
+  // which enters exactly (TwoSum): a tiny t beside a β that sits on a midpoint (an f32 β beside bf16 x; RMSNorm
+  // rows of subnormals, t ~ 2^-124 at seed 5) is a real deviation from the midpoint, not a tie.
+  const double size = std::abs(th) + std::abs(gamma) * s.r_hi * (std::abs(s.m_hi) + s.spread);
   return round_dd<T>(yh, yl, kExactSlack * size, th, s.ratio);
 }
 
