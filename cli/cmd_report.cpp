@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 struct ReportFlags {
   std::string out;
   bool quick = false;
-  std::vector<std::string> kernels, dtypes, peers, merge;
+  std::vector<std::string> kernels, dtypes, ops, peers, merge;
   std::uint64_t seed = 1;
   int threads = 0;
   std::string label;
@@ -88,6 +88,7 @@ void run_report(const ReportFlags& f, int& exit_code) {
   // Every flag is checked before anything is created.
   kernels_flag(f.kernels);
   for (const std::string& d : f.dtypes) dtype_flag(d);
+  for (const std::string& o : f.ops) op_flag(o);
   for (const std::string& p : f.peers) peer_flag(p);
   // The folder is created with its parents, like `cmake -B`; only a failure to create it is an error.
   std::error_code ec;
@@ -97,8 +98,8 @@ void run_report(const ReportFlags& f, int& exit_code) {
 
   nlohmann::json doc;
   if (!f.merge.empty()) {
-    if (!f.kernels.empty() || !f.dtypes.empty() || !f.peers.empty() || f.quick)
-      throw InputError("--merge combines finished reports; --kernel, --dtype, --peer and --quick do not apply");
+    if (!f.kernels.empty() || !f.dtypes.empty() || !f.ops.empty() || !f.peers.empty() || f.quick)
+      throw InputError("--merge combines finished reports; --kernel, --dtype, --op, --peer and --quick do not apply");
     std::vector<nlohmann::json> docs;
     for (const std::string& path : f.merge) docs.push_back(load_report(path));
     try {
@@ -115,6 +116,7 @@ void run_report(const ReportFlags& f, int& exit_code) {
     s.threads = f.threads > 0 ? f.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     s.kernels = kernels_flag(f.kernels);
     for (const std::string& d : f.dtypes) s.dtypes.push_back(dtype_flag(d));
+    for (const std::string& o : f.ops) s.ops.push_back(op_flag(o));
     for (const std::string& p : f.peers) s.peers.push_back(peer_flag(p));
     s.scratch_dir = f.out + "/.scratch";
     const bool tty = isatty(fileno(stderr));
@@ -144,13 +146,17 @@ void run_report(const ReportFlags& f, int& exit_code) {
 
 void add_report(CLI::App& app, int& exit_code) {
   auto flags = std::make_shared<ReportFlags>();
-  CLI::App* cmd = app.add_subcommand("report", "Precision report: error against kappa, width, eps/var and input class, "
-                                               "as report.json, report.md and index.html with plots");
+  CLI::App* cmd = app.add_subcommand("report", "Precision report: error against kappa, width, eps/var and input class (RMSNorm: width, "
+                                               "eps/mean(x²), magnitude, class), as report.json, report.md and "
+                                               "index.html with plots");
   cmd->add_option("--out", flags->out, "Folder for report.json, report.md, index.html and the plots")->required();
   cmd->add_flag("--quick", flags->quick, "Smaller sweeps (about 8x fewer elements): a few minutes on two cores");
   cmd->add_option("--kernel", flags->kernels,
                   "Kernels to measure (repeatable; 'all', or 'plugins' for the --plugin files' kernels; default all)");
   cmd->add_option("--dtype", flags->dtypes, "Dtypes to measure (repeatable; default f32 f64 f16 bf16)");
+  cmd->add_option("--op", flags->ops,
+                  "Ops to measure, each with its own sweeps (repeatable: layernorm, rmsnorm; default both). "
+                  "RMSNorm: width, eps/mean(x²), magnitude, input classes");
   cmd->add_option("--peer", flags->peers,
                   "Another implementation as NAME=COMMAND (repeatable); COMMAND reads {x} {gamma} {beta} and writes "
                   "{y} [{mean} {rstd}] as .npy, with {eps} and {dtype} given; see reports/peers/");

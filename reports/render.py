@@ -15,6 +15,7 @@ import sys
 
 SCHEMA = "lnorm-report/1"
 DTYPES = ["f32", "f64", "f16", "bf16"]
+OPS = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}  # the ops in lnorm's order, and their names
 FLOOR = 1e-2  # an error of exactly 0 is drawn here on log axes (and said so in the caption)
 
 
@@ -26,12 +27,27 @@ def load(folder):
     return report
 
 
-def series_name(report, impl, machine):
-    return impl if len(report["machines"]) == 1 else f"{impl} @ {machine}"
+def op_of(item):
+    """A cell's, summary row's or sweep's op (reports written before ops existed are LayerNorm's)."""
+    return item.get("op", "layernorm")
 
 
-def colour(report, impl, machine):
-    """One colour per implementation × machine, the same in every plot."""
+def ops_in(report):
+    present = {op_of(s) for s in report["summary"]} | {op_of(c) for c in report["cells"]}
+    return [op for op in OPS if op in present]
+
+
+def series_name(report, impl, machine, op=None):
+    """impl [@ machine] [(op)]: the op only where the report holds more than one."""
+    name = impl if len(report["machines"]) == 1 else f"{impl} @ {machine}"
+    if op is not None and len(ops_in(report)) > 1:
+        name += f" ({OPS.get(op, op)})"
+    return name
+
+
+def colour(report, impl, machine, op=None):
+    """One colour per implementation × machine, the same in every plot and for every op (RMSNorm's series
+    are dashed or hatched where both ops share a plot)."""
     keys = [(i["name"], i["machine"]) for i in report["implementations"]]
     k = keys.index((impl, machine)) if (impl, machine) in keys else len(keys)
     return f"C{k % 10}" if k < 10 else ["black", "gray", "olive", "navy", "teal"][k % 5]
@@ -84,26 +100,31 @@ def plot_sweep(report, sweep, folder, plt):
     for ax, dtype in zip(axes[0], dtypes):
         keys = sorted({(c["implementation"], c["machine"]) for c in cells if c["dtype"] == dtype},
                       key=lambda k: (k[1], k[0]))
+        # f64's magnitude sweep spans 1e-300 .. 1e300, past what matplotlib's log axis can draw (its
+        # margins and ticks leave the double range): that panel plots log10(x) on a linear axis.
+        spread = [c["x"] for c in cells if c["dtype"] == dtype and c["x"] > 0]
+        decades = sweep["log_x"] and bool(spread) and (min(spread) < 1e-250 or max(spread) > 1e250)
+        at = (lambda v: math.log10(v) if v > 0 else float("nan")) if decades else (lambda v: v)
         for impl, machine in keys:
             pts = sorted((c for c in cells if c["dtype"] == dtype and c["implementation"] == impl
                           and c["machine"] == machine and c["x"] is not None), key=lambda c: c["x"])
             if not pts:
                 continue
-            xs = [c["x"] for c in pts]
+            xs = [at(c["x"]) for c in pts]
             ys = [max(finite_max(c), FLOOR) for c in pts]
             (line,) = ax.plot(xs, ys, marker="o", markersize=3, label=series_name(report, impl, machine),
                               color=colour(report, impl, machine))
-            bad = [(c["x"], max(finite_max(c), FLOOR)) for c in pts if nonfinite(c)]
+            bad = [(at(c["x"]), max(finite_max(c), FLOOR)) for c in pts if nonfinite(c)]
             if bad:
                 ax.scatter([b[0] for b in bad], [b[1] for b in bad], marker="x", s=60, color="red", zorder=5)
-            bounds = [(c["x"], c["bound_ulp"]) for c in pts if isinstance(c["bound_ulp"], (int, float))]
+            bounds = [(at(c["x"]), c["bound_ulp"]) for c in pts if isinstance(c["bound_ulp"], (int, float))]
             if bounds:
                 ax.plot([b[0] for b in bounds], [b[1] for b in bounds], linestyle=":", linewidth=1,
                         color=line.get_color())
-        ax.set_xscale("log" if sweep["log_x"] else "linear")
+        ax.set_xscale("log" if sweep["log_x"] and not decades else "linear")
         ax.set_yscale("log")
         ax.set_title(dtype)
-        ax.set_xlabel(sweep["x_axis"])
+        ax.set_xlabel(f"log10({sweep['x_axis']})" if decades else sweep["x_axis"])
         ax.grid(True, which="major", alpha=0.3)
     axes[0][0].set_ylabel("max scaled ulp error (log)")
     handles, labels = axes[0][0].get_legend_handles_labels()
@@ -113,7 +134,9 @@ def plot_sweep(report, sweep, folder, plt):
                 handles.append(h)
                 labels.append(l)
     fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=8, frameon=False)
-    fig.suptitle(sweep["title"] + "  (dotted: the algorithm's worst-case bound; red x: non-finite mismatches)", fontsize=10)
+    drew_bound = any(isinstance(c["bound_ulp"], (int, float)) for c in cells)
+    fig.suptitle(sweep["title"] + ("  (dotted: the algorithm's worst-case bound; " if drew_bound else "  (")
+                 + "red x: non-finite mismatches)", fontsize=10)
     fig.tight_layout(rect=(0, 0.08, 1, 0.95))
     name = f"error_vs_{sweep['name']}.png"
     fig.savefig(os.path.join(folder, name), dpi=110)
@@ -135,8 +158,9 @@ def plot_histograms(report, folder, plt):
             frac = [h / total for h in s["histogram"]]
             last = max((i for i, h in enumerate(s["histogram"]) if h), default=0)
             ax.step(range(last + 1), frac[: last + 1], where="mid",
-                    label=series_name(report, s["implementation"], s["machine"]),
-                    color=colour(report, s["implementation"], s["machine"]))
+                    linestyle="--" if op_of(s) == "rmsnorm" else "-",
+                    label=series_name(report, s["implementation"], s["machine"], op_of(s)),
+                    color=colour(report, s["implementation"], s["machine"], op_of(s)))
         ax.set_yscale("log")
         ax.set_ylim(bottom=1e-7)
         ax.set_title(dtype)
@@ -164,23 +188,25 @@ def plot_correctly_rounded(report, folder, plt):
     rows = report["summary"]
     if not rows:
         return None
-    series = sorted({(s["implementation"], s["machine"]) for s in rows}, key=lambda k: (k[1], k[0]))
+    series = sorted({(s["implementation"], s["machine"], op_of(s)) for s in rows},
+                    key=lambda k: (k[1], k[0], list(OPS).index(k[2]) if k[2] in OPS else 9))
     dtypes = [d for d in DTYPES if any(s["dtype"] == d for s in rows)]
     width = 0.8 / max(1, len(series))
-    fig, ax = plt.subplots(figsize=(8, 3.8))
-    for i, (impl, machine) in enumerate(series):
+    fig, ax = plt.subplots(figsize=(8 if len(series) <= 8 else 12, 3.8))
+    for i, (impl, machine, op) in enumerate(series):
         vals = []
         for d in dtypes:
-            hit = [s for s in rows if s["implementation"] == impl and s["machine"] == machine and s["dtype"] == d]
+            hit = [s for s in rows if s["implementation"] == impl and s["machine"] == machine and s["dtype"] == d
+                   and op_of(s) == op]
             vals.append(100 * hit[0]["correctly_rounded"] if hit else 0)
-        ax.bar([j + i * width for j in range(len(dtypes))], vals, width, label=series_name(report, impl, machine),
-               color=colour(report, impl, machine))
+        ax.bar([j + i * width for j in range(len(dtypes))], vals, width, label=series_name(report, impl, machine, op),
+               color=colour(report, impl, machine, op), hatch="//" if op == "rmsnorm" else None)
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(dtypes))])
     ax.set_xticklabels(dtypes)
     ax.set_ylabel("correctly rounded elements (%)")
     ax.set_ylim(0, 100)
-    ax.legend(fontsize=8, ncol=3, loc="lower right")
-    ax.set_title("Correctly rounded fraction per kernel × dtype (all sweeps)", fontsize=10)
+    ax.legend(fontsize=8, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False)
+    ax.set_title("Correctly rounded fraction per kernel × dtype (all sweeps; hatched: RMSNorm)", fontsize=10)
     fig.tight_layout()
     fig.savefig(os.path.join(folder, "correctly_rounded.png"), dpi=110)
     plt.close(fig)
@@ -194,36 +220,54 @@ def findings(report):
     out = []
     cells = [c for c in report["cells"] if c["status"] == "ok"]
     cautionary = {(i["name"], i["machine"]) for i in report["implementations"] if i.get("cautionary")}
-    for dtype in DTYPES:
-        rows = [s for s in report["summary"] if s["dtype"] == dtype]
+    several_ops = len(ops_in(report)) > 1
+    for op, dtype in ((op, d) for op in ops_in(report) for d in DTYPES):
+        head = f"{OPS.get(op, op)} {dtype}" if several_ops else dtype
+        rows = [s for s in report["summary"] if s["dtype"] == dtype and op_of(s) == op]
         fair = [s for s in rows if (s["implementation"], s["machine"]) not in cautionary and not nonfinite(s)]
         if len(fair) >= 2:
             best = min(fair, key=finite_max)
             worst = max(fair, key=finite_max)
             if fmt_ulp(finite_max(worst)) == fmt_ulp(finite_max(best)):
-                out.append(f"**{dtype}**: all {len(fair)} implementations without non-finite mismatches within {fmt_ulp(finite_max(worst))} scaled "
+                out.append(f"**{head}**: all {len(fair)} implementations without non-finite mismatches within {fmt_ulp(finite_max(worst))} scaled "
                            f"ulp; correctly rounded from {fmt_fraction(min(s['correctly_rounded'] for s in fair))} "
                            f"to {fmt_fraction(max(s['correctly_rounded'] for s in fair))}.")
                 continue
-            out.append(f"**{dtype}** (implementations without non-finite mismatches): most exact {series_name(report, best['implementation'], best['machine'])} "
+            out.append(f"**{head}** (implementations without non-finite mismatches): most exact {series_name(report, best['implementation'], best['machine'])} "
                        f"(max {fmt_ulp(finite_max(best))} scaled ulp, {fmt_fraction(best['correctly_rounded'])} "
                        f"correctly rounded); least exact {series_name(report, worst['implementation'], worst['machine'])} "
                        f"(max {fmt_ulp(finite_max(worst))}, at {worst['worst_cell']}).")
     for s in report["summary"]:
         if nonfinite(s):
             where = sorted({c["label"] for c in cells if c["implementation"] == s["implementation"]
-                            and c["machine"] == s["machine"] and c["dtype"] == s["dtype"] and nonfinite(c)})
-            out.append(f"**{series_name(report, s['implementation'], s['machine'])} {s['dtype']}**: "
+                            and c["machine"] == s["machine"] and c["dtype"] == s["dtype"] and op_of(c) == op_of(s)
+                            and nonfinite(c)})
+            out.append(f"**{series_name(report, s['implementation'], s['machine'], op_of(s))} {s['dtype']}**: "
                        f"{nonfinite(s)} non-finite mismatches, NaN/Inf where the exact answer is finite or the other way round ({', '.join(where[:4])}"
                        f"{', …' if len(where) > 4 else ''}).")
-    for s in report["summary"]:
+    for s in (s for s in report["summary"] if op_of(s) == "layernorm"):
         pts = sorted((c for c in cells if c["sweep"] == "kappa" and c["implementation"] == s["implementation"]
                       and c["machine"] == s["machine"] and c["dtype"] == s["dtype"] and c["x"] is not None),
                      key=lambda c: c["x"])
         if len(pts) >= 2 and finite_max(pts[-1]) > 10 * max(finite_max(pts[0]), 1):
-            out.append(f"**{series_name(report, s['implementation'], s['machine'])} {s['dtype']}**: error grows "
+            out.append(f"**{series_name(report, s['implementation'], s['machine'], 'layernorm')} {s['dtype']}**: error grows "
                        f"with kappa — {fmt_ulp(finite_max(pts[0]))} at kappa {pts[0]['x']:.3g}, "
                        f"{fmt_ulp(finite_max(pts[-1]))} at kappa {pts[-1]['x']:.3g}.")
+    # RMSNorm's conditioning is range: a kernel that squares x in its working format loses rows whose x²
+    # overflows or underflows it, whatever its rounding.
+    for s in (s for s in report["summary"] if op_of(s) == "rmsnorm"):
+        pts = sorted((c for c in cells if c["sweep"] == "rmsnorm_magnitude" and c["implementation"] == s["implementation"]
+                      and c["machine"] == s["machine"] and c["dtype"] == s["dtype"] and c["x"] is not None),
+                     key=lambda c: c["x"])
+        if len(pts) < 2:
+            continue
+        base = min(pts, key=lambda c: abs(math.log10(c["x"])) if c["x"] > 0 else math.inf)
+        bad = [c for c in pts if nonfinite(c) or finite_max(c) > 10 * max(finite_max(base), 1)]
+        if bad:
+            out.append(f"**{series_name(report, s['implementation'], s['machine'], 'rmsnorm')} {s['dtype']}**: "
+                       f"error depends on the row's magnitude — {fmt_max(base)} at rms {base['x']:.3g}, "
+                       + ", ".join(f"{fmt_max(c)} at rms {c['x']:.3g}" for c in bad[:4])
+                       + (", …" if len(bad) > 4 else "") + " (x² leaves the working format's range).")
     over = [c for c in cells if isinstance(c.get("bound_ulp"), (int, float)) and finite_max(c) > c["bound_ulp"]]
     for c in over[:5]:
         out.append(f"**Bound exceeded** — {c['implementation']} {c['dtype']} at {c['label']}: "
@@ -233,10 +277,11 @@ def findings(report):
     # at all is no finding.
     for impl in report["implementations"]:
         reasons = {}
-        for dtype in DTYPES:
-            state = impl["dtypes"].get(dtype, "measured")
-            if state.startswith("skipped") and "does not support dtype" not in state:
-                reasons.setdefault(state[len("skipped: "):], []).append(dtype)
+        for op, states in impl.get("ops", {"layernorm": impl["dtypes"]}).items():
+            for dtype in DTYPES:
+                state = states.get(dtype, "measured")
+                if state.startswith("skipped") and "does not support dtype" not in state and "does not implement" not in state:
+                    reasons.setdefault(state[len("skipped: "):], []).append(f"{OPS.get(op, op)} {dtype}" if several_ops else dtype)
         for reason, dtypes in reasons.items():
             out.append(f"{series_name(report, impl['name'], impl['machine'])} not measured for "
                        f"{', '.join(dtypes)}: {reason}.")
@@ -246,8 +291,8 @@ def findings(report):
     return out
 
 
-def summary_table(report, dtype):
-    rows = [s for s in report["summary"] if s["dtype"] == dtype]
+def summary_table(report, op, dtype):
+    rows = [s for s in report["summary"] if s["dtype"] == dtype and op_of(s) == op]
     if not rows:
         return None
     header = ["implementation"] + (["machine"] if len(report["machines"]) > 1 else []) + [
@@ -294,22 +339,26 @@ def blocks(report, images):
     for m in report["machines"]:
         b.append(("p", f"**{m['label']}**: {m['description']} — lnorm {m['lnorm_version']}, {m['created']}, "
                         f"seed {m['seed']}, {'quick' if m['quick'] else 'full'} sweeps, {m['seconds']:.0f} s."))
-    b.append(("p", "Errors are scaled ulps against the exact LayerNorm rounded once (DESIGN.md \"Measuring "
+    b.append(("p", "Errors are scaled ulps against the exact LayerNorm (or RMSNorm) rounded once (DESIGN.md \"Measuring "
                    "error\"): 0.5 is the best any kernel can do without being correctly rounded. The bound in "
                    "parentheses is the algorithm's first-order worst case (reports/src/bounds.cpp cites the "
                    "derivations); measurements sit far below it, and a measurement above it is a bug. mean*: in ulps "
                    "of max(|mean|, sqrt(var + eps)), the size by which a mean error moves every output, as "
                    "`lnorm verify` measures it; rstd: plain ulps of the stats format. No bound (—): the kernel's "
                    "algorithm is unknown to lnorm, a row holds NaN/Inf, or a row leaves the range the bound "
-                   "assumes (squares that overflow or underflow in naive and onepass)."))
+                   "assumes (squares that overflow or underflow in naive and onepass); RMSNorm has no bound model "
+                   "yet. RMSNorm has no kappa: nothing cancels in mean(x²), so its sweeps are width, eps/mean(x²), "
+                   "the row's magnitude (where x² leaves the format's range) and the input classes; it has no mean."))
     b.append(("h2", "Findings"))
     b.append(("ul", findings(report)))
     b.append(("h2", "Kernel × dtype"))
-    for d in DTYPES:
-        t = summary_table(report, d)
-        if t:
-            b.append(("h3", d))
-            b.append(("table", t))
+    several_ops = len(ops_in(report)) > 1
+    for op in ops_in(report):
+        for d in DTYPES:
+            t = summary_table(report, op, d)
+            if t:
+                b.append(("h3", f"{OPS.get(op, op)} {d}" if several_ops else d))
+                b.append(("table", t))
     for sweep in report["sweeps"]:
         b.append(("h2", sweep["title"]))
         if sweep["name"] in images:

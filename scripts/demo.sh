@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set-up + the main job, told as a short story: builds lnorm, then one screen per step: the kernels
-# here, their accuracy against the exact reference, the verify gate's verdict per kernel x dtype, one
+# here, their LayerNorm and RMSNorm accuracy against the exact reference, the verify gate's verdict per
+# kernel x op x dtype, one
 # benchmark shape beside the copy ceiling and oneDNN, select's pick, and the precision report's
 # findings. Every step's full output is kept under out/demo/ (the path is printed).
 set -euo pipefail
@@ -52,23 +53,58 @@ echo "(onepass's E[x^2]-E[x]^2 and naive's sequential sum lose about kappa ulps 
 echo " the exact answer is finite; full verdicts: $out/check.txt)"
 echo
 
-echo "== 3. The CI gate (lnorm verify --quick): ten properties x every kernel x dtype, against property_tests/budgets.toml"
+echo "== 3. RMSNorm (lnorm run --op rmsnorm + lnorm check --op rmsnorm; 64x1024, eps 1e-6, random gamma, no beta):"
+echo "      max scaled ulp against the exact RMSNorm; budget 8; gemma: y uses (1 + gamma), --gamma-offset 1"
+# name  dtype  extra-flags  gen-flags
+rms_cases=(
+  "centred  f32  -                 --dist normal"
+  "huge     f32  -                 --dist normal --scale 1e20"
+  "centred  bf16 -                 --dist normal"
+  "gemma    bf16 --gamma-offset=1  --dist normal"
+)
+header=$(printf '%-10s' kernel)
+for c in "${rms_cases[@]}"; do read -r label dtype _ <<<"$c"; header+=$(printf ' %16s' "$label $dtype"); done
+echo "$header"
+rms_kernels=$("$lnorm" list --json | $py -c 'import json,sys; print(" ".join(k["name"] for k in json.load(sys.stdin) if k["available"] and "rmsnorm" in k["ops"]))')
+for k in reference $rms_kernels; do
+  line=$(printf '%-10s' "$k")
+  for c in "${rms_cases[@]}"; do
+    read -r label dtype extra flags <<<"$c"
+    [ "$extra" = - ] && extra=""
+    x="$out/rms-$label-$dtype-x.npy"; g="$out/rms-$label-$dtype-g.npy"; y="$out/y.npy"
+    # shellcheck disable=SC2086
+    [ -f "$x" ] || "$lnorm" gen --out "$x" --gamma-out "$g" --shape 64x1024 --dtype "$dtype" $flags
+    # shellcheck disable=SC2086
+    if [ "$k" = reference ]; then "$lnorm" reference --op rmsnorm $extra --x "$x" --gamma "$g" --eps 1e-6 --dtype "$dtype" --y "$y"
+    else "$lnorm" run --kernel "$k" --op rmsnorm $extra --x "$x" --gamma "$g" --eps 1e-6 --dtype "$dtype" --y "$y" 2>/dev/null || { line+=$(printf ' %16s' "-"); continue; }; fi
+    # shellcheck disable=SC2086
+    "$lnorm" check --op rmsnorm $extra --x "$x" --gamma "$g" --eps 1e-6 --dtype "$dtype" --y "$y" --max-ulp 8 --json "$out/check.json" >>"$out/check-rmsnorm.txt" || true
+    line+=$(printf ' %16s' "$($py -c 'import json,sys; d=json.load(open(sys.argv[1])); m=d["max_ulp"]; print(("" if d["pass"] else "FAIL ") + ("inf" if m is None else format(m, ".3g")))' "$out/check.json")")
+  done
+  echo "$line"
+done
+rm -f "$out/y.npy" "$out/check.json"
+echo "(huge: |x| ~ 1e20, where x^2 overflows f32: the textbook naive's sum of squares becomes Inf and y 0; the others"
+echo " rescale such rows; full verdicts: $out/check-rmsnorm.txt)"
+echo
+
+echo "== 4. The CI gate (lnorm verify --quick): each op's properties x every kernel x op x dtype, against property_tests/budgets.toml"
 "$lnorm" verify --quick --json "$out/verify.json" >"$out/verify.txt" 2>&1 || status=$?
 $py - "$out/verify.json" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
 rows = {}
 for r in d["results"]:
-    rows.setdefault((r["kernel"], r["dtype"]), []).append(r)
-print(f"{'kernel':<10} {'dtype':<5} {'passed':>6} {'xfail':>5}  failed")
+    rows.setdefault((r["kernel"], r.get("op", "layernorm"), r["dtype"]), []).append(r)
+print(f"{'kernel':<10} {'op':<9} {'dtype':<5} {'passed':>6} {'xfail':>5}  failed")
 unavailable = {}
-for (k, t), rs in rows.items():
+for (k, op, t), rs in rows.items():
     n = lambda *s: sum(r["status"] in s for r in rs)
     if n("skipped") == len(rs):  # not runnable here: one line per reason below
         unavailable.setdefault(rs[0]["message"], []).append(k)
         continue
     bad = [r["property"] for r in rs if r["status"] in ("FAIL", "XPASS", "MISTRUSTED")]
-    print(f"{k:<10} {t:<5} {n('pass'):>6} {n('xfail', 'xpass?'):>5}  {', '.join(bad) or '-'}")
+    print(f"{k:<10} {op:<9} {t:<5} {n('pass'):>6} {n('xfail', 'xpass?'):>5}  {', '.join(bad) or '-'}")
 for why, ks in unavailable.items():
     print(f"skipped here: {', '.join(dict.fromkeys(ks))}: {why}")
 EOF
@@ -76,16 +112,17 @@ tail -1 "$out/verify.txt"
 echo "(xfail: the cautionary kernels' expected failures, each with its reason; full table: $out/verify.txt)"
 echo
 
-echo "== 4. Speed (lnorm bench --shape 4096x1024 --dtype f32): GB/s beside the copy ceiling and oneDNN, one thread"
+echo "== 5. Speed (lnorm bench --shape 4096x1024 --dtype f32): GB/s beside the copy ceiling and oneDNN, one thread"
 "$lnorm" bench --shape 4096x1024 --dtype f32 --json "$out/bench.json" 2>&1 | tee "$out/bench.txt" || status=$?
 echo "(bench/README.md explains the columns; all shapes: lnorm bench --quick)"
 echo
 
-echo "== 5. Which kernel to use (lnorm select --shape 4096x1024 --dtype f32 --max-ulp 12)"
+echo "== 6. Which kernel to use (lnorm select --shape 4096x1024 --dtype f32 --max-ulp 12)"
 "$lnorm" select --shape 4096x1024 --dtype f32 --max-ulp 12 2>&1 | tee "$out/select.txt" || status=$?
 echo
 
-echo "== 6. Precision report (lnorm report --quick): error against kappa, width, eps/var and input class"
+echo "== 7. Precision report (lnorm report --quick): LayerNorm's error against kappa, width, eps/var and input class;"
+echo "      RMSNorm's against width, eps/mean(x^2), the row's magnitude and input class"
 "$lnorm" report --quick --out "$out/report" >"$out/report.txt" 2>&1 || status=$?
 sed -n '/^## Findings/,/^## Kernel/p' "$out/report/report.md" | sed '$d'
 echo "open $out/report/index.html (plots, tables), $out/report/report.md (for a PR comment), $out/report/report.json (numbers)"

@@ -46,14 +46,21 @@ def check_report_dir(d, machines):
         check(len(s["histogram"]) == len(edges) + 1, "histogram length != edges + 1")
         check(sum(s["histogram"]) + s["nonfinite_mismatches"] == s["elements"],
               f"{s['implementation']} {s['dtype']}: histogram + non-finite mismatches != elements")
+        check(s["op"] in ("layernorm", "rmsnorm"), f"summary row without an op: {s['implementation']} {s['dtype']}")
+    sweep_op = {sw["name"]: sw["op"] for sw in report["sweeps"]}
     for c in report["cells"]:
         check(c["machine"] in labels, f"cell names unknown machine {c['machine']}")
-    # Every sweep but the classes gives each implementation × dtype one cell per point.
-    check(any(c["sweep"] == "kappa" for c in report["cells"]), "no kappa cells")
+        check(sweep_op.get(c["sweep"]) == c["op"], f"cell of sweep {c['sweep']} has op {c['op']}")
+    ops = {c["op"] for c in report["cells"]}
+    if "layernorm" in ops:
+        check(any(c["sweep"] == "kappa" for c in report["cells"]), "no kappa cells")
     with open(os.path.join(d, "index.html"), encoding="utf-8") as f:
         page = f.read()
     images = re.findall(r"<img src='([^']+)'", page)
-    check("error_vs_kappa.png" in images, f"{d}/index.html does not show error_vs_kappa.png ({images})")
+    if "layernorm" in ops:
+        check("error_vs_kappa.png" in images, f"{d}/index.html does not show error_vs_kappa.png ({images})")
+    if "rmsnorm" in ops:
+        check("error_vs_rmsnorm_magnitude.png" in images, f"{d}/index.html does not show the RMSNorm magnitude plot")
     for img in images:
         path = os.path.join(d, img)
         check(os.path.isfile(path), f"{d}/index.html references {img}, which does not exist")
@@ -71,14 +78,20 @@ shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(WORK)
 a, b, merged, peer = (os.path.join(WORK, n) for n in ("a", "b", "merged", "peer"))
 
-# One report: the cautionary onepass must show its NaN on offset rows, welford none.
+# One report (both ops, the default): the cautionary onepass must show its NaN on offset rows, welford
+# none; onepass has no RMSNorm and is not measured for it.
 rc, out, err = lnorm("report", "--quick", "--kernel", "welford", "--kernel", "onepass", "--dtype", "f32",
                      "--dtype", "bf16", "--label", "box-a", "--out", a)
 check(rc == 0, f"report exited {rc}: {err}")
 check(out.strip().endswith("report.md, numbers " + a + "/report.json)"), f"unexpected output: {out!r}")
 if rc == 0:
     r = check_report_dir(a, 1)
-    by = {(s["implementation"], s["dtype"]): s for s in r["summary"]}
+    check({sw["name"] for sw in r["sweeps"]} == {"kappa", "width", "eps_over_var", "class", "rmsnorm_width",
+                                                "rmsnorm_eps_over_ms", "rmsnorm_magnitude", "rmsnorm_class"},
+          f"a default report does not hold both ops' sweeps: {[sw['name'] for sw in r['sweeps']]}")
+    check(not any(s["implementation"] == "onepass" and s["op"] == "rmsnorm" for s in r["summary"]),
+          "onepass, which has no RMSNorm, was measured as one")
+    by = {(s["implementation"], s["dtype"]): s for s in r["summary"] if s["op"] == "layernorm"}
     check(by[("onepass", "f32")]["nonfinite_mismatches"] > 0, "onepass f32 shows no non-finite mismatch: the sweeps miss offset rows")
     check(by[("onepass", "f32")]["max_ulp"] is None and by[("onepass", "f32")]["max_ulp_nonfinite"],
           "onepass f32's max_ulp is not null beside its non-finite mismatches (it would read as a finite error)")
@@ -87,6 +100,29 @@ if rc == 0:
     for c in r["cells"]:
         if c["implementation"] == "welford" and isinstance(c["bound_ulp"], (int, float)):
             check(c["max_ulp"] <= c["bound_ulp"], f"welford over its bound at {c['label']} {c['dtype']}")
+
+# RMSNorm alone: its sweeps only, no mean measured, no kappa; the textbook naive kernel (x² summed in
+# the working format) loses rows whose squares leave f32's range, and the magnitude sweep must show it;
+# welford (which rescales such rows) must not.
+rms = os.path.join(WORK, "rms")
+rc, out, err = lnorm("report", "--quick", "--op", "rmsnorm", "--kernel", "welford", "--kernel", "naive",
+                     "--dtype", "f32", "--out", rms)
+check(rc == 0, f"RMSNorm report exited {rc}: {err}")
+if rc == 0:
+    r = check_report_dir(rms, 1)
+    check({c["op"] for c in r["cells"]} == {"rmsnorm"}, "an RMSNorm report holds LayerNorm cells")
+    check(all(sw["op"] == "rmsnorm" for sw in r["sweeps"]), "an RMSNorm report lists LayerNorm's sweeps")
+    check(all(c["mean_max_ulp"] is None for c in r["cells"] if c["status"] == "ok"), "a mean was measured for RMSNorm")
+    mag = {(c["implementation"], c["label"]): c for c in r["cells"] if c["sweep"] == "rmsnorm_magnitude"}
+    big = mag.get(("naive", "rms≈1e24"))
+    check(big is not None and big["max_finite_ulp"] > 1e6,
+          f"naive f32 at rms 1e24 (x² overflows f32): {big and big['max_finite_ulp']}, expected a huge error")
+    check(all(c["max_ulp"] is not None and c["max_ulp"] < 10 for (k, _), c in mag.items() if k == "welford"),
+          "welford f32 RMSNorm loses a row of the magnitude sweep")
+    with open(os.path.join(rms, "report.md"), encoding="utf-8") as f:
+        md = f.read()
+    check("error depends on the row's magnitude" in md and "**naive f32**" in md,
+          "report.md does not name naive's magnitude problem")
 
 # --merge of two machines' reports: both labels, every cell kept.
 rc, out, err = lnorm("report", "--quick", "--kernel", "welford", "--dtype", "f32", "--label", "box-b", "--out", b)
@@ -137,6 +173,7 @@ for args, needle in (
     (["--peer", "x=true", "--out", bad], "{y}"),
     (["--kernel", "nope", "--out", bad], "--kernel nope"),
     (["--dtype", "f8", "--out", bad], "--dtype f8"),
+    (["--op", "groupnorm", "--out", bad], "--op groupnorm"),
     (["--out", notreport], "exists and is not a folder"),
 ):
     rc, out, err = lnorm("report", *args)

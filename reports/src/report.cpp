@@ -57,6 +57,38 @@ double median_eps_over_var(const verify::Case& c) {
   return ratios.empty() ? std::nan("") : quantile(ratios, 0.5);
 }
 
+// The median over rows of eps / mean(x²) (RMSNorm's eps sweep) or of sqrt(mean(x²)) (its magnitude
+// sweep), in long double from the stored values; only the plot's axis, as above. In double, not
+// float: f64's magnitude sweep reaches rms 1e-300.
+double median_mean_square_ratio(const verify::Case& c, bool eps_over_ms) {
+  const std::int64_t n = c.spec.cols();
+  std::vector<double> values;
+  for (std::int64_t r = 0; r < c.spec.rows(); ++r) {
+    long double sq = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const long double v = c.x[static_cast<std::size_t>(r * n + i)];
+      sq += v * v;
+    }
+    const long double ms = sq / n;
+    if (ms > 0) values.push_back(static_cast<double>(eps_over_ms ? c.spec.eps / ms : std::sqrt(ms)));
+  }
+  if (values.empty()) return std::nan("");
+  const auto mid = values.begin() + static_cast<std::ptrdiff_t>((values.size() - 1) / 2);  // nearest rank, as quantile
+  std::nth_element(values.begin(), mid, values.end());
+  return *mid;
+}
+
+double x_of(const SweepPoint& p, const KappaStats& kappa) {
+  switch (p.x_axis) {
+    case XAxis::kappa: return kappa.median;
+    case XAxis::eps_over_var: return median_eps_over_var(p.input);
+    case XAxis::eps_over_ms: return median_mean_square_ratio(p.input, true);
+    case XAxis::rms: return median_mean_square_ratio(p.input, false);
+    case XAxis::nominal: break;
+  }
+  return p.nominal;
+}
+
 json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 json bound_json(const std::optional<double>& b) {
@@ -73,6 +105,7 @@ struct Implementation {
 };
 
 struct Task {
+  Op op = Op::layernorm;
   SweepPoint point;
   std::vector<std::size_t> implementations;  // those that run on this dtype
 };
@@ -84,6 +117,12 @@ json run(const Settings& settings, const Progress& progress) {
   const std::string machine = settings.machine_label.empty() ? host_name() : settings.machine_label;
   const std::vector<DType> dtypes =
       settings.dtypes.empty() ? std::vector<DType>(std::begin(kAllDTypes), std::end(kAllDTypes)) : settings.dtypes;
+  std::vector<Op> ops = settings.ops;
+  if (ops.empty()) ops.assign(std::begin(kAllOps), std::end(kAllOps));
+  std::sort(ops.begin(), ops.end());
+  ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
+  // Peers are LayerNorm commands (peers.hpp: their placeholders have no op).
+  const auto probe = [](Op op, DType d) { return with_op(make_problem(1, 1024, d, 1e-5, false, false), op); };
   std::vector<const KernelInfo*> kernels = settings.kernels;
   if (kernels.empty())
     for (const KernelInfo& k : registry()) kernels.push_back(&k);
@@ -96,40 +135,53 @@ json run(const Settings& settings, const Progress& progress) {
               {"cautionary", k->cautionary},
               {"algorithm", im.algorithm ? json(std::string(report::name(*im.algorithm))) : json(nullptr)},
               {"bound_source", im.algorithm ? json(std::string(citation(*im.algorithm))) : json(nullptr)},
-              {"dtypes", json::object()}};
-    for (DType d : dtypes) {
-      const auto why = unavailable_reason(*k, make_problem(1, 1024, d, 1e-5, false, false));
-      j["dtypes"][std::string(name(d))] = why ? "skipped: " + *why : "measured";
-    }
+              {"dtypes", json::object()}, {"ops", json::object()}};
+    // "dtypes": LayerNorm's availability, as before ops existed (RMSNorm-only reports: the first op's);
+    // "ops": every measured op's.
+    for (Op op : ops)
+      for (DType d : dtypes) {
+        const auto why = unavailable_reason(*k, probe(op, d));
+        j["ops"][std::string(name(op))][std::string(name(d))] = why ? "skipped: " + *why : "measured";
+      }
+    j["dtypes"] = j["ops"][std::string(name(ops.front()))];
     impl_json.push_back(j);
     impls.push_back(im);
   }
   for (const Peer& p : settings.peers) {
     impls.push_back({p.name, "peer", p.command, nullptr, &p, std::nullopt});
     json j = {{"name", p.name}, {"kind", "peer"}, {"summary", p.command}, {"machine", machine},
-              {"cautionary", false}, {"algorithm", nullptr}, {"bound_source", nullptr}, {"dtypes", json::object()}};
-    for (DType d : dtypes) j["dtypes"][std::string(name(d))] = "measured";
+              {"cautionary", false}, {"algorithm", nullptr}, {"bound_source", nullptr}, {"dtypes", json::object()},
+              {"ops", json::object()}};
+    for (Op op : ops)
+      for (DType d : dtypes)
+        j["ops"][std::string(name(op))][std::string(name(d))] =
+            op == Op::layernorm ? "measured" : "skipped: a peer command computes LayerNorm";
+    j["dtypes"] = j["ops"][std::string(name(ops.front()))];
     impl_json.push_back(j);
   }
 
   std::vector<Task> tasks;
   int total_cells = 0;
-  for (DType d : dtypes) {
-    std::vector<std::size_t> runnable;
-    for (std::size_t i = 0; i < impls.size(); ++i) {
-      if (impls[i].kernel && unavailable_reason(*impls[i].kernel, make_problem(1, 1024, d, 1e-5, false, false))) continue;
-      runnable.push_back(i);
+  for (Op op : ops)
+    for (DType d : dtypes) {
+      std::vector<std::size_t> runnable;
+      for (std::size_t i = 0; i < impls.size(); ++i) {
+        if (impls[i].kernel && unavailable_reason(*impls[i].kernel, probe(op, d))) continue;
+        if (impls[i].peer && op != Op::layernorm) continue;
+        runnable.push_back(i);
+      }
+      if (runnable.empty()) continue;
+      for (SweepPoint& p : sweep_points(op, d, settings.quick, settings.seed)) {
+        total_cells += static_cast<int>(runnable.size());
+        tasks.push_back({op, std::move(p), runnable});
+      }
     }
-    for (SweepPoint& p : sweep_points(d, settings.quick, settings.seed)) {
-      total_cells += static_cast<int>(runnable.size());
-      tasks.push_back({std::move(p), runnable});
-    }
-  }
 
   std::mutex mu, alone;
   json cells = json::array();
-  std::map<std::pair<std::size_t, DType>, Measurement> totals;
-  std::map<std::pair<std::size_t, DType>, std::pair<double, std::string>> worst_at;
+  using Key = std::tuple<std::size_t, Op, DType>;  // implementation, op, dtype
+  std::map<Key, Measurement> totals;
+  std::map<Key, std::pair<double, std::string>> worst_at;
   std::atomic<std::size_t> next{0};
   int done = 0;
   const auto worker = [&](int worker_id) {
@@ -140,12 +192,11 @@ json run(const Settings& settings, const Progress& progress) {
       const DType d = input.spec.dtype;
       const verify::Exact exact = verify::exact_answer(input);
       const KappaStats kappa = kappa_stats(exact);
-      double x = task.point.nominal;
-      if (task.point.sweep == "kappa") x = kappa.median;
-      if (task.point.sweep == "eps_over_var") x = median_eps_over_var(input);
+      const double x = x_of(task.point, kappa);
+      const std::string op_name(name(task.op));
       for (std::size_t i : task.implementations) {
         const Implementation& im = impls[i];
-        json cell = {{"sweep", task.point.sweep}, {"point", task.point.index}, {"label", task.point.label},
+        json cell = {{"sweep", task.point.sweep}, {"op", op_name}, {"point", task.point.index}, {"label", task.point.label},
                      {"x", finite_or_null(x)}, {"dtype", std::string(name(d))}, {"implementation", im.name},
                      {"kind", im.kind}, {"machine", machine}, {"rows", input.spec.rows()}, {"cols", input.spec.cols()},
                      {"eps", input.spec.eps}, {"case", input.spec.describe()},
@@ -173,11 +224,13 @@ json run(const Settings& settings, const Progress& progress) {
           const Measurement m = measure(input, exact, y, mean, rstd);
           cell["status"] = "ok";
           cell.update(m.summary());
-          cell["bound_ulp"] = im.algorithm ? bound_json(bound_for(*im.algorithm, input, exact)) : json(nullptr);
+          // The bounds are LayerNorm's (bounds.hpp); RMSNorm has no bound model yet.
+          cell["bound_ulp"] = im.algorithm && task.op == Op::layernorm
+                                  ? bound_json(bound_for(*im.algorithm, input, exact)) : json(nullptr);
           std::lock_guard lock(mu);
-          totals[{i, d}].merge(m);
+          totals[{i, task.op, d}].merge(m);
           const double worst = cell["max_finite_ulp"].get<double>() + (m.nonfinite_mismatches ? INFINITY : 0);
-          auto& w = worst_at[{i, d}];
+          auto& w = worst_at[{i, task.op, d}];
           if (w.second.empty() || worst > w.first) w = {worst, task.point.label};
         }
         std::lock_guard lock(mu);
@@ -193,7 +246,7 @@ json run(const Settings& settings, const Progress& progress) {
   worker(0);
   for (std::thread& th : pool) th.join();
 
-  // Cells in a stable order whatever the threads did: dtype, sweep, point, implementation.
+  // Cells in a stable order whatever the threads did: op, dtype, sweep, point, implementation.
   const auto order = [&](const json& c) {
     const std::string& s = c["sweep"].get_ref<const std::string&>();
     int sweep = 0;
@@ -201,15 +254,17 @@ json run(const Settings& settings, const Progress& progress) {
       if (info.name != s) ++sweep; else break;
     std::size_t impl = 0;
     while (impl < impls.size() && impls[impl].name != c["implementation"].get_ref<const std::string&>()) ++impl;
-    return std::make_tuple(*parse_dtype(c["dtype"].get<std::string>()), sweep, c["point"].get<int>(), impl);
+    return std::make_tuple(*parse_op(c["op"].get<std::string>()), *parse_dtype(c["dtype"].get<std::string>()), sweep,
+                           c["point"].get<int>(), impl);
   };
   std::vector<json> sorted(cells.begin(), cells.end());
   std::stable_sort(sorted.begin(), sorted.end(), [&](const json& a, const json& b) { return order(a) < order(b); });
 
   json summary = json::array();
   for (const auto& [key, m] : totals) {
-    json s = {{"implementation", impls[key.first].name}, {"kind", impls[key.first].kind},
-              {"dtype", std::string(name(key.second))}, {"machine", machine},
+    const auto& [impl, op, dtype] = key;
+    json s = {{"implementation", impls[impl].name}, {"kind", impls[impl].kind}, {"op", std::string(name(op))},
+              {"dtype", std::string(name(dtype))}, {"machine", machine},
               {"worst_cell", worst_at[key].second}, {"histogram", m.histogram}};
     s.update(m.summary());
     summary.push_back(s);
@@ -217,7 +272,9 @@ json run(const Settings& settings, const Progress& progress) {
 
   json sweeps = json::array();
   for (const SweepInfo& info : sweep_infos())
-    sweeps.push_back({{"name", info.name}, {"title", info.title}, {"x_axis", info.x_axis}, {"log_x", info.log_x}});
+    if (std::find(ops.begin(), ops.end(), info.op) != ops.end())
+      sweeps.push_back({{"name", info.name}, {"title", info.title}, {"x_axis", info.x_axis}, {"log_x", info.log_x},
+                        {"op", std::string(name(info.op))}});
 
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   json machine_json = {{"label", machine},          {"description", bench::hardware()},
@@ -246,7 +303,12 @@ json merge(const std::vector<json>& reports, const std::vector<std::string>& nam
       throw std::invalid_argument(names[r] + ": not an " + std::string(kSchema) + " report: " + why);
     if (in["histogram_edges"] != out["histogram_edges"])
       throw std::invalid_argument(names[r] + ": histogram bins differ from this lnorm's");
-    if (out["sweeps"].empty()) out["sweeps"] = in["sweeps"];
+    // The sweeps of every input (reports of different ops merge into one with both ops' sweeps).
+    for (const json& sweep : in["sweeps"]) {
+      bool known = false;
+      for (const json& have : out["sweeps"]) known = known || have["name"] == sweep["name"];
+      if (!known) out["sweeps"].push_back(sweep);
+    }
     // Machine labels stay unique: the second "ci-runner" becomes "ci-runner#2".
     std::map<std::string, std::string> relabel;
     for (json m : in["machines"]) {

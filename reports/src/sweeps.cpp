@@ -1,7 +1,8 @@
-// Sweep sizes. Reference cost is ~3 M elements/s per core here (`lnorm reference` on 1024x1024 f32:
+// Sweep sizes (RMSNorm's sweeps reuse LayerNorm's sizes). Reference cost is ~3 M elements/s per core here (`lnorm reference` on 1024x1024 f32:
 // 0.34 s), kernels are faster, so a report's time is the element count × implementations. Quick: about
-// 0.2 M elements per dtype; full: about 2 M. Measured on this 2-core machine with all five CPU kernels:
-// quick 4 s of measuring (20 s with rendering), full 50 s (64 s with rendering).
+// 0.2 M elements per dtype and op; full: about 2 M. Measured on this 2-core machine (AVX2) with every CPU
+// kernel, both ops, while another job held one core: quick 2.4 s of measuring (10 s with rendering),
+// full 44 s (53 s with rendering); LayerNorm alone was 4 s / 50 s before RMSNorm's sweeps existed.
 #include "sweeps.hpp"
 
 #include <cmath>
@@ -45,23 +46,102 @@ Case unit_normal_rows(CaseSpec spec) {
   return c;
 }
 
+// The decimal exponents of the row magnitudes RMSNorm's magnitude sweep visits: from where the
+// format's squares underflow (and its smallest values are subnormal) to where they overflow (f32's
+// x² at |x| ≈ 1.8e19, f16's at 256), staying a factor ~10 inside the largest finite value so that
+// N(0,1)·10^e draws (|N| < 6.5 in practice) stay finite.
+std::vector<int> magnitude_exponents(DType d) {
+  std::vector<int> e;
+  switch (d) {
+    case DType::f64: for (int k = -300; k <= 300; k += 50) e.push_back(k); break;
+    case DType::f16: for (int k = -6; k <= 3; ++k) e.push_back(k); break;
+    default: for (int k = -36; k <= 36; k += 6) e.push_back(k); break;  // f32, bf16
+  }
+  return e;
+}
+
+// The verify suite's classes at an odd width, so every row ends in a vector tail.
+constexpr RowClass kClasses[] = {RowClass::normal,    RowClass::uniform,     RowClass::constant,
+                                 RowClass::tiny,      RowClass::huge,        RowClass::subnormal,
+                                 RowClass::sparse,    RowClass::exact_stats, RowClass::bits,
+                                 RowClass::nonfinite};
+
 }  // namespace
 
 std::vector<SweepInfo> sweep_infos() {
   return {
-      {"kappa", "Error against conditioning (offset rows)", "kappa = |mean| / sqrt(var + eps)", true},
-      {"width", "Error against row width (N(0,1)·2^k rows)", "row width n", true},
-      {"eps_over_var", "Error against eps / var (N(0,1) rows)", "eps / var", true},
-      {"class", "Error per input class (the verify suite's rows, odd width)", "input class", false},
+      {"kappa", "Error against conditioning (offset rows)", "kappa = |mean| / sqrt(var + eps)", true, Op::layernorm},
+      {"width", "Error against row width (N(0,1)·2^k rows)", "row width n", true, Op::layernorm},
+      {"eps_over_var", "Error against eps / var (N(0,1) rows)", "eps / var", true, Op::layernorm},
+      {"class", "Error per input class (the verify suite's rows, odd width)", "input class", false, Op::layernorm},
+      {"rmsnorm_width", "RMSNorm: error against row width (N(0,1)·2^k rows)", "row width n", true, Op::rmsnorm},
+      {"rmsnorm_eps_over_ms", "RMSNorm: error against eps / mean(x²) (N(0,1) rows)", "eps / mean(x²)", true,
+       Op::rmsnorm},
+      {"rmsnorm_magnitude", "RMSNorm: error against the row's magnitude (N(0,1)·10^k rows, eps = 0)",
+       "row rms = sqrt(mean(x²))", true, Op::rmsnorm},
+      {"rmsnorm_class", "RMSNorm: error per input class (the verify suite's rows, odd width)", "input class", false,
+       Op::rmsnorm},
   };
 }
 
-std::vector<SweepPoint> sweep_points(DType d, bool quick, std::uint64_t seed) {
+std::vector<SweepPoint> sweep_points(Op op, DType d, bool quick, std::uint64_t seed) {
   std::vector<SweepPoint> points;
-  std::uint64_t point_seed = seed * 1000003 + static_cast<std::uint64_t>(d) * 7919;
-  const auto add = [&](std::string sweep, int index, std::string label, double nominal, Case c) {
-    points.push_back({std::move(sweep), index, std::move(label), nominal, std::move(c)});
+  // LayerNorm's seeds are those of the reports before ops existed, so its numbers are unchanged.
+  std::uint64_t point_seed = seed * 1000003 + static_cast<std::uint64_t>(d) * 7919 +
+                             static_cast<std::uint64_t>(op) * 0x9e3779b97f4a7c15ull;
+  const auto add = [&](std::string sweep, int index, std::string label, double nominal, XAxis x, Case c) {
+    points.push_back({std::move(sweep), index, std::move(label), nominal, x, std::move(c)});
   };
+  const auto spec = [&](std::int64_t rows, std::int64_t cols) {
+    CaseSpec s = base_spec(d, rows, cols, ++point_seed);
+    s.op = op;
+    return s;
+  };
+  if (op == Op::rmsnorm) {
+    // The same widths, eps ratios and classes as LayerNorm's (the sizes below say why), plus the
+    // magnitude sweep; offset rows join the classes (a large mean is just a large row to RMSNorm).
+    const std::int64_t width_elements = quick ? (1 << 15) : (1 << 19);
+    int index = 0;
+    for (std::int64_t n = 16; n <= 65536; n *= 4, ++index) {
+      CaseSpec s = spec(std::max<std::int64_t>(2, width_elements / n), n);
+      s.row_classes = {RowClass::normal};
+      add("rmsnorm_width", index, "n=" + std::to_string(n), static_cast<double>(n), XAxis::nominal,
+          verify::materialize(s));
+    }
+    const std::int64_t eps_rows = quick ? 16 : 128, eps_cols = quick ? 256 : 1024;
+    index = 0;
+    for (int e = -8; e <= 4; e += 2, ++index) {
+      CaseSpec s = spec(eps_rows, eps_cols);
+      s.row_classes = {RowClass::normal};
+      s.eps = make_problem(1, 1, d, std::pow(10.0, e), false, false).eps;
+      add("rmsnorm_eps_over_ms", index, power_label("eps/ms", e), std::pow(10.0, e), XAxis::eps_over_ms,
+          unit_normal_rows(s));
+    }
+    index = 0;
+    for (int e : magnitude_exponents(d)) {
+      CaseSpec s = spec(eps_rows, eps_cols);
+      s.row_classes = {RowClass::normal};
+      s.eps = 0;
+      Case c = unit_normal_rows(s);
+      const Format f = format_of(d);
+      const double scale = std::pow(10.0, e);
+      for (double& v : c.x) v = round_to_format(f, v * scale);
+      add("rmsnorm_magnitude", index++, power_label("rms", e), scale, XAxis::rms, std::move(c));
+    }
+    const std::int64_t class_rows = quick ? 16 : 128, class_cols = quick ? 255 : 1023;
+    index = 0;
+    for (RowClass rc : kClasses) {
+      CaseSpec s = spec(class_rows, class_cols);
+      s.row_classes = {rc};
+      add("rmsnorm_class", index++, std::string(verify::name(rc)) + " rows", std::nan(""), XAxis::nominal,
+          verify::materialize(s));
+    }
+    CaseSpec s = spec(class_rows, class_cols);
+    s.row_classes = {RowClass::offset};
+    s.log10_kappa = 4;
+    add("rmsnorm_class", index++, "offset rows", std::nan(""), XAxis::nominal, verify::materialize(s));
+    return points;
+  }
 
   // kappa 1 .. 1e7 on offset rows. f16/bf16 rows are capped where the format can still hold a
   // spread (cases.cpp), so the report plots the measured kappa, not this nominal one.
@@ -70,7 +150,7 @@ std::vector<SweepPoint> sweep_points(DType d, bool quick, std::uint64_t seed) {
     CaseSpec s = base_spec(d, kappa_rows, kappa_cols, ++point_seed);
     s.row_classes = {RowClass::offset};
     s.log10_kappa = e;
-    add("kappa", e, power_label("kappa", e), std::pow(10.0, e), verify::materialize(s));
+    add("kappa", e, power_label("kappa", e), std::pow(10.0, e), XAxis::kappa, verify::materialize(s));
   }
 
   // Widths 16 .. 65536, about the same number of elements each.
@@ -79,7 +159,7 @@ std::vector<SweepPoint> sweep_points(DType d, bool quick, std::uint64_t seed) {
   for (std::int64_t n = 16; n <= 65536; n *= 4, ++index) {
     CaseSpec s = base_spec(d, std::max<std::int64_t>(2, width_elements / n), n, ++point_seed);
     s.row_classes = {RowClass::normal};
-    add("width", index, "n=" + std::to_string(n), static_cast<double>(n), verify::materialize(s));
+    add("width", index, "n=" + std::to_string(n), static_cast<double>(n), XAxis::nominal, verify::materialize(s));
   }
 
   // eps / var from 1e-8 (eps irrelevant) to 1e4 (eps dominates: y → (x − mean)/sqrt(eps)).
@@ -89,21 +169,17 @@ std::vector<SweepPoint> sweep_points(DType d, bool quick, std::uint64_t seed) {
     CaseSpec s = base_spec(d, eps_rows, eps_cols, ++point_seed);
     s.row_classes = {RowClass::normal};
     s.eps = make_problem(1, 1, d, std::pow(10.0, e), false, false).eps;
-    add("eps_over_var", index, power_label("eps/var", e), std::pow(10.0, e), unit_normal_rows(s));
+    add("eps_over_var", index, power_label("eps/var", e), std::pow(10.0, e), XAxis::eps_over_var, unit_normal_rows(s));
   }
 
   // The verify suite's classes (offset has its own sweep), at an odd width so every row ends in a
   // vector tail.
   const std::int64_t class_rows = quick ? 16 : 128, class_cols = quick ? 255 : 1023;
-  const RowClass classes[] = {RowClass::normal,    RowClass::uniform,     RowClass::constant,
-                              RowClass::tiny,      RowClass::huge,        RowClass::subnormal,
-                              RowClass::sparse,    RowClass::exact_stats, RowClass::bits,
-                              RowClass::nonfinite};
   index = 0;
-  for (RowClass rc : classes) {
+  for (RowClass rc : kClasses) {
     CaseSpec s = base_spec(d, class_rows, class_cols, ++point_seed);
     s.row_classes = {rc};
-    add("class", index++, std::string(verify::name(rc)) + " rows", std::nan(""), verify::materialize(s));
+    add("class", index++, std::string(verify::name(rc)) + " rows", std::nan(""), XAxis::nominal, verify::materialize(s));
   }
   return points;
 }

@@ -1,7 +1,7 @@
-// `lnorm report` as a library: sweep every available kernel × dtype (and any peer implementation)
-// over the conditions that decide LayerNorm accuracy — kappa, row width, eps/var, the verify suite's
-// input classes — measure each cell against the exact reference, and put every number in one JSON
-// document. Rendering (Markdown, HTML, plots) is reports/render.py's job, from that document alone.
+// `lnorm report` as a library: sweep every available kernel × op × dtype (and any peer implementation)
+// over the conditions that decide each op's accuracy — LayerNorm: kappa, row width, eps/var, the verify
+// suite's input classes; RMSNorm: row width, eps/mean(x²), the row's magnitude, the input classes —
+// measure each cell against the exact reference, and put every number in one JSON document. Rendering (Markdown, HTML, plots) is reports/render.py's job, from that document alone.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +30,7 @@ struct Settings {
   std::uint64_t seed = 1;
   std::vector<const KernelInfo*> kernels;  // empty: every kernel in the registry
   std::vector<DType> dtypes;               // empty: f32, f64, f16, bf16
+  std::vector<Op> ops;                     // empty: every op (layernorm, rmsnorm); each with its own sweeps
   std::vector<Peer> peers;
   std::string machine_label;               // empty: the host name
   int threads = 1;                         // cells measured in parallel (each kernel runs on one thread)
