@@ -51,14 +51,14 @@ def case(row_classes=("normal",), *, dtype="f32", shape=(4, 17), axis=-1, eps=1e
     return Case(**d)
 
 
-def cases(dtype="f32", *, classes=None, widths=None, max_width=4097, rows=3, eps=None, seed=1):
+def cases(dtype="f32", *, classes=None, widths=None, max_width=4097, rows=3, eps=None, seed=1, op="layernorm"):
     """The suite's hard inputs: every row class in `classes` (default all of lnorm.ROW_CLASSES:
     offset, constant, tiny, huge, subnormal, sparse, exact_stats, nonfinite, ...) at every width in
     `widths` (default the suite's edge widths 1, 2, 3, 7, 8, 9, 15, 16, 17, ... up to max_width: SIMD
     widths +-1 and odd ones), with eps cycling through the edges (0, 1e-12, 1e-6, 1e-5, 1e-3, 1) unless
     `eps` is given, gamma/beta cycling through absent/random/with_zeros, offset kappas 10^1..10^7.
     The same seed gives the same arrays. Nonfinite rows have NaN answers; constant rows with eps = 0
-    too (rstd = +inf)."""
+    too (rstd = +inf). op="rmsnorm": the rows as RMSNorm's suite draws them, no beta."""
     classes = tuple(classes) if classes is not None else _lnorm.ROW_CLASSES
     widths = tuple(widths) if widths is not None else tuple(w for w in _lnorm.EDGE_WIDTHS if w <= max_width)
     eps_values = (eps,) if eps is not None else _lnorm.EDGE_EPS
@@ -69,7 +69,7 @@ def cases(dtype="f32", *, classes=None, widths=None, max_width=4097, rows=3, eps
     for c in classes:
         for w in widths:
             out.append(case(c, dtype=dtype, shape=(rows, w), eps=eps_values[k % len(eps_values)],
-                            gamma=affine[k % 3], beta=affine[(k // 3) % 3], kappa=10.0 ** (1 + k % 7),
-                            seed=rng.getrandbits(64)))
+                            gamma=affine[k % 3], beta=affine[(k // 3) % 3] if op == "layernorm" else "absent",
+                            kappa=10.0 ** (1 + k % 7), seed=rng.getrandbits(64), op=op))
             k += 1
     return out

@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings
 
 import lnorm
-from lnorm.strategies import layernorm_inputs
+from lnorm.strategies import layernorm_inputs, rmsnorm_inputs
 
 
 def test_the_same_seed_gives_the_same_arrays_and_another_seed_others():
@@ -49,3 +49,20 @@ def test_strategy_cases_are_valid_inputs_and_the_reference_checks_exact_on_them(
     y, _, _ = case.reference()
     r = lnorm.check(case.x, y, case.gamma, case.beta, eps=case.eps, max_ulp=0.5, max_ulp_per_kappa=0)
     assert r and r.correctly_rounded == 1.0, str(r)
+
+
+@settings(max_examples=40, deadline=None, database=None)
+@given(rmsnorm_inputs(dtype="bf16", max_cols=80))
+def test_rmsnorm_strategy_cases_have_no_beta_and_the_rmsnorm_reference_checks_exact_on_them(case):
+    assert case.op == "rmsnorm" and case.beta is None and case.x.dtype == np.uint16
+    y, rstd = case.reference()
+    r = lnorm.check(case.x, y, case.gamma, eps=case.eps, dtype="bf16", op="rmsnorm", max_ulp=0.5, max_ulp_per_kappa=0)
+    assert r and r.correctly_rounded == 1.0, str(r)
+
+
+def test_rmsnorm_cases_tiny_rows_sit_at_zero_so_eps_dominates():
+    # RMSNorm's tiny class: mean(x^2) << eps; a LayerNorm tiny row may sit at any offset.
+    c = lnorm.cases(classes=("tiny",), widths=(64,), eps=1e-5, op="rmsnorm")[0]
+    x = c.x.astype(np.float64)
+    assert c.op == "rmsnorm" and c.beta is None
+    assert np.all((x * x).mean(-1) < 1e-3 * c.eps)
