@@ -2,12 +2,15 @@
 // against the lane-by-lane emulation of the AVX-512 operations): the verify suite with avx512's and
 // avx512_cr's budgets.toml sections, and constant rows giving beta bit for bit. The full suite is the
 // hidden test "[full]", run by ctest avx512_emulation_verify_full (label slow; scripts/test.sh runs it).
+// LNORM_VERIFY_SEED=S and LNORM_VERIFY_OP=rmsnorm run it at another seed or for one op (by hand: the
+// seeds 1-5 runs of an op's budgets).
 #include <catch2/catch.hpp>
 
 #include <string>
 #include <vector>
 
 #include "avx512_emulation.hpp"
+#include "env_settings.hpp"
 #include "kernel_cases.hpp"
 #include "lnorm/budgets.hpp"
 #include "lnorm/verify.hpp"
@@ -25,10 +28,10 @@ void run_suite(bool quick, std::uint64_t seed) {
   const auto budgets = verify::Budgets::builtin();
   verify::Settings settings;
   settings.quick = quick;
-  settings.seed = seed;
+  settings.seed = testing::seed_from_env(seed);
   settings.command = "ctest -R avx512_emulation (lane-by-lane emulation of the AVX-512 kernels)";
   for (const KernelInfo* k : {&emu::kAvx512Emu, &emu::kAvx512CrEmu}) {
-    for (Op op : kAllOps) {
+    for (Op op : testing::ops_from_env()) {
       for (DType d : kDTypes) {
         const verify::KernelBudget& budget = budgets.for_kernel(op, native_name(*k), d);
         const std::string level = op == Op::layernorm ? "" : std::string(name(op)) + ".";

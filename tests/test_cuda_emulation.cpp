@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cuda_emulation.hpp"
+#include "env_settings.hpp"
 #include "kernel_cases.hpp"
 #include "lnorm/budgets.hpp"
 #include "lnorm/verify.hpp"
@@ -35,14 +36,14 @@ TEST_CASE("cuda_warp and cuda_block (CPU emulation): every foundation case withi
   }
 }
 
-TEST_CASE("cuda_warp and cuda_block (CPU emulation): the quick verify suite holds for both ops with their budgets.toml sections",
-          "[cuda][emulation][verify]") {
+static void run_suite(bool quick) {
   const auto budgets = verify::Budgets::builtin();
   verify::Settings settings;
-  settings.quick = true;
+  settings.quick = quick;
+  settings.seed = testing::seed_from_env(1);
   settings.command = "ctest -R test_cuda_emulation (CPU emulation of the CUDA kernels)";
   for (const KernelInfo* k : {&emu::kWarp, &emu::kBlock}) {
-    for (Op op : kAllOps) {
+    for (Op op : testing::ops_from_env()) {
       for (DType d : kDTypes) {
         const verify::KernelBudget& budget = budgets.for_kernel(op, k->name, d);
         REQUIRE(budget.section == (op == Op::layernorm ? "" : std::string(name(op)) + ".") + std::string(k->name) + "." +
@@ -57,6 +58,18 @@ TEST_CASE("cuda_warp and cuda_block (CPU emulation): the quick verify suite hold
       }
     }
   }
+}
+
+TEST_CASE("cuda_warp and cuda_block (CPU emulation): the quick verify suite holds for both ops with their budgets.toml sections",
+          "[cuda][emulation][verify]") {
+  run_suite(true);
+}
+
+// The full suite, by hand (not in ctest: the quick one runs there): test_cuda_emulation "[full]", with
+// LNORM_VERIFY_SEED=S and LNORM_VERIFY_OP=rmsnorm to pick a seed and an op.
+TEST_CASE("cuda_warp and cuda_block (CPU emulation): the full verify suite holds with their budgets",
+          "[.full][cuda][emulation]") {
+  run_suite(false);
 }
 
 TEST_CASE("cuda_warp and cuda_block (CPU emulation): constant rows give beta bit-exactly at every strategy's widths",
