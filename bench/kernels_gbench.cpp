@@ -1,5 +1,6 @@
 // lnorm_gbench — every available kernel × dtype × shape (bench/shapes.txt), with the copies and oneDNN
-// rows in the same run, single thread, as Google Benchmark benchmarks named KERNEL/DTYPE/ROWSxCOLS.
+// rows in the same run, single thread, as Google Benchmark benchmarks named KERNEL/DTYPE/ROWSxCOLS
+// (RMSNorm's: KERNEL/rmsnorm/DTYPE/ROWSxCOLS, gamma and no beta, as `lnorm bench --op rmsnorm`).
 // Google Benchmark's own flags apply (--benchmark_filter, --benchmark_format=json, ...), so its
 // tools/compare.py can compare two runs. `lnorm bench` prints the same numbers as a table.
 //   build/release/bench/lnorm_gbench --benchmark_filter=/f32/64x4096
@@ -20,9 +21,12 @@ int main(int argc, char** argv) {
       for (const std::string& c : copy_names())
         if (copy_unavailable(c).empty()) entries.push_back({c, nullptr, d, s});
       if (onednn_unavailable(d).empty()) entries.push_back({"onednn", nullptr, d, s});
-      for (const KernelInfo& k : registry()) {
-        if (k.cautionary || unavailable_reason(k, make_problem(s.rows, s.cols, d, 1e-5, true, true))) continue;
-        entries.push_back({std::string(k.name), &k, d, s});
+      for (Op op : kAllOps) {
+        for (const KernelInfo& k : registry()) {
+          const Problem probe = with_op(make_problem(s.rows, s.cols, d, 1e-5, true, op == Op::layernorm), op);
+          if (k.cautionary || unavailable_reason(k, probe)) continue;
+          entries.push_back({std::string(k.name), &k, d, s, op});
+        }
       }
     }
   }
