@@ -26,18 +26,22 @@ void write_file(const std::string& path, const std::string& text) { std::ofstrea
 
 }  // namespace
 
-TEST_CASE("cli verify: welford f32 passes every property, and JSON and JUnit say so case by case", "[cli][verify]") {
+TEST_CASE("cli verify: welford f32 passes every property of both ops, and JSON and JUnit say so case by case",
+          "[cli][verify]") {
   TempDir t;
+  // Without --op, every op the kernel implements: LayerNorm's 11 properties, then RMSNorm's 12.
   const Result r = cli("verify --kernel welford --dtype f32 --quick --json " + t / "v.json" + " --junit " + t / "v.xml");
   INFO(r.out);
   REQUIRE(r.code == 0);
-  CHECK_THAT(r.out, Contains("PASS: 10 passed, 0 failed"));
+  CHECK_THAT(r.out, Contains("PASS: 23 passed, 0 failed"));
   const auto j = load_json(t / "v.json");
   CHECK(j["pass"] == true);
   CHECK(j["seed"] == 1);
-  REQUIRE(j["results"].size() == 10);
+  REQUIRE(j["results"].size() == 23);
+  std::size_t index = 0;
   for (const auto& res : j["results"]) {
     CHECK(res["kernel"] == "welford");
+    CHECK(res["op"] == (index++ < 11 ? "layernorm" : "rmsnorm"));
     CHECK(res["dtype"] == "f32");
     CHECK(res["status"] == "pass");
     CHECK(res["cases"] == 24);
@@ -46,9 +50,31 @@ TEST_CASE("cli verify: welford f32 passes every property, and JSON and JUnit say
   }
   CHECK(j["results"][2]["property"] == "accuracy");
   CHECK(j["results"][2]["worst"]["y_ulp"].get<double>() >= 0);
+  CHECK(j["results"][11]["property"] == "shape");
   const std::string xml = file_bytes(t / "v.xml");
-  CHECK_THAT(xml, Contains("<testsuite name=\"lnorm.verify\" tests=\"10\" failures=\"0\""));
+  CHECK_THAT(xml, Contains("<testsuite name=\"lnorm.verify\" tests=\"23\" failures=\"0\""));
   CHECK_THAT(xml, Contains("<testcase classname=\"lnorm.verify.welford.f32\" name=\"accuracy\""));
+  CHECK_THAT(xml, Contains("<testcase classname=\"lnorm.verify.welford.rmsnorm.f32\" name=\"accuracy\""));
+  // --op layernorm: LayerNorm's alone.
+  const Result ln = cli("verify --kernel welford --dtype f32 --op layernorm --quick");
+  CHECK(ln.code == 0);
+  CHECK_THAT(ln.out, Contains("PASS: 11 passed, 0 failed"));
+}
+
+TEST_CASE("cli verify: a budgets file without RMSNorm sections gates LayerNorm alone, and says so", "[cli][verify]") {
+  TempDir t;
+  // A user's budgets.toml from before RMSNorm existed: verify keeps gating what it covers.
+  write_file(t / "ln.toml", "[welford.f32]\ny = { a = 16, b = 0, reason = \"r\" }\nmean = { ulp = 16, reason = \"r\" }\n"
+                            "rstd = { ulp = 16, reason = \"r\" }\nexact_mean = { value = false, reason = \"r\" }\n");
+  const Result r = cli("verify --kernel welford --dtype f32 --property accuracy --quick --budgets " + t / "ln.toml");
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Contains("PASS: 1 passed, 0 failed"));
+  CHECK_THAT(r.out, Contains("has no rmsnorm sections ([rmsnorm.<kernel>.<dtype>] or [rmsnorm.default.<dtype>]): rmsnorm not verified"));
+  // Asked for by name, the missing section is an error naming it.
+  const Result asked = cli("verify --kernel welford --dtype f32 --op rmsnorm --quick --budgets " + t / "ln.toml");
+  CHECK(asked.code == 2);
+  CHECK_THAT(asked.out, Contains("no [rmsnorm.welford.f32] and no [rmsnorm.default.f32] section"));
 }
 
 TEST_CASE("cli verify: onepass's accuracy failure is expected (exit 0, xfail with its reason)", "[cli][verify]") {

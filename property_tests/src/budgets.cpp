@@ -164,6 +164,12 @@ bool Budgets::has_own(Op op, std::string_view kernel, DType dtype) const {
   return table_.count({op, std::string(kernel), dtype}) != 0;
 }
 
+bool Budgets::covers(Op op) const {
+  for (const auto& entry : table_)
+    if (std::get<0>(entry.first) == op) return true;
+  return false;
+}
+
 const KernelBudget& Budgets::for_kernel(Op op, std::string_view kernel, DType dtype) const {
   auto it = table_.find({op, std::string(kernel), dtype});
   if (it == table_.end()) it = table_.find({op, "default", dtype});

@@ -73,6 +73,9 @@ class Budgets {
   const KernelBudget& for_kernel(std::string_view kernel, DType dtype) const { return for_kernel(Op::layernorm, kernel, dtype); }
   bool has_own(Op op, std::string_view kernel, DType dtype) const;
   bool has_own(std::string_view kernel, DType dtype) const { return has_own(Op::layernorm, kernel, dtype); }
+  // Whether any section (a kernel's or the default) is for this op: a budgets file written before
+  // RMSNorm existed has none of its sections, and `lnorm verify` then leaves RMSNorm out unless asked.
+  bool covers(Op op) const;
   const std::string& source() const { return source_; }
 
  private:
