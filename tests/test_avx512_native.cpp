@@ -74,7 +74,7 @@ void compare_run(const Problem& p, const Tensors& t) {
     std::size_t i = 0;
     while (a[i] == static_cast<unsigned char>(e[i])) ++i;
     std::ostringstream s;
-    s << g_pair.native->name << " " << name(p.dtype) << " " << p.rows << "x" << p.cols << " eps " << p.eps << " gamma "
+    s << g_pair.native->name << " " << name(p.op) << " " << name(p.dtype) << " " << p.rows << "x" << p.cols << " eps " << p.eps << " gamma "
       << p.has_gamma << " beta " << p.has_beta << ": " << what << " differs first at byte " << i;
     g_pair.first = s.str();
   };
@@ -84,28 +84,34 @@ void compare_run(const Problem& p, const Tensors& t) {
 }
 
 const KernelInfo kCompare{"avx512_native_vs_emulated", "runs both, records differences", DTypeSet{DType::f32, DType::f16, DType::bf16},
-                          [](const Problem&) -> std::optional<std::string> { return std::nullopt; }, &compare_run};
+                          [](const Problem&) -> std::optional<std::string> { return std::nullopt; }, &compare_run,
+                          false, OpSet{Op::layernorm, Op::rmsnorm}};
 
 void bits_equal_on_suite(const char* native, const KernelInfo& emulated, bool quick) {
   const auto budgets = verify::Budgets::builtin();
   verify::Settings settings;
   settings.quick = quick;
   settings.command = "test_avx512_native";
-  for (DType d : {DType::f32, DType::f16, DType::bf16}) {
-    g_pair = Pair{};
-    g_pair.native = find_kernel(native);
-    g_pair.emulated = &emulated;
-    REQUIRE(g_pair.native);
-    // The suite only drives the cases here: budgets are lnorm verify's business (its draws differ by
-    // kernel name), bits are this test's.
-    for (const verify::Outcome& o : verify::verify_kernel(kCompare, d, budgets.for_kernel(native, d), settings)) {
-      INFO(native << " " << name(d) << " " << name(o.property) << ": " << name(o.status) << "\n" << o.message);
-      CHECK(o.status != verify::Status::skipped);
+  for (Op op : kAllOps) {
+    for (DType d : {DType::f32, DType::f16, DType::bf16}) {
+      g_pair = Pair{};
+      g_pair.native = find_kernel(native);
+      g_pair.emulated = &emulated;
+      REQUIRE(g_pair.native);
+      // The suite only drives the cases here: budgets are lnorm verify's business (its draws differ by
+      // kernel name), bits are this test's.
+      for (const verify::Outcome& o : verify::verify_kernel(kCompare, op, d, budgets.for_kernel(op, native, d), settings)) {
+        INFO(native << " " << name(op) << " " << name(d) << " " << name(o.property) << ": " << name(o.status) << "\n"
+                    << o.message);
+        CHECK(o.status != verify::Status::skipped);
+      }
+      INFO(native << " " << name(op) << " " << name(d) << ": " << g_pair.calls << " runs, " << g_pair.elements
+                  << " elements; " << g_pair.first);
+      CHECK(g_pair.calls > (quick ? 10 : 100));
+      CHECK(g_pair.mismatches == 0);
+      WARN(native << " " << name(op) << " " << name(d) << ": native == emulated on " << g_pair.calls << " runs, "
+                  << g_pair.elements << " elements");
     }
-    INFO(native << " " << name(d) << ": " << g_pair.calls << " runs, " << g_pair.elements << " elements; " << g_pair.first);
-    CHECK(g_pair.calls > (quick ? 10 : 100));
-    CHECK(g_pair.mismatches == 0);
-    WARN(native << " " << name(d) << ": native == emulated on " << g_pair.calls << " runs, " << g_pair.elements << " elements");
   }
 }
 
