@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
       for (const std::string& c : copy_names())
         if (copy_unavailable(c).empty()) entries.push_back({c, nullptr, d, s});
       if (onednn_unavailable(d).empty()) entries.push_back({"onednn", nullptr, d, s});
-      for (Op op : kAllOps) {
+      for (Op op : kNormOps) {  // Add & Norm: not benchmarked yet
         for (const KernelInfo& k : registry()) {
           const Problem probe = with_op(make_problem(s.rows, s.cols, d, 1e-5, true, op == Op::layernorm), op);
           if (k.cautionary || unavailable_reason(k, probe)) continue;

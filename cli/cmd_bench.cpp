@@ -186,7 +186,7 @@ void add_bench(CLI::App& app, int& exit_code) {
     if (shapes.empty()) shapes = bench::builtin_shapes(f->quick);
     const auto dtypes = dtypes_or(f->dtypes, {DType::f32, DType::bf16, DType::f16});
     std::vector<Op> ops;
-    for (const std::string& o : f->ops) ops.push_back(op_flag(o));
+    for (const std::string& o : f->ops) ops.push_back(norm_op_flag(o, "bench"));
     if (ops.empty()) ops.push_back(Op::layernorm);
     std::vector<const KernelInfo*> kernels;
     for (const std::string& k : f->kernels) kernels.push_back(&kernel_flag(k));
@@ -247,7 +247,7 @@ void add_select(CLI::App& app, int& exit_code) {
   add_plugin_flag(cmd);
   cmd->callback([f, &exit_code] {
     check_outputs({{f->json, "--json"}}, {});
-    const bench::SelectRequest request{shape_flag(f->shape), dtype_flag(f->dtype), f->max_ulp, op_flag(f->op)};
+    const bench::SelectRequest request{shape_flag(f->shape), dtype_flag(f->dtype), f->max_ulp, norm_op_flag(f->op, "select")};
     const verify::Budgets budgets = verify::Budgets::builtin();
     // The verified accuracy select qualifies kernels on: budgets.toml (plugins: its [default] sections).
     const auto accuracy = [&](const KernelInfo& k) {

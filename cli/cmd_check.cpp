@@ -19,9 +19,14 @@ namespace {
 
 struct CheckFlags {
   ProblemFlags problem;
-  std::string y, mean, rstd, json;
+  std::string y, mean, rstd, json, h;
   Budget budget;
+  bool max_ulp_given = false;
   double max_mean_ulp = -1, max_rstd_ulp = -1;  // < 0: report only
+  // h's budget in ulps of h's format at the exact sum: --max-h-ulp, else --max-ulp when given, else 0.5
+  // (the sum rounded once; every kernel here writes it, and one rounding of x + residual is all a sum needs).
+  double max_h_ulp = -1;
+  double h_budget() const { return max_h_ulp >= 0 ? max_h_ulp : max_ulp_given ? budget.a : 0.5; }
 };
 
 io::NpyReader open_stats(const std::string& path, const char* flag, const ProblemInputs& in) {
@@ -58,7 +63,9 @@ nlohmann::json stat_json(const StatSummary& s, double limit, const char* metric)
 }
 
 int run_check(const CheckFlags& f) {
-  check_outputs({{f.json, "--json"}}, {f.problem.x, f.problem.gamma, f.problem.beta, f.y, f.mean, f.rstd});
+  check_outputs({{f.json, "--json"}}, {f.problem.x, f.problem.gamma, f.problem.beta, f.y, f.mean, f.rstd, f.problem.residual, f.h});
+  if (!f.h.empty() && f.problem.residual.empty()) throw InputError("--h: needs --residual (the candidate h is x + residual)");
+  if (f.max_h_ulp >= 0 && f.h.empty()) throw InputError("--max-h-ulp: needs --h (the candidate h it gates)");
   check_stat_flags(op_flag(f.problem.op), f.mean);
   if (f.max_mean_ulp >= 0 && f.mean.empty())
     throw InputError("--max-mean-ulp: needs --mean (the candidate mean it gates)");
@@ -74,13 +81,25 @@ int run_check(const CheckFlags& f) {
   std::optional<io::NpyReader> mean_in, rstd_in;
   if (!f.mean.empty()) mean_in.emplace(open_stats(f.mean, "--mean", in));
   if (!f.rstd.empty()) rstd_in.emplace(open_stats(f.rstd, "--rstd", in));
+  const bool fused = fused_add(p.op);
+  std::optional<io::NpyReader> h_in;
+  if (!f.h.empty()) {
+    h_in.emplace(f.h);
+    if (h_in->header().descr != in.residual->header().descr)
+      throw InputError(f.h + ": --h holds '" + h_in->header().descr + "' but the residual holds '" +
+                       in.residual->header().descr + "' (h is stored in the residual's dtype)");
+    if (h_in->header().shape != in.shape)
+      throw InputError(f.h + ": has shape " + shape_text(h_in->header().shape) + " but x has shape " + shape_text(in.shape));
+  }
+  const std::size_t hs = size_of(p.residual_dtype);
+  const Budget h_budget{f.h_budget(), 0};
 
   const std::size_t es = size_of(p.dtype), ss = size_of(stats_dtype(p.dtype));
   const std::int64_t chunk = rows_per_chunk(p.cols, es);
   const int threads = p.threads;
-  ErrorSummary ey;
+  ErrorSummary ey, eh;
   StatSummary em, er;
-  std::vector<std::byte> xbuf, cbuf, mbuf, rbuf;
+  std::vector<std::byte> xbuf, cbuf, mbuf, rbuf, resbuf, hbuf;
   for (std::int64_t r0 = 0; r0 < p.rows; r0 += chunk) {
     const std::int64_t nr = std::min(chunk, p.rows - r0);
     xbuf.resize(static_cast<std::size_t>(nr * p.cols) * es);
@@ -91,20 +110,31 @@ int run_check(const CheckFlags& f) {
     rbuf.resize(mbuf.size());
     if (mean_in) mean_in->read(r0, nr, mbuf.data());
     if (rstd_in) rstd_in->read(r0, nr, rbuf.data());
+    if (fused) {
+      resbuf.resize(static_cast<std::size_t>(nr * p.cols) * hs);
+      in.residual->read(r0 * p.cols, nr * p.cols, resbuf.data());
+    }
+    if (h_in) {
+      hbuf.resize(static_cast<std::size_t>(nr * p.cols) * hs);
+      h_in->read(r0 * p.cols, nr * p.cols, hbuf.data());
+    }
     // Each thread takes a contiguous block of rows; partial summaries merge in row order, so the
     // report does not depend on the thread count.
     const CheckSummary part = measure_rows(p, xbuf.data(), in.gamma_data.empty() ? nullptr : in.gamma_data.data(),
                                            in.beta_data.empty() ? nullptr : in.beta_data.data(), cbuf.data(),
                                            mean_in ? mbuf.data() : nullptr, rstd_in ? rbuf.data() : nullptr, nr, r0,
-                                           f.budget, threads);
+                                           f.budget, threads,
+                                           AddInputs{fused ? resbuf.data() : nullptr, h_in ? hbuf.data() : nullptr, h_budget});
     ey.merge(part.y);
+    eh.merge(part.h);
     em.merge(part.mean);
     er.merge(part.rstd);
   }
 
   const bool mean_ok = !mean_in || em.passes(f.max_mean_ulp);
   const bool rstd_ok = !rstd_in || er.passes(f.max_rstd_ulp);
-  const bool pass = ey.within_budget() && mean_ok && rstd_ok;
+  const bool h_ok = !h_in || eh.within_budget();
+  const bool pass = ey.within_budget() && mean_ok && rstd_ok && h_ok;
 
   // One summary line first (scripts and the demo read it), then the details.
   // max is "inf" where any output is a non-finite mismatch (NaN or Inf where the answer is finite, ...).
@@ -113,12 +143,15 @@ int run_check(const CheckFlags& f) {
               static_cast<long long>(ey.nonfinite_mismatches));
   if (mean_in) std::printf("  mean %g ulp", em.max_ulp);
   if (rstd_in) std::printf("  rstd %g ulp", er.max_ulp);
+  if (h_in) std::printf("  h max %.3g ulp (budget %g) correctly rounded %.2f%%", eh.max_ulp, h_budget.a,
+                        100 * eh.correctly_rounded_fraction());
   std::printf("\n");
   std::printf("  input     %s %s, %s %s, axis %d, eps %.9g, %lld rows x %lld", f.problem.x.c_str(),
               shape_text(in.shape).c_str(), std::string(name(p.op)).c_str(), std::string(name(p.dtype)).c_str(),
               in.axis, p.eps, static_cast<long long>(p.rows), static_cast<long long>(p.cols));
   if (p.param_dtype != p.dtype) std::printf(", gamma/beta %s", std::string(name(p.param_dtype)).c_str());
   if (p.gamma_offset != 0) std::printf(", weight %.9g + gamma", p.gamma_offset);
+  if (fused) std::printf(", residual %s %s", f.problem.residual.c_str(), std::string(name(p.residual_dtype)).c_str());
   std::printf("\n");
   if (ey.max_ulp_index >= 0)
     std::printf("  worst y   %s: got %.17g, exact %.17g, %.4g scaled ulp%s, row kappa %.3g\n",
@@ -134,6 +167,11 @@ int run_check(const CheckFlags& f) {
     std::printf("  mean      max %g ulp of max(|mean|, sqrt(var+eps)) at row %lld (got %.9g, exact %.9g), non-finite mismatches %lld\n",
                 em.max_ulp, static_cast<long long>(em.max_ulp_index), em.max_ulp_got, em.max_ulp_exact,
                 static_cast<long long>(em.nonfinite_mismatches));
+  if (h_in && eh.max_ulp_index >= 0)
+    std::printf("  worst h   %s: got %.17g, exact sum %.17g, %.4g ulp%s; %lld of %lld over budget, non-finite mismatches %lld\n",
+                coords(eh.max_ulp_index, in.shape).c_str(), eh.max_ulp_got, eh.max_ulp_exact, eh.max_ulp,
+                std::isinf(eh.max_ulp) ? " (non-finite mismatch)" : "", static_cast<long long>(eh.over_budget),
+                static_cast<long long>(eh.elements), static_cast<long long>(eh.nonfinite_mismatches));
   if (rstd_in && er.max_ulp_index >= 0)
     std::printf("  rstd      max %g ulp at row %lld (got %.9g, exact %.9g), non-finite mismatches %lld\n", er.max_ulp,
                 static_cast<long long>(er.max_ulp_index), er.max_ulp_got, er.max_ulp_exact,
@@ -153,6 +191,16 @@ int run_check(const CheckFlags& f) {
         {"over_budget", ey.over_budget}, {"budget", {{"a", f.budget.a}, {"b", f.budget.b}}}, {"pass", pass}};
     if (mean_in) j["mean"] = stat_json(em, f.max_mean_ulp, "ulps of max(|mean|, sqrt(var + eps))");
     if (rstd_in) j["rstd"] = stat_json(er, f.max_rstd_ulp, "ulps of rstd");
+    if (fused) j["residual"] = f.problem.residual, j["residual_dtype"] = std::string(name(p.residual_dtype));
+    if (h_in) {
+      j["h"] = {{"candidate", f.h}, {"metric", "ulps of h's format at the exact sum x + residual"},
+                {"elements", eh.elements}, {"max_ulp", ulp_json(eh.max_ulp)}, {"max_ulp_nonfinite", std::isinf(eh.max_ulp)},
+                {"max_finite_ulp", eh.max_finite_ulp}, {"max_ulp_index", eh.max_ulp_index}, {"max_ulp_got", eh.max_ulp_got},
+                {"max_ulp_exact", eh.max_ulp_exact}, {"correctly_rounded", eh.correctly_rounded_fraction()},
+                {"nonfinite_mismatches", eh.nonfinite_mismatches}, {"over_budget", eh.over_budget},
+                {"budget", h_budget.a}, {"pass", h_ok}};
+      j["y_pass"] = ey.within_budget();
+    }
     write_text_atomically(f.json, j.dump(2) + "\n");
   }
   return pass ? 0 : 1;
@@ -167,7 +215,9 @@ void add_check(CLI::App& app, int& exit_code) {
   cmd->add_option("--y", f->y, "Candidate output (.npy, x's shape and dtype)")->required();
   cmd->add_option("--mean", f->mean, "Candidate per-row mean (.npy, f32; f64 for f64 data; layernorm only)");
   cmd->add_option("--rstd", f->rstd, "Candidate per-row rstd (.npy, f32; f64 for f64 data)");
-  cmd->add_option("--max-ulp", f->budget.a, "Budget: allowed scaled ulps per element, flat part a")->default_val(8.0);
+  cmd->add_option("--h", f->h, "Add & Norm: candidate h = x + residual (.npy, the residual's shape and dtype; needs --residual)");
+  auto* max_ulp = cmd->add_option("--max-ulp", f->budget.a, "Budget: allowed scaled ulps per element, flat part a (and h's budget unless --max-h-ulp)")->default_val(8.0);
+  cmd->add_option("--max-h-ulp", f->max_h_ulp, "Budget for h: ulps of h's format at the exact sum (default: --max-ulp if given, else 0.5: h rounded once)");
   cmd->add_option("--max-ulp-per-kappa", f->budget.b, "Budget: allowed scaled ulps per unit of row kappa, b")
       ->default_val(1.0);
   cmd->add_option("--max-mean-ulp", f->max_mean_ulp, "Also gate the mean: its error in ulps of max(|mean|, sqrt(var + eps)), as verify and budgets.toml measure it (default: report only)");
@@ -175,7 +225,8 @@ void add_check(CLI::App& app, int& exit_code) {
   cmd->add_option("--json", f->json, "Write the measurements as JSON here");
   cmd->add_option("--threads", f->problem.threads, "Threads for the reference (default: all cores)")
       ->default_val(std::max(1u, std::thread::hardware_concurrency()));
-  cmd->callback([f, &exit_code] {
+  cmd->callback([f, max_ulp, &exit_code] {
+    f->max_ulp_given = max_ulp->count() > 0;
     if (!(f->budget.a >= 0) || !(f->budget.b >= 0)) throw InputError("--max-ulp/--max-ulp-per-kappa: must be >= 0");
     exit_code = run_check(*f);
   });

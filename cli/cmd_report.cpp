@@ -88,7 +88,7 @@ void run_report(const ReportFlags& f, int& exit_code) {
   // Every flag is checked before anything is created.
   kernels_flag(f.kernels);
   for (const std::string& d : f.dtypes) dtype_flag(d);
-  for (const std::string& o : f.ops) op_flag(o);
+  for (const std::string& o : f.ops) norm_op_flag(o, "report");
   for (const std::string& p : f.peers) peer_flag(p);
   // The folder is created with its parents, like `cmake -B`; only a failure to create it is an error.
   std::error_code ec;
@@ -116,7 +116,7 @@ void run_report(const ReportFlags& f, int& exit_code) {
     s.threads = f.threads > 0 ? f.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     s.kernels = kernels_flag(f.kernels);
     for (const std::string& d : f.dtypes) s.dtypes.push_back(dtype_flag(d));
-    for (const std::string& o : f.ops) s.ops.push_back(op_flag(o));
+    for (const std::string& o : f.ops) s.ops.push_back(norm_op_flag(o, "report"));
     for (const std::string& p : f.peers) s.peers.push_back(peer_flag(p));
     s.scratch_dir = f.out + "/.scratch";
     const bool tty = isatty(fileno(stderr));

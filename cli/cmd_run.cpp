@@ -17,15 +17,19 @@ namespace {
 
 struct RunFlags {
   ProblemFlags problem;
-  std::string kernel, y, mean, rstd;
+  std::string kernel, y, mean, rstd, h;
 };
 
 // kernel == nullptr: the exact reference.
 int run_problem(const RunFlags& f, const KernelInfo* kernel) {
-  check_outputs({{f.y, "--y"}, {f.mean, "--mean"}, {f.rstd, "--rstd"}}, {f.problem.x, f.problem.gamma, f.problem.beta});
+  check_outputs({{f.y, "--y"}, {f.mean, "--mean"}, {f.rstd, "--rstd"}, {f.h, "--h"}},
+                {f.problem.x, f.problem.gamma, f.problem.beta, f.problem.residual});
   check_stat_flags(op_flag(f.problem.op), f.mean);
+  if (!f.h.empty() && f.problem.residual.empty()) throw InputError("--h: needs --residual (h = x + residual)");
   ProblemInputs in = load_problem(f.problem);
   const Problem& p = in.problem;
+  const bool fused = fused_add(p.op);
+  const std::size_t hs = size_of(p.residual_dtype);
   if (kernel) {
     if (const auto why = unavailable_reason(*kernel, p))
       throw InputError("--kernel " + f.kernel + ": cannot run here: " + *why);
@@ -36,14 +40,17 @@ int run_problem(const RunFlags& f, const KernelInfo* kernel) {
   std::optional<io::NpyWriter> mean, rstd;
   if (!f.mean.empty()) mean.emplace(f.mean, stats_descr, in.stats_shape());
   if (!f.rstd.empty()) rstd.emplace(f.rstd, stats_descr, in.stats_shape());
+  std::optional<io::NpyWriter> h;
+  if (!f.h.empty()) h.emplace(f.h, in.residual->header().descr, in.shape);
 
   // A plugin kernel that crashes must not leave the temporary outputs behind (crash_guard.hpp).
   std::vector<std::string> temps{y.temp_path()};
   if (mean) temps.push_back(mean->temp_path());
   if (rstd) temps.push_back(rstd->temp_path());
+  if (h) temps.push_back(h->temp_path());
   const RemoveOnCrash remove_on_crash(temps);
   const std::int64_t chunk = rows_per_chunk(p.cols, es);
-  std::vector<std::byte> xbuf, ybuf, mbuf, rbuf;
+  std::vector<std::byte> xbuf, ybuf, mbuf, rbuf, resbuf, hbuf;
   for (std::int64_t r0 = 0; r0 < p.rows; r0 += chunk) {
     const std::int64_t nr = std::min(chunk, p.rows - r0);
     xbuf.resize(static_cast<std::size_t>(nr * p.cols) * es);
@@ -51,21 +58,32 @@ int run_problem(const RunFlags& f, const KernelInfo* kernel) {
     mbuf.resize(static_cast<std::size_t>(nr) * ss);
     rbuf.resize(mbuf.size());
     in.x.read(r0 * p.cols, nr * p.cols, xbuf.data());
+    if (fused) {
+      resbuf.resize(static_cast<std::size_t>(nr * p.cols) * hs);
+      hbuf.resize(resbuf.size());
+      in.residual->read(r0 * p.cols, nr * p.cols, resbuf.data());
+    }
     Problem part = p;
     part.rows = nr;
     // The mean only for an op that has one (rmsnorm's kernels get a null mean, and must not write one).
-    const Tensors t{xbuf.data(), in.gamma_data.empty() ? nullptr : in.gamma_data.data(),
-                    in.beta_data.empty() ? nullptr : in.beta_data.data(), ybuf.data(),
-                    centred(p.op) ? mbuf.data() : nullptr, rbuf.data()};
+    Tensors t{xbuf.data(), in.gamma_data.empty() ? nullptr : in.gamma_data.data(),
+              in.beta_data.empty() ? nullptr : in.beta_data.data(), ybuf.data(),
+              centred(p.op) ? mbuf.data() : nullptr, rbuf.data()};
+    if (fused) {
+      t.residual = resbuf.data();
+      t.h = hbuf.data();
+    }
     if (kernel) kernel->run(part, t);
     else reference(part, t);
     y.write(ybuf.data(), ybuf.size());
+    if (h) h->write(hbuf.data(), hbuf.size());
     if (mean) mean->write(mbuf.data(), mbuf.size());
     if (rstd) rstd->write(rbuf.data(), rbuf.size());
   }
   y.commit();
   if (mean) mean->commit();
   if (rstd) rstd->commit();
+  if (h) h->commit();
   return 0;
 }
 
@@ -74,6 +92,7 @@ void add_outputs(CLI::App& cmd, RunFlags& f) {
   cmd.add_option("--mean", f.mean, "Per-row mean (.npy, f32; f64 for f64 data; ONNX Mean shape; layernorm only)");
   cmd.add_option("--rstd", f.rstd,
                  "Per-row 1/sqrt(var+eps), rmsnorm 1/sqrt(mean(x^2)+eps) (.npy, f32; f64 for f64 data; ONNX InvStdDev shape)");
+  cmd.add_option("--h", f.h, "Add & Norm: the sum h = x + residual (.npy, the residual's shape and dtype; needs --residual)");
 }
 
 }  // namespace

@@ -59,8 +59,15 @@ const KernelInfo& kernel_flag(const std::string& name) {
 
 Op op_flag(const std::string& name) {
   const auto o = parse_op(name);
-  if (!o) throw InputError("--op " + name + ": expected layernorm or rmsnorm");
+  if (!o) throw InputError("--op " + name + ": expected layernorm, rmsnorm, add_layernorm or add_rmsnorm");
   return *o;
+}
+
+Op norm_op_flag(const std::string& name, const char* command) {
+  const Op o = op_flag(name);
+  if (fused_add(o))
+    throw InputError("--op " + name + ": `lnorm " + command + "` does not take Add & Norm yet (run, reference, check and verify do)");
+  return o;
 }
 
 void check_stat_flags(Op op, const std::string& mean_path, const char* mean_flag) {
@@ -128,7 +135,7 @@ ProblemInputs load_problem(const ProblemFlags& f) {
     throw InputError(std::string("--eps: must be finite and >= 0 (got ") + got + ")");
   }
   if (f.threads < 1) throw InputError("--threads: must be >= 1");
-  ProblemInputs in{io::NpyReader(f.x), {}, {}, {}, 0, {}, {}, {}};
+  ProblemInputs in{io::NpyReader(f.x), {}, {}, {}, {}, 0, {}, {}, {}};
   in.shape = in.x.header().shape;
   const DType dtype = dtype_for(in.x, f.dtype);
   const int rank = static_cast<int>(in.shape.size());
@@ -141,7 +148,22 @@ ProblemInputs load_problem(const ProblemFlags& f) {
   for (int i = 0; i < rank; ++i) (i < in.axis ? rows : cols) *= in.shape[static_cast<std::size_t>(i)];
   if (cols == 0) throw InputError(f.x + ": the normalized dims (from axis " + std::to_string(in.axis) + " on) have zero width");
   const std::vector<std::int64_t> row_shape(in.shape.begin() + in.axis, in.shape.end());
-  const Op op = op_flag(f.op);
+  Op op = op_flag(f.op);
+  std::optional<DType> residual_dtype;
+  if (!f.residual.empty()) {  // Add & Norm: --op names the norm (or its add_ form)
+    op = with_add(op);
+    in.residual.emplace(f.residual);
+    const auto& rh = in.residual->header();
+    if (rh.shape != in.shape)
+      throw InputError(f.residual + ": --residual has shape " + shape_text(rh.shape) + " but x has shape " + shape_text(in.shape));
+    if (rh.descr == in.x.header().descr) residual_dtype = dtype;
+    else if (rh.descr == "<f4" && (dtype == DType::f16 || dtype == DType::bf16)) residual_dtype = DType::f32;
+    else
+      throw InputError(f.residual + ": --residual holds '" + rh.descr + "' but x holds '" + in.x.header().descr + "' (" +
+                       std::string(name(dtype)) + "): the residual is x's dtype, or '<f4' (f32) with f16/bf16 x");
+  } else if (fused_add(op)) {
+    throw InputError("--op " + f.op + ": needs --residual (h = x + residual, then the norm of h)");
+  }
   std::optional<DType> param_dtype;
   if (!f.gamma.empty()) {
     in.gamma.emplace(f.gamma);
@@ -162,6 +184,7 @@ ProblemInputs load_problem(const ProblemFlags& f) {
     throw InputError("--gamma-offset: needs --gamma (y uses gamma-offset + gamma; without gamma the weight is 1)");
   in.problem = with_op(make_problem(rows, cols, dtype, f.eps, !f.gamma.empty(), !f.beta.empty(), f.threads), op);
   in.problem = set_params(in.problem, param_dtype.value_or(dtype), f.gamma_offset);
+  if (residual_dtype) in.problem = set_residual(in.problem, *residual_dtype);
   return in;
 }
 

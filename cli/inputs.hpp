@@ -29,10 +29,14 @@ struct ProblemFlags {
   int threads = 1;
   std::string op = "layernorm";
   double gamma_offset = 0;
+  std::string residual;  // Add & Norm: given, the op is add_<op>
 };
 
-// --op value; throws InputError "--op O: expected layernorm or rmsnorm".
+// --op value; throws InputError "--op O: expected layernorm, rmsnorm, add_layernorm or add_rmsnorm".
 Op op_flag(const std::string& name);
+// --op for a command that does not take Add & Norm yet (bench, select, report): a plain norm, or an
+// InputError naming the command.
+Op norm_op_flag(const std::string& name, const char* command);
 // Refuses (InputError naming the flag) a statistic the op does not have: --mean with rmsnorm.
 void check_stat_flags(Op op, const std::string& mean_path, const char* mean_flag = "--mean");
 
@@ -49,6 +53,7 @@ std::string shape_text(const std::vector<std::int64_t>& shape);
 struct ProblemInputs {
   io::NpyReader x;
   std::optional<io::NpyReader> gamma, beta;
+  std::optional<io::NpyReader> residual;  // Add & Norm: x's shape; x's dtype or f32 with 16-bit x
   std::vector<std::int64_t> shape;       // x's shape
   int axis = 0;                          // normalized to [0, rank)
   Problem problem;                       // rows × cols, op, dtype, param_dtype, eps and offset (kernel format), threads

@@ -10,7 +10,11 @@ namespace lnorm::cli {
 inline void add_problem_flags(CLI::App& cmd, ProblemFlags& f) {
   cmd.add_option("--x", f.x, "Input tensor (.npy: <f4, <f8, <f2, or <u2 holding bf16 bits)")->required();
   cmd.add_option("--op", f.op, "layernorm (y = (x - mean)*rstd*gamma + beta) or rmsnorm (y = x*rstd*gamma, "
-                               "rstd = 1/sqrt(mean(x^2) + eps); no mean)")->default_val("layernorm");
+                               "rstd = 1/sqrt(mean(x^2) + eps); no mean); add_layernorm/add_rmsnorm with --residual")
+      ->default_val("layernorm");
+  cmd.add_option("--residual", f.residual,
+                 "Add & Norm: h = x + residual rounded once to the residual's dtype (x's, or <f4 with f16/bf16 x), "
+                 "then the norm of h (the op becomes add_<op>)");
   cmd.add_option("--gamma", f.gamma,
                  "Scale, shaped like the normalized dims (absent: 1); x's dtype, or <f4 (f32) with f16/bf16 x");
   cmd.add_option("--beta", f.beta, "Shift, shaped like the normalized dims (absent: 0); gamma's dtype");

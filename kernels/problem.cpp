@@ -23,6 +23,7 @@ Problem make_problem(std::int64_t rows, std::int64_t cols, DType dtype, double e
   p.has_beta = has_beta;
   p.threads = threads;
   p.param_dtype = dtype;
+  p.residual_dtype = dtype;
   return p;
 }
 
@@ -50,6 +51,15 @@ Problem set_params(Problem p, DType param_dtype, double gamma_offset) {
   p.param_dtype = param_dtype;
   // As eps: the kernels receive the offset in f32 (f64 for f64 data), and the reference uses that value.
   p.gamma_offset = p.dtype == DType::f64 ? gamma_offset : static_cast<double>(static_cast<float>(gamma_offset));
+  return p;
+}
+
+Problem set_residual(Problem p, DType residual_dtype) {
+  if (!fused_add(p.op)) throw std::invalid_argument(std::string(name(p.op)) + " has no residual (Add & Norm is add_" + std::string(name(p.op)) + ")");
+  if (const std::string why = param_dtype_problem(p.dtype, residual_dtype); !why.empty())
+    throw std::invalid_argument("residual in " + std::string(name(residual_dtype)) + " with " + std::string(name(p.dtype)) +
+                                " x: the residual is x's dtype, or f32 with f16/bf16 x");
+  p.residual_dtype = residual_dtype;
   return p;
 }
 

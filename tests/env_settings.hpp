@@ -24,7 +24,7 @@ inline std::uint64_t seed_from_env(std::uint64_t fallback) {
 
 inline std::vector<Op> ops_from_env() {
   const char* s = std::getenv("LNORM_VERIFY_OP");
-  if (!s || !*s) return {std::begin(kAllOps), std::end(kAllOps)};
+  if (!s || !*s) return {std::begin(kNormOps), std::end(kNormOps)};
   const auto op = parse_op(s);
   if (!op) throw std::invalid_argument(std::string("LNORM_VERIFY_OP=") + s + ": expected layernorm or rmsnorm");
   return {*op};

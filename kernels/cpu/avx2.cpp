@@ -549,7 +549,47 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
   rows_nan<T, true>(p, t, begin, end, g, b, s);
 }
 
+// h = x + residual for n elements of T: the f32 sum rounded once to T. Correctly rounded: f32's sum is
+// IEEE's, and f16/bf16 values are exact in f32, whose 24 bits are at least 2p + 2 of theirs (p = 11, 8),
+// so rounding the f32 sum to T is the once-rounded sum (Figueroa, "When is double rounding innocuous?",
+// 1995); tests/test_add_reference.cpp and verify's h check compare every h with the exact sum.
+template <class T>
+void add_row(const typename T::Bits* x, const typename T::Bits* r, typename T::Bits* h, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 s = _mm256_add_ps(load<T>(x + i), load<T>(r + i));
+    if constexpr (std::is_same_v<T, F32>) _mm256_storeu_ps(h + i, s);
+    else _mm_storeu_si128(reinterpret_cast<__m128i*>(h + i), narrow8<T>(s));
+  }
+  if (i == n) return;
+  // The tail through an 8-element buffer (no library calls in an ISA translation unit, isa.hpp).
+  typename T::Bits xb[8] = {}, rb[8] = {}, hb[8];
+  for (std::int64_t k = 0; k < n - i; ++k) xb[k] = x[i + k], rb[k] = r[i + k];
+  const __m256 s = _mm256_add_ps(load<T>(xb), load<T>(rb));
+  if constexpr (std::is_same_v<T, F32>) _mm256_storeu_ps(hb, s);
+  else _mm_storeu_si128(reinterpret_cast<__m128i*>(hb), narrow8<T>(s));
+  for (std::int64_t k = 0; k < n - i; ++k) h[i + k] = hb[k];
+}
+
+template <class T>
+void add_rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+  using B = typename T::Bits;
+  const auto* x = static_cast<const B*>(t.x);
+  const auto* r = static_cast<const B*>(t.residual);
+  auto* h = static_cast<B*>(t.h);
+  for (std::int64_t row = begin; row < end; ++row) add_row<T>(x + row * p.cols, r + row * p.cols, h + row * p.cols, p.cols);
+}
+
 }  // namespace
+
+void add_rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+  switch (p.dtype) {
+    case DType::f32: return add_rows_typed<F32>(p, t, begin, end);
+    case DType::f16: return add_rows_typed<F16>(p, t, begin, end);
+    case DType::bf16: return add_rows_typed<BF16>(p, t, begin, end);
+    case DType::f64: return;  // not offered (as rows)
+  }
+}
 
 void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged& staged) {
   switch (p.dtype) {

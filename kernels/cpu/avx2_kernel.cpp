@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "add_norm.hpp"
 #include "isa.hpp"
 #include "kernels.hpp"
 #include "lnorm/params.hpp"
@@ -27,34 +28,56 @@ std::optional<std::string> avx2_why_not(const Problem&) {
   return std::nullopt;
 }
 
+// Add & Norm: the residual in x's dtype (the SIMD drivers read their input as x's dtype; an f32
+// residual beside 16-bit x is the scalar kernels' for now).
+std::optional<std::string> avx2_add_why_not(const Problem& p) {
+  if (auto why = avx2_why_not(p)) return why;
+  if (fused_add(p.op) && p.residual_dtype != p.dtype)
+    return "the avx2 kernels take the residual in x's dtype (an f32 residual beside 16-bit x: welford, naive)";
+  return std::nullopt;
+}
+
 void avx2_run(const Problem& p, const Tensors& t) {
   // f32 gamma/beta with 16-bit x, or an offset: w = C + gamma and beta staged in f32 once per call.
   StagedParams<float> staged;
   if (!params_in_place(p)) staged = stage_params<float>(p, t);
   const Staged s{staged.gamma(), staged.beta()};
+  if (fused_add(p.op)) {
+    add_then_norm(p, t, &avx2::add_rows,
+                  [&](const Problem& np, const Tensors& nt, std::int64_t b, std::int64_t e) { avx2::rows(np, nt, b, e, s); });
+    return;
+  }
   split_rows(p, [&](std::int64_t begin, std::int64_t end) { avx2::rows(p, t, begin, end, s); });
 }
 
+// avx2_cr's f64 copies of a row, gamma and beta; allocated here (generic code, see isa.hpp), kept per
+// thread so repeated calls do not allocate.
+double* avx2_cr_scratch(std::int64_t cols) {
+  thread_local std::vector<double> scratch;
+  scratch.resize(static_cast<std::size_t>(avx2_cr::scratch_doubles(cols)));
+  return scratch.data();
+}
+
 void avx2_cr_run(const Problem& p, const Tensors& t) {
-  split_rows(p, [&](std::int64_t begin, std::int64_t end) {
-    // avx2_cr's f64 copies of a row, gamma and beta; allocated here (generic code, see isa.hpp), kept
-    // per thread so repeated calls do not allocate.
-    thread_local std::vector<double> scratch;
-    scratch.resize(static_cast<std::size_t>(avx2_cr::scratch_doubles(p.cols)));
-    avx2_cr::rows(p, t, begin, end, scratch.data());
-  });
+  if (fused_add(p.op)) {  // the same correctly rounded sum as avx2's, then the correctly rounded norm of h
+    add_then_norm(p, t, &avx2::add_rows, [&](const Problem& np, const Tensors& nt, std::int64_t b, std::int64_t e) {
+      avx2_cr::rows(np, nt, b, e, avx2_cr_scratch(np.cols));
+    });
+    return;
+  }
+  split_rows(p, [&](std::int64_t begin, std::int64_t end) { avx2_cr::rows(p, t, begin, end, avx2_cr_scratch(p.cols)); });
 }
 
 }  // namespace
 
 const KernelInfo kAvx2Cr{"avx2_cr",
                          "AVX2+FMA, correctly rounded: f64 math with a proven error bound (Ziv's test), double-double near midpoints",
-                         DTypeSet{DType::f32, DType::f16, DType::bf16}, &avx2_why_not, &avx2_cr_run, false,
-                         OpSet{Op::layernorm, Op::rmsnorm}};
+                         DTypeSet{DType::f32, DType::f16, DType::bf16}, &avx2_add_why_not, &avx2_cr_run, false,
+                         OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
 
 const KernelInfo kAvx2{"avx2",
                        "AVX2+FMA, 8 f32 lanes: one fused read of shifted sums (corrected two-pass if they cancel), two-float mean (RMSNorm: the sum of squares); streamed y at DRAM sizes; f32 math for f16/bf16",
-                       DTypeSet{DType::f32, DType::f16, DType::bf16}, &avx2_why_not, &avx2_run, false,
-                       OpSet{Op::layernorm, Op::rmsnorm}};
+                       DTypeSet{DType::f32, DType::f16, DType::bf16}, &avx2_add_why_not, &avx2_run, false,
+                       OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
 
 }  // namespace lnorm::cpu

@@ -25,6 +25,8 @@ namespace avx2 {
 // Rows [begin, end) of p (f32, f16 or bf16; layernorm or rmsnorm). Rows whose statistics leave the fast
 // path's safe range (near overflow, subnormal spread, NaN/Inf) are handed to welford_row.
 void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged& staged);
+// Add & Norm's sum for rows [begin, end): t.h = t.x + t.residual rounded once, residual in x's dtype.
+void add_rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end);
 }  // namespace avx2
 
 namespace avx2_cr {

@@ -35,6 +35,6 @@ struct TwoPassStats {
 const KernelInfo kNaive{
     "naive", "scalar textbook: two-pass mean and centred variance (RMSNorm: sum of squares); sequential f32 sums (f64 for f64)",
     DTypeSet{DType::f32, DType::f64, DType::f16, DType::bf16}, nullptr, &run_scalar<TwoPassStats>, false,
-    OpSet{Op::layernorm, Op::rmsnorm}};
+    OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
 
 }  // namespace lnorm::cpu

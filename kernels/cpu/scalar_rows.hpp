@@ -13,6 +13,7 @@
 
 #include "lnorm/half.hpp"
 #include "lnorm/params.hpp"
+#include "add_norm.hpp"
 #include "row_split.hpp"
 #include "lnorm/problem.hpp"
 
@@ -36,64 +37,99 @@ struct RowStats {
   Acc<T> scale = 1;
 };
 
-// StatsFn: RowStats<T> stats(const T* row, std::int64_t n, bool centred) (centred: LayerNorm; otherwise
-// RMSNorm's mean(x²) as var, mean 0).
-template <class T, class StatsFn>
-void normalize_rows(const Problem& p, const Tensors& t, StatsFn stats) {
+// StatsFn: RowStats<TIn> stats(const TIn* row, std::int64_t n, bool centred) (centred: LayerNorm;
+// otherwise RMSNorm's mean(x²) as var, mean 0). Rows [begin, end) of t.x (TIn) to t.y (T): TIn is T, or
+// f32 for Add & Norm's f32 h beside 16-bit y (both accumulate in f32).
+template <class T, class TIn, class StatsFn>
+void normalize_range(const Problem& p, const Tensors& t, StatsFn stats, const Acc<T>* gamma, const Acc<T>* beta,
+                     std::int64_t begin, std::int64_t end) {
   using A = Acc<T>;
-  const T* x = static_cast<const T*>(t.x);
-  const StagedParams<A> params = stage_params<A>(p, t);
-  const A* gamma = params.gamma();
-  const A* beta = params.beta();
+  static_assert(std::is_same_v<A, Acc<TIn>>);
+  const TIn* x = static_cast<const TIn*>(t.x);
   const bool is_centred = centred(p.op);
   T* y = static_cast<T*>(t.y);
   A* mean_out = static_cast<A*>(t.mean);
   A* rstd_out = static_cast<A*>(t.rstd);
   const A eps = static_cast<A>(p.eps);
   const std::int64_t n = p.cols;
-  split_rows(p, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t r = begin; r < end; ++r) {
-      const T* xr = x + r * n;
-      T* yr = y + r * n;
-      const RowStats<T> s = stats(xr, n, is_centred);
-      // eps·scale² may overflow to +Inf for subnormal rows: then rstd_scaled = 0 and y = β, the
-      // right answer to the format's precision since var ≪ eps there; the reported rstd is then
-      // taken unscaled, where var/scale² ≪ eps.
-      const A eps_scaled = s.scale == A(1) ? eps : eps * s.scale * s.scale;
-      // A NaN or Inf in the row reaches the mean or the variance; DESIGN says the whole row is NaN
-      // (an Inf alone would leave mean = ±Inf and y = NaN, a half-poisoned row).
-      const bool poisoned = !std::isfinite(s.mean) || std::isnan(s.var);
-      const A rstd = poisoned ? std::numeric_limits<A>::quiet_NaN() : A(1) / std::sqrt(s.var + eps_scaled);
-      if (mean_out) mean_out[r] = poisoned ? rstd : s.mean;
-      if (rstd_out) {
-        rstd_out[r] = std::isinf(eps_scaled) && !poisoned ? A(1) / std::sqrt(s.var / s.scale / s.scale + eps) : rstd * s.scale;
-      }
-      if (poisoned) {  // one NaN for the whole row: its bits do not depend on which operations met it
-        for (std::int64_t i = 0; i < n; ++i) {
-          if constexpr (std::is_same_v<T, double>) yr[i] = rstd;
-          else yr[i] = from_float<T>(rstd);
-        }
-        continue;
-      }
-      for (std::int64_t i = 0; i < n; ++i) {
-        A v = ((static_cast<A>(to_float(xr[i])) * s.scale - s.shift_scaled) - s.mean_from_shift) * rstd;
-        if (gamma) v *= gamma[i];
-        if (beta) v += beta[i];
-        if constexpr (std::is_same_v<T, double>) yr[i] = v;
-        else yr[i] = from_float<T>(v);
-      }
+  for (std::int64_t r = begin; r < end; ++r) {
+    const TIn* xr = x + r * n;
+    T* yr = y + r * n;
+    const RowStats<TIn> s = stats(xr, n, is_centred);
+    // eps·scale² may overflow to +Inf for subnormal rows: then rstd_scaled = 0 and y = β, the
+    // right answer to the format's precision since var ≪ eps there; the reported rstd is then
+    // taken unscaled, where var/scale² ≪ eps.
+    const A eps_scaled = s.scale == A(1) ? eps : eps * s.scale * s.scale;
+    // A NaN or Inf in the row reaches the mean or the variance; DESIGN says the whole row is NaN
+    // (an Inf alone would leave mean = ±Inf and y = NaN, a half-poisoned row).
+    const bool poisoned = !std::isfinite(s.mean) || std::isnan(s.var);
+    const A rstd = poisoned ? std::numeric_limits<A>::quiet_NaN() : A(1) / std::sqrt(s.var + eps_scaled);
+    if (mean_out) mean_out[r] = poisoned ? rstd : s.mean;
+    if (rstd_out) {
+      rstd_out[r] = std::isinf(eps_scaled) && !poisoned ? A(1) / std::sqrt(s.var / s.scale / s.scale + eps) : rstd * s.scale;
     }
-  });
+    if (poisoned) {  // one NaN for the whole row: its bits do not depend on which operations met it
+      for (std::int64_t i = 0; i < n; ++i) {
+        if constexpr (std::is_same_v<T, double>) yr[i] = rstd;
+        else yr[i] = from_float<T>(rstd);
+      }
+      continue;
+    }
+    for (std::int64_t i = 0; i < n; ++i) {
+      A v = ((static_cast<A>(to_float(xr[i])) * s.scale - s.shift_scaled) - s.mean_from_shift) * rstd;
+      if (gamma) v *= gamma[i];
+      if (beta) v += beta[i];
+      if constexpr (std::is_same_v<T, double>) yr[i] = v;
+      else yr[i] = from_float<T>(v);
+    }
+  }
 }
 
-// Dispatches on p.dtype to normalize_rows<T>(p, t, Stats::template of<T>).
+// Add & Norm's sum for rows [begin, end): h (TH) = x (T) + residual (TH), rounded once. The sum is formed
+// in Acc<TH> (f32, or f64 for f64) and rounded to TH: correctly rounded, since f32 and f64 sums are IEEE's
+// and f16/bf16 values are exact in f32, whose 24 bits are at least 2p + 2 of theirs (Figueroa 1995: the
+// second rounding is then innocuous).
+template <class T, class TH>
+void add_range(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+  const T* x = static_cast<const T*>(t.x);
+  const TH* res = static_cast<const TH*>(t.residual);
+  TH* h = static_cast<TH*>(t.h);
+  for (std::int64_t i = begin * p.cols; i < end * p.cols; ++i) {
+    const Acc<TH> v = static_cast<Acc<TH>>(to_float(x[i])) + static_cast<Acc<TH>>(to_float(res[i]));
+    if constexpr (std::is_same_v<TH, double> || std::is_same_v<TH, float>) h[i] = v;
+    else h[i] = from_float<TH>(v);
+  }
+}
+
+template <class T, class TIn, class Stats>
+void run_typed(const Problem& p, const Tensors& t, Stats stats) {
+  using A = Acc<T>;
+  const StagedParams<A> params = stage_params<A>(p, t);
+  if (fused_add(p.op)) {
+    add_then_norm(p, t, &add_range<T, TIn>, [&](const Problem& np, const Tensors& nt, std::int64_t b, std::int64_t e) {
+      normalize_range<T, TIn>(np, nt, stats, params.gamma(), params.beta(), b, e);
+    });
+    return;
+  }
+  if constexpr (std::is_same_v<T, TIn>) {  // the plain norm (run_scalar picks TIn = T for it)
+    split_rows(p, [&](std::int64_t begin, std::int64_t end) {
+      normalize_range<T, T>(p, t, stats, params.gamma(), params.beta(), begin, end);
+    });
+  }
+}
+
+// Dispatches on p.dtype (and for Add & Norm the residual's dtype: x's, or f32 beside 16-bit x) to
+// run_typed with Stats::template of the input type.
 template <template <class> class Stats>
 void run_scalar(const Problem& p, const Tensors& t) {
+  const bool f32_h = fused_add(p.op) && p.residual_dtype == DType::f32 && p.dtype != DType::f32;
   switch (p.dtype) {
-    case DType::f32: return normalize_rows<float>(p, t, Stats<float>{});
-    case DType::f64: return normalize_rows<double>(p, t, Stats<double>{});
-    case DType::f16: return normalize_rows<f16>(p, t, Stats<f16>{});
-    case DType::bf16: return normalize_rows<bf16>(p, t, Stats<bf16>{});
+    case DType::f32: return run_typed<float, float>(p, t, Stats<float>{});
+    case DType::f64: return run_typed<double, double>(p, t, Stats<double>{});
+    case DType::f16:
+      return f32_h ? run_typed<f16, float>(p, t, Stats<float>{}) : run_typed<f16, f16>(p, t, Stats<f16>{});
+    case DType::bf16:
+      return f32_h ? run_typed<bf16, float>(p, t, Stats<float>{}) : run_typed<bf16, bf16>(p, t, Stats<bf16>{});
   }
 }
 

@@ -207,6 +207,6 @@ void welford_row(const Problem& p, const Tensors& t, std::int64_t row) {
 const KernelInfo kWelford{
     "welford", "scalar careful: Welford updates in blocks of 32, Chan pairwise merge (RMSNorm: blocked pairwise sum of squares, range-scaled); f32 (f64 for f64)",
     DTypeSet{DType::f32, DType::f64, DType::f16, DType::bf16}, nullptr, &run_scalar<WelfordStats>, false,
-    OpSet{Op::layernorm, Op::rmsnorm}};
+    OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
 
 }  // namespace lnorm::cpu

@@ -124,7 +124,8 @@ ProblemArrays problem_arrays(py::handle x, py::handle gamma, py::handle beta, in
   for (int i = 0; i < rank; ++i) (i < in.axis ? rows : cols) *= in.shape[static_cast<std::size_t>(i)];
   if (cols == 0) throw py::value_error("x's normalized dims (axis " + std::to_string(in.axis) + " on) have zero width");
   const std::optional<Op> op = parse_op(op_name);
-  if (!op) throw py::value_error("op='" + op_name + "': expected 'layernorm' or 'rmsnorm'");
+  if (!op || fused_add(*op))  // Add & Norm: the CLI has it (--residual); the Python module does not yet
+    throw py::value_error("op='" + op_name + "': expected 'layernorm' or 'rmsnorm'");
   if (!std::isfinite(gamma_offset)) throw py::value_error("gamma_offset must be finite");
   if (gamma_offset != 0 && gamma.is_none())
     throw py::value_error("gamma_offset needs gamma (y uses gamma_offset + gamma; without gamma the weight is 1)");

@@ -156,7 +156,8 @@ py::dict verify_py(py::object fn, const std::string& kernel_name, const std::vec
                    py::object budgets_toml, const std::string& op_name, bool takes_offset, bool f32_params) {
   using namespace lnorm::verify;
   const std::optional<Op> op = parse_op(op_name);
-  if (!op) throw py::value_error("op='" + op_name + "': expected 'layernorm' or 'rmsnorm'");
+  if (!op || fused_add(*op))  // Add & Norm: the CLI has it (--residual); the Python module does not yet
+    throw py::value_error("op='" + op_name + "': expected 'layernorm' or 'rmsnorm'");
   if (!PyCallable_Check(fn.ptr())) throw py::type_error("fn must be callable: fn(x, gamma, beta, eps) -> y or (y, mean, rstd)");
   if (in_verify) throw std::runtime_error("lnorm.verify called from inside the callable it is verifying");
   if (cases < 0) throw py::value_error("cases must be >= 1");
@@ -291,7 +292,8 @@ py::dict case_py(const std::string& dtype, const std::vector<std::string>& class
                  std::uint64_t seed, const std::string& op_name) {
   using namespace lnorm::verify;
   const std::optional<Op> op = parse_op(op_name);
-  if (!op) throw py::value_error("op='" + op_name + "': expected 'layernorm' or 'rmsnorm'");
+  if (!op || fused_add(*op))  // Add & Norm: the CLI has it (--residual); the Python module does not yet
+    throw py::value_error("op='" + op_name + "': expected 'layernorm' or 'rmsnorm'");
   const auto d = parse_dtype(dtype);
   if (!d) throw py::value_error("dtype='" + dtype + "': expected 'f32', 'f64', 'f16' or 'bf16'");
   if (classes.empty()) throw py::value_error("classes: give at least one row class");
@@ -351,7 +353,8 @@ void bind_verify(py::module_& m) {
     const auto d = parse_dtype(dtype);
     if (!d) throw py::value_error("dtype='" + dtype + "': expected 'f32', 'f64', 'f16' or 'bf16'");
     const auto op = parse_op(op_name);
-    if (!op) throw py::value_error("op='" + op_name + "': expected 'layernorm' or 'rmsnorm'");
+    if (!op || fused_add(*op))  // Add & Norm: the CLI has it (--residual); the Python module does not yet
+    throw py::value_error("op='" + op_name + "': expected 'layernorm' or 'rmsnorm'");
     try {
       return budget_dict(verify::Budgets::builtin().for_kernel(*op, kernel, *d));
     } catch (const verify::BudgetError& e) {

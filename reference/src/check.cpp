@@ -24,15 +24,21 @@ std::uint64_t load_bits(const std::byte* p, std::size_t es, std::int64_t i) {
 
 void CheckSummary::merge(const CheckSummary& other) {
   y.merge(other.y);
+  h.merge(other.h);
   mean.merge(other.mean);
   rstd.merge(other.rstd);
 }
 
 CheckSummary measure_rows(const Problem& p, const void* x, const void* gamma, const void* beta, const void* y,
                           const void* mean, const void* rstd, std::int64_t rows, std::int64_t first_row,
-                          const Budget& budget, int threads) {
+                          const Budget& budget, int threads, const AddInputs& add) {
   const Format fmt = format_of(p.dtype), sfmt = format_of(stats_dtype(p.dtype));
   const std::size_t es = size_of(p.dtype), ss = size_of(sfmt.dtype);
+  const bool fused = fused_add(p.op);
+  const Format hfmt = format_of(p.residual_dtype);
+  const std::size_t hs = size_of(p.residual_dtype);
+  const auto* resb = static_cast<const std::byte*>(add.residual);
+  const auto* hb = static_cast<const std::byte*>(add.h);
   const auto* xb = static_cast<const std::byte*>(x);
   const auto* yb = static_cast<const std::byte*>(y);
   const auto* mb = static_cast<const std::byte*>(mean);
@@ -45,10 +51,23 @@ CheckSummary measure_rows(const Problem& p, const void* x, const void* gamma, co
       RowReferencer ref(p);
       std::vector<ElementReference> elems(static_cast<std::size_t>(p.cols));
       std::vector<std::byte> exact(static_cast<std::size_t>(p.cols) * es);
+      std::vector<std::byte> exact_h(fused ? static_cast<std::size_t>(p.cols) * hs : 0);
+      std::vector<ElementReference> sums(fused ? static_cast<std::size_t>(p.cols) : 0);
       CheckSummary& part = parts[static_cast<std::size_t>(ti)];
       for (std::int64_t r = begin; r < end; ++r) {
         const std::size_t off = static_cast<std::size_t>(r * p.cols) * es;
-        const RowReference row = ref.run(xb + off, gamma, beta, p.cols, exact.data(), elems.data());
+        const void* in = xb + off;
+        if (fused) {  // the norm of the exact h, whatever the candidate's h
+          const std::size_t hoff = static_cast<std::size_t>(r * p.cols) * hs;
+          add_row(p, xb + off, resb + hoff, p.cols, exact_h.data(), sums.data());
+          in = exact_h.data();
+          for (std::int64_t i = 0; hb && i < p.cols; ++i) {
+            const std::uint64_t got = load_bits(hb + hoff, hs, i);
+            part.h.add(hfmt, (first_row + r) * p.cols + i, bits_to_double(hfmt, got), got,
+                       load_bits(exact_h.data(), hs, i), sums[static_cast<std::size_t>(i)], 0.0, add.h_budget);
+          }
+        }
+        const RowReference row = ref.run(in, gamma, beta, p.cols, exact.data(), elems.data());
         for (std::int64_t i = 0; i < p.cols; ++i) {
           const std::uint64_t got = load_bits(yb + off, es, i);
           part.y.add(fmt, (first_row + r) * p.cols + i, bits_to_double(fmt, got), got, load_bits(exact.data(), es, i),

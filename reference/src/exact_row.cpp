@@ -88,6 +88,7 @@ void store_bits(const Format& f, void* dst, std::int64_t i, std::uint64_t bits) 
 
 struct RowReferencer::Impl {
   DType dtype, param_dtype;
+  DType in_dtype;     // what run() reads: x, or h (in the residual's dtype) for Add & Norm
   bool centred;       // LayerNorm subtracts the mean; RMSNorm takes it as 0
   double offset;      // C of w = C + γ, as the kernels receive it
   Format fmt, stats_fmt;
@@ -103,7 +104,8 @@ struct RowReferencer::Impl {
   bool fast_ok = false;
 
   explicit Impl(const Problem& p)
-      : dtype(p.dtype), param_dtype(p.param_dtype), centred(lnorm::centred(p.op)), offset(p.gamma_offset),
+      : dtype(p.dtype), param_dtype(p.param_dtype), in_dtype(fused_add(p.op) ? p.residual_dtype : p.dtype),
+        centred(lnorm::centred(p.op)), offset(p.gamma_offset),
         fmt(format_of(p.dtype)), stats_fmt(format_of(stats_dtype(p.dtype))), eps_dyadic(Dyadic::from_double(p.eps)),
         offset_dyadic(Dyadic::from_double(p.gamma_offset)) {}
 
@@ -128,7 +130,7 @@ struct RowReferencer::Impl {
       W = M + eps_dyadic * (n_big * n_big);
       detail::normalize(W);
     };
-    if (dtype == DType::f64) {
+    if (in_dtype == DType::f64) {
       detail::WideRowAccumulator acc(format_of(DType::f64).lsb_exponent());
       for (std::int64_t i = 0; i < n; ++i) acc.add(x[static_cast<std::size_t>(i)]);
       finish(acc);
@@ -221,7 +223,7 @@ struct RowReferencer::Impl {
   RowReference run(const void* xp, const void* gp, const void* bp, std::int64_t n, void* y_out,
                    ElementReference* elems) {
     RowReference out;
-    load(dtype, xp, n, x);
+    load(in_dtype, xp, n, x);
     if (gp) load(param_dtype, gp, n, gamma); else gamma.clear();
     if (bp) load(param_dtype, bp, n, beta); else beta.clear();
     const std::uint64_t nan_bits = double_to_bits(fmt, kNaN);

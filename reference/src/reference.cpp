@@ -1,5 +1,6 @@
 #include <vector>
 
+#include "lnorm/add.hpp"
 #include "lnorm/parallel.hpp"
 #include "lnorm/reference.hpp"
 
@@ -10,9 +11,21 @@ void reference(const Problem& p, const Tensors& t, double* kappa) {
   const Format stats = format_of(stats_dtype(p.dtype));
   parallel_rows(p.rows, p.threads, [&](std::int64_t begin, std::int64_t end) {
     RowReferencer ref(p);
+    std::vector<std::byte> h_scratch;  // Add & Norm without an h output: h is still what the norm reads
     for (std::int64_t r = begin; r < end; ++r) {
       const auto off = static_cast<std::size_t>(r * p.cols) * es;
-      const RowReference row = ref.run(static_cast<const char*>(t.x) + off, p.has_gamma ? t.gamma : nullptr,
+      const void* in = static_cast<const char*>(t.x) + off;
+      if (fused_add(p.op)) {  // h first, rounded once; the norm reads h as stored
+        const auto hoff = static_cast<std::size_t>(r * p.cols) * size_of(p.residual_dtype);
+        void* h = t.h ? static_cast<char*>(t.h) + hoff : nullptr;
+        if (!h) {
+          h_scratch.resize(static_cast<std::size_t>(p.cols) * size_of(p.residual_dtype));
+          h = h_scratch.data();
+        }
+        add_row(p, in, static_cast<const char*>(t.residual) + hoff, p.cols, h, nullptr);
+        in = h;
+      }
+      const RowReference row = ref.run(in, p.has_gamma ? t.gamma : nullptr,
                                        p.has_beta ? t.beta : nullptr, p.cols,
                                        t.y ? static_cast<char*>(t.y) + off : nullptr, nullptr);
       if (t.mean) {

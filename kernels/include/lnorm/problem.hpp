@@ -46,19 +46,35 @@ constexpr DType stats_dtype(DType d) { return d == DType::f64 ? DType::f64 : DTy
 // The operation, an axis of the whole harness like the dtype (docs/DESIGN.md "Ops"):
 //   layernorm  y = (x − mean)·rstd·(C + γ) + β,  rstd = 1/sqrt(var + eps),   var = Σ(x − mean)²/n
 //   rmsnorm    y = x·rstd·(C + γ) (+ β when given), rstd = 1/sqrt(Σx²/n + eps)   — no mean, no mean output
-enum class Op : std::uint8_t { layernorm = 0, rmsnorm = 1 };
-inline constexpr Op kAllOps[] = {Op::layernorm, Op::rmsnorm};
+//   add_layernorm, add_rmsnorm   Add & Norm: h = x + residual rounded once to the residual's dtype
+//              (written out), then the norm of h as stored; y, mean and rstd as the plain norm's of h
+enum class Op : std::uint8_t { layernorm = 0, rmsnorm = 1, add_layernorm = 2, add_rmsnorm = 3 };
+inline constexpr Op kAllOps[] = {Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm};
+// The plain norms (no fused add).
+inline constexpr Op kNormOps[] = {Op::layernorm, Op::rmsnorm};
 
 constexpr std::string_view name(Op o) {
   switch (o) {
     case Op::layernorm: return "layernorm";
     case Op::rmsnorm: return "rmsnorm";
+    case Op::add_layernorm: return "add_layernorm";
+    case Op::add_rmsnorm: return "add_rmsnorm";
   }
   return "?";
 }
 std::optional<Op> parse_op(std::string_view s);
+// Add & Norm: the op reads a residual and writes h = x + residual.
+constexpr bool fused_add(Op o) { return o == Op::add_layernorm || o == Op::add_rmsnorm; }
+// The norm an op applies (to x, or to h for Add & Norm).
+constexpr Op norm_of(Op o) {
+  return o == Op::add_layernorm ? Op::layernorm : o == Op::add_rmsnorm ? Op::rmsnorm : o;
+}
+// The Add & Norm form of a norm (itself for an op that already has the add).
+constexpr Op with_add(Op o) {
+  return o == Op::layernorm ? Op::add_layernorm : o == Op::rmsnorm ? Op::add_rmsnorm : o;
+}
 // LayerNorm subtracts the row's mean (and reports it); RMSNorm takes the mean as 0.
-constexpr bool centred(Op o) { return o == Op::layernorm; }
+constexpr bool centred(Op o) { return norm_of(o) == Op::layernorm; }
 
 // A set of ops as a bit mask, for KernelInfo::ops.
 struct OpSet {
@@ -96,6 +112,9 @@ struct Problem {
   // y uses (gamma_offset + gamma): 1 for Gemma's (1 + w). As the kernel receives it: rounded to f32
   // unless dtype is f64 (set_params); only with gamma given.
   double gamma_offset = 0;
+  // Add & Norm only: the storage of residual and h, x's dtype or f32 with f16/bf16 x (flash-attn's
+  // residual_in_fp32). The norm reads h in this dtype; y keeps x's.
+  DType residual_dtype = DType::f32;
 
   std::int64_t elements() const { return rows * cols; }
 };
@@ -109,6 +128,9 @@ Problem make_problem(std::int64_t rows, std::int64_t cols, DType dtype, double e
 // f16/bf16 x), and for an offset without gamma.
 Problem with_op(Problem p, Op op);
 Problem set_params(Problem p, DType param_dtype, double gamma_offset);
+// Add & Norm's residual/h storage; throws std::invalid_argument as set_params does (and for an op
+// without the fused add).
+Problem set_residual(Problem p, DType residual_dtype);
 // "" when param_dtype may hold gamma/beta for x of dtype d; otherwise why not.
 std::string param_dtype_problem(DType d, DType param_dtype);
 
@@ -117,7 +139,8 @@ std::string param_dtype_problem(DType d, DType param_dtype);
 //   x, y: rows*cols elements of problem.dtype. gamma, beta: cols elements of problem.param_dtype, or
 //   null when absent. mean, rstd: rows elements of stats_dtype(problem.dtype), or null when not wanted
 //   (rmsnorm has no mean).
-//   residual, h (Add & Norm) and dy, dx, dgamma, dbeta (backward) are the ops that follow.
+//   residual (input) and h (output): Add & Norm only, rows*cols elements of problem.residual_dtype.
+//   dy, dx, dgamma, dbeta (backward) are for the op that follows.
 struct Tensors {
   const void* x = nullptr;
   const void* gamma = nullptr;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "lnorm/add.hpp"
 #include "lnorm/metrics.hpp"
 #include "lnorm/problem.hpp"
 
@@ -11,6 +12,7 @@ namespace lnorm {
 
 struct CheckSummary {
   ErrorSummary y;
+  ErrorSummary h;          // Add & Norm's sum, when a candidate h was given (elements == 0 otherwise)
   StatSummary mean, rstd;  // empty (rows == 0) when that statistic was not given
   void merge(const CheckSummary& other);  // other's indices must already be global
 };
@@ -21,8 +23,18 @@ struct CheckSummary {
 // of one large tensor can be measured in turn and merged. gamma/beta: problem.cols elements or null.
 // Rows are split over `threads` contiguous blocks merged in row order: the summary does not depend on
 // the thread count.
+// Add & Norm: the residual (input) and the candidate h (null: not measured), rows*cols elements of
+// problem.residual_dtype each. y is measured against the norm of the exact h (x + residual rounded
+// once), whatever the candidate's h; h against the exact sum, in ulps of h's format at the exact sum
+// (a correctly rounded h reads at most 0.5), gated by h_budget (b is unused: no kappa for a sum).
+struct AddInputs {
+  const void* residual = nullptr;
+  const void* h = nullptr;
+  Budget h_budget{0.5, 0};
+};
+
 CheckSummary measure_rows(const Problem& problem, const void* x, const void* gamma, const void* beta, const void* y,
                           const void* mean, const void* rstd, std::int64_t rows, std::int64_t first_row,
-                          const Budget& budget, int threads);
+                          const Budget& budget, int threads, const AddInputs& add = {});
 
 }  // namespace lnorm

@@ -45,7 +45,7 @@ class RowReferencer {
   RowReferencer(RowReferencer&&) noexcept;
   RowReferencer& operator=(RowReferencer&&) noexcept;
 
-  // x: n elements of dtype; gamma/beta: n elements of param_dtype or null. y_out: n elements of dtype
+  // x: n elements of dtype (for Add & Norm: h, n elements of residual_dtype, from add_row); gamma/beta: n elements of param_dtype or null. y_out: n elements of dtype
   // (rounded bits), may be null. elems: n entries, may be null.
   RowReference run(const void* x, const void* gamma, const void* beta, std::int64_t n, void* y_out,
                    ElementReference* elems);
@@ -55,7 +55,8 @@ class RowReferencer {
   std::unique_ptr<Impl> impl_;
 };
 
-// The whole problem, rows split over problem.threads. Writes y, mean, rstd like a kernel would;
+// The whole problem, rows split over problem.threads. Writes y, mean, rstd (and h for Add & Norm, when
+// tensors.h is given) like a kernel would;
 // kappa (rows entries) if non-null.
 void reference(const Problem& problem, const Tensors& tensors, double* kappa = nullptr);
 
