@@ -135,6 +135,28 @@ TEST_CASE("avx2_cr kernels: near-ties from the verify suite (seeds 1, 4, 24)", "
   }
 }
 
+// A mean 2^-113 of the row's spread: ±2^127 four times each and one small value (found by Add & Norm's
+// add_rounding as a sum of cancelling residuals, shrunk by hand). The small value's y* = 1.448e-36 is
+// far inside the double-double mean's error (2^-100 of the spread), which read it as 0 (beta = 0):
+// the exact path now decides x − mean exactly (FixedSum) for near-zero y with beta = 0.
+TEST_CASE("avx2_cr kernels: y near 0 where the mean is far below the spread (exact x − mean)", "[kernels][avx2_cr]") {
+  const KernelInfo* k = avx2_cr_here();
+  if (!k) return;
+  for (double beta : {0.0, 0.5}) {
+    std::vector<double> x{0x1p127, 0x1p127, 0x1p127, 0x1p127, -0x1p127, -0x1p127, -0x1p127, -0x1p127, 261.348876953125};
+    const std::vector<double> g(x.size(), 1.0), b(x.size(), beta);
+    const RunResult r = run_against_reference(*k, DType::f32, 1, static_cast<std::int64_t>(x.size()), x, g, b, 0x1.04e74cp-8);
+    INFO("f32 cancelling huge row, beta " << beta << ": " << r.correctly_rounded << " of " << r.elements);
+    CHECK(r.correctly_rounded == r.elements);
+    // The same with a zero among them: y* = −mean·rstd, tiny and non-zero.
+    x[1] = 0;
+    x[5] = 0;
+    const RunResult z = run_against_reference(*k, DType::f32, 1, static_cast<std::int64_t>(x.size()), x, g, b, 0x1.04e74cp-8);
+    INFO("with zeros: " << z.correctly_rounded << " of " << z.elements);
+    CHECK(z.correctly_rounded == z.elements);
+  }
+}
+
 // The point of the design: on ordinary rows (normal x, gamma, beta) nearly every element leaves
 // through the vector path. Measured here (path counts printed): see avx2_cr.cpp's header. The check
 // is loose (2^-8 of elements to the double-double path) but fails if the bound is ever as wide as

@@ -24,7 +24,10 @@
 //      and eps differ by more than 2^40, a tie of the dominant term nudged by −t·min/max/2 (rstd sits
 //      just below 1/sqrt(max(var, eps))). This is the one unproven step: it held on every element of
 //      the verify suite (seeds 1-5 and 24), but a near-tie closer than 2^-88 of another kind would be
-//      misrounded; deciding those needs exact (multi-word) arithmetic, as the reference does.
+//      misrounded; deciding those needs exact (multi-word) arithmetic, as the reference does. One such
+//      kind is decided exactly: y within the slack of 0 with β = 0, where y* = (n·x − Σx)·rstd·w/n and Σx is
+//      kept exactly in fixed point (FixedSum): rows whose mean is far below their spread (±2^127 pairs and
+//      one small value: the mean at 2^-113 of the spread, found by Add & Norm's cancelling sums).
 // Rows with NaN/Inf, or var + eps == 0, take the scalar welford path (its NaN rules), as before.
 //
 // Error bound (u = 2^-53; block = 16·ceil(sqrt(n/16)); k = block/16 + ceil(n/block) + 9 ≥ the

@@ -143,6 +143,119 @@ inline RowBound row_bound(double k, double nd, double q, double m_lo, double q2,
   return r;
 }
 
+// An exact sum of f32-family values (f16 and bf16 are f32 values) in fixed point: 384-bit two's complement
+// with its lsb at 2^-149, f32's smallest subnormal. |x| < 2^128 takes 277 bits, n·x and Σx with n < 2^31 at
+// most 308: no overflow. The exact path uses it where the double-double mean cannot decide: an element
+// whose y* is within the slack of 0 with β = 0, where y* = (n·x − Σx)·rstd·w/n is zero exactly when n·x = Σx
+// and otherwise needs x − mean to its own relative precision, not the spread's (found by Add & Norm: a
+// row of huge cancelling sums whose mean is 2^-113 of its spread, where y* = 3.7e-34 read as 0).
+struct FixedSum {
+  static constexpr int kLimbs = 6;
+  std::uint64_t w[kLimbs] = {};
+
+  // += or −= m·2^shift, shift ≥ 0.
+  void add_shifted(std::uint64_t m, int shift, bool negative) {
+    std::uint64_t v[kLimbs] = {};
+    const int limb = shift / 64, off = shift % 64;
+    v[limb] = m << off;
+    if (off && limb + 1 < kLimbs) v[limb + 1] = m >> (64 - off);
+    if (negative) {  // two's complement of v, then add
+      unsigned carry = 1;
+      for (auto& x : v) {
+        const std::uint64_t nx = ~x + carry;
+        carry = carry && nx == 0;
+        x = nx;
+      }
+    }
+    unsigned carry = 0;
+    for (int i = 0; i < kLimbs; ++i) {
+      const std::uint64_t a = w[i] + v[i];
+      const unsigned c1 = a < w[i];
+      const std::uint64_t b = a + carry;
+      carry = c1 | (b < a);
+      w[i] = b;
+    }
+  }
+  // += x, x a finite f32-family value (a normal double with at least 29 trailing zero bits below the
+  // f32 lsb, so the shift right below is exact).
+  void add(double x) {
+    if (x == 0) return;
+    std::uint64_t bits;
+    std::memcpy(&bits, &x, 8);
+    const int e = static_cast<int>((bits >> 52) & 0x7FF);
+    const std::uint64_t m = (bits & ((std::uint64_t{1} << 52) - 1)) | (std::uint64_t{1} << 52);
+    const int shift = e - 1075 + 149;  // x = m·2^(e − 1075) = m·2^shift·2^-149
+    if (shift >= 0) add_shifted(m, shift, (bits >> 63) != 0);
+    else add_shifted(m >> -shift, 0, (bits >> 63) != 0);
+  }
+  // *= k (1 ≤ k < 2^32), two's complement preserved (mod 2^384; no overflow in range, above): 32-bit
+  // pieces, whose products with k and the carry fit 64 bits.
+  void scale(std::uint64_t k) {
+    std::uint64_t carry = 0;
+    for (auto& x : w) {
+      const std::uint64_t lo = (x & 0xFFFFFFFFu) * k + carry;
+      const std::uint64_t hi = (x >> 32) * k + (lo >> 32);
+      x = (lo & 0xFFFFFFFFu) | (hi << 32);
+      carry = hi >> 32;
+    }
+  }
+  void subtract(const FixedSum& o) {
+    unsigned borrow = 0;
+    for (int i = 0; i < kLimbs; ++i) {
+      const std::uint64_t a = w[i] - o.w[i];
+      const unsigned b1 = w[i] < o.w[i];
+      const std::uint64_t b = a - borrow;
+      borrow = b1 | (a < borrow);
+      w[i] = b;
+    }
+  }
+  bool is_zero() const {
+    for (std::uint64_t x : w)
+      if (x) return false;
+    return true;
+  }
+  // The value as a double-double (relative error below 2^-104): 32-bit pieces from the top, each exact in
+  // f64, summed by TwoSum.
+  void to_dd(double& hi, double& lo) const;
+};
+
+// 2^e as a double, for e a normal exponent (no library call in an ISA translation unit).
+inline double pow2(int e) {
+  const std::uint64_t bits = static_cast<std::uint64_t>(e + 1023) << 52;
+  double d;
+  std::memcpy(&d, &bits, 8);
+  return d;
+}
+
+inline void FixedSum::to_dd(double& hi, double& lo) const {
+  FixedSum a = *this;
+  const bool negative = (a.w[kLimbs - 1] >> 63) != 0;
+  if (negative) {
+    unsigned carry = 1;
+    for (auto& x : a.w) {
+      const std::uint64_t nx = ~x + carry;
+      carry = carry && nx == 0;
+      x = nx;
+    }
+  }
+  hi = lo = 0;
+  int top = kLimbs - 1;
+  while (top > 0 && a.w[top] == 0) --top;
+  for (int i = top; i >= 0 && i >= top - 2; --i) {  // 192 bits from the top limb: ≥ 129 significant
+    for (int half = 1; half >= 0; --half) {
+      const double piece = static_cast<double>((a.w[i] >> (32 * half)) & 0xFFFFFFFFu) * pow2(64 * i + 32 * half - 149);
+      double s, e;
+      two_sum(hi, piece, s, e);
+      hi = s;
+      lo += e;
+    }
+  }
+  double s, e;
+  fast_two_sum(hi, lo, s, e);
+  hi = negative ? -s : s;
+  lo = negative ? -e : e;
+}
+
 // The row's statistics in double-double, from scratch (scalar; run only for rows where some element
 // needs them, so its cost shows only in the slow-path count).
 struct ExactStats {
@@ -151,6 +264,8 @@ struct ExactStats {
   double spread;      // Σ|x − x[0]|/n: scales the mean's absolute error
   double ratio;       // min(var, eps)/max(var, eps), 0 when either is 0 (see round_dd)
   bool finite;
+  FixedSum sum;       // Σx exactly (LayerNorm rows; zero for RMSNorm)
+  std::int64_t n;
 };
 
 // hi + lo += v, hi's rounding error kept exactly in lo's TwoSum: the error terms of a long sum must
@@ -171,7 +286,9 @@ ExactStats exact_stats(const typename T::Bits* x, std::int64_t n, double eps, bo
   // Σ (x − c): each difference split exactly (TwoSum), the running sum by TwoSum, the errors summed
   // compensated (add_compensated).
   double s = 0, err = 0, err2 = 0, spread = 0;
+  FixedSum exact_sum;
   for (std::int64_t i = 0; centred && i < n; ++i) {
+    exact_sum.add(to_double<T>(x[i]));
     double a, ae, t, te;
     two_sum(to_double<T>(x[i]), -c, a, ae);
     two_sum(s, a, t, te);
@@ -216,7 +333,8 @@ ExactStats exact_stats(const typename T::Bits* x, std::int64_t n, double eps, bo
   double r_hi, r_lo;
   fast_two_sum(r0, r0 * h * 0.5, r_hi, r_lo);
   const double ratio = vh0 > 0 && eps > 0 ? std::min(vh0, eps) / std::max(vh0, eps) : 0.0;
-  return {m_hi, m_lo, r_hi, r_lo, spread / nd, ratio, std::isfinite(m_hi) && std::isfinite(qh) && std::isfinite(r_hi)};
+  return {m_hi, m_lo, r_hi, r_lo, spread / nd, ratio, std::isfinite(m_hi) && std::isfinite(qh) && std::isfinite(r_hi),
+          exact_sum, n};
 }
 
 // The exact path's own error, relative to the size of what carries error (|γ·z|, plus the mean's absolute error
@@ -309,7 +427,26 @@ typename T::Bits exact_element(double x, double gamma, double beta, const ExactS
   // which enters exactly (TwoSum): a tiny t beside a β that sits on a midpoint (an f32 β beside bf16 x; RMSNorm
   // rows of subnormals, t ~ 2^-124 at seed 5) is a real deviation from the midpoint, not a tie.
   const double size = std::abs(th) + std::abs(gamma) * s.r_hi * (std::abs(s.m_hi) + s.spread);
-  return round_dd<T>(yh, yl, kExactSlack * size, th, s.ratio);
+  const double slack = kExactSlack * size;
+  if (beta == 0 && s.n > 0 && s.n < (std::int64_t{1} << 31) && std::abs(yh + yl) <= slack) {
+    // y* = (x − mean*)·rstd*·w near 0: decide x − mean* = (n·x − Σx)/n exactly (FixedSum; Σx is 0 for
+    // RMSNorm, whose mean is exactly 0), then y to its own relative precision.
+    FixedSum d;
+    d.add(x);
+    d.scale(static_cast<std::uint64_t>(s.n));
+    d.subtract(s.sum);
+    if (d.is_zero()) return round_exact<T>(0.0);  // x is the mean: y* = 0 exactly
+    double nh, nl;
+    d.to_dd(nh, nl);
+    const double nd = static_cast<double>(s.n);
+    const double qh = nh / nd, ql = (std::fma(-qh, nd, nh) + nl) / nd;  // (n·x − Σx)/n, double-double
+    const double eh = qh * s.r_hi, el = std::fma(qh, s.r_hi, -eh) + (qh * s.r_lo + ql * s.r_hi);
+    const double fh = eh * gamma, fl = std::fma(eh, gamma, -fh) + el * gamma + eh * gamma_lo;
+    double gh, gl;
+    fast_two_sum(fh, fl, gh, gl);
+    return round_dd<T>(gh, gl, kExactSlack * std::abs(gh), gh, s.ratio);
+  }
+  return round_dd<T>(yh, yl, slack, th, s.ratio);
 }
 
 }  // namespace

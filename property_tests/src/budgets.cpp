@@ -91,7 +91,8 @@ KernelBudget parse_section(const toml::table& t, const std::string& source, cons
       const std::string key = where + ".expected_failures." + std::string(k.str());
       const std::optional<Property> p = parse_property(k.str());
       if (!p) fail(source, key, "not a property name");
-      if (!applies(*p, op)) fail(source, key, "not a property of " + std::string(name(op)));
+      // A norm's section also speaks for its Add & Norm form (which falls back to it): add_* properties.
+      if (!applies(*p, op) && !applies(*p, with_add(op))) fail(source, key, "not a property of " + std::string(name(op)));
       // "reason" (strict), or { reason = "...", strict = false } (may hold on some seeds).
       std::optional<std::string> reason = v.value<std::string>();
       if (const toml::table* entry = v.as_table()) {
@@ -167,12 +168,14 @@ bool Budgets::has_own(Op op, std::string_view kernel, DType dtype) const {
 bool Budgets::covers(Op op) const {
   for (const auto& entry : table_)
     if (std::get<0>(entry.first) == op) return true;
-  return false;
+  return fused_add(op) && covers(norm_of(op));
 }
 
 const KernelBudget& Budgets::for_kernel(Op op, std::string_view kernel, DType dtype) const {
   auto it = table_.find({op, std::string(kernel), dtype});
   if (it == table_.end()) it = table_.find({op, "default", dtype});
+  // Add & Norm without sections of its own is held to its norm's: y, mean and rstd are the norm's of h.
+  if (it == table_.end() && fused_add(op)) return for_kernel(norm_of(op), kernel, dtype);
   if (it == table_.end()) {
     const std::string level = op == Op::layernorm ? "" : std::string(name(op)) + ".";
     throw BudgetError(source_ + ": no [" + level + std::string(kernel) + "." + std::string(name(dtype)) + "] and no [" +

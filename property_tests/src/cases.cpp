@@ -71,12 +71,14 @@ std::string CaseSpec::describe() const {
     std::snprintf(c, sizeof c, "%.9g", gamma_offset);
     s << " gamma_offset=" << c;
   }
+  if (residual_dtype && *residual_dtype != dtype) s << " residual=" << name(*residual_dtype);
   return s.str();
 }
 
 Problem Case::problem(int threads) const {
   const Problem p = with_op(make_problem(spec.rows(), spec.cols(), spec.dtype, spec.eps, !gamma.empty(), !beta.empty(), threads), spec.op);
-  return set_params(p, spec.params(), gamma.empty() ? 0.0 : spec.gamma_offset);
+  const Problem q = set_params(p, spec.params(), gamma.empty() ? 0.0 : spec.gamma_offset);
+  return fused_add(spec.op) ? set_residual(q, spec.residual()) : q;
 }
 
 double random_float_bits(std::mt19937_64& rng, const Format& f, int exp_lo, int exp_hi) {
@@ -159,7 +161,7 @@ std::vector<double> make_row(std::mt19937_64& rng, DType d, RowClass c, std::int
       // RMSNorm's tiny rows are tiny about 0 (mean(x²) ≪ eps): the draw is made either way, so the
       // random stream is the same for both ops.
       const bool zero_centre = (rng() & 1) || f.precision < 12;
-      const double centre = zero_centre || op == Op::rmsnorm ? 0.0 : binade(-2, 2);
+      const double centre = zero_centre || !centred(op) ? 0.0 : binade(-2, 2);
       const double s = std::sqrt(eps > 0 ? eps : 1e-5) * 0x1p-12;
       for (double& v : x) v = centre + s * normal(rng);
       break;

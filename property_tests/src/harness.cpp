@@ -2,7 +2,9 @@
 
 #include <cstring>
 
+#include "lnorm/add.hpp"
 #include "lnorm/format.hpp"
+#include "lnorm/metrics.hpp"
 
 namespace lnorm::verify {
 
@@ -63,13 +65,60 @@ bool Buffer::guards_intact() const {
   return true;
 }
 
+KernelInputs kernel_inputs(const Case& c) {
+  KernelInputs in;
+  if (!fused_add(c.spec.op)) {
+    in.x = c.x;
+    return in;
+  }
+  if (!c.residual.empty()) {
+    in.x = c.x;
+    in.residual = c.residual;
+    return in;
+  }
+  const Format xf = format_of(c.spec.dtype);
+  in.x.resize(c.x.size());
+  in.residual.resize(c.x.size());
+  for (std::size_t i = 0; i < c.x.size(); ++i) {
+    const double v = c.x[i];
+    if (!std::isfinite(v) || v == 0) {  // NaN/Inf pass through x; ±0 splits as ±0 + ±0
+      in.x[i] = v;
+      in.residual[i] = std::isnan(v) || std::isinf(v) ? 0.0 : v;
+      continue;
+    }
+    // u = 1/2 + k/64, k from the position and the seed (a splitmix step): many different splits, no rng state.
+    std::uint64_t z = c.spec.data_seed + 0x9E3779B97F4A7C15ull * (i + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    const double u = 0.5 + static_cast<double>((z ^ (z >> 31)) % 33) / 64;
+    const double xv = round_to_format(xf, v * u);  // in [v/2, v]: v − xv is exact in x's format
+    in.x[i] = xv;
+    in.residual[i] = v - xv == 0 ? std::copysign(0.0, v) : v - xv;
+  }
+  return in;
+}
+
+std::vector<double> norm_input(const Case& c) {
+  if (!fused_add(c.spec.op)) return c.x;
+  const KernelInputs in = kernel_inputs(c);
+  const Format hf = format_of(c.spec.residual());
+  std::vector<double> h(in.x.size());
+  for (std::size_t i = 0; i < h.size(); ++i) h[i] = bits_to_double(hf, round_sum_bits(hf, in.x[i], in.residual[i]));
+  return h;
+}
+
 Outputs run_guarded(const KernelInfo& k, const Case& c, int threads, bool explicit_identity) {
   const DType d = c.spec.dtype, sd = stats_dtype(d), pd = c.spec.params();
   const Problem p0 = c.problem(threads);
   const auto rows = static_cast<std::size_t>(p0.rows), n = static_cast<std::size_t>(p0.elements());
   const bool has_mean = centred(c.spec.op);  // rmsnorm has no mean: its kernels get a null mean
   const int mis = c.spec.misalign;
-  const Buffer x(d, c.x, mis);
+  const bool fused = fused_add(c.spec.op);
+  const KernelInputs in = kernel_inputs(c);
+  const DType rd = c.spec.residual();
+  const Buffer x(d, in.x, mis), res(rd, in.residual, mis);
+  Buffer h(rd, fused ? n : 0, mis);
+  h.fill_bits(canary_bits(rd));
   std::vector<double> gamma = c.gamma, beta = c.beta;
   if (explicit_identity) {
     if (gamma.empty()) gamma.assign(static_cast<std::size_t>(p0.cols), 1.0);
@@ -83,14 +132,24 @@ Outputs run_guarded(const KernelInfo& k, const Case& c, int threads, bool explic
   Problem p = with_op(make_problem(p0.rows, p0.cols, d, p0.eps, !gamma.empty(), !beta.empty(), threads), c.spec.op);
   // The offset applies to a given gamma; the explicit identity (gamma = 1 where none was given) has none.
   p = set_params(p, pd, c.gamma.empty() ? 0.0 : c.spec.gamma_offset);
+  if (fused) p = set_residual(p, rd);
   if (const auto why = unavailable_reason(k, p)) {  // never hand a kernel a problem it declines
     Outputs declined;
     declined.violation = "harness: the kernel declines this case: " + *why;
     return declined;
   }
-  k.run(p, Tensors{x.data(), gamma.empty() ? nullptr : g.data(), beta.empty() ? nullptr : b.data(), y.data(),
-                   has_mean ? mean.data() : nullptr, rstd.data()});
+  Tensors t{x.data(), gamma.empty() ? nullptr : g.data(), beta.empty() ? nullptr : b.data(), y.data(),
+            has_mean ? mean.data() : nullptr, rstd.data()};
+  if (fused) {
+    t.residual = res.data();
+    t.h = h.data();
+  }
+  k.run(p, t);
   Outputs out;
+  if (fused) {
+    out.h.resize(n);
+    for (std::size_t i = 0; i < n; ++i) out.h[i] = h.bits(i);
+  }
   out.y.resize(n);
   out.mean.resize(has_mean ? rows : 0);
   out.rstd.resize(rows);
@@ -106,10 +165,23 @@ Outputs run_guarded(const KernelInfo& k, const Case& c, int threads, bool explic
   if (!y.guards_intact()) note("wrote outside y (guard region changed)");
   if (!mean.guards_intact()) note("wrote outside mean (guard region changed)");
   if (!rstd.guards_intact()) note("wrote outside rstd (guard region changed)");
-  if (!x.guards_intact() || !g.guards_intact() || !b.guards_intact()) note("wrote around an input buffer");
-  const Format f = format_of(d), pf = format_of(pd);
+  if (!h.guards_intact()) note("wrote outside h (guard region changed)");
+  if (!x.guards_intact() || !g.guards_intact() || !b.guards_intact() || !res.guards_intact()) note("wrote around an input buffer");
+  const Format f = format_of(d), pf = format_of(pd), rf = format_of(rd);
+  for (std::size_t i = 0; fused && i < n; ++i) {
+    if (res.bits(i) != double_to_bits(rf, in.residual[i])) {
+      note("modified the residual at element " + std::to_string(i));
+      break;
+    }
+  }
+  for (std::size_t i = 0; fused && i < n; ++i) {
+    if (out.h[i] == canary_bits(rd)) {
+      note("never wrote h element " + std::to_string(i));
+      break;
+    }
+  }
   for (std::size_t i = 0; i < n; ++i) {
-    if (x.bits(i) != double_to_bits(f, c.x[i])) {
+    if (x.bits(i) != double_to_bits(f, in.x[i])) {
       note("modified x at element " + std::to_string(i));
       break;
     }
@@ -138,6 +210,19 @@ Outputs run_guarded(const KernelInfo& k, const Case& c, int threads, bool explic
       break;
     }
   }
+  // h is x + residual rounded once, bit for bit (NaN for NaN, any payload); not a harness violation:
+  // a kernel that declares another rounding of h lists the property among its expected failures.
+  for (std::size_t i = 0; fused && out.violation.empty() && i < n; ++i) {
+    const std::uint64_t want = round_sum_bits(rf, in.x[i], in.residual[i]);
+    if (!correctly_rounded(rf, out.h[i], want) ||
+        (bits_to_double(rf, out.h[i]) == 0 && out.h[i] != want)) {  // ±0 as IEEE's sum gives it
+      char msg[200];
+      std::snprintf(msg, sizeof msg, "h: element %zu (row %zu) is %.9g, but x + residual = %.9g + %.9g rounded once is %.9g",
+                    i, i / static_cast<std::size_t>(p.cols), bits_to_double(rf, out.h[i]), in.x[i], in.residual[i],
+                    bits_to_double(rf, want));
+      out.violation = msg;
+    }
+  }
   return out;
 }
 
@@ -145,7 +230,9 @@ Exact exact_answer(const Case& c) {
   const Problem p = c.problem();
   const DType d = c.spec.dtype, pd = c.spec.params();
   const auto n = static_cast<std::size_t>(p.cols);
-  const Buffer x(d, c.x, 0), g(pd, c.gamma, 0), b(pd, c.beta, 0);
+  // The norm reads h (Add & Norm, in the residual's dtype) or x.
+  const DType in_dtype = fused_add(c.spec.op) ? c.spec.residual() : d;
+  const Buffer x(in_dtype, norm_input(c), 0), g(pd, c.gamma, 0), b(pd, c.beta, 0);
   Buffer y(d, static_cast<std::size_t>(p.elements()), 0);
   Exact e;
   e.y.resize(static_cast<std::size_t>(p.elements()));
@@ -153,7 +240,7 @@ Exact exact_answer(const Case& c) {
   e.rows.resize(static_cast<std::size_t>(p.rows));
   RowReferencer ref(p);
   for (std::size_t r = 0; r < e.rows.size(); ++r) {
-    e.rows[r] = ref.run(static_cast<const std::byte*>(x.data()) + r * n * size_of(d), c.gamma.empty() ? nullptr : g.data(),
+    e.rows[r] = ref.run(static_cast<const std::byte*>(x.data()) + r * n * size_of(in_dtype), c.gamma.empty() ? nullptr : g.data(),
                         c.beta.empty() ? nullptr : b.data(), p.cols,
                         static_cast<std::byte*>(y.data()) + r * n * size_of(d), e.elems.data() + r * n);
   }
@@ -167,7 +254,10 @@ Case select_rows(const Case& c, const std::vector<std::int64_t>& rows) {
   out.spec.shape = {static_cast<std::int64_t>(rows.size()), n};
   out.spec.axis = 1;
   out.x.clear();
+  out.residual.clear();
   for (std::int64_t r : rows) out.x.insert(out.x.end(), c.x.begin() + r * n, c.x.begin() + (r + 1) * n);
+  if (!c.residual.empty())
+    for (std::int64_t r : rows) out.residual.insert(out.residual.end(), c.residual.begin() + r * n, c.residual.begin() + (r + 1) * n);
   return out;
 }
 

@@ -30,6 +30,9 @@ struct CheckContext {
   const KernelInfo& kernel;
   const KernelBudget& budget;
   Worst& worst;
+  // A check that runs the kernel on a case derived from the generated one (the add_* properties' explicit
+  // residuals) stores it here, so a failure dumps and reproduces the case that failed.
+  Case* ran = nullptr;
 };
 
 using CheckFn = std::string (*)(const CheckContext&, const Case&);
@@ -43,6 +46,8 @@ struct PropertyDef {
 // The profile and check of a property for a dtype and op (properties_for(op) lists which exist).
 PropertyDef definition(Property p, DType dtype, Op op);
 PropertyDef rmsnorm_definition(Property p, DType dtype);  // properties_rmsnorm.cpp
+PropertyDef add_definition(Property p, DType dtype);      // properties_add.cpp: the add_* properties
+bool is_add_property(Property p);
 
 // printf-style one-line messages for the checks.
 template <class... Args>

@@ -259,6 +259,11 @@ PropertyDef rmsnorm_definition(Property p, DType dtype) {
       return {p, prof, &check_params};
     case Property::invariance:
       break;  // LayerNorm's
+    case Property::add_rounding:
+    case Property::add_h_then_norm:
+    case Property::add_commutes:
+    case Property::add_residual_zero:
+      break;  // Add & Norm's (add_definition)
   }
   return {p, prof, &check_accuracy};
 }

@@ -221,7 +221,8 @@ std::string check_nonfinite(const CheckContext& ctx, const Case& c) {
 }
 
 PropertyDef definition(Property p, DType dtype, Op op) {
-  if (op == Op::rmsnorm) return rmsnorm_definition(p, dtype);
+  if (is_add_property(p)) return add_definition(p, dtype);
+  if (norm_of(op) == Op::rmsnorm) return rmsnorm_definition(p, dtype);
   using C = RowClass;
   const std::vector<RowClass> all = {C::normal, C::uniform, C::offset, C::constant, C::tiny, C::huge,
                                      C::subnormal, C::sparse, C::exact_stats, C::bits, C::nonfinite};
@@ -275,6 +276,11 @@ PropertyDef definition(Property p, DType dtype, Op op) {
     case Property::scale_invariance:
     case Property::oddness:
       break;  // RMSNorm's (rmsnorm_definition)
+    case Property::add_rounding:
+    case Property::add_h_then_norm:
+    case Property::add_commutes:
+    case Property::add_residual_zero:
+      break;  // Add & Norm's (add_definition)
   }
   return {p, prof, &check_accuracy};
 }

@@ -46,6 +46,13 @@ std::vector<Property> properties_for(Op op) {
     case Op::rmsnorm:
       return {P::shape, P::normalized, P::accuracy, P::eps_edges, P::row_independence, P::determinism,
               P::affine_identity, P::scale_invariance, P::oddness, P::permutation, P::nonfinite, P::params};
+    case Op::add_layernorm:
+    case Op::add_rmsnorm: {
+      // The norm's laws (run through the harness's exact split of each value), then the fused op's own.
+      std::vector<Property> ps = properties_for(norm_of(op));
+      ps.insert(ps.end(), {P::add_rounding, P::add_h_then_norm, P::add_commutes, P::add_residual_zero});
+      return ps;
+    }
   }
   return {};
 }
@@ -56,7 +63,7 @@ bool applies(Property p, Op op) {
 }
 
 std::string_view summary(Property p, Op op) {
-  const bool rms = op == Op::rmsnorm;
+  const bool rms = norm_of(op) == Op::rmsnorm;
   switch (p) {
     case Property::shape: return "y has x's shape; every output written, nothing outside it; inputs untouched";
     case Property::normalized:
@@ -80,6 +87,11 @@ std::string_view summary(Property p, Op op) {
              "or C folded into gamma, give the same bits";
     case Property::scale_invariance: return "RMS(a*x) ~ RMS(x) for any a != 0 that keeps x in range, eps = 0";
     case Property::oddness: return "RMS(-x) = -RMS(x): bitwise for a sign-symmetric kernel (budgets.toml), else within budget";
+    case Property::add_rounding:
+      return "h = x + residual rounded once, bitwise (cancelling, tie and overflowing sums; f32 residual); y, stats of h within budget";
+    case Property::add_h_then_norm: return "y, mean, rstd bitwise the plain norm's of h as stored (h rounded before the statistics)";
+    case Property::add_commutes: return "x and residual swapped: the same bits (h, y, mean, rstd)";
+    case Property::add_residual_zero: return "residual = +-0: the plain norm's answer for x";
   }
   return "?";
 }
@@ -145,7 +157,21 @@ std::vector<std::string> dump_case(const Case& c, const std::string& dir) {
     io::save(path, descr, shape, encode(v).data());
     files.push_back(path);
   };
-  write("x.npy", c.x, c.spec.shape);
+  // Add & Norm: the kernel's inputs as it received them (harness.hpp, kernel_inputs), the residual in its dtype.
+  const KernelInputs in = kernel_inputs(c);
+  write("x.npy", in.x, c.spec.shape);
+  if (fused_add(c.spec.op)) {
+    const DType rd = c.spec.residual();
+    const Format rf = format_of(rd);
+    std::vector<std::byte> out(in.residual.size() * size_of(rd));
+    for (std::size_t i = 0; i < in.residual.size(); ++i) {
+      const std::uint64_t b = double_to_bits(rf, in.residual[i]);
+      std::memcpy(out.data() + i * size_of(rd), &b, size_of(rd));
+    }
+    const std::string path = (std::filesystem::path(dir) / "residual.npy").string();
+    io::save(path, std::string(npy_descr(rd)), c.spec.shape, out.data());
+    files.push_back(path);
+  }
   const std::vector<std::int64_t> row_shape(c.spec.shape.begin() + c.spec.axis, c.spec.shape.end());
   // gamma/beta in their own storage (f32 beside f16/bf16 x in the params property).
   const DType pd = c.spec.params();
@@ -181,10 +207,12 @@ std::string check_command(const std::string& kernel, const Budget& budget, const
   if (!c.beta.empty()) common += " --beta " + path("beta.npy");
   common += " --axis " + std::to_string(c.spec.axis) + " --eps " + eps + " --dtype " + std::string(name(c.spec.dtype));
   if (c.spec.gamma_offset != 0) common += " --gamma-offset " + num(c.spec.gamma_offset);
-  const std::string mean = centred(c.spec.op) ? " --mean " + path("mean.npy") : "";
+  if (fused_add(c.spec.op)) common += " --residual " + path("residual.npy");
+  const std::string mean = (centred(c.spec.op) ? " --mean " + path("mean.npy") : "") +
+                           (fused_add(c.spec.op) ? " --h " + path("h.npy") : "");
   return "lnorm run --kernel " + kernel + common + " --y " + path("y.npy") + mean + " --rstd " + path("rstd.npy") +
          " && lnorm check" + common + " --y " + path("y.npy") + mean + " --rstd " + path("rstd.npy") + " --max-ulp " +
-         num(budget.a) + " --max-ulp-per-kappa " + num(budget.b);
+         num(budget.a) + " --max-ulp-per-kappa " + num(budget.b) + (fused_add(c.spec.op) ? " --max-h-ulp 0.5" : "");
 }
 
 }  // namespace
@@ -222,7 +250,8 @@ std::vector<Outcome> verify_kernel(const KernelInfo& kernel, Op op, DType dtype,
     if (progress) progress(kernel.name, dtype, p);
     const PropertyDef def = definition(p, dtype, op);
     Worst worst;
-    const CheckContext ctx{kernel, budget, worst};
+    Case ran;  // the case a check derived and ran, when it did (CheckContext::ran)
+    const CheckContext ctx{kernel, budget, worst, &ran};
     auto counter = std::make_shared<int>(0);
     bool failed = false;
     std::string last_message;
@@ -237,6 +266,7 @@ std::vector<Outcome> verify_kernel(const KernelInfo& kernel, Op op, DType dtype,
         ++o.classes[std::string(name(spec.row_classes[0]))];
       }
       Case c = materialize(spec);
+      ran = Case{};
       std::string message;
       try {
         message = def.check(ctx, c);
@@ -248,7 +278,7 @@ std::vector<Outcome> verify_kernel(const KernelInfo& kernel, Op op, DType dtype,
       if (!message.empty()) {
         failed = true;
         last_message = message;
-        last_case = std::move(c);
+        last_case = ran.spec.shape.empty() ? std::move(c) : std::move(ran);
         RC_FAIL(message);
       }
     };

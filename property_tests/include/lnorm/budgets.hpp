@@ -26,6 +26,8 @@
 //   sign_symmetric = { value = true, reason = "..." }  # RMS(−x) = −RMS(x) bit for bit (property oddness)
 //   (no mean, no exact_mean: RMSNorm takes the mean as 0)
 // and [rmsnorm.default.<dtype>] for kernels without a section.
+// Add & Norm ([add_layernorm.K.D], [add_rmsnorm.K.D], with its norm's keys) falls back to its norm's
+// sections: y, mean and rstd are the norm's of h, and h itself is bit-exact for every kernel.
 #pragma once
 
 #include <map>

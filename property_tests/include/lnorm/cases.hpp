@@ -50,19 +50,29 @@ struct CaseSpec {
   Op op = Op::layernorm;
   std::optional<DType> param_dtype;   // gamma/beta storage; absent: dtype (f32 with f16/bf16 x: params)
   double gamma_offset = 0;            // y uses (C + gamma); already rounded to the kernel's format
+  // Add & Norm: residual/h storage; absent: dtype (f32 with f16/bf16 x: flash-attn's residual_in_fp32).
+  std::optional<DType> residual_dtype;
   DType params() const { return param_dtype.value_or(dtype); }
+  DType residual() const { return residual_dtype.value_or(dtype); }
 
   std::int64_t rows() const;
   std::int64_t cols() const;
   // One line: "f32 offset kappa=1e4 shape=[2,17] axis=1 (2x17) eps=1e-05 gamma=random beta=absent misalign=3 seed=7",
-  // then " op=rmsnorm", " params=f32", " gamma_offset=1" where they are not LayerNorm's defaults.
+  // then " op=rmsnorm", " params=f32", " gamma_offset=1", " residual=f32" where they are not LayerNorm's defaults.
   std::string describe() const;
 };
 
 // The values a spec stands for, as doubles exactly representable in spec.dtype.
+//
+// Add & Norm (spec.op add_*): x holds the values the norm's laws are about, and the kernel gets them
+// as a sum: with `residual` empty, the harness splits each value exactly (kernel_inputs: the kernel's
+// x and residual add up to it with no rounding, so h = x and every law of the norm applies unchanged);
+// with `residual` given (the add_* properties), x and residual are the kernel's inputs as they stand
+// and h is their rounded sum.
 struct Case {
   CaseSpec spec;
   std::vector<double> x;      // rows*cols
+  std::vector<double> residual;  // Add & Norm only: rows*cols values of spec.residual(), or empty (see above)
   std::vector<double> gamma;  // cols, or empty when absent (values of spec.params())
   std::vector<double> beta;   // cols, or empty when absent (values of spec.params())
   Problem problem(int threads = 1) const;

@@ -39,9 +39,23 @@ class Buffer {
 
 struct Outputs {
   std::vector<std::uint64_t> y, mean, rstd;  // bit patterns (y: dtype, mean/rstd: stats dtype)
-  std::string violation;  // empty, or "harness: " + what the kernel broke (guards, unwritten, inputs)
-  bool same_bits(const Outputs& o) const { return y == o.y && mean == o.mean && rstd == o.rstd; }
+  std::vector<std::uint64_t> h;              // Add & Norm: the kernel's h (residual dtype), else empty
+  // Empty, or "harness: " + what the kernel broke (guards, unwritten, inputs), or for Add & Norm
+  // "h: " + the first element of h that is not x + residual rounded once.
+  std::string violation;
+  bool same_bits(const Outputs& o) const { return y == o.y && mean == o.mean && rstd == o.rstd && h == o.h; }
 };
+
+// Add & Norm: the kernel's x and residual for a case (Case's comment): the given residual, or an exact
+// split of each value v of c.x: x = v·u rounded to x's dtype with u in [1/2, 1] drawn from the element's
+// position and the case's seed, residual = v − x (exact by Sterbenz's lemma; zero takes v's sign, so
+// −0 + −0 keeps h = −0). For another op: x = c.x, no residual.
+struct KernelInputs {
+  std::vector<double> x, residual;
+};
+KernelInputs kernel_inputs(const Case& c);
+// The norm's input: h = x + residual rounded once to the residual's dtype (Add & Norm), else c.x.
+std::vector<double> norm_input(const Case& c);
 
 // Runs k on c with `threads` threads; explicit_identity passes gamma = 1 / beta = 0 buffers in
 // place of absent ones (property 7).

@@ -26,14 +26,19 @@ enum class Property : int {
   params,            // both ops: f32 gamma/beta with 16-bit x and the gamma offset C (y uses C + gamma)
   scale_invariance,  // rmsnorm: RMS(a·x) ≈ RMS(x), eps = 0
   oddness,           // rmsnorm: RMS(−x) = −RMS(x), bitwise for a sign-symmetric kernel
+  add_rounding,      // Add & Norm: h = x + residual rounded once, bitwise; y and stats of that h within budget
+  add_h_then_norm,   // Add & Norm: y, mean, rstd bitwise the plain norm's of h as stored
+  add_commutes,      // Add & Norm: x and residual swapped give the same bits
+  add_residual_zero, // Add & Norm: residual = ±0 gives the plain norm's answer
 };
 
-// Every property of some op, LayerNorm's ten first (the order of `lnorm verify`'s table).
+// Every property of some op, LayerNorm's ten first, Add & Norm's last (the order of `lnorm verify`'s table).
 inline constexpr std::array kAllProperties = {
     Property::shape,      Property::normalized,  Property::accuracy,    Property::eps_edges,
     Property::row_independence, Property::determinism, Property::affine_identity,
     Property::invariance, Property::permutation, Property::nonfinite, Property::params,
-    Property::scale_invariance, Property::oddness};
+    Property::scale_invariance, Property::oddness, Property::add_rounding, Property::add_h_then_norm,
+    Property::add_commutes, Property::add_residual_zero};
 
 // The properties of an op, in table order.
 std::vector<Property> properties_for(Op op);
@@ -55,6 +60,10 @@ constexpr std::string_view name(Property p) {
     case Property::params: return "params";
     case Property::scale_invariance: return "scale_invariance";
     case Property::oddness: return "oddness";
+    case Property::add_rounding: return "add_rounding";
+    case Property::add_h_then_norm: return "add_h_then_norm";
+    case Property::add_commutes: return "add_commutes";
+    case Property::add_residual_zero: return "add_residual_zero";
   }
   return "?";
 }
