@@ -19,7 +19,16 @@ void add_list(CLI::App& app, int& exit_code) {
     std::size_t width = 10;
     for (const KernelInfo& k : registry()) width = std::max(width, k.name.size());
     const int w = static_cast<int>(width);
-    if (!*json) std::printf("%-*s %-18s %-10s %-18s %s\n", w, "kernel", "dtypes", "available", "ops", "summary");
+    // The ops column: as wide as the longest list (every op: 43 characters).
+    std::size_t ops_width = 18;
+    for (const KernelInfo& k : registry()) {
+      std::size_t len = 0;
+      for (Op o : kAllOps)
+        if (k.ops.contains(o)) len += name(o).size() + (len ? 1 : 0);
+      ops_width = std::max(ops_width, len);
+    }
+    const int ow = static_cast<int>(ops_width);
+    if (!*json) std::printf("%-*s %-18s %-10s %-*s %s\n", w, "kernel", "dtypes", "available", ow, "ops", "summary");
     for (const KernelInfo& k : registry()) {
       std::string ops_text;
       nlohmann::json ops = nlohmann::json::array();
@@ -46,8 +55,8 @@ void add_list(CLI::App& app, int& exit_code) {
                        {"plugin", plugin_path_of(k) ? nlohmann::json(*plugin_path_of(k)) : nlohmann::json(nullptr)},
                        {"unavailable_reason", reason ? nlohmann::json(*reason) : nlohmann::json(nullptr)}});
       } else {
-        std::printf("%-*s %-18s %-10s %-18s %s%s\n", w, std::string(k.name).c_str(), dtypes.c_str(),
-                    reason ? "no" : "yes", ops_text.c_str(), std::string(k.summary).c_str(),
+        std::printf("%-*s %-18s %-10s %-*s %s%s\n", w, std::string(k.name).c_str(), dtypes.c_str(),
+                    reason ? "no" : "yes", ow, ops_text.c_str(), std::string(k.summary).c_str(),
                     reason ? (" [" + *reason + "]").c_str() : "");
       }
     }

@@ -36,7 +36,7 @@ void add_verify(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("verify", "Check the kernels' properties against the exact reference and budgets.toml");
   auto f = std::make_shared<VerifyFlags>();
   cmd->add_option("--kernel", f->kernels, "Kernel name, repeatable, 'all' (default), or 'plugins' (every --plugin kernel)");
-  cmd->add_option("--op", f->ops, "layernorm or rmsnorm, repeatable (default: every op the kernel implements)");
+  cmd->add_option("--op", f->ops, "layernorm, rmsnorm, add_layernorm or add_rmsnorm, repeatable (default: every op the kernel implements)");
   cmd->add_option("--dtype", f->dtypes, "f32, f64, f16 or bf16, repeatable (default: every dtype the kernel takes)");
   std::string property_names;
   for (lnorm::verify::Property p : lnorm::verify::kAllProperties) {
@@ -86,8 +86,10 @@ void add_verify(CLI::App& app, int& exit_code) {
           ops.push_back(o);
         } else {
           const std::string op_name(name(o)), level = o == Op::layernorm ? "" : op_name + ".";
-          std::fprintf(stderr, "lnorm: %s has no %s sections ([%s<kernel>.<dtype>] or [%sdefault.<dtype>]): %s not verified\n",
-                       budgets.source().c_str(), op_name.c_str(), level.c_str(), level.c_str(), op_name.c_str());
+          // Add & Norm falls back to its norm's sections (budgets.hpp): say which are missing.
+          const std::string also = fused_add(o) ? " nor " + std::string(name(norm_of(o))) + " sections to fall back to" : "";
+          std::fprintf(stderr, "lnorm: %s has no %s sections ([%s<kernel>.<dtype>] or [%sdefault.<dtype>])%s: %s not verified\n",
+                       budgets.source().c_str(), op_name.c_str(), level.c_str(), level.c_str(), also.c_str(), op_name.c_str());
         }
       }
       if (ops.empty()) throw InputError(budgets.source() + ": no section for any op");

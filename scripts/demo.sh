@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set-up + the main job, told as a short story: builds lnorm, then one screen per step: the kernels
-# here, their LayerNorm and RMSNorm accuracy against the exact reference, the verify gate's verdict per
+# here, their LayerNorm, RMSNorm and Add & Norm accuracy against the exact reference, the verify gate's verdict per
 # kernel x op x dtype, one
 # benchmark shape beside the copy ceiling and oneDNN, select's pick, and the precision report's
 # findings. Every step's full output is kept under out/demo/ (the path is printed).
@@ -88,6 +88,32 @@ echo "(huge: |x| ~ 1e20, where x^2 overflows f32: the textbook naive's sum of sq
 echo " rescale such rows; full verdicts: $out/check-rmsnorm.txt)"
 echo
 
+echo "== 3b. Add & Norm (lnorm run --residual + lnorm check --residual --h; 64x1024 RMSNorm, eps 1e-6, random gamma):"
+echo "      h = x + residual rounded once, then the norm of h; max scaled ulp of y / max ulp of h, against the exact answer"
+$py scripts/demo_add_inputs.py "$out"
+add_cases=("cancel f32" "stream bf16" "fp32res bf16")
+header=$(printf '%-10s' kernel)
+for c in "${add_cases[@]}"; do read -r label dtype <<<"$c"; header+=$(printf ' %20s' "$label $dtype"); done
+echo "$header"
+add_kernels=$("$lnorm" list --json | $py -c 'import json,sys; print(" ".join(k["name"] for k in json.load(sys.stdin) if k["available"] and "add_rmsnorm" in k["ops"]))')
+for k in reference $add_kernels; do
+  line=$(printf '%-10s' "$k")
+  for c in "${add_cases[@]}"; do
+    read -r label dtype <<<"$c"
+    base="$out/add-$label-$dtype"
+    flags=(--op rmsnorm --x "$base-x.npy" --residual "$base-r.npy" --gamma "$base-g.npy" --eps 1e-6 --dtype "$dtype")
+    if [ "$k" = reference ]; then "$lnorm" reference "${flags[@]}" --y "$out/y.npy" --h "$out/h.npy"
+    else "$lnorm" run --kernel "$k" "${flags[@]}" --y "$out/y.npy" --h "$out/h.npy" 2>/dev/null || { line+=$(printf ' %20s' "-"); continue; }; fi
+    "$lnorm" check "${flags[@]}" --y "$out/y.npy" --h "$out/h.npy" --max-ulp 8 --max-h-ulp 0.5 --json "$out/check.json" >>"$out/check-add.txt" || true
+    line+=$(printf ' %20s' "$($py -c 'import json,sys; d=json.load(open(sys.argv[1])); f=lambda m: "inf" if m is None else format(m, ".3g"); print(("" if d["pass"] else "FAIL ") + f(d["max_ulp"]) + " / " + f(d["h"]["max_ulp"]))' "$out/check.json")")
+  done
+  echo "$line"
+done
+rm -f "$out/y.npy" "$out/h.npy" "$out/check.json"
+echo "(fp32res: an f32 residual beside bf16 x, flash-attn's residual_in_fp32; -: the kernel takes the residual in x's dtype"
+echo " only; cancel: every h is exact, as a difference of near-equal values is; full verdicts: $out/check-add.txt)"
+echo
+
 echo "== 4. The CI gate (lnorm verify --quick): each op's properties x every kernel x op x dtype, against property_tests/budgets.toml"
 "$lnorm" verify --quick --json "$out/verify.json" >"$out/verify.txt" 2>&1 || status=$?
 $py - "$out/verify.json" <<'EOF'
@@ -96,7 +122,7 @@ d = json.load(open(sys.argv[1]))
 rows = {}
 for r in d["results"]:
     rows.setdefault((r["kernel"], r.get("op", "layernorm"), r["dtype"]), []).append(r)
-print(f"{'kernel':<10} {'op':<9} {'dtype':<5} {'passed':>6} {'xfail':>5}  failed")
+print(f"{'kernel':<10} {'op':<13} {'dtype':<5} {'passed':>6} {'xfail':>5}  failed")
 unavailable = {}
 for (k, op, t), rs in rows.items():
     n = lambda *s: sum(r["status"] in s for r in rs)
@@ -104,7 +130,7 @@ for (k, op, t), rs in rows.items():
         unavailable.setdefault(rs[0]["message"], []).append(k)
         continue
     bad = [r["property"] for r in rs if r["status"] in ("FAIL", "XPASS", "MISTRUSTED")]
-    print(f"{k:<10} {op:<9} {t:<5} {n('pass'):>6} {n('xfail', 'xpass?'):>5}  {', '.join(bad) or '-'}")
+    print(f"{k:<10} {op:<13} {t:<5} {n('pass'):>6} {n('xfail', 'xpass?'):>5}  {', '.join(bad) or '-'}")
 for why, ks in unavailable.items():
     print(f"skipped here: {', '.join(dict.fromkeys(ks))}: {why}")
 EOF

@@ -26,22 +26,24 @@ void write_file(const std::string& path, const std::string& text) { std::ofstrea
 
 }  // namespace
 
-TEST_CASE("cli verify: welford f32 passes every property of both ops, and JSON and JUnit say so case by case",
+TEST_CASE("cli verify: welford f32 passes every property of every op, and JSON and JUnit say so case by case",
           "[cli][verify]") {
   TempDir t;
-  // Without --op, every op the kernel implements: LayerNorm's 11 properties, then RMSNorm's 12.
+  // Without --op, every op the kernel implements: LayerNorm's 11 properties, RMSNorm's 12, then Add & Norm's
+  // (the norm's and four of its own): 15 and 16.
   const Result r = cli("verify --kernel welford --dtype f32 --quick --json " + t / "v.json" + " --junit " + t / "v.xml");
   INFO(r.out);
   REQUIRE(r.code == 0);
-  CHECK_THAT(r.out, Contains("PASS: 23 passed, 0 failed"));
+  CHECK_THAT(r.out, Contains("PASS: 54 passed, 0 failed"));
   const auto j = load_json(t / "v.json");
   CHECK(j["pass"] == true);
   CHECK(j["seed"] == 1);
-  REQUIRE(j["results"].size() == 23);
+  REQUIRE(j["results"].size() == 54);
   std::size_t index = 0;
   for (const auto& res : j["results"]) {
     CHECK(res["kernel"] == "welford");
-    CHECK(res["op"] == (index++ < 11 ? "layernorm" : "rmsnorm"));
+    CHECK(res["op"] == (index < 11 ? "layernorm" : index < 23 ? "rmsnorm" : index < 38 ? "add_layernorm" : "add_rmsnorm"));
+    ++index;
     CHECK(res["dtype"] == "f32");
     CHECK(res["status"] == "pass");
     CHECK(res["cases"] == 24);
@@ -51,10 +53,13 @@ TEST_CASE("cli verify: welford f32 passes every property of both ops, and JSON a
   CHECK(j["results"][2]["property"] == "accuracy");
   CHECK(j["results"][2]["worst"]["y_ulp"].get<double>() >= 0);
   CHECK(j["results"][11]["property"] == "shape");
+  CHECK(j["results"][34]["property"] == "add_rounding");
+  CHECK(j["results"][53]["property"] == "add_residual_zero");
   const std::string xml = file_bytes(t / "v.xml");
-  CHECK_THAT(xml, Contains("<testsuite name=\"lnorm.verify\" tests=\"23\" failures=\"0\""));
+  CHECK_THAT(xml, Contains("<testsuite name=\"lnorm.verify\" tests=\"54\" failures=\"0\""));
   CHECK_THAT(xml, Contains("<testcase classname=\"lnorm.verify.welford.f32\" name=\"accuracy\""));
   CHECK_THAT(xml, Contains("<testcase classname=\"lnorm.verify.welford.rmsnorm.f32\" name=\"accuracy\""));
+  CHECK_THAT(xml, Contains("<testcase classname=\"lnorm.verify.welford.add_rmsnorm.f32\" name=\"add_h_then_norm\""));
   // --op layernorm: LayerNorm's alone.
   const Result ln = cli("verify --kernel welford --dtype f32 --op layernorm --quick");
   CHECK(ln.code == 0);
@@ -69,8 +74,10 @@ TEST_CASE("cli verify: a budgets file without RMSNorm sections gates LayerNorm a
   const Result r = cli("verify --kernel welford --dtype f32 --property accuracy --quick --budgets " + t / "ln.toml");
   INFO(r.out);
   CHECK(r.code == 0);
-  CHECK_THAT(r.out, Contains("PASS: 1 passed, 0 failed"));
+  // LayerNorm and its Add & Norm form (which falls back to LayerNorm's sections).
+  CHECK_THAT(r.out, Contains("PASS: 2 passed, 0 failed"));
   CHECK_THAT(r.out, Contains("has no rmsnorm sections ([rmsnorm.<kernel>.<dtype>] or [rmsnorm.default.<dtype>]): rmsnorm not verified"));
+  CHECK_THAT(r.out, Contains("has no add_rmsnorm sections ([add_rmsnorm.<kernel>.<dtype>] or [add_rmsnorm.default.<dtype>]) nor rmsnorm sections to fall back to: add_rmsnorm not verified"));
   // Asked for by name, the missing section is an error naming it.
   const Result asked = cli("verify --kernel welford --dtype f32 --op rmsnorm --quick --budgets " + t / "ln.toml");
   CHECK(asked.code == 2);

@@ -25,7 +25,8 @@
 //                     accumulator in the storage type).
 //   ignores_offset    y uses gamma where it should use (C + gamma): Gemma's (1 + w) forgotten.
 //   subtracts_mean    (RMSNorm only) the mean subtracted: a LayerNorm shipped as an RMSNorm.
-// Every mutant but subtracts_mean implements both ops (RMSNorm: the mean taken as 0, the sums of x²), and
+// The add_* mutants (Add & Norm's defects) are described at AddDefect below.
+// Every mutant but subtracts_mean and the add_* ones implements both norms (RMSNorm: the mean taken as 0, the sums of x²), and
 // reads f32 gamma/beta and the gamma offset as lnorm's kernels do (lnorm/params.hpp).
 #include "mutants.hpp"
 
@@ -138,10 +139,16 @@ Norm<Acc<T>> stats(const T* x, std::int64_t n, std::int64_t stride, Acc<T> eps, 
   if constexpr (D == Defect::counts_padding) {
     for (std::int64_t i = n; i < (n + kPad - 1) / kPad * kPad; ++i) sum = add<D>(sum, A(0) - shift);
   }
-  const A mean = centred || D == Defect::subtracts_mean ? shift + sum / mean_div : A(0);
+  const bool has_mean = centred || D == Defect::subtracts_mean;
+  const A mean = has_mean ? shift + sum / mean_div : A(0);
+  // Deviations about the shift, then the mean's part of them: x − shift is exact (Sterbenz) where the row
+  // sits near its first value, so a spread down at the data's own ulp (Add & Norm's h = c ± an ulp, kappa
+  // 2^50) keeps its bits; x − mean would lose them to the rounding of mean.
+  const A mean_from_shift = has_mean ? sum / mean_div : A(0);
+  const A base = has_mean ? shift : A(0);
   A sq = 0;
   for (std::int64_t i = 0; i < m; ++i) {
-    const A d = load(x[i * stride]) - mean;
+    const A d = (load(x[i * stride]) - base) - mean_from_shift;
     sq = add<D>(sq, d * d);
   }
   if constexpr (D == Defect::counts_padding) {
@@ -218,7 +225,159 @@ void run(const Problem& p, const Tensors& t) {
   }
 }
 
+// Add & Norm's defects (the fused ops only; the norm is the control's, in long double):
+//   unrounded_h       h written correctly rounded, but the statistics and y use x + residual unrounded
+//                     (kept in the accumulator): what some fused kernels do on purpose, a declared
+//                     variant there and a bug in a kernel that claims the norm of h as stored
+//   residual_ignored  the statistics from x alone (y from h): the residual forgotten in the reduction
+//   h_in_x_dtype      h rounded to x's dtype, then stored in the residual's (f32 beside 16-bit x)
+//   h_truncated       h rounded toward zero instead of to nearest
+enum class AddDefect { none, unrounded_h, residual_ignored, h_in_x_dtype, h_truncated };
+
+// One stored value of H (float, double, f16, bf16) from a long double v: to nearest, or toward zero.
+template <class H>
+H store_as(long double v, bool toward_zero) {
+  H h;
+  if constexpr (std::is_same_v<H, double> || std::is_same_v<H, float>) h = static_cast<H>(v);
+  else h = from_float<H>(static_cast<float>(static_cast<double>(v)));  // double: exact for our sums; float: as lnorm's kernels
+  if (toward_zero && std::isfinite(static_cast<double>(v))) {
+    const long double got = static_cast<long double>(to_float(h));
+    if (std::fabs(got) > std::fabs(v)) {
+      if constexpr (std::is_same_v<H, double> || std::is_same_v<H, float>) h = std::nextafter(h, H(0));
+      else h.bits = static_cast<std::uint16_t>(h.bits - 1);  // sign-magnitude: one step toward zero
+    }
+  }
+  return h;
+}
+
+template <Defect D>
+void run(const Problem& p, const Tensors& t);
+
+// h = x + r rounded once to H (as every kernel rounds it: IEEE's sum in f32/f64, and f32's sum of 16-bit
+// values rounded again, innocuous by Figueroa), or toward zero (h_truncated): one step toward zero where
+// the nearest value lies farther from zero than the exact sum (x + r = s + e exactly, by TwoSum in double).
+template <class H>
+H sum_as(double x, double r, bool toward_zero) {
+  H h;
+  if constexpr (std::is_same_v<H, double>) h = x + r;
+  else if constexpr (std::is_same_v<H, float>) h = static_cast<float>(x) + static_cast<float>(r);
+  else h = from_float<H>(static_cast<float>(x) + static_cast<float>(r));
+  if (toward_zero) {
+    const double s = x + r, bb = s - x, e = (x - (s - bb)) + (r - bb);  // TwoSum
+    const double hv = static_cast<double>(to_float(h));
+    const double diff = (s - hv) + e;  // exact sum − h (s − hv exact: they are close)
+    if (std::isfinite(hv) && diff != 0 && (diff < 0) == (hv > 0)) {
+      if constexpr (std::is_same_v<H, double> || std::is_same_v<H, float>) h = std::nextafter(h, H(0));
+      else h.bits = static_cast<std::uint16_t>(h.bits - 1);  // sign-magnitude: one step toward zero
+    }
+  }
+  return h;
+}
+
+template <class T, class H, AddDefect D>
+void run_add_typed(const Problem& p, const Tensors& t) {
+  using L = long double;
+  const T* x = static_cast<const T*>(t.x);
+  const H* res = static_cast<const H*>(t.residual);
+  H* h = static_cast<H*>(t.h);
+  if constexpr (std::is_same_v<T, H> && D != AddDefect::unrounded_h && D != AddDefect::residual_ignored) {
+    // h (as the defect rounds it), then the control's plain norm on h as stored: bit for bit the plain
+    // control's answer on h, as add_h_then_norm asks of every kernel.
+    parallel_rows(p.rows, p.threads, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t k = begin * p.cols; k < end * p.cols; ++k) {
+        const double xv = static_cast<double>(to_float(x[k])), rv = static_cast<double>(to_float(res[k]));
+        h[k] = D == AddDefect::h_in_x_dtype ? store_as<H>(static_cast<L>(to_float(sum_as<T>(xv, rv, false))), false)
+                                            : sum_as<H>(xv, rv, D == AddDefect::h_truncated);
+      }
+    });
+    Tensors nt = t;
+    nt.x = t.h;
+    nt.residual = nullptr;
+    nt.h = nullptr;
+    return run<Defect::none>(with_op(p, norm_of(p.op)), nt);
+  }
+  const cpu::StagedParams<double> staged = cpu::stage_params<double>(p, t);
+  const double* gamma = staged.gamma();
+  const double* beta = staged.beta();
+  const bool centred = lnorm::centred(p.op);
+  T* y = static_cast<T*>(t.y);
+  Stat<T>* mean_out = static_cast<Stat<T>*>(t.mean);
+  Stat<T>* rstd_out = static_cast<Stat<T>*>(t.rstd);
+  const std::int64_t n = p.cols;
+  // The control's arithmetic (stats() and run_typed() above, in Acc<T>), on the values the defect feeds it:
+  // with residual = 0 every defect here gives the control's bits, so only the defect can be caught.
+  using A = Acc<T>;
+  const A eps = static_cast<A>(p.eps);
+  parallel_rows(p.rows, p.threads, [&](std::int64_t begin, std::int64_t end) {
+    std::vector<A> stat_in(static_cast<std::size_t>(n)), out_in(static_cast<std::size_t>(n));
+    for (std::int64_t r = begin; r < end; ++r) {
+      bool finite = true;
+      for (std::int64_t i = 0; i < n; ++i) {
+        const std::int64_t k = r * n + i;
+        const double xd = static_cast<double>(to_float(x[k])), rd = static_cast<double>(to_float(res[k]));
+        H hv = sum_as<H>(xd, rd, D == AddDefect::h_truncated);
+        if constexpr (D == AddDefect::h_in_x_dtype) hv = store_as<H>(static_cast<L>(to_float(sum_as<T>(xd, rd, false))), false);
+        h[k] = hv;
+        const A used = D == AddDefect::unrounded_h ? static_cast<A>(xd) + static_cast<A>(rd) : static_cast<A>(to_float(hv));
+        stat_in[static_cast<std::size_t>(i)] = D == AddDefect::residual_ignored ? static_cast<A>(xd) : used;
+        out_in[static_cast<std::size_t>(i)] = used;
+        finite = finite && std::isfinite(static_cast<double>(used)) && std::isfinite(static_cast<double>(stat_in[static_cast<std::size_t>(i)]));
+      }
+      const A shift = n > 0 ? stat_in[0] : A(0);
+      A sum = 0;
+      for (A v : stat_in) sum += v - shift;
+      const A from_shift = centred ? sum / static_cast<A>(n) : A(0), base = centred ? shift : A(0);
+      A mean = base + from_shift, sq = 0;
+      for (A v : stat_in) {
+        const A d = (v - base) - from_shift;
+        sq += d * d;
+      }
+      A rstd = A(1) / std::sqrt(sq / static_cast<A>(n) + eps);
+      if (!finite || !std::isfinite(static_cast<double>(mean)) || std::isnan(static_cast<double>(rstd)))
+        mean = rstd = std::numeric_limits<A>::quiet_NaN();
+      if (mean_out) mean_out[r] = static_cast<Stat<T>>(mean);
+      if (rstd_out) rstd_out[r] = static_cast<Stat<T>>(rstd);
+      for (std::int64_t i = 0; i < n; ++i) {
+        A v = (out_in[static_cast<std::size_t>(i)] - mean) * rstd;
+        if (gamma) v *= static_cast<A>(gamma[i]);
+        if (beta) v += static_cast<A>(beta[i]);
+        if constexpr (std::is_same_v<T, double>) y[r * n + i] = static_cast<double>(v);
+        else if constexpr (std::is_same_v<T, float>) y[r * n + i] = static_cast<float>(v);
+        else y[r * n + i] = from_float<T>(static_cast<float>(v));
+      }
+    }
+  });
+}
+
+template <AddDefect D>
+void run_add(const Problem& p, const Tensors& t);
+
+// An Add & Norm mutant: the defect in the fused ops, the control in the plain norms.
+template <AddDefect D>
+void run_add_defect(const Problem& p, const Tensors& t) {
+  if (fused_add(p.op)) return run_add<D>(p, t);
+  run<Defect::none>(p, t);
+}
+
+template <AddDefect D>
+void run_add(const Problem& p, const Tensors& t) {
+  const bool f32_h = p.residual_dtype == DType::f32 && p.dtype != DType::f32;
+  switch (p.dtype) {
+    case DType::f32: return run_add_typed<float, float, D>(p, t);
+    case DType::f64: return run_add_typed<double, double, D>(p, t);
+    case DType::f16: return f32_h ? run_add_typed<f16, float, D>(p, t) : run_add_typed<f16, f16, D>(p, t);
+    case DType::bf16: return f32_h ? run_add_typed<bf16, float, D>(p, t) : run_add_typed<bf16, bf16, D>(p, t);
+  }
+}
+
+// The control for every op: the plain norm's two-pass, or Add & Norm's.
+void run_control(const Problem& p, const Tensors& t) {
+  if (fused_add(p.op)) return run_add<AddDefect::none>(p, t);
+  run<Defect::none>(p, t);
+}
+
 constexpr DTypeSet kAll{DType::f32, DType::f64, DType::f16, DType::bf16};
+constexpr OpSet kEveryOp{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm};
 
 constexpr KernelInfo mutant(std::string_view id, std::string_view summary,
                             void (*fn)(const Problem&, const Tensors&), OpSet ops = OpSet{Op::layernorm, Op::rmsnorm}) {
@@ -227,14 +386,19 @@ constexpr KernelInfo mutant(std::string_view id, std::string_view summary,
 
 }  // namespace
 
+bool defect_in(const KernelInfo& mutant, Op op) {
+  return mutant.name.substr(0, 11) != "mutant_add_" || fused_add(op);
+}
+
 const KernelInfo& control() {
   static const KernelInfo kControl =
-      mutant("mutant_control", "no defect: two-pass in double (long double for f64), rounded once", &run<Defect::none>);
+      mutant("mutant_control", "no defect: two-pass in double (long double for f64), rounded once; Add & Norm: h rounded once, then the same in long double",
+             &run_control, kEveryOp);
   return kControl;
 }
 
 std::span<const KernelInfo> all() {
-  static const std::array<KernelInfo, 12> kMutants{
+  static const std::array<KernelInfo, 16> kMutants{
       mutant("mutant_var_unbiased", "variance divided by n-1 instead of n (NaN at n = 1)",
              &run<Defect::var_unbiased>),
       mutant("mutant_eps_outside_sqrt", "rstd = 1/(sqrt(var) + eps) instead of 1/sqrt(var + eps)",
@@ -261,6 +425,13 @@ std::span<const KernelInfo> all() {
       mutant("mutant_ignores_offset", "y uses gamma instead of (gamma_offset + gamma)", &run<Defect::ignores_offset>),
       mutant("mutant_subtracts_mean", "RMSNorm that subtracts the row's mean (a LayerNorm)", &run<Defect::subtracts_mean>,
              OpSet{Op::rmsnorm}),
+      mutant("mutant_add_unrounded_h", "Add & Norm: statistics and y from x + residual unrounded (h written rounded)",
+             &run_add_defect<AddDefect::unrounded_h>, kEveryOp),
+      mutant("mutant_add_residual_ignored", "Add & Norm: statistics from x alone, y from h", &run_add_defect<AddDefect::residual_ignored>,
+             kEveryOp),
+      mutant("mutant_add_h_in_x_dtype", "Add & Norm: h rounded to x's dtype, then stored in the residual's",
+             &run_add_defect<AddDefect::h_in_x_dtype>, kEveryOp),
+      mutant("mutant_add_h_truncated", "Add & Norm: h rounded toward zero", &run_add_defect<AddDefect::h_truncated>, kEveryOp),
   };
   return kMutants;
 }

@@ -13,6 +13,10 @@ namespace lnorm::mutants {
 // them).
 std::span<const KernelInfo> all();
 
+// Whether the mutant's defect lives in this op (the add_* mutants are the control in the plain norms,
+// so the suite can compare their fused ops with their plain ones; only their fused ops must be caught).
+bool defect_in(const KernelInfo& mutant, Op op);
+
 // The mutants without their defect: must pass every property, or a "caught" mutant proves nothing.
 const KernelInfo& control();
 

@@ -9,17 +9,30 @@
 #include "lnorm/verify.hpp"
 #include "mutants.hpp"
 
-int main() {
+// Arguments (optional): the ops to run, e.g. `mutants add_rmsnorm` (default: every op).
+int main(int argc, char** argv) {
   using namespace lnorm;
   using namespace lnorm::verify;
+  std::vector<Op> ops;
+  for (int i = 1; i < argc; ++i) {
+    const auto op = parse_op(argv[i]);
+    if (!op) {
+      std::fprintf(stderr, "mutants: %s is not an op\n", argv[i]);
+      return 2;
+    }
+    ops.push_back(*op);
+  }
+  if (ops.empty()) ops.assign(std::begin(kAllOps), std::end(kAllOps));
   const Budgets budgets = Budgets::builtin();
   Settings settings;
   settings.quick = true;
+  settings.shrink = false;  // caught or not is the question; the first failing case is printed unshrunk
   settings.command = "lnorm verify (mutant: rebuild with it in the registry)";
   int uncaught = 0;
   // The control first: if it failed, the mutants' failures could be the base's, not their defects'.
-  for (Op op : kAllOps) {
+  for (Op op : ops) {
     for (DType d : kAllDTypes) {
+      std::fprintf(stderr, "control %s %s\n", std::string(name(op)).c_str(), std::string(name(d)).c_str());
       for (const Outcome& o :
            verify_kernel(mutants::control(), op, d, budgets.for_kernel(op, mutants::control().name, d), settings)) {
         if (is_failure(o.status)) {
@@ -36,8 +49,8 @@ int main() {
   // Each mutant must be caught in every op it implements (a defect that only one op's laws see would
   // otherwise hide behind the other op's failures).
   for (const KernelInfo& mutant : mutants::all()) {
-    for (Op op : kAllOps) {
-      if (!mutant.ops.contains(op)) continue;
+    for (Op op : ops) {
+      if (!mutant.ops.contains(op) || !mutants::defect_in(mutant, op)) continue;
       std::string caught_by, first;
       int failures = 0, runs = 0;
       for (DType d : kAllDTypes) {

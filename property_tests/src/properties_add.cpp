@@ -3,8 +3,8 @@
 //   add_rounding       h is x + residual rounded once, bit for bit (every case checks it: harness), and y,
 //                      mean, rstd are within budget of the norm of that h; residuals of four kinds: another
 //                      element at a scale 2^k, cancellation (|x| ≈ |residual| ≈ 1e4, the sum ≈ 1), addends
-//                      at x's rounding position (ties, carries), any value of the format (overflow to ±Inf,
-//                      subnormals); for 16-bit x, an f32 residual (residual_in_fp32) when the kernel takes one
+//                      at x's rounding position (ties, carries), any value within 2p + 4 binades below to 8
+//                      above x's (overflow to ±Inf, subnormals); for 16-bit x, an f32 residual (residual_in_fp32) when the kernel takes one
 //   add_h_then_norm    y, mean and rstd are bit for bit the plain norm's of h as stored: the statistics see the
 //                      rounded h, and the residual is in them (a kernel that skips the rounding on purpose
 //                      declares this an expected failure, with what it costs)
@@ -56,9 +56,14 @@ Case with_residual(const Case& c, DType rd, std::uint64_t salt) {
         r = std::ldexp((rng() & 1) ? 1.0 : -1.5, e - xf.precision + static_cast<int>(rng() % 4) - 2);
         break;
       }
-      case ResidualKind::any_value:
-        r = random_float_bits(rng, rf, rf.lsb_exponent() - 1, rf.emax);
+      case ResidualKind::any_value: {
+        // Any value from 2p + 4 binades below v's to 8 above (clamped to the format): absorbed addends,
+        // carries, overflow to ±Inf beside huge rows, subnormal sums beside tiny ones; not a row whose
+        // dynamic range no kernel's working format was asked to hold.
+        const int e = std::isfinite(v) && v != 0 ? std::ilogb(v) : 0;
+        r = random_float_bits(rng, rf, e - 2 * rf.precision - 4, e + 8);
         break;
+      }
     }
     const double rr = round_to_format(rf, r);
     out.residual[i] = std::isinf(rr) && kind != ResidualKind::any_value ? std::copysign(std::ldexp(1.0, rf.emax), rr) : rr;

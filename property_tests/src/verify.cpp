@@ -241,9 +241,16 @@ std::vector<Outcome> verify_kernel(const KernelInfo& kernel, Op op, DType dtype,
           << " --dtype " << name(dtype) << " --property " << name(p) << " --seed " << settings.seed << " --cases "
           << settings.default_cases();
     o.reproduce = repro.str();
-    if (why_not || (p == Property::params && params_why_not)) {
+    // add_h_then_norm and add_residual_zero compare the fused op with the kernel's own plain norm.
+    const bool needs_plain = p == Property::add_h_then_norm || p == Property::add_residual_zero;
+    const std::optional<std::string> plain_why_not =
+        needs_plain && !kernel.ops.contains(norm_of(op))
+            ? std::optional<std::string>(std::string(kernel.name) + " has no plain " + std::string(name(norm_of(op))) +
+                                         " to compare its " + std::string(name(op)) + " with")
+            : std::nullopt;
+    if (why_not || (p == Property::params && params_why_not) || plain_why_not) {
       o.status = Status::skipped;
-      o.message = why_not ? *why_not : *params_why_not;
+      o.message = why_not ? *why_not : params_why_not && p == Property::params ? *params_why_not : *plain_why_not;
       outcomes.push_back(o);
       continue;
     }
@@ -286,6 +293,7 @@ std::vector<Outcome> verify_kernel(const KernelInfo& kernel, Op op, DType dtype,
     params.seed = o.seed;
     params.maxSuccess = settings.default_cases();
     params.maxSize = 100;
+    params.disableShrinking = !settings.shrink;
     rc::detail::TestMetadata meta;
     meta.id = o.kernel + "/" + std::string(name(dtype)) + "/" + std::string(name(p));
     QuietListener quiet;

@@ -38,6 +38,9 @@ struct Settings {
   std::vector<Property> properties;  // empty: every property of the op (properties_for)
   std::string dump_dir;             // when set, each failing case is written there as .npy files
   std::string command = "lnorm verify";  // how reproduction lines start
+  // Shrink a failing case to a minimal one (RapidCheck). The mutants test turns it off: it asks only
+  // whether a defect is caught, and shrinking cases the exact reference finds hard costs minutes.
+  bool shrink = true;
   int default_cases() const { return cases > 0 ? cases : quick ? 24 : 160; }
 };
 
