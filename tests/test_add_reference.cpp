@@ -25,8 +25,7 @@ cpp_rational exact(double v) {
   const auto mi = static_cast<long long>(std::ldexp(m, 53));  // exact: 53-bit integer
   cpp_rational r(mi);
   e -= 53;
-  cpp_rational p2 = 1;
-  for (int i = 0; i < std::abs(e); ++i) p2 *= 2;
+  const boost::multiprecision::cpp_int p2 = boost::multiprecision::cpp_int(1) << std::abs(e);  // 2^|e|, one shift
   return e >= 0 ? cpp_rational(r * p2) : cpp_rational(r / p2);
 }
 
