@@ -153,20 +153,22 @@ struct FixedSum {
   static constexpr int kLimbs = 6;
   std::uint64_t w[kLimbs] = {};
 
+  // v = −v, two's complement.
+  static void negate(std::uint64_t (&v)[kLimbs]) {
+    unsigned carry = 1;
+    for (auto& x : v) {
+      const std::uint64_t nx = ~x + carry;
+      carry = carry && nx == 0;
+      x = nx;
+    }
+  }
   // += or −= m·2^shift, shift ≥ 0.
   void add_shifted(std::uint64_t m, int shift, bool negative) {
     std::uint64_t v[kLimbs] = {};
     const int limb = shift / 64, off = shift % 64;
     v[limb] = m << off;
     if (off && limb + 1 < kLimbs) v[limb + 1] = m >> (64 - off);
-    if (negative) {  // two's complement of v, then add
-      unsigned carry = 1;
-      for (auto& x : v) {
-        const std::uint64_t nx = ~x + carry;
-        carry = carry && nx == 0;
-        x = nx;
-      }
-    }
+    if (negative) negate(v);  // two's complement of v, then add
     unsigned carry = 0;
     for (int i = 0; i < kLimbs; ++i) {
       const std::uint64_t a = w[i] + v[i];
@@ -230,14 +232,7 @@ inline double pow2(int e) {
 inline void FixedSum::to_dd(double& hi, double& lo) const {
   FixedSum a = *this;
   const bool negative = (a.w[kLimbs - 1] >> 63) != 0;
-  if (negative) {
-    unsigned carry = 1;
-    for (auto& x : a.w) {
-      const std::uint64_t nx = ~x + carry;
-      carry = carry && nx == 0;
-      x = nx;
-    }
-  }
+  if (negative) negate(a.w);
   hi = lo = 0;
   int top = kLimbs - 1;
   while (top > 0 && a.w[top] == 0) --top;
