@@ -12,6 +12,7 @@
 #include "commands.hpp"
 #include "lnorm/check.hpp"
 #include "lnorm/metrics.hpp"
+#include "lnorm/recipe.hpp"
 #include "problem_flags.hpp"
 
 namespace lnorm::cli {
@@ -19,7 +20,8 @@ namespace {
 
 struct CheckFlags {
   ProblemFlags problem;
-  std::string y, mean, rstd, json, h;
+  std::string y, mean, rstd, json, h, recipe;
+  double max_recipe_ulp = 0.5;  // a kernel that claims a recipe rounds where it does: its answer, rounded once
   Budget budget;
   bool max_ulp_given = false;
   double max_mean_ulp = -1, max_rstd_ulp = -1;  // < 0: report only
@@ -72,6 +74,15 @@ int run_check(const CheckFlags& f) {
   if (f.max_rstd_ulp >= 0 && f.rstd.empty())
     throw InputError("--max-rstd-ulp: needs --rstd (the candidate rstd it gates)");
   ProblemInputs in = load_problem(f.problem);
+  Recipe recipe;
+  if (!f.recipe.empty()) {
+    try {
+      recipe = parse_recipe(f.recipe);
+      in.problem = recipe_problem(in.problem, recipe);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(std::string("--recipe: ") + e.what());
+    }
+  }
   const Problem& p = in.problem;
   io::NpyReader cand(f.y);
   if (cand.header().descr != in.x.header().descr)
@@ -97,7 +108,8 @@ int run_check(const CheckFlags& f) {
   const std::size_t es = size_of(p.dtype), ss = size_of(stats_dtype(p.dtype));
   const std::int64_t chunk = rows_per_chunk(p.cols, es);
   const int threads = p.threads;
-  ErrorSummary ey, eh;
+  ErrorSummary ey, eh, erec;
+  std::int64_t inexact_sums = 0;
   StatSummary em, er;
   std::vector<std::byte> xbuf, cbuf, mbuf, rbuf, resbuf, hbuf;
   for (std::int64_t r0 = 0; r0 < p.rows; r0 += chunk) {
@@ -124,8 +136,11 @@ int run_check(const CheckFlags& f) {
                                            in.beta_data.empty() ? nullptr : in.beta_data.data(), cbuf.data(),
                                            mean_in ? mbuf.data() : nullptr, rstd_in ? rbuf.data() : nullptr, nr, r0,
                                            f.budget, threads,
-                                           AddInputs{fused ? resbuf.data() : nullptr, h_in ? hbuf.data() : nullptr, h_budget});
+                                           AddInputs{fused ? resbuf.data() : nullptr, h_in ? hbuf.data() : nullptr, h_budget},
+                                           RecipeInputs{recipe.empty() ? nullptr : &recipe, {f.max_recipe_ulp, 0}});
     ey.merge(part.y);
+    erec.merge(part.recipe);
+    inexact_sums += part.recipe_inexact_sums;
     eh.merge(part.h);
     em.merge(part.mean);
     er.merge(part.rstd);
@@ -134,7 +149,8 @@ int run_check(const CheckFlags& f) {
   const bool mean_ok = !mean_in || em.passes(f.max_mean_ulp);
   const bool rstd_ok = !rstd_in || er.passes(f.max_rstd_ulp);
   const bool h_ok = !h_in || eh.within_budget();
-  const bool pass = ey.within_budget() && mean_ok && rstd_ok && h_ok;
+  const bool recipe_ok = recipe.empty() || erec.within_budget();
+  const bool pass = ey.within_budget() && mean_ok && rstd_ok && h_ok && recipe_ok;
 
   // One summary line first (scripts and the demo read it), then the details.
   // max is "inf" where any output is a non-finite mismatch (NaN or Inf where the answer is finite, ...).
@@ -145,7 +161,23 @@ int run_check(const CheckFlags& f) {
   if (rstd_in) std::printf("  rstd %g ulp", er.max_ulp);
   if (h_in) std::printf("  h max %.3g ulp (budget %g) correctly rounded %.2f%%", eh.max_ulp, h_budget.a,
                         100 * eh.correctly_rounded_fraction());
+  if (!recipe.empty())
+    std::printf("  recipe %s max %.3g ulp (budget %g) correctly rounded %.2f%%", recipe.name.c_str(), erec.max_ulp,
+                f.max_recipe_ulp, 100 * erec.correctly_rounded_fraction());
   std::printf("\n");
+  if (!recipe.empty()) {
+    std::printf("  recipe    y is %.3g ulp from the %s recipe, %.3g scaled ulp from the exact %s; correctly rounded: %.2f%% to "
+                "the recipe, %.2f%% to the exact answer; %lld of %lld over the recipe's budget\n",
+                erec.max_ulp, recipe.name.c_str(), ey.max_ulp, std::string(name(p.op)).c_str(),
+                100 * erec.correctly_rounded_fraction(), 100 * ey.correctly_rounded_fraction(),
+                static_cast<long long>(erec.over_budget), static_cast<long long>(erec.elements));
+    if (erec.max_ulp_index >= 0)
+      std::printf("  worst vs recipe %s: got %.17g, recipe %.17g, %.4g scaled ulp%s\n", coords(erec.max_ulp_index, in.shape).c_str(),
+                  erec.max_ulp_got, erec.max_ulp_exact, erec.max_ulp, std::isinf(erec.max_ulp) ? " (non-finite mismatch)" : "");
+    if (inexact_sums > 0)
+      std::printf("  note      %lld unrounded sums x + residual were not doubles: the recipe used the nearest double (2^-53 relative)\n",
+                  static_cast<long long>(inexact_sums));
+  }
   std::printf("  input     %s %s, %s %s, axis %d, eps %.9g, %lld rows x %lld", f.problem.x.c_str(),
               shape_text(in.shape).c_str(), std::string(name(p.op)).c_str(), std::string(name(p.dtype)).c_str(),
               in.axis, p.eps, static_cast<long long>(p.rows), static_cast<long long>(p.cols));
@@ -199,8 +231,16 @@ int run_check(const CheckFlags& f) {
                 {"max_ulp_exact", eh.max_ulp_exact}, {"correctly_rounded", eh.correctly_rounded_fraction()},
                 {"nonfinite_mismatches", eh.nonfinite_mismatches}, {"over_budget", eh.over_budget},
                 {"budget", h_budget.a}, {"pass", h_ok}};
-      j["y_pass"] = ey.within_budget();
     }
+    if (h_in || !recipe.empty()) j["y_pass"] = ey.within_budget();
+    if (!recipe.empty())
+      j["recipe"] = {{"name", recipe.name}, {"metric", "scaled ulps against the recipe's answer (before its last rounding)"},
+                     {"max_ulp", ulp_json(erec.max_ulp)}, {"max_ulp_nonfinite", std::isinf(erec.max_ulp)},
+                     {"max_finite_ulp", erec.max_finite_ulp}, {"max_ulp_index", erec.max_ulp_index},
+                     {"max_ulp_got", erec.max_ulp_got}, {"max_ulp_recipe", erec.max_ulp_exact},
+                     {"correctly_rounded", erec.correctly_rounded_fraction()},
+                     {"nonfinite_mismatches", erec.nonfinite_mismatches}, {"over_budget", erec.over_budget},
+                     {"budget", f.max_recipe_ulp}, {"inexact_sums", inexact_sums}, {"pass", recipe_ok}};
     write_text_atomically(f.json, j.dump(2) + "\n");
   }
   return pass ? 0 : 1;
@@ -222,11 +262,17 @@ void add_check(CLI::App& app, int& exit_code) {
       ->default_val(1.0);
   cmd->add_option("--max-mean-ulp", f->max_mean_ulp, "Also gate the mean: its error in ulps of max(|mean|, sqrt(var + eps)), as verify and budgets.toml measure it (default: report only)");
   cmd->add_option("--max-rstd-ulp", f->max_rstd_ulp, "Also gate rstd: its plain ulp distance to the exact rstd rounded once (default: report only)");
+  std::string recipe_help = "Also measure y against this recipe's answer (the op's exact arithmetic with roundings at declared points) and gate it by --max-recipe-ulp; combine with '+'. Known:";
+  for (const RecipeInfo& r : known_recipes()) recipe_help += std::string(" ") + r.name + " (" + r.ops + ": " + r.description + ");";
+  cmd->add_option("--recipe", f->recipe, recipe_help);
+  auto* max_recipe = cmd->add_option("--max-recipe-ulp", f->max_recipe_ulp, "Budget against the recipe's answer, scaled ulps per element (default 0.5: rounded like the recipe)")->default_val(0.5);
   cmd->add_option("--json", f->json, "Write the measurements as JSON here");
   cmd->add_option("--threads", f->problem.threads, "Threads for the reference (default: all cores)")
       ->default_val(std::max(1u, std::thread::hardware_concurrency()));
-  cmd->callback([f, max_ulp, &exit_code] {
+  cmd->callback([f, max_ulp, max_recipe, &exit_code] {
     f->max_ulp_given = max_ulp->count() > 0;
+    if (max_recipe->count() > 0 && f->recipe.empty()) throw InputError("--max-recipe-ulp: needs --recipe (the recipe it gates against)");
+    if (!(f->max_recipe_ulp >= 0)) throw InputError("--max-recipe-ulp: must be >= 0");
     if (!(f->budget.a >= 0) || !(f->budget.b >= 0)) throw InputError("--max-ulp/--max-ulp-per-kappa: must be >= 0");
     exit_code = run_check(*f);
   });

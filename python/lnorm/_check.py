@@ -69,6 +69,10 @@ class CheckResult:
     # max(|mean|, sqrt(var + eps)), as lnorm verify and budgets.toml measure it; rstd's is a plain ulp distance.
     mean: Optional[dict]
     rstd: Optional[dict]
+    # When recipe= was given: name, metric, max_ulp (inf on a non-finite mismatch), max_ulp_nonfinite,
+    # max_finite_ulp, max_ulp_index, max_ulp_got, max_ulp_recipe, correctly_rounded, nonfinite_mismatches,
+    # over_budget, budget, pass — y against the recipe's answer (lnorm check --recipe).
+    recipe: Optional[dict] = None
 
     @property
     def nan_mismatches(self):
@@ -95,10 +99,19 @@ class CheckResult:
             head += f"  mean {self.mean['max_ulp']:g} ulp"
         if self.rstd is not None:
             head += f"  rstd {self.rstd['max_ulp']:g} ulp"
+        r = self.recipe
+        if r is not None:
+            head += (f"  recipe {r['name']} max {r['max_ulp']:.3g} ulp (budget {r['budget']:g}) correctly rounded "
+                     f"{100 * r['correctly_rounded']:.2f}%")
         params = (f", gamma/beta {self.param_dtype}" if self.param_dtype != self.dtype else "") + (
             f", weight {self.gamma_offset:.9g} + gamma" if self.gamma_offset else "")
         lines = [head, f"  input     {self.shape}, {self.op} {self.dtype}, axis {self.axis}, eps {self.eps:.9g}, "
                        f"{self.rows} rows x {self.cols}{params}"]
+        if r is not None:
+            lines.append(f"  recipe    y is {r['max_ulp']:.3g} ulp from the {r['name']} recipe, {self.max_ulp:.3g} scaled ulp "
+                         f"from the exact {self.op}; correctly rounded: {100 * r['correctly_rounded']:.2f}% to the recipe, "
+                         f"{100 * self.correctly_rounded:.2f}% to the exact answer; {r['over_budget']} of {self.elements} "
+                         f"over the recipe's budget")
         if self.max_ulp_index is not None:
             lines.append(f"  worst y   {self.max_ulp_index}: got {self.max_ulp_got!r}, exact {self.max_ulp_exact!r}, "
                          f"{self.max_ulp:.4g} scaled ulp{' (non-finite mismatch)' if self.max_ulp_nonfinite else ''}, "
@@ -118,20 +131,25 @@ class CheckResult:
 
 
 def check(x, y, gamma=None, beta=None, *, axis=-1, eps=1e-5, max_ulp=8, max_ulp_per_kappa=1, mean=None, rstd=None,
-          max_mean_ulp=None, max_rstd_ulp=None, dtype=None, threads=None, op="layernorm", gamma_offset=0.0):
+          max_mean_ulp=None, max_rstd_ulp=None, dtype=None, threads=None, op="layernorm", gamma_offset=0.0,
+          recipe=None, max_recipe_ulp=0.5):
     """Measures a candidate output y (and optionally mean/rstd) against the exact answer for x: the
     LayerNorm of x, or op="rmsnorm" (no mean: mean= is refused), with gamma_offset as in reference().
 
     Budget: max_ulp + max_ulp_per_kappa * kappa scaled ulps per element (DESIGN.md "Measuring
     error"); max_mean_ulp / max_rstd_ulp also gate the statistics (default: reported only): the mean
     in ulps of max(|mean|, sqrt(var + eps)) as lnorm verify measures it, rstd in plain ulps.
+    recipe: also measure y against a recipe's answer ("llama": the normalized value rounded to x's dtype
+    before the weight multiply; "gemma": weight 1 + gamma in f32, one rounding at the end — it sets
+    gamma_offset to 1), gated by max_recipe_ulp (default 0.5); the result's .recipe holds that measurement
+    and the exact answer's stays in max_ulp (README "Recipes").
     Returns a CheckResult, truthy when within budget. The GIL is released while it measures.
     """
     dtype, a = _arrays(dtype, x=x, y=y, gamma=gamma, beta=beta, mean=mean, rstd=rstd)
     d = _lnorm.check(a["x"], a["y"], a["gamma"], a["beta"], axis=axis, eps=eps, max_ulp=float(max_ulp),
                      max_ulp_per_kappa=float(max_ulp_per_kappa), mean=a["mean"], rstd=a["rstd"],
                      max_mean_ulp=max_mean_ulp, max_rstd_ulp=max_rstd_ulp, dtype=dtype, threads=threads, op=op,
-                     gamma_offset=float(gamma_offset))
+                     gamma_offset=float(gamma_offset), recipe=recipe, max_recipe_ulp=float(max_recipe_ulp))
     d["passed"] = d.pop("pass")
     return CheckResult(**d)
 

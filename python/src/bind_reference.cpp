@@ -63,9 +63,20 @@ py::dict stat_dict(const StatSummary& s, double limit, const char* metric) {
 
 py::dict check_py(py::handle x, py::handle y, py::handle gamma, py::handle beta, int axis, double eps, double max_ulp,
                   double max_ulp_per_kappa, py::handle mean, py::handle rstd, py::object max_mean_ulp,
-                  py::object max_rstd_ulp, py::handle dtype, py::object threads, const std::string& op, double gamma_offset) {
-  const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype,
-                                          threads.is_none() ? default_threads() : threads.cast<int>(), op, gamma_offset);
+                  py::object max_rstd_ulp, py::handle dtype, py::object threads, const std::string& op, double gamma_offset,
+                  py::object recipe_name, double max_recipe_ulp) {
+  ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype,
+                                    threads.is_none() ? default_threads() : threads.cast<int>(), op, gamma_offset);
+  Recipe recipe;
+  if (!recipe_name.is_none()) {
+    try {
+      recipe = parse_recipe(recipe_name.cast<std::string>());
+      in.problem = recipe_problem(in.problem, recipe);
+    } catch (const std::invalid_argument& e) {
+      throw py::value_error(std::string("recipe: ") + e.what());
+    }
+  }
+  if (!(max_recipe_ulp >= 0)) throw py::value_error("max_recipe_ulp must be >= 0");
   if (!centred(in.problem.op) && !mean.is_none())
     throw py::value_error("mean: " + op + " has no mean output (it takes the mean as 0); drop mean=");
   const py::array cand = contiguous(y, "y");
@@ -86,7 +97,7 @@ py::dict check_py(py::handle x, py::handle y, py::handle gamma, py::handle beta,
   {
     py::gil_scoped_release release;
     s = measure_rows(in.problem, in.x.data(), in.gamma_ptr(), in.beta_ptr(), cand.data(), mp, rp, in.problem.rows, 0,
-                     budget, in.problem.threads);
+                     budget, in.problem.threads, {}, RecipeInputs{recipe.empty() ? nullptr : &recipe, {max_recipe_ulp, 0}});
   }
   const bool mean_ok = !mp || s.mean.passes(mean_limit);
   const bool rstd_ok = !rp || s.rstd.passes(rstd_limit);
@@ -118,7 +129,27 @@ py::dict check_py(py::handle x, py::handle y, py::handle gamma, py::handle beta,
   d["budget"] = py::dict(py::arg("a") = max_ulp, py::arg("b") = max_ulp_per_kappa);
   d["mean"] = mp ? py::object(stat_dict(s.mean, mean_limit, "ulps of max(|mean|, sqrt(var + eps))")) : py::object(py::none());
   d["rstd"] = rp ? py::object(stat_dict(s.rstd, rstd_limit, "ulps of rstd")) : py::object(py::none());
-  d["pass"] = e.within_budget() && mean_ok && rstd_ok;
+  py::object rec = py::none();
+  if (!recipe.empty()) {
+    const ErrorSummary& r = s.recipe;
+    py::dict rd;
+    rd["name"] = recipe.name;
+    rd["metric"] = "scaled ulps against the recipe's answer (before its last rounding)";
+    rd["max_ulp"] = r.max_ulp;
+    rd["max_ulp_nonfinite"] = std::isinf(r.max_ulp);
+    rd["max_finite_ulp"] = r.max_finite_ulp;
+    rd["max_ulp_index"] = r.max_ulp_index >= 0 ? py::object(unravel(r.max_ulp_index, in.shape)) : py::object(py::none());
+    rd["max_ulp_got"] = r.max_ulp_got;
+    rd["max_ulp_recipe"] = r.max_ulp_exact;
+    rd["correctly_rounded"] = r.correctly_rounded_fraction();
+    rd["nonfinite_mismatches"] = r.nonfinite_mismatches;
+    rd["over_budget"] = r.over_budget;
+    rd["budget"] = max_recipe_ulp;
+    rd["pass"] = r.within_budget();
+    rec = rd;
+  }
+  d["recipe"] = rec;
+  d["pass"] = e.within_budget() && mean_ok && rstd_ok && (recipe.empty() || s.recipe.within_budget());
   return d;
 }
 
@@ -177,7 +208,7 @@ void bind_reference(py::module_& m) {
   m.def("check", &check_py, "x"_a, "y"_a, "gamma"_a = py::none(), "beta"_a = py::none(), py::kw_only(), "axis"_a = -1,
         "eps"_a = 1e-5, "max_ulp"_a = 8.0, "max_ulp_per_kappa"_a = 1.0, "mean"_a = py::none(), "rstd"_a = py::none(),
         "max_mean_ulp"_a = py::none(), "max_rstd_ulp"_a = py::none(), "dtype"_a = py::none(), "threads"_a = py::none(),
-        "op"_a = "layernorm", "gamma_offset"_a = 0.0);
+        "op"_a = "layernorm", "gamma_offset"_a = 0.0, "recipe"_a = py::none(), "max_recipe_ulp"_a = 0.5);
   m.def("kernels", &kernels_py);
   m.def("run", &run_py, "name"_a, "x"_a, "gamma"_a = py::none(), "beta"_a = py::none(), py::kw_only(), "axis"_a = -1,
         "eps"_a = 1e-5, "dtype"_a = py::none(), "threads"_a = 1, "op"_a = "layernorm", "gamma_offset"_a = 0.0);

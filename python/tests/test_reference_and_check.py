@@ -237,3 +237,20 @@ def test_rmsnorm_reference_and_check_with_gemmas_offset_and_f32_weights_beside_b
     with pytest.raises(ValueError, match="gamma_offset needs gamma"):
         lnorm.reference(x, op="rmsnorm", gamma_offset=1.0, dtype="bf16")
     lnorm.assert_rmsnorm_close(x, y, w, gamma_offset=1.0, dtype="bf16")
+
+
+def test_check_with_a_recipe_reports_both_distances_and_refuses_recipes_that_do_not_apply():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 64)).astype(np.float32)
+    w = (1 + 0.1 * rng.standard_normal(64)).astype(np.float32)
+    y, _ = lnorm.reference(x, w, op="rmsnorm", eps=1e-6)
+    r = lnorm.check(x, y, w, op="rmsnorm", eps=1e-6, recipe="llama")
+    assert r.recipe["name"] == "llama" and r.recipe["budget"] == 0.5
+    # f32 data: the llama cast rounds z* to f32, so the exact answer is within about an ulp of the recipe.
+    assert r.recipe["max_ulp"] <= 1.5 and r.max_ulp <= 0.5
+    assert lnorm.check(x, y, w, op="rmsnorm", eps=1e-6).recipe is None
+    assert "from the llama recipe" in str(r)
+    with pytest.raises(ValueError, match="llama is an RMSNorm recipe"):
+        lnorm.check(x, y, w, eps=1e-6, recipe="llama")
+    with pytest.raises(ValueError, match="unknown recipe"):
+        lnorm.check(x, y, w, op="rmsnorm", eps=1e-6, recipe="mistral")

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "lnorm/parallel.hpp"
@@ -27,11 +28,14 @@ void CheckSummary::merge(const CheckSummary& other) {
   h.merge(other.h);
   mean.merge(other.mean);
   rstd.merge(other.rstd);
+  recipe.merge(other.recipe);
+  recipe_inexact_sums += other.recipe_inexact_sums;
 }
 
 CheckSummary measure_rows(const Problem& p, const void* x, const void* gamma, const void* beta, const void* y,
                           const void* mean, const void* rstd, std::int64_t rows, std::int64_t first_row,
-                          const Budget& budget, int threads, const AddInputs& add) {
+                          const Budget& budget, int threads, const AddInputs& add,
+                          const RecipeInputs& rin) {
   const Format fmt = format_of(p.dtype), sfmt = format_of(stats_dtype(p.dtype));
   const std::size_t es = size_of(p.dtype), ss = size_of(sfmt.dtype);
   const bool fused = fused_add(p.op);
@@ -54,6 +58,14 @@ CheckSummary measure_rows(const Problem& p, const void* x, const void* gamma, co
       std::vector<std::byte> exact_h(fused ? static_cast<std::size_t>(p.cols) * hs : 0);
       std::vector<ElementReference> sums(fused ? static_cast<std::size_t>(p.cols) : 0);
       CheckSummary& part = parts[static_cast<std::size_t>(ti)];
+      std::optional<RecipeReferencer> recipe_ref;
+      std::vector<std::byte> recipe_y;
+      std::vector<ElementReference> recipe_elems;
+      if (rin.recipe) {
+        recipe_ref.emplace(p, *rin.recipe);
+        recipe_y.resize(exact.size());
+        recipe_elems.resize(elems.size());
+      }
       for (std::int64_t r = begin; r < end; ++r) {
         const std::size_t off = static_cast<std::size_t>(r * p.cols) * es;
         const void* in = xb + off;
@@ -72,6 +84,17 @@ CheckSummary measure_rows(const Problem& p, const void* x, const void* gamma, co
           const std::uint64_t got = load_bits(yb + off, es, i);
           part.y.add(fmt, (first_row + r) * p.cols + i, bits_to_double(fmt, got), got, load_bits(exact.data(), es, i),
                      elems[static_cast<std::size_t>(i)], row.kappa, budget);
+        }
+        if (recipe_ref) {
+          const void* res = fused ? static_cast<const void*>(resb + static_cast<std::size_t>(r * p.cols) * hs) : nullptr;
+          part.recipe_inexact_sums +=
+              recipe_ref->run(xb + off, res, gamma, beta, p.cols, recipe_y.data(), recipe_elems.data());
+          for (std::int64_t i = 0; i < p.cols; ++i) {
+            const std::uint64_t got = load_bits(yb + off, es, i);
+            part.recipe.add(fmt, (first_row + r) * p.cols + i, bits_to_double(fmt, got), got,
+                            load_bits(recipe_y.data(), es, i), recipe_elems[static_cast<std::size_t>(i)], row.kappa,
+                            rin.budget);
+          }
         }
         if (mb) part.mean.add(Stat::mean, sfmt, first_row + r, bits_to_double(sfmt, load_bits(mb, ss, r)), row);
         if (rb) part.rstd.add(Stat::rstd, sfmt, first_row + r, bits_to_double(sfmt, load_bits(rb, ss, r)), row);

@@ -7,6 +7,7 @@
 #include "lnorm/add.hpp"
 #include "lnorm/metrics.hpp"
 #include "lnorm/problem.hpp"
+#include "lnorm/recipe.hpp"
 
 namespace lnorm {
 
@@ -14,6 +15,8 @@ struct CheckSummary {
   ErrorSummary y;
   ErrorSummary h;          // Add & Norm's sum, when a candidate h was given (elements == 0 otherwise)
   StatSummary mean, rstd;  // empty (rows == 0) when that statistic was not given
+  ErrorSummary recipe;     // y against the recipe's answer, when a recipe was given (elements == 0 otherwise)
+  std::int64_t recipe_inexact_sums = 0;  // RecipeReferencer::run's count (unrounded_h)
   void merge(const CheckSummary& other);  // other's indices must already be global
 };
 
@@ -33,8 +36,16 @@ struct AddInputs {
   Budget h_budget{0.5, 0};
 };
 
+// A recipe (recipe.hpp; null: none): y is also measured against the recipe's answer, gated by budget
+// (b is unused: the recipe's kappa is the op's, and a kernel claiming a recipe rounds like it). problem
+// must then come from recipe_problem (gemma's offset): y is measured against that problem's exact answer.
+struct RecipeInputs {
+  const Recipe* recipe = nullptr;
+  Budget budget{0.5, 0};
+};
+
 CheckSummary measure_rows(const Problem& problem, const void* x, const void* gamma, const void* beta, const void* y,
                           const void* mean, const void* rstd, std::int64_t rows, std::int64_t first_row,
-                          const Budget& budget, int threads, const AddInputs& add = {});
+                          const Budget& budget, int threads, const AddInputs& add = {}, const RecipeInputs& recipe = {});
 
 }  // namespace lnorm
