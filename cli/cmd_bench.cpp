@@ -62,7 +62,7 @@ nlohmann::json result_json(const Result& r, const std::vector<Result>& all) {
                       {"seconds", r.seconds},           {"bytes_per_second", r.bytes_per_second},
                       {"rows_per_second", r.rows_per_second}};
   if (!r.skipped.empty()) j["skipped"] = r.skipped;
-  const auto ceiling = bench::copy_ceiling(all, r.entry.dtype, r.entry.shape);
+  const auto ceiling = bench::copy_ceiling(all, r.entry.dtype, r.entry.shape, r.entry.op);
   const Result* od = find(all, "onednn", r.entry.dtype, r.entry.shape, r.entry.op);
   if (ceiling) j["copy"] = {{"winner", ceiling->winner}, {"bytes_per_second", ceiling->bytes_per_second}};
   if (ceiling && r.skipped.empty()) {
@@ -108,17 +108,24 @@ void print_tables(const std::vector<Result>& results, const std::vector<Shape>& 
   for (const Op op : ops) {
     const std::string op_text = op == Op::layernorm ? "" : " " + std::string(name(op));
     const char* params = centred(op) ? "gamma/beta" : "gamma";
+    const bool fused = fused_add(op);
     for (const Shape& s : shapes) {
-      std::printf("\n%s%s (GB/s of x read + y written + %s; single calls, median; copy = fastest copy of x to y)\n",
-                  s.text().c_str(), op_text.c_str(), params);
+      if (fused) {
+        std::printf("\n%s%s (GB/s of x + residual read, h + y written + %s; single calls, median; copy = fastest "
+                    "copy of x to y and residual to h)\n", s.text().c_str(), op_text.c_str(), params);
+      } else {
+        std::printf("\n%s%s (GB/s of x read + y written + %s; single calls, median; copy = fastest copy of x to y)\n",
+                    s.text().c_str(), op_text.c_str(), params);
+      }
       std::printf("  %-*s %-5s %9s %10s %10s\n", w, "kernel", "dtype", "GB/s", "% of copy", "x oneDNN");
       DType last = DType::f64;
       for (const Result& r : results) {
         if (r.entry.shape.rows != s.rows || r.entry.shape.cols != s.cols || r.unavailable) continue;
         const bool copy = bench::is_copy(r.entry.what);
         if (!copy && r.entry.op != op) continue;
+        if (copy && fused_add(r.entry.op) != fused) continue;
         const std::string d(name(r.entry.dtype));
-        const auto ceiling = bench::copy_ceiling(results, r.entry.dtype, s);
+        const auto ceiling = bench::copy_ceiling(results, r.entry.dtype, s, op);
         const Result* od = find(results, "onednn", r.entry.dtype, s, op);
         if (copy) {
           // One row per dtype: the ceiling and the copy that set it.
@@ -173,7 +180,9 @@ void add_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("--kernel", f->kernels, "Kernel, repeatable (default: every available one but the cautionary)");
   cmd->add_option("--shape", f->shapes, "ROWSxCOLS, repeatable (default: bench/shapes.txt; its quick lines with --quick)");
   cmd->add_option("--dtype", f->dtypes, "f32, f16, bf16 (f64 for the scalar kernels), repeatable (default: f32, bf16, f16)");
-  cmd->add_option("--op", f->ops, "layernorm or rmsnorm, repeatable (default: layernorm); RMSNorm runs with gamma, no beta");
+  cmd->add_option("--op", f->ops, "layernorm, rmsnorm, add_layernorm or add_rmsnorm, repeatable (default: layernorm); "
+                                  "RMSNorm runs with gamma, no beta; Add & Norm with a residual in x's dtype, against "
+                                  "a copy of x to y and residual to h");
   cmd->add_option("--threads", f->threads, "Threads per kernel call (default 1)")->check(CLI::Range(1, 1024));
   cmd->add_flag("--quick", f->quick, "Fewer shapes and repetitions: every available kernel in under 2 minutes");
   cmd->add_flag("--cold", f->cold, "Evict the caches (64 MiB) before every timed call: data comes from DRAM");
@@ -186,7 +195,7 @@ void add_bench(CLI::App& app, int& exit_code) {
     if (shapes.empty()) shapes = bench::builtin_shapes(f->quick);
     const auto dtypes = dtypes_or(f->dtypes, {DType::f32, DType::bf16, DType::f16});
     std::vector<Op> ops;
-    for (const std::string& o : f->ops) ops.push_back(norm_op_flag(o, "bench"));
+    for (const std::string& o : f->ops) ops.push_back(op_flag(o));
     if (ops.empty()) ops.push_back(Op::layernorm);
     std::vector<const KernelInfo*> kernels;
     for (const std::string& k : f->kernels) kernels.push_back(&kernel_flag(k));
@@ -199,9 +208,16 @@ void add_bench(CLI::App& app, int& exit_code) {
     std::vector<Entry> entries;
     for (const Shape& s : shapes) {
       for (DType d : dtypes) {
-        for (const std::string& c : bench::copy_names()) entries.push_back({c, nullptr, d, s});
+        // The copies once per stream count the ops need: x to y, and x to y with residual to h.
+        const bool plain = std::any_of(ops.begin(), ops.end(), [](Op o) { return !fused_add(o); });
+        const bool fused = std::any_of(ops.begin(), ops.end(), [](Op o) { return fused_add(o); });
+        for (const std::string& c : bench::copy_names()) {
+          if (plain) entries.push_back({c, nullptr, d, s});
+          if (fused) entries.push_back({c, nullptr, d, s, Op::add_layernorm});
+        }
         for (const Op op : ops) {
-          if (!onednn_why) entries.push_back({"onednn", nullptr, d, s, op});
+          // oneDNN has no fused residual add: no baseline for Add & Norm (its column shows "-").
+          if (!onednn_why && !fused_add(op)) entries.push_back({"onednn", nullptr, d, s, op});
           for (const KernelInfo* k : kernels) {
             if (k->dtypes.contains(d) && k->ops.contains(op)) entries.push_back({std::string(k->name), k, d, s, op});
           }
@@ -269,7 +285,7 @@ void add_select(CLI::App& app, int& exit_code) {
     const auto results = bench::run(entries, settings, progress_line(entries.size()));
     if (isatty(fileno(stderr))) std::fprintf(stderr, "\r\033[K");
     const bench::Candidate* best = bench::rank(cands, results, request);
-    const auto ceiling = bench::copy_ceiling(results, request.dtype, request.shape);
+    const auto ceiling = bench::copy_ceiling(results, request.dtype, request.shape, request.op);
 
     std::printf("lnorm select %s%s %s on %s\n", request.shape.text().c_str(),
                 request.op == Op::layernorm ? "" : (" " + std::string(name(request.op))).c_str(),

@@ -6,6 +6,7 @@
 // seeds 1-5 runs of an op's budgets).
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -24,17 +25,19 @@ const DType kDTypes[] = {DType::f32, DType::f16, DType::bf16};
 // The native kernel whose budgets the emulated one is held to.
 std::string native_name(const KernelInfo& k) { return k.name == "avx512_emu" ? "avx512" : "avx512_cr"; }
 
-void run_suite(bool quick, std::uint64_t seed) {
+void run_suite(bool quick, std::uint64_t seed, const std::vector<Op>& ops = testing::ops_from_env(), int cases = 0) {
   const auto budgets = verify::Budgets::builtin();
   verify::Settings settings;
   settings.quick = quick;
   settings.seed = testing::seed_from_env(seed);
+  settings.cases = cases;
   settings.command = "ctest -R avx512_emulation (lane-by-lane emulation of the AVX-512 kernels)";
   for (const KernelInfo* k : {&emu::kAvx512Emu, &emu::kAvx512CrEmu}) {
-    for (Op op : testing::ops_from_env()) {
+    for (Op op : ops) {
       for (DType d : kDTypes) {
         const verify::KernelBudget& budget = budgets.for_kernel(op, native_name(*k), d);
-        const std::string level = op == Op::layernorm ? "" : std::string(name(op)) + ".";
+        // Add & Norm falls back to its norm's sections (budgets.toml has no [add_*.avx512.*] of its own).
+        const std::string level = norm_of(op) == Op::layernorm ? "" : std::string(name(norm_of(op))) + ".";
         REQUIRE(budget.section == level + native_name(*k) + "." + std::string(name(d)));
         for (const verify::Outcome& o : verify::verify_kernel(*k, op, d, budget, settings)) {
           std::string worst;
@@ -59,6 +62,16 @@ TEST_CASE("avx512_emu and avx512_cr_emu: the quick verify suite holds with avx51
 TEST_CASE("avx512_emu and avx512_cr_emu: the full verify suite (seed 1) holds with avx512's and avx512_cr's budgets",
           "[.full][avx512][emulation]") {
   run_suite(false, 1);
+}
+
+// Add & Norm (the body's 16-lane sum, then the plain rows on h), quick at 12 cases per property as ctest
+// verify_quick_add runs the registry's kernels: ctest avx512_emulation_verify_add, label slow (run once, in
+// the release suite; the emulation is slow under the sanitizers). LNORM_VERIFY_OP picks one fused op.
+TEST_CASE("avx512_emu and avx512_cr_emu: the quick verify suite of Add & Norm holds with avx512's budgets",
+          "[.add][avx512][emulation]") {
+  const char* one = std::getenv("LNORM_VERIFY_OP");
+  const std::vector<Op> ops = one && *one ? testing::ops_from_env() : std::vector<Op>{Op::add_layernorm, Op::add_rmsnorm};
+  run_suite(true, 1, ops, 12);
 }
 
 TEST_CASE("avx512_emu and avx512_cr_emu: constant rows give beta bit-exactly at every tail length",

@@ -60,9 +60,13 @@ Pair g_pair;
 void compare_run(const Problem& p, const Tensors& t) {
   const std::size_t bytes = static_cast<std::size_t>(p.elements()) * size_of(p.dtype);
   const std::size_t stats = static_cast<std::size_t>(p.rows) * size_of(stats_dtype(p.dtype));
-  std::vector<std::byte> x(bytes), y(bytes), mean(stats), rstd(stats);
+  // Add & Norm: residual and h in x's dtype (the kernels decline others), h compared like y.
+  const bool fused = fused_add(p.op);
+  std::vector<std::byte> x(bytes), y(bytes), mean(stats), rstd(stats), res(fused ? bytes : 0), h(fused ? bytes : 0);
   if (bytes) std::memcpy(x.data(), t.x, bytes);  // y may alias x
-  g_pair.emulated->run(p, Tensors{x.data(), t.gamma, t.beta, y.data(), t.mean ? mean.data() : nullptr, t.rstd ? rstd.data() : nullptr});
+  if (fused && bytes) std::memcpy(res.data(), t.residual, bytes);
+  g_pair.emulated->run(p, Tensors{x.data(), t.gamma, t.beta, y.data(), t.mean ? mean.data() : nullptr, t.rstd ? rstd.data() : nullptr,
+                                  fused ? res.data() : nullptr, fused ? h.data() : nullptr});
   g_pair.native->run(p, t);
   ++g_pair.calls;
   g_pair.elements += p.elements();
@@ -81,18 +85,19 @@ void compare_run(const Problem& p, const Tensors& t) {
   check("y", t.y, y, bytes);
   check("mean", t.mean, mean, stats);
   check("rstd", t.rstd, rstd, stats);
+  if (fused) check("h", t.h, h, bytes);
 }
 
 const KernelInfo kCompare{"avx512_native_vs_emulated", "runs both, records differences", DTypeSet{DType::f32, DType::f16, DType::bf16},
                           [](const Problem&) -> std::optional<std::string> { return std::nullopt; }, &compare_run,
-                          false, OpSet{Op::layernorm, Op::rmsnorm}};
+                          false, OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
 
 void bits_equal_on_suite(const char* native, const KernelInfo& emulated, bool quick) {
   const auto budgets = verify::Budgets::builtin();
   verify::Settings settings;
   settings.quick = quick;
   settings.command = "test_avx512_native";
-  for (Op op : kNormOps) {
+  for (Op op : kAllOps) {
     for (DType d : {DType::f32, DType::f16, DType::bf16}) {
       g_pair = Pair{};
       g_pair.native = find_kernel(native);

@@ -46,6 +46,22 @@ TEST_CASE("copy ceiling: the fastest copy of the same dtype and shape, named", "
   }
 }
 
+TEST_CASE("copy ceiling: Add & Norm's is the four-stream copy (x to y, residual to h), never the two-stream one", "[bench][ceiling]") {
+  const Shape s{64, 768};
+  Result two = measured("avx2_copy", DType::f32, s, 90.0);
+  Result four = measured("avx2_copy", DType::f32, s, 60.0);
+  four.entry.op = Op::add_layernorm;
+  CHECK(four.entry.name() == "avx2_copy/add/f32/64x768");
+  const std::vector<Result> rs = {two, four};
+  for (Op op : {Op::add_layernorm, Op::add_rmsnorm}) {
+    const auto c = copy_ceiling(rs, DType::f32, s, op);
+    REQUIRE(c);
+    CHECK(c->bytes_per_second == 60.0e9);
+  }
+  for (Op op : {Op::layernorm, Op::rmsnorm}) CHECK(copy_ceiling(rs, DType::f32, s, op)->bytes_per_second == 90.0e9);
+  CHECK_FALSE(copy_ceiling({two}, DType::f32, s, Op::add_rmsnorm));  // no four-stream copy measured: none
+}
+
 TEST_CASE("copy ceiling: skipped copies do not count; none measured gives none", "[bench][ceiling]") {
   const Shape s{16, 64};
   Result fast = measured("avx2_stream", DType::f32, s, 99.0);

@@ -155,6 +155,28 @@ TEST_CASE("cli bench --op rmsnorm: the RMSNorm kernels beside the copy; oneDNN s
   CHECK(welford);
 }
 
+TEST_CASE("cli bench --op add_rmsnorm: the fused kernels against the copy of x, residual, h and y bytes", "[cli][bench]") {
+  TempDir t;
+  const Result r = cli("bench --op add_rmsnorm --kernel welford --shape 4x64 --dtype f32 --quick --json " + t / "b.json");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Contains("4x64 add_rmsnorm (GB/s of x + residual read, h + y written + gamma;"));
+  CHECK_THAT(r.out, Contains("copy = fastest copy of x to y and residual to h"));
+  const nlohmann::json j = load_json(t / "b.json");
+  bool welford = false, four_stream_copy = false;
+  for (const auto& e : j.at("results")) {
+    if (e.at("name") == "memcpy/add/f32/4x64") four_stream_copy = true;
+    CHECK(e.at("kernel") != "onednn");  // no fused baseline: oneDNN has no residual add
+    if (e.at("kernel") != "welford") continue;
+    welford = true;
+    CHECK(e.at("name") == "welford/add_rmsnorm/f32/4x64");
+    CHECK(e.at("copy").at("bytes_per_second").get<double>() > 0);
+    CHECK(e.at("fraction_of_copy").get<double>() > 0);
+  }
+  CHECK(welford);
+  CHECK(four_stream_copy);
+}
+
 TEST_CASE("cli select --op rmsnorm: recommends among the RMSNorm kernels on their RMSNorm budgets", "[cli][bench]") {
   TempDir t;
   const Result r = cli("select --op rmsnorm --shape 8x256 --dtype f32 --max-ulp 1 --json " + t / "s.json");

@@ -41,9 +41,10 @@ namespace {
 // any timing (x with data, the rest zero-filled by std::vector), so no call pays a page fault. The copy
 // bodies allocate exactly the same (whose x and y then sit at the same offsets from each other as the
 // kernel's: glibc memcpy's speed here depends on that distance, issue 15).
+// Add & Norm adds residual (data) and h after them, the residual in x's dtype.
 struct Operands {
   Problem p;
-  std::vector<std::byte> x, g, b, y, mean, rstd;
+  std::vector<std::byte> x, g, b, y, mean, rstd, residual, h;
   Operands(const Entry& e, const Settings& s) {
     // RMSNorm as the transformers that use it: gamma, no beta, no mean.
     const bool beta = s.affine && centred(e.op);
@@ -54,6 +55,11 @@ struct Operands {
     y.resize(x.size());
     if (centred(e.op)) mean.resize(static_cast<std::size_t>(p.rows) * size_of(stats_dtype(e.dtype)));
     rstd.resize(mean.size());
+    if (fused_add(e.op)) {
+      p = set_residual(p, e.dtype);
+      residual = random_data(e.dtype, p.elements(), 4);
+      h.resize(x.size());
+    }
   }
 };
 
@@ -63,7 +69,8 @@ struct KernelBody : Body {
   KernelBody(const Entry& e, const Settings& s) : k(e.kernel), o(e, s) {}
   void call() override {
     k->run(o.p, Tensors{o.x.data(), o.g.empty() ? nullptr : o.g.data(), o.b.empty() ? nullptr : o.b.data(), o.y.data(),
-                        o.mean.empty() ? nullptr : o.mean.data(), o.rstd.data()});
+                        o.mean.empty() ? nullptr : o.mean.data(), o.rstd.data(),
+                        o.residual.empty() ? nullptr : o.residual.data(), o.h.empty() ? nullptr : o.h.data()});
   }
 };
 
@@ -78,6 +85,7 @@ struct CopyBody : Body {
     parallel_rows(o.p.rows, o.p.threads, [&](std::int64_t begin, std::int64_t end) {
       const std::size_t at = static_cast<std::size_t>(begin) * row_bytes;
       copy(o.y.data() + at, o.x.data() + at, static_cast<std::size_t>(end - begin) * row_bytes);
+      if (!o.h.empty()) copy(o.h.data() + at, o.residual.data() + at, static_cast<std::size_t>(end - begin) * row_bytes);
     }, o.p.cols);
   }
 };

@@ -46,7 +46,8 @@ std::vector<Shape> builtin_shapes(bool quick) {
 }
 
 std::string Entry::name() const {
-  const std::string op_part = op == Op::layernorm || is_copy(what) ? "" : std::string(lnorm::name(op)) + "/";
+  const std::string op_part = is_copy(what) ? (fused_add(op) ? "add/" : "")
+                              : op == Op::layernorm ? "" : std::string(lnorm::name(op)) + "/";
   return what + "/" + op_part + std::string(lnorm::name(dtype)) + "/" + shape.text();
 }
 
@@ -54,7 +55,8 @@ namespace {
 
 double bytes_per_call(const Entry& e, const Settings& s) {
   const double es = static_cast<double>(size_of(e.dtype));
-  double bytes = 2.0 * static_cast<double>(e.shape.rows * e.shape.cols) * es;  // x read, y written
+  // x read, y written (and residual read, h written: Add & Norm and its copy)
+  double bytes = (fused_add(e.op) ? 4.0 : 2.0) * static_cast<double>(e.shape.rows * e.shape.cols) * es;
   // gamma (and beta for LayerNorm) once
   if (s.affine && !is_copy(e.what)) bytes += (centred(e.op) ? 2.0 : 1.0) * static_cast<double>(e.shape.cols) * es;
   return bytes;
@@ -155,7 +157,8 @@ std::vector<Result> run(const std::vector<Entry>& entries, const Settings& setti
     Result r;
     r.entry = e;
     if (e.kernel) {
-      const Problem p = with_op(make_problem(e.shape.rows, e.shape.cols, e.dtype, 1e-5, true, centred(e.op)), e.op);
+      Problem p = with_op(make_problem(e.shape.rows, e.shape.cols, e.dtype, 1e-5, true, centred(e.op)), e.op);
+      if (fused_add(e.op)) p = set_residual(p, e.dtype);
       if (auto why = unavailable_reason(*e.kernel, p)) r.skipped = *why;
     } else if (e.what == "onednn") {
       r.skipped = onednn_unavailable(e.dtype, e.op);

@@ -28,4 +28,8 @@ void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t e
   fast_rows<NativeOps<false>>(p, t, begin, end, staged);
 }
 
+void add_rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+  sum_rows<NativeOps<false>>(p, t, begin, end);
+}
+
 }  // namespace lnorm::cpu::avx512

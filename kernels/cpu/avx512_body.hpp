@@ -626,7 +626,40 @@ void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t e
 
 }  // namespace cr
 
+// Add & Norm's sum (kernels/cpu/add_norm.hpp), for both kernels: h = x + residual in f32 lanes, rounded
+// once to T by the layer's store (round to nearest even) — correctly rounded, since f16/bf16 values are exact
+// in f32 and 24 ≥ 2p + 2 (docs/DESIGN.md "Ops"). 16 lanes, masked tail; residual and h in x's dtype.
+namespace add {
+
+template <class V, class T>
+void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+  using B = typename T::Bits;
+  const std::int64_t n = p.cols;
+  for (std::int64_t row = begin; row < end; ++row) {
+    const B* x = static_cast<const B*>(t.x) + row * n;
+    const B* r = static_cast<const B*>(t.residual) + row * n;
+    B* h = static_cast<B*>(t.h) + row * n;
+    std::int64_t i = 0;
+    for (; i + 16 <= n; i += 16) V::template store<T>(h + i, V::add(V::template load<T>(x + i), V::template load<T>(r + i)));
+    if (i < n) {
+      const auto k = static_cast<typename V::M16>((1u << (n - i)) - 1);
+      V::template mask_store<T>(k, h + i, V::add(V::template maskz_load<T>(k, x + i), V::template maskz_load<T>(k, r + i)));
+    }
+  }
+}
+
+}  // namespace add
+
 // Dispatch on p.dtype (f32, f16, bf16; the glue offers nothing else).
+template <class V>
+void sum_rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+  switch (p.dtype) {
+    case DType::f32: return add::rows<V, F32>(p, t, begin, end);
+    case DType::f16: return add::rows<V, F16>(p, t, begin, end);
+    case DType::bf16: return add::rows<V, BF16>(p, t, begin, end);
+    case DType::f64: return;
+  }
+}
 template <class V>
 void fast_rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged& staged) {
   switch (p.dtype) {

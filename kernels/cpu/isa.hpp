@@ -46,6 +46,9 @@ PathCounts path_counts();
 namespace avx512 {
 // AVX-512 F/BW/VL/DQ, 16 f32 lanes (avx512.cpp; algorithm in avx512_body.hpp). Same contract as avx2.
 void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged& staged);
+// Add & Norm's sum for rows [begin, end), 16 lanes: t.h = t.x + t.residual rounded once, residual in x's dtype
+// (avx512_cr's too: the sum is the same correctly rounded one).
+void add_rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end);
 }  // namespace avx512
 
 namespace avx512_cr {

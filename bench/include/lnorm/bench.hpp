@@ -27,14 +27,19 @@ struct Entry {
   const KernelInfo* kernel = nullptr;  // null for baselines
   DType dtype = DType::f32;
   Shape shape;
-  Op op = Op::layernorm;               // kernels and oneDNN; the copies move the same bytes for any op
-  std::string name() const;            // "what/dtype/RxC" ("what/rmsnorm/dtype/RxC"), Google Benchmark's name
+  // Kernels and oneDNN: the op. Copies move the same bytes for either norm; with an Add & Norm op they copy
+  // x to y and residual to h (four streams, as the fused kernel moves).
+  Op op = Op::layernorm;
+  // "what/dtype/RxC" ("what/rmsnorm/dtype/RxC"; a four-stream copy "what/add/dtype/RxC"), Google Benchmark's name
+  std::string name() const;
 };
 
 struct Result {
   Entry entry;
   double seconds = 0;         // median wall time of one call
-  double bytes_per_second = 0;  // x read + y written + gamma (and beta for LayerNorm) once, over the median time
+  // x read + y written + gamma (and beta for LayerNorm) once, over the median time; Add & Norm adds residual
+  // read and h written (the residual in x's dtype: four streams of x's size)
+  double bytes_per_second = 0;
   double rows_per_second = 0;
   std::string skipped;        // why it did not run (unavailable kernel, oneDNN declined)
   bool unavailable = false;   // skipped before the run: this machine or build cannot run it at all
@@ -67,8 +72,9 @@ struct Ceiling {
   double bytes_per_second = 0;
   std::string winner;  // the copy that set it
 };
-// The fastest measured copy among `results` for this dtype and shape; nullopt when none was measured.
-std::optional<Ceiling> copy_ceiling(const std::vector<Result>& results, DType d, const Shape& s);
+// The fastest measured copy among `results` for this dtype and shape that moves op's streams (x to y, and
+// residual to h for Add & Norm); nullopt when none was measured.
+std::optional<Ceiling> copy_ceiling(const std::vector<Result>& results, DType d, const Shape& s, Op op = Op::layernorm);
 
 // Above this many times the ceiling a result is not trusted: a kernel moves at least the copy's bytes,
 // so it cannot beat the fastest copy; 5% is the spread of medians of repeated copies on a busy machine.
