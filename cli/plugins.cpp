@@ -47,7 +47,9 @@ std::deque<PluginKernel>& slots() {
 static_assert(static_cast<int>(DType::f32) == LNORM_F32 && static_cast<int>(DType::f64) == LNORM_F64 &&
                   static_cast<int>(DType::f16) == LNORM_F16 && static_cast<int>(DType::bf16) == LNORM_BF16,
               "lnorm/plugin.h numbers dtypes as lnorm::DType does (the dtype masks are passed through)");
-static_assert(static_cast<int>(Op::layernorm) == LNORM_LAYERNORM && static_cast<int>(Op::rmsnorm) == LNORM_RMSNORM,
+static_assert(static_cast<int>(Op::layernorm) == LNORM_LAYERNORM && static_cast<int>(Op::rmsnorm) == LNORM_RMSNORM &&
+                  static_cast<int>(Op::add_layernorm) == LNORM_ADD_LAYERNORM &&
+                  static_cast<int>(Op::add_rmsnorm) == LNORM_ADD_RMSNORM,
               "lnorm/plugin.h numbers ops as lnorm::Op does (the op masks are passed through)");
 
 lnorm_problem to_c(const Problem& p) {
@@ -62,6 +64,7 @@ lnorm_problem to_c(const Problem& p) {
   c.op = static_cast<std::int32_t>(p.op);
   c.param_dtype = static_cast<std::int32_t>(p.param_dtype);
   c.gamma_offset = p.gamma_offset;
+  c.residual_dtype = static_cast<std::int32_t>(fused_add(p.op) ? p.residual_dtype : p.dtype);
   return c;
 }
 
@@ -134,17 +137,20 @@ void load_plugin(const std::string& path) {
     plugin = reinterpret_cast<lnorm_plugin_entry_fn>(sym)();
   }
   if (!plugin) throw InputError(what + LNORM_PLUGIN_ENTRY_SYMBOL "() returned NULL");
-  // The version is the first member in every ABI version: read it before anything else. Versions 1 and 2
-  // are read (1: LayerNorm kernels, the v1 kernel struct's stride).
+  // The version is the first member in every ABI version: read it before anything else. Versions 1 to 3
+  // are read (1: LayerNorm kernels, the v1 kernel struct's stride; 2: the plain norms, whose problem struct is
+  // a prefix of version 3's).
   const std::uint32_t version = plugin->abi_version;
-  if (version != LNORM_PLUGIN_ABI_VERSION && version != 1) {
-    throw InputError(what + "plugin ABI version " + std::to_string(version) + ", but this lnorm reads versions 1 and " +
+  if (version < 1 || version > LNORM_PLUGIN_ABI_VERSION) {
+    throw InputError(what + "plugin ABI version " + std::to_string(version) + ", but this lnorm reads versions 1 to " +
                      std::to_string(LNORM_PLUGIN_ABI_VERSION) + "; rebuild the plugin against this lnorm's lnorm/plugin.h");
   }
   if (!valid_name(plugin->name)) throw InputError(what + "plugin name must be letters, digits, '_' or '-' (and not empty)");
   if (plugin->kernel_count == 0 || !plugin->kernels) throw InputError(what + "plugin " + plugin->name + " declares no kernels");
   constexpr std::uint32_t kKnownDTypes = (1u << LNORM_F32) | (1u << LNORM_F64) | (1u << LNORM_F16) | (1u << LNORM_BF16);
-  constexpr std::uint32_t kKnownOps = LNORM_OP_BIT(LNORM_LAYERNORM) | LNORM_OP_BIT(LNORM_RMSNORM);
+  constexpr std::uint32_t kNormOpBits = LNORM_OP_BIT(LNORM_LAYERNORM) | LNORM_OP_BIT(LNORM_RMSNORM);
+  const std::uint32_t known_ops =
+      version >= 3 ? kNormOpBits | LNORM_OP_BIT(LNORM_ADD_LAYERNORM) | LNORM_OP_BIT(LNORM_ADD_RMSNORM) : kNormOpBits;
   std::vector<PluginKernel> found;
   for (std::size_t i = 0; i < plugin->kernel_count; ++i) {
     PluginKernel pk;
@@ -162,12 +168,15 @@ void load_plugin(const std::string& path) {
     pk.abi_version = version;
     // A version-1 source rebuilt against this header leaves ops zero: it is what it was, a LayerNorm
     // kernel that knows no parameter conventions (treated as version 1).
-    if (version == LNORM_PLUGIN_ABI_VERSION && pk.ops == 0) pk.ops = LNORM_OP_BIT(LNORM_LAYERNORM), pk.abi_version = 1;
+    if (version >= 2 && pk.ops == 0) pk.ops = LNORM_OP_BIT(LNORM_LAYERNORM), pk.abi_version = 1;
     const std::string where = what + "kernel #" + std::to_string(i) + (kname ? std::string(" (") + kname + ")" : "") + ": ";
     if (!valid_name(kname)) throw InputError(where + "name must be letters, digits, '_' or '-' (and not empty)");
     if (!pk.run) throw InputError(where + "run is NULL");
     if (pk.dtypes == 0 || (pk.dtypes & ~kKnownDTypes)) throw InputError(where + "dtypes must be a nonempty set of LNORM_DTYPE_BIT(...)");
-    if (pk.ops & ~kKnownOps) throw InputError(where + "ops must be a set of LNORM_OP_BIT(...) (LNORM_LAYERNORM, LNORM_RMSNORM)");
+    if (pk.ops & ~known_ops)
+      throw InputError(where + "ops must be a set of LNORM_OP_BIT(...) (" +
+                       (version >= 3 ? "LNORM_LAYERNORM, LNORM_RMSNORM, LNORM_ADD_LAYERNORM, LNORM_ADD_RMSNORM"
+                                     : "LNORM_LAYERNORM, LNORM_RMSNORM in a version-2 plugin") + ")");
     const std::string full = std::string(plugin->name) + ":" + kname;
     if (find_kernel(full)) throw InputError(where + full + " is already loaded");
     for (const PluginKernel& f : found)

@@ -136,9 +136,9 @@ TEST_CASE("cli plugin: load failures name the file and the problem (exit 2)", "[
   expect_refused(t, "list --plugin " + t / "text.so", "cannot load");
   expect_refused(t, "list --plugin " + std::string(NO_ENTRY_PLUGIN), "no symbol lnorm_plugin_entry");
   expect_refused(t, "list --plugin " + std::string(OLD_ABI_PLUGIN),
-                 "plugin ABI version 0, but this lnorm reads versions 1 and 2");
+                 "plugin ABI version 0, but this lnorm reads versions 1 to 3");
   expect_refused(t, "list --plugin " + std::string(NEW_ABI_PLUGIN),
-                 "plugin ABI version 3, but this lnorm reads versions 1 and 2");
+                 "plugin ABI version 4, but this lnorm reads versions 1 to 3");
   expect_refused(t, "list --plugin " + std::string(OLD_ABI_PLUGIN), OLD_ABI_PLUGIN);
   expect_refused(t, "list --plugin " + kDemo + " --plugin " + kDemo, "demo:two_pass is already loaded");
   expect_refused(t, "verify --kernel plugins", "no --plugin was given");
@@ -215,7 +215,7 @@ TEST_CASE("cli plugin: a version-1 binary still loads and is verified as a Layer
                  "a version-1 plugin kernel takes gamma/beta in x's dtype without an offset");
 }
 
-TEST_CASE("cli plugin: a version-2 RMSNorm kernel (examples/plugin/rms_norm.cpp) is verified as one", "[cli][plugin]") {
+TEST_CASE("cli plugin: a version-2 RMSNorm kernel (examples/plugin/rms_norm.cpp, a version-2 binary) is verified as one", "[cli][plugin]") {
   TempDir t;
   const std::string rms = RMS_PLUGIN;
   const Result v = cli("verify --quick --plugin " + rms + " --kernel plugins --json " + t / "v.json");
@@ -236,4 +236,39 @@ TEST_CASE("cli plugin: a version-2 RMSNorm kernel (examples/plugin/rms_norm.cpp)
   const Result c = cli("check" + common + " --y " + t / "y.npy" + " --max-ulp 8 --max-ulp-per-kappa 0");
   INFO(c.out);
   CHECK(c.code == 0);
+}
+
+TEST_CASE("cli plugin: a version-3 Add & Norm kernel (examples/plugin/add_rms_norm.cpp): h gated bit for bit, y by the laws", "[cli][plugin]") {
+  TempDir t;
+  const std::string add = ADD_RMS_PLUGIN;
+  const Result l = cli("list --json --plugin " + add);
+  REQUIRE(l.code == 0);
+  bool listed = false;
+  for (const auto& k : nlohmann::json::parse(l.out)) {
+    if (k["name"] != "addrms:add_rms") continue;
+    listed = true;
+    CHECK(k["ops"] == nlohmann::json::array({"rmsnorm", "add_rmsnorm"}));
+  }
+  CHECK(listed);
+  const Result v = cli("verify --quick --cases 12 --plugin " + add + " --kernel plugins --op add_rmsnorm --json " + t / "v.json");
+  INFO(v.out);
+  CHECK(v.code == 0);
+  bool h_law = false;
+  const nlohmann::json vj = load_json(t / "v.json");
+  for (const auto& o : vj["results"]) {
+    CHECK(o["op"] == "add_rmsnorm");
+    CHECK(o["status"] == "pass");
+    h_law = h_law || o["property"] == "add_rounding";
+  }
+  CHECK(h_law);
+  // run writes h; check gates it and y.
+  REQUIRE(cli("gen --out " + t / "x.npy" + " --shape 8x64 --gamma-out " + t / "g.npy").code == 0);
+  REQUIRE(cli("gen --out " + t / "r.npy" + " --shape 8x64 --dist offset --offset 3").code == 0);
+  const std::string common = " --op rmsnorm --x " + t / "x.npy" + " --residual " + t / "r.npy" + " --gamma " + t / "g.npy";
+  REQUIRE(cli("run --plugin " + add + " --kernel addrms:add_rms" + common + " --y " + t / "y.npy" + " --h " + t / "h.npy").code == 0);
+  const Result c = cli("check" + common + " --y " + t / "y.npy" + " --h " + t / "h.npy" + " --max-ulp 8 --max-h-ulp 0.5");
+  INFO(c.out);
+  CHECK(c.code == 0);
+  // h: one f32 addition is the sum rounded once
+  CHECK_THAT(c.out, Contains("h max 0.5 ulp (budget 0.5) correctly rounded 100.00%"));
 }

@@ -16,10 +16,12 @@
  * "What LayerNorm means here" and "Ops"; `lnorm verify --plugin PATH.so` checks them against the exact
  * reference.
  *
- * Versions. 2 (this header): the op (LayerNorm or RMSNorm), gamma/beta storage and the gamma offset in
- * lnorm_problem, the operands of the ops to come in lnorm_tensors, and each kernel's ops; all appended to
- * version 1's structs, so a version-1 kernel reads what it always read. lnorm still loads version-1
- * plugins: their kernels are LayerNorm kernels, offered only gamma/beta in x's dtype without an offset.
+ * Versions. 3 (this header): Add & Norm (LNORM_ADD_LAYERNORM, LNORM_ADD_RMSNORM) and the residual's
+ * storage (lnorm_problem.residual_dtype, appended). 2: the op (LayerNorm or RMSNorm), gamma/beta storage and
+ * the gamma offset in lnorm_problem, the operands of the ops to come in lnorm_tensors, and each kernel's ops;
+ * all appended to version 1's structs, so an older kernel reads what it always read. lnorm still loads
+ * versions 1 and 2: a version-2 kernel is offered LayerNorm and RMSNorm only, a version-1 kernel LayerNorm
+ * with gamma/beta in x's dtype and no offset.
  *
  * Kernel names appear as "<plugin name>:<kernel name>" (e.g. "demo:two_pass"), so they never collide
  * with lnorm's own or another plugin's. Both names: letters, digits, '_' and '-' only.
@@ -34,18 +36,21 @@
 extern "C" {
 #endif
 
-/* Version 2: the layout below. Bump on any change to the structs or the meaning of a field. */
-#define LNORM_PLUGIN_ABI_VERSION 2u
+/* Version 3: the layout below. Bump on any change to the structs or the meaning of a field. */
+#define LNORM_PLUGIN_ABI_VERSION 3u
 
 /* Storage types, with the same numbers as lnorm::DType. */
 enum lnorm_dtype { LNORM_F32 = 0, LNORM_F64 = 1, LNORM_F16 = 2, LNORM_BF16 = 3 };
 /* A set of dtypes for lnorm_plugin_kernel.dtypes: LNORM_DTYPE_BIT(LNORM_F32) | LNORM_DTYPE_BIT(LNORM_F64). */
 #define LNORM_DTYPE_BIT(d) (1u << (unsigned)(d))
 
-/* Ops, with the same numbers as lnorm::Op (version 2).
- *   LNORM_LAYERNORM  y = (x - mean)*rstd*(C + gamma) + beta,  rstd = 1/sqrt(var + eps), mean and rstd per row
- *   LNORM_RMSNORM    y = x*rstd*(C + gamma) (+ beta),  rstd = 1/sqrt(mean(x^2) + eps); no mean (tensors.mean is NULL) */
-enum lnorm_op { LNORM_LAYERNORM = 0, LNORM_RMSNORM = 1 };
+/* Ops, with the same numbers as lnorm::Op (version 2; the add_ ones version 3).
+ *   LNORM_LAYERNORM      y = (x - mean)*rstd*(C + gamma) + beta,  rstd = 1/sqrt(var + eps), mean and rstd per row
+ *   LNORM_RMSNORM        y = x*rstd*(C + gamma) (+ beta),  rstd = 1/sqrt(mean(x^2) + eps); no mean (tensors.mean is NULL)
+ *   LNORM_ADD_LAYERNORM  h = x + residual rounded once to residual_dtype (written to tensors.h), then LayerNorm
+ *                        of h as stored: y, mean, rstd as above with h for x
+ *   LNORM_ADD_RMSNORM    the same with RMSNorm */
+enum lnorm_op { LNORM_LAYERNORM = 0, LNORM_RMSNORM = 1, LNORM_ADD_LAYERNORM = 2, LNORM_ADD_RMSNORM = 3 };
 #define LNORM_OP_BIT(o) (1u << (unsigned)(o))
 
 /* The problem: mirrors lnorm::Problem. */
@@ -61,6 +66,9 @@ typedef struct lnorm_problem {
   int32_t op;           /* an lnorm_op, one of the kernel's ops */
   int32_t param_dtype;  /* storage of gamma and beta: dtype, or LNORM_F32 with f16/bf16 x */
   double gamma_offset;  /* C: y uses (C + gamma); 0 without gamma. Rounded as eps is */
+  /* version 3 */
+  int32_t residual_dtype; /* Add & Norm: storage of residual and h, dtype or LNORM_F32 with f16/bf16 x (flash-attn's
+                             residual_in_fp32); a kernel declines what it does not take through why_not */
 } lnorm_problem;
 
 /* Host buffers, C order. x, y: rows*cols elements of dtype; gamma, beta: cols elements of param_dtype or
@@ -74,8 +82,8 @@ typedef struct lnorm_tensors {
   void* y;
   void* mean;
   void* rstd;
-  /* version 2: operands of the ops to come (Add & Norm: residual, h; backward: dy, dx, dgamma, dbeta);
-   * NULL for LayerNorm and RMSNorm */
+  /* version 2: operands of the other ops: Add & Norm's residual (input) and h (output), rows*cols elements of
+   * residual_dtype, NULL for the plain norms; backward (dy, dx, dgamma, dbeta) is to come, NULL */
   const void* residual;
   void* h;
   const void* dy;
