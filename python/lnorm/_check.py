@@ -21,7 +21,7 @@ def _arrays(dtype, **named):
 
 
 def reference(x, gamma=None, beta=None, *, axis=-1, eps=1e-5, dtype=None, threads=None, op="layernorm",
-              gamma_offset=0.0):
+              gamma_offset=0.0, residual=None):
     """The exact answer for x rounded once to its format: (y, mean, rstd) for op="layernorm", (y, rstd)
     for op="rmsnorm" (y = x / sqrt(mean(x^2) + eps) * (gamma_offset + gamma) (+ beta): no mean).
 
@@ -30,10 +30,14 @@ def reference(x, gamma=None, beta=None, *, axis=-1, eps=1e-5, dtype=None, thread
     y uses (C + gamma), 1 for Gemma's (1 + w), exactly. mean and rstd are float32 (float64 for f64
     data), shaped x.shape[:axis] + (1,) * (x.ndim - axis). bf16 data: uint16 bit patterns with
     dtype="bf16". Contiguous inputs are read in place; others are copied first. threads: default all cores.
+
+    residual: Add & Norm (op becomes "add_layernorm" / "add_rmsnorm"): h = x + residual rounded once to the
+    residual's dtype (x's, or float32 beside 16-bit x), then the norm of h as stored; h is appended to the
+    returned tuple: (y, mean, rstd, h) or (y, rstd, h).
     """
-    dtype, a = _arrays(dtype, x=x, gamma=gamma, beta=beta)
+    dtype, a = _arrays(dtype, x=x, gamma=gamma, beta=beta, residual=residual)
     return _lnorm.reference(a["x"], a["gamma"], a["beta"], axis=axis, eps=eps, dtype=dtype, threads=threads, op=op,
-                            gamma_offset=float(gamma_offset))
+                            gamma_offset=float(gamma_offset), residual=a["residual"])
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,7 @@ class CheckResult:
     """What ``lnorm check --json`` reports; truthy when within budget. ``str()`` is the CLI's verdict."""
 
     passed: bool
-    op: str                      # "layernorm" or "rmsnorm"
+    op: str                      # "layernorm", "rmsnorm", or with residual= "add_layernorm" / "add_rmsnorm"
     shape: tuple
     axis: int
     dtype: str
@@ -73,6 +77,11 @@ class CheckResult:
     # max_finite_ulp, max_ulp_index, max_ulp_got, max_ulp_recipe, correctly_rounded, nonfinite_mismatches,
     # over_budget, budget, pass — y against the recipe's answer (lnorm check --recipe).
     recipe: Optional[dict] = None
+    # With residual= and h=: h against the exact sum x + residual, in ulps of h's format (max_ulp,
+    # correctly_rounded, nonfinite_mismatches, over_budget, budget, pass, ...); passed is y's AND h's.
+    h: Optional[dict] = None
+    residual_dtype: Optional[str] = None  # Add & Norm: the residual's (and h's) dtype
+    y_pass: bool = True                   # y against the exact answer alone
 
     @property
     def nan_mismatches(self):
@@ -99,12 +108,17 @@ class CheckResult:
             head += f"  mean {self.mean['max_ulp']:g} ulp"
         if self.rstd is not None:
             head += f"  rstd {self.rstd['max_ulp']:g} ulp"
+        hs = self.h
+        if hs is not None:
+            head += (f"  h max {hs['max_ulp']:.3g} ulp (budget {hs['budget']:g}) correctly rounded "
+                     f"{100 * hs['correctly_rounded']:.2f}%")
         r = self.recipe
         if r is not None:
             head += (f"  recipe {r['name']} max {r['max_ulp']:.3g} ulp (budget {r['budget']:g}) correctly rounded "
                      f"{100 * r['correctly_rounded']:.2f}%")
         params = (f", gamma/beta {self.param_dtype}" if self.param_dtype != self.dtype else "") + (
-            f", weight {self.gamma_offset:.9g} + gamma" if self.gamma_offset else "")
+            f", weight {self.gamma_offset:.9g} + gamma" if self.gamma_offset else "") + (
+            f", residual {self.residual_dtype}" if self.residual_dtype else "")
         lines = [head, f"  input     {self.shape}, {self.op} {self.dtype}, axis {self.axis}, eps {self.eps:.9g}, "
                        f"{self.rows} rows x {self.cols}{params}"]
         if r is not None:
@@ -132,7 +146,7 @@ class CheckResult:
 
 def check(x, y, gamma=None, beta=None, *, axis=-1, eps=1e-5, max_ulp=8, max_ulp_per_kappa=1, mean=None, rstd=None,
           max_mean_ulp=None, max_rstd_ulp=None, dtype=None, threads=None, op="layernorm", gamma_offset=0.0,
-          recipe=None, max_recipe_ulp=0.5):
+          recipe=None, max_recipe_ulp=0.5, residual=None, h=None, max_h_ulp=None):
     """Measures a candidate output y (and optionally mean/rstd) against the exact answer for x: the
     LayerNorm of x, or op="rmsnorm" (no mean: mean= is refused), with gamma_offset as in reference().
 
@@ -143,13 +157,17 @@ def check(x, y, gamma=None, beta=None, *, axis=-1, eps=1e-5, max_ulp=8, max_ulp_
     before the weight multiply; "gemma": weight 1 + gamma in f32, one rounding at the end — it sets
     gamma_offset to 1), gated by max_recipe_ulp (default 0.5); the result's .recipe holds that measurement
     and the exact answer's stays in max_ulp (README "Recipes").
+    residual: Add & Norm — y is measured against the norm of the exact h (x + residual rounded once),
+    whatever the candidate's h; h= also measures a candidate h against the exact sum, gated by max_h_ulp
+    (default 0.5: the sum rounded once); the result's .h holds it.
     Returns a CheckResult, truthy when within budget. The GIL is released while it measures.
     """
-    dtype, a = _arrays(dtype, x=x, y=y, gamma=gamma, beta=beta, mean=mean, rstd=rstd)
+    dtype, a = _arrays(dtype, x=x, y=y, gamma=gamma, beta=beta, mean=mean, rstd=rstd, residual=residual, h=h)
     d = _lnorm.check(a["x"], a["y"], a["gamma"], a["beta"], axis=axis, eps=eps, max_ulp=float(max_ulp),
                      max_ulp_per_kappa=float(max_ulp_per_kappa), mean=a["mean"], rstd=a["rstd"],
                      max_mean_ulp=max_mean_ulp, max_rstd_ulp=max_rstd_ulp, dtype=dtype, threads=threads, op=op,
-                     gamma_offset=float(gamma_offset), recipe=recipe, max_recipe_ulp=float(max_recipe_ulp))
+                     gamma_offset=float(gamma_offset), recipe=recipe, max_recipe_ulp=float(max_recipe_ulp),
+                     residual=a["residual"], h=a["h"], max_h_ulp=None if max_h_ulp is None else float(max_h_ulp))
     d["passed"] = d.pop("pass")
     return CheckResult(**d)
 

@@ -12,7 +12,7 @@ class Kernel(NamedTuple):
     dtypes: tuple       # dtypes it takes
     unavailable: dict   # dtype -> why it cannot run here (missing ISA, no CUDA device); empty: runs
     cautionary: bool    # wrong on purpose (onepass): its failures are the lesson
-    ops: tuple          # "layernorm", "rmsnorm": the ops it implements
+    ops: tuple          # "layernorm", "rmsnorm", "add_layernorm", "add_rmsnorm": the ops it implements
 
 
 def kernels():
@@ -20,9 +20,10 @@ def kernels():
     return [Kernel(**k) for k in _lnorm.kernels()]
 
 
-def run(name, x, gamma=None, beta=None, *, axis=-1, eps=1e-5, dtype=None, threads=1, op="layernorm", gamma_offset=0.0):
+def run(name, x, gamma=None, beta=None, *, axis=-1, eps=1e-5, dtype=None, threads=1, op="layernorm", gamma_offset=0.0,
+        residual=None):
     """Runs built-in kernel `name` on x: (y, mean, rstd), or (y, rstd) for op="rmsnorm", shaped like
-    lnorm.reference's (which documents gamma/beta's dtypes and gamma_offset)."""
-    dtype, a = _arrays(dtype, x=x, gamma=gamma, beta=beta)
+    lnorm.reference's (which documents gamma/beta's dtypes, gamma_offset and residual: Add & Norm, h appended)."""
+    dtype, a = _arrays(dtype, x=x, gamma=gamma, beta=beta, residual=residual)
     return _lnorm.run(name, a["x"], a["gamma"], a["beta"], axis=axis, eps=eps, dtype=dtype, threads=threads, op=op,
-                      gamma_offset=float(gamma_offset))
+                      gamma_offset=float(gamma_offset), residual=a["residual"])

@@ -70,6 +70,7 @@ DType resolve_dtype(const py::array& x, py::handle dtype_arg) {
 
 const void* ProblemArrays::gamma_ptr() const { return gamma.is_none() ? nullptr : py::array(gamma).data(); }
 const void* ProblemArrays::beta_ptr() const { return beta.is_none() ? nullptr : py::array(beta).data(); }
+const void* ProblemArrays::residual_ptr() const { return residual.is_none() ? nullptr : py::array(residual).data(); }
 
 std::vector<std::int64_t> ProblemArrays::stats_shape() const {
   std::vector<std::int64_t> s(shape.begin(), shape.begin() + axis);
@@ -106,7 +107,7 @@ py::object affine(py::handle a, const char* what, const ProblemArrays& in, std::
 }  // namespace
 
 ProblemArrays problem_arrays(py::handle x, py::handle gamma, py::handle beta, int axis, double eps, py::handle dtype,
-                             int threads, const std::string& op_name, double gamma_offset) {
+                             int threads, const std::string& op_name, double gamma_offset, py::handle residual) {
   ProblemArrays in;
   in.x = contiguous(x, "x");
   const DType d = resolve_dtype(in.x, dtype);
@@ -123,9 +124,11 @@ ProblemArrays problem_arrays(py::handle x, py::handle gamma, py::handle beta, in
   std::int64_t rows = 1, cols = 1;
   for (int i = 0; i < rank; ++i) (i < in.axis ? rows : cols) *= in.shape[static_cast<std::size_t>(i)];
   if (cols == 0) throw py::value_error("x's normalized dims (axis " + std::to_string(in.axis) + " on) have zero width");
-  const std::optional<Op> op = parse_op(op_name);
-  if (!op || fused_add(*op))  // Add & Norm: the CLI has it (--residual); the Python module does not yet
-    throw py::value_error("op='" + op_name + "': expected 'layernorm' or 'rmsnorm'");
+  std::optional<Op> op = parse_op(op_name);
+  if (!op) throw py::value_error("op='" + op_name + "': expected 'layernorm', 'rmsnorm', 'add_layernorm' or 'add_rmsnorm'");
+  if (fused_add(*op) && residual.is_none())
+    throw py::value_error("op='" + op_name + "' is Add & Norm: give residual= (h = x + residual, then the norm of h)");
+  if (!residual.is_none()) op = with_add(*op);
   if (!std::isfinite(gamma_offset)) throw py::value_error("gamma_offset must be finite");
   if (gamma_offset != 0 && gamma.is_none())
     throw py::value_error("gamma_offset needs gamma (y uses gamma_offset + gamma; without gamma the weight is 1)");
@@ -134,7 +137,31 @@ ProblemArrays problem_arrays(py::handle x, py::handle gamma, py::handle beta, in
   in.gamma = affine(gamma, "gamma", in, param_dtype);
   in.beta = affine(beta, "beta", in, param_dtype);
   in.problem = set_params(in.problem, param_dtype.value_or(d), gamma_offset);
+  if (!residual.is_none()) {
+    py::array r = contiguous(residual, "residual");
+    const bool sixteen = d == DType::f16 || d == DType::bf16;
+    DType held;
+    if (holds(r, d)) held = d;
+    else if (sixteen && holds(r, DType::f32)) held = DType::f32;
+    else
+      throw py::type_error("residual holds " + dtype_text(r) + " but x holds " + dtype_text(in.x) +
+                           (sixteen ? " (the residual is x's dtype, or float32 beside 16-bit x: residual_in_fp32)" : ""));
+    if (shape_of(r) != in.shape)
+      throw py::value_error("residual has shape " + shape_text(shape_of(r)) + " but x has shape " + shape_text(in.shape));
+    in.residual = r;
+    in.problem = set_residual(in.problem, held);
+  }
   return in;
+}
+
+py::array h_array(py::handle a, const ProblemArrays& in) {
+  py::array arr = contiguous(a, "h");
+  if (!holds(arr, in.problem.residual_dtype))
+    throw py::type_error("h holds " + dtype_text(arr) + " but the residual holds " + dtype_text(py::array(in.residual)) +
+                         " (h is stored in the residual's dtype)");
+  if (shape_of(arr) != in.shape)
+    throw py::value_error("h has shape " + shape_text(shape_of(arr)) + " but x has shape " + shape_text(in.shape));
+  return arr;
 }
 
 py::array stats_array(py::handle a, const ProblemArrays& in, const std::string& what) {

@@ -16,13 +16,18 @@ int default_threads() { return static_cast<int>(std::max(1u, std::thread::hardwa
 
 struct Outputs {
   py::array y, mean, rstd;  // mean: empty (size 0) for RMSNorm
+  py::object h;             // Add & Norm: x's shape in the residual's dtype; None otherwise
   Tensors tensors(const ProblemArrays& in) {
+    const bool fused = fused_add(in.problem.op);
     return Tensors{in.x.data(), in.gamma_ptr(), in.beta_ptr(), y.mutable_data(),
-                   centred(in.problem.op) ? mean.mutable_data() : nullptr, rstd.mutable_data()};
+                   centred(in.problem.op) ? mean.mutable_data() : nullptr, rstd.mutable_data(),
+                   in.residual_ptr(), fused ? py::array(h).mutable_data() : nullptr};
   }
-  // (y, mean, rstd) for LayerNorm, (y, rstd) for RMSNorm.
+  // (y, mean, rstd) for LayerNorm, (y, rstd) for RMSNorm; Add & Norm appends h.
   py::tuple result(const ProblemArrays& in) const {
-    return centred(in.problem.op) ? py::make_tuple(y, mean, rstd) : py::make_tuple(y, rstd);
+    const bool c = centred(in.problem.op);
+    if (fused_add(in.problem.op)) return c ? py::make_tuple(y, mean, rstd, h) : py::make_tuple(y, rstd, h);
+    return c ? py::make_tuple(y, mean, rstd) : py::make_tuple(y, rstd);
   }
 };
 
@@ -30,13 +35,16 @@ Outputs allocate(const ProblemArrays& in) {
   const auto shape = [](const std::vector<std::int64_t>& s) { return std::vector<py::ssize_t>(s.begin(), s.end()); };
   return Outputs{py::array(numpy_dtype(in.problem.dtype), shape(in.shape)),
                  py::array(numpy_dtype(stats_dtype(in.problem.dtype)), shape(in.stats_shape())),
-                 py::array(numpy_dtype(stats_dtype(in.problem.dtype)), shape(in.stats_shape()))};
+                 py::array(numpy_dtype(stats_dtype(in.problem.dtype)), shape(in.stats_shape())),
+                 fused_add(in.problem.op) ? py::object(py::array(numpy_dtype(in.problem.residual_dtype), shape(in.shape)))
+                                          : py::object(py::none())};
 }
 
 py::tuple reference_py(py::handle x, py::handle gamma, py::handle beta, int axis, double eps, py::handle dtype,
-                       py::object threads, const std::string& op, double gamma_offset) {
+                       py::object threads, const std::string& op, double gamma_offset, py::handle residual) {
   const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype,
-                                          threads.is_none() ? default_threads() : threads.cast<int>(), op, gamma_offset);
+                                          threads.is_none() ? default_threads() : threads.cast<int>(), op, gamma_offset,
+                                          residual);
   Outputs out = allocate(in);
   const Tensors t = out.tensors(in);
   {
@@ -64,9 +72,14 @@ py::dict stat_dict(const StatSummary& s, double limit, const char* metric) {
 py::dict check_py(py::handle x, py::handle y, py::handle gamma, py::handle beta, int axis, double eps, double max_ulp,
                   double max_ulp_per_kappa, py::handle mean, py::handle rstd, py::object max_mean_ulp,
                   py::object max_rstd_ulp, py::handle dtype, py::object threads, const std::string& op, double gamma_offset,
-                  py::object recipe_name, double max_recipe_ulp) {
+                  py::object recipe_name, double max_recipe_ulp, py::handle residual, py::handle h,
+                  py::object max_h_ulp) {
   ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype,
-                                    threads.is_none() ? default_threads() : threads.cast<int>(), op, gamma_offset);
+                                    threads.is_none() ? default_threads() : threads.cast<int>(), op, gamma_offset,
+                                    residual);
+  if (!h.is_none() && residual.is_none()) throw py::value_error("h: needs residual= (the candidate h is x + residual)");
+  if (!max_h_ulp.is_none() && h.is_none()) throw py::value_error("max_h_ulp: needs h= (the candidate h it gates)");
+  py::object h_arr = h.is_none() ? py::object(py::none()) : py::object(h_array(h, in));
   Recipe recipe;
   if (!recipe_name.is_none()) {
     try {
@@ -88,6 +101,10 @@ py::dict check_py(py::handle x, py::handle y, py::handle gamma, py::handle beta,
   const double rstd_limit = max_rstd_ulp.is_none() ? -1 : max_rstd_ulp.cast<double>();
   if (!max_mean_ulp.is_none() && !(mean_limit >= 0)) throw py::value_error("max_mean_ulp must be >= 0");
   if (!max_rstd_ulp.is_none() && !(rstd_limit >= 0)) throw py::value_error("max_rstd_ulp must be >= 0");
+  // h's budget as the CLI's: max_h_ulp, else 0.5 (the sum rounded once)
+  const double h_limit = max_h_ulp.is_none() ? 0.5 : max_h_ulp.cast<double>();
+  if (!(h_limit >= 0)) throw py::value_error("max_h_ulp must be >= 0");
+  const void* hp = h_arr.is_none() ? nullptr : py::array(h_arr).data();
   py::object mean_arr = mean.is_none() ? py::object(py::none()) : py::object(stats_array(mean, in, "mean"));
   py::object rstd_arr = rstd.is_none() ? py::object(py::none()) : py::object(stats_array(rstd, in, "rstd"));
   const Budget budget{max_ulp, max_ulp_per_kappa};
@@ -97,7 +114,8 @@ py::dict check_py(py::handle x, py::handle y, py::handle gamma, py::handle beta,
   {
     py::gil_scoped_release release;
     s = measure_rows(in.problem, in.x.data(), in.gamma_ptr(), in.beta_ptr(), cand.data(), mp, rp, in.problem.rows, 0,
-                     budget, in.problem.threads, {}, RecipeInputs{recipe.empty() ? nullptr : &recipe, {max_recipe_ulp, 0}});
+                     budget, in.problem.threads, AddInputs{in.residual_ptr(), hp, {h_limit, 0}},
+                     RecipeInputs{recipe.empty() ? nullptr : &recipe, {max_recipe_ulp, 0}});
   }
   const bool mean_ok = !mp || s.mean.passes(mean_limit);
   const bool rstd_ok = !rp || s.rstd.passes(rstd_limit);
@@ -149,7 +167,30 @@ py::dict check_py(py::handle x, py::handle y, py::handle gamma, py::handle beta,
     rec = rd;
   }
   d["recipe"] = rec;
-  d["pass"] = e.within_budget() && mean_ok && rstd_ok && (recipe.empty() || s.recipe.within_budget());
+  py::object hd = py::none();
+  if (hp) {
+    const ErrorSummary& hs = s.h;
+    py::dict r;
+    r["metric"] = "ulps of h's format at the exact sum x + residual";
+    r["elements"] = hs.elements;
+    r["max_ulp"] = hs.max_ulp;
+    r["max_ulp_nonfinite"] = std::isinf(hs.max_ulp);
+    r["max_finite_ulp"] = hs.max_finite_ulp;
+    r["max_ulp_index"] = hs.max_ulp_index >= 0 ? py::object(unravel(hs.max_ulp_index, in.shape)) : py::object(py::none());
+    r["max_ulp_got"] = hs.max_ulp_got;
+    r["max_ulp_exact"] = hs.max_ulp_exact;
+    r["correctly_rounded"] = hs.correctly_rounded_fraction();
+    r["nonfinite_mismatches"] = hs.nonfinite_mismatches;
+    r["over_budget"] = hs.over_budget;
+    r["budget"] = h_limit;
+    r["pass"] = hs.within_budget();
+    hd = r;
+  }
+  d["h"] = hd;
+  d["residual_dtype"] = fused_add(in.problem.op) ? py::object(py::str(std::string(name(in.problem.residual_dtype)))) : py::object(py::none());
+  d["y_pass"] = e.within_budget();
+  d["pass"] = e.within_budget() && mean_ok && rstd_ok && (recipe.empty() || s.recipe.within_budget()) &&
+              (!hp || s.h.within_budget());
   return d;
 }
 
@@ -179,16 +220,17 @@ py::list kernels_py() {
 }
 
 py::tuple run_py(const std::string& kernel, py::handle x, py::handle gamma, py::handle beta, int axis, double eps,
-                 py::handle dtype, int threads, const std::string& op, double gamma_offset) {
+                 py::handle dtype, int threads, const std::string& op, double gamma_offset, py::handle residual) {
   const KernelInfo* k = find_kernel(kernel);
   if (!k) {
     std::string have;
     for (const KernelInfo& e : registry()) have += (have.empty() ? "" : ", ") + std::string(e.name);
     throw py::value_error("no kernel named '" + kernel + "' (have: " + have + ")");
   }
-  const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype, threads, op, gamma_offset);
+  const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype, threads, op, gamma_offset, residual);
   if (auto why = unavailable_reason(*k, in.problem)) {
-    throw py::value_error("kernel '" + kernel + "' cannot run " + op + " " + std::string(name(in.problem.dtype)) + " here: " + *why);
+    throw py::value_error("kernel '" + kernel + "' cannot run " + std::string(name(in.problem.op)) + " " +
+                          std::string(name(in.problem.dtype)) + " here: " + *why);
   }
   Outputs out = allocate(in);
   const Tensors t = out.tensors(in);
@@ -204,14 +246,17 @@ py::tuple run_py(const std::string& kernel, py::handle x, py::handle gamma, py::
 void bind_reference(py::module_& m) {
   using namespace py::literals;
   m.def("reference", &reference_py, "x"_a, "gamma"_a = py::none(), "beta"_a = py::none(), py::kw_only(), "axis"_a = -1,
-        "eps"_a = 1e-5, "dtype"_a = py::none(), "threads"_a = py::none(), "op"_a = "layernorm", "gamma_offset"_a = 0.0);
+        "eps"_a = 1e-5, "dtype"_a = py::none(), "threads"_a = py::none(), "op"_a = "layernorm", "gamma_offset"_a = 0.0,
+        "residual"_a = py::none());
   m.def("check", &check_py, "x"_a, "y"_a, "gamma"_a = py::none(), "beta"_a = py::none(), py::kw_only(), "axis"_a = -1,
         "eps"_a = 1e-5, "max_ulp"_a = 8.0, "max_ulp_per_kappa"_a = 1.0, "mean"_a = py::none(), "rstd"_a = py::none(),
         "max_mean_ulp"_a = py::none(), "max_rstd_ulp"_a = py::none(), "dtype"_a = py::none(), "threads"_a = py::none(),
-        "op"_a = "layernorm", "gamma_offset"_a = 0.0, "recipe"_a = py::none(), "max_recipe_ulp"_a = 0.5);
+        "op"_a = "layernorm", "gamma_offset"_a = 0.0, "recipe"_a = py::none(), "max_recipe_ulp"_a = 0.5,
+        "residual"_a = py::none(), "h"_a = py::none(), "max_h_ulp"_a = py::none());
   m.def("kernels", &kernels_py);
   m.def("run", &run_py, "name"_a, "x"_a, "gamma"_a = py::none(), "beta"_a = py::none(), py::kw_only(), "axis"_a = -1,
-        "eps"_a = 1e-5, "dtype"_a = py::none(), "threads"_a = 1, "op"_a = "layernorm", "gamma_offset"_a = 0.0);
+        "eps"_a = 1e-5, "dtype"_a = py::none(), "threads"_a = 1, "op"_a = "layernorm", "gamma_offset"_a = 0.0,
+        "residual"_a = py::none());
 }
 
 }  // namespace lnorm::python

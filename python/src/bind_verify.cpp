@@ -156,8 +156,10 @@ py::dict verify_py(py::object fn, const std::string& kernel_name, const std::vec
                    py::object budgets_toml, const std::string& op_name, bool takes_offset, bool f32_params) {
   using namespace lnorm::verify;
   const std::optional<Op> op = parse_op(op_name);
-  if (!op || fused_add(*op))  // Add & Norm: the CLI has it (--residual); the Python module does not yet
-    throw py::value_error("op='" + op_name + "': expected 'layernorm' or 'rmsnorm'");
+  if (op && fused_add(*op))  // a callable for Add & Norm would take the residual: not yet
+    throw py::value_error("op='" + op_name + "': lnorm.verify takes 'layernorm' or 'rmsnorm' (Add & Norm: `lnorm verify "
+                          "--op " + op_name + "` for a plugin, lnorm.check(..., residual=, h=) for outputs)");
+  if (!op) throw py::value_error("op='" + op_name + "': expected 'layernorm' or 'rmsnorm'");
   if (!PyCallable_Check(fn.ptr())) throw py::type_error("fn must be callable: fn(x, gamma, beta, eps) -> y or (y, mean, rstd)");
   if (in_verify) throw std::runtime_error("lnorm.verify called from inside the callable it is verifying");
   if (cases < 0) throw py::value_error("cases must be >= 1");

@@ -33,16 +33,23 @@ std::vector<std::int64_t> shape_of(const py::array& a);
 struct ProblemArrays {
   py::array x;
   py::object gamma, beta;  // contiguous arrays, or None
+  py::object residual = py::none();  // Add & Norm's residual (x's shape; x's dtype or float32 beside 16-bit x), or None
   std::vector<std::int64_t> shape;
   int axis = 0;
   Problem problem;
   const void* gamma_ptr() const;
   const void* beta_ptr() const;
+  const void* residual_ptr() const;
   std::vector<std::int64_t> stats_shape() const;  // x.shape[:axis] + (1,)*(rank-axis)
 };
-// op: "layernorm" or "rmsnorm"; gamma_offset: C of (C + gamma). ValueError/TypeError on bad input.
+// op: "layernorm" or "rmsnorm" (or "add_layernorm"/"add_rmsnorm", which need a residual); gamma_offset: C of
+// (C + gamma); residual (or None): Add & Norm, making op its add_ form, as the CLI's --residual does.
+// ValueError/TypeError on bad input.
 ProblemArrays problem_arrays(py::handle x, py::handle gamma, py::handle beta, int axis, double eps,
-                             py::handle dtype, int threads, const std::string& op = "layernorm", double gamma_offset = 0);
+                             py::handle dtype, int threads, const std::string& op = "layernorm", double gamma_offset = 0,
+                             py::handle residual = py::none());
+// A candidate h for check: the residual's dtype and x's shape.
+py::array h_array(py::handle a, const ProblemArrays& in);
 // A candidate per-row statistic: stats dtype, and stats_shape, x.shape[:axis] or (rows,).
 py::array stats_array(py::handle a, const ProblemArrays& in, const std::string& what);
 

@@ -254,3 +254,36 @@ def test_check_with_a_recipe_reports_both_distances_and_refuses_recipes_that_do_
         lnorm.check(x, y, w, eps=1e-6, recipe="llama")
     with pytest.raises(ValueError, match="unknown recipe"):
         lnorm.check(x, y, w, op="rmsnorm", eps=1e-6, recipe="mistral")
+
+
+def test_add_and_norm_reference_run_and_check_take_a_residual_and_return_or_gate_h():
+    rng = np.random.default_rng(7)
+    # |x| ~ |residual| ~ 1e4 with a sum ~ 1: the cancelling case of Add & Norm.
+    x = (1e4 * rng.standard_normal((8, 64))).astype(np.float32)
+    r = (-x + rng.standard_normal((8, 64))).astype(np.float32)
+    g = rng.standard_normal(64).astype(np.float32)
+    y, rstd, h = lnorm.reference(x, g, op="rmsnorm", residual=r)   # op becomes add_rmsnorm; h appended
+    assert h.dtype == np.float32 and h.shape == x.shape
+    assert np.array_equal(h, x + r)          # one f32 addition is the exact sum rounded once
+    y_plain, _ = lnorm.reference(h, g, op="rmsnorm")
+    assert np.array_equal(y, y_plain)        # y is the norm of h as stored
+    res = lnorm.check(x, y, g, op="rmsnorm", residual=r, h=h)
+    assert res and res.op == "add_rmsnorm" and res.h["max_ulp"] == 0 and res.h["correctly_rounded"] == 1.0
+    assert "h max 0 ulp" in str(res) and res.residual_dtype == "f32"
+    bad = h.copy()
+    bad[3, 5] = np.nextafter(bad[3, 5], np.float32(np.inf))
+    worse = lnorm.check(x, y, g, op="rmsnorm", residual=r, h=bad)
+    assert not worse and worse.y_pass and worse.h["over_budget"] == 1 and worse.h["max_ulp_index"] == (3, 5)
+    assert lnorm.check(x, y, g, op="rmsnorm", residual=r, h=bad, max_h_ulp=1.5)
+    # A built-in kernel through lnorm.run, 16-bit x with an f32 residual stream (residual_in_fp32).
+    y2, mean2, rstd2, h2 = lnorm.run("welford", x.astype(np.float16), residual=r)
+    assert h2.dtype == np.float32 and y2.dtype == np.float16
+    assert lnorm.check(x.astype(np.float16), y2, residual=r, h=h2, max_ulp=1)
+    with pytest.raises(ValueError, match="needs residual="):
+        lnorm.check(x, y, g, op="rmsnorm", h=h)
+    with pytest.raises(ValueError, match="give residual="):
+        lnorm.reference(x, op="add_layernorm")
+    with pytest.raises(TypeError, match="residual holds float64"):
+        lnorm.reference(x, residual=r.astype(np.float64))
+    with pytest.raises(ValueError, match="residual has shape"):
+        lnorm.reference(x, residual=r[:4])
