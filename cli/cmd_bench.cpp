@@ -254,7 +254,7 @@ void add_select(CLI::App& app, int& exit_code) {
   auto f = std::make_shared<SelectFlags>();
   cmd->add_option("--shape", f->shape, "ROWSxCOLS of the problem")->required();
   cmd->add_option("--dtype", f->dtype, "f32, f64, f16 or bf16 (default f32)");
-  cmd->add_option("--op", f->op, "layernorm or rmsnorm (default layernorm): kernels that implement it, on its budgets");
+  cmd->add_option("--op", f->op, "layernorm, rmsnorm, add_layernorm or add_rmsnorm (default layernorm): kernels that implement it, on its budgets (Add & Norm: the norm's unless budgets.toml has the op's)");
   cmd->add_option("--max-ulp", f->max_ulp,
                   "Accuracy asked: a kernel qualifies when its budgets.toml y budget is at most this many scaled ulps "
                   "and has no kappa term (default: any kernel that passes its own accuracy property)");
@@ -263,7 +263,7 @@ void add_select(CLI::App& app, int& exit_code) {
   add_plugin_flag(cmd);
   cmd->callback([f, &exit_code] {
     check_outputs({{f->json, "--json"}}, {});
-    const bench::SelectRequest request{shape_flag(f->shape), dtype_flag(f->dtype), f->max_ulp, norm_op_flag(f->op, "select")};
+    const bench::SelectRequest request{shape_flag(f->shape), dtype_flag(f->dtype), f->max_ulp, op_flag(f->op)};
     const verify::Budgets budgets = verify::Budgets::builtin();
     // The verified accuracy select qualifies kernels on: budgets.toml (plugins: its [default] sections).
     const auto accuracy = [&](const KernelInfo& k) {
@@ -301,8 +301,9 @@ void add_select(CLI::App& app, int& exit_code) {
                   c.gb_per_second, budget, c.reason.c_str());
     }
     if (ceiling) {
-      std::printf("  %-*s %-12s %8.2f %14s  fastest copy of x to y, %d thread(s): %s\n", w, "copy", "ceiling",
-                  ceiling->bytes_per_second / 1e9, "", settings.threads, ceiling->winner.c_str());
+      std::printf("  %-*s %-12s %8.2f %14s  fastest copy of x to y%s, %d thread(s): %s\n", w, "copy", "ceiling",
+                  ceiling->bytes_per_second / 1e9, "", fused_add(request.op) ? " and residual to h" : "", settings.threads,
+                  ceiling->winner.c_str());
     }
     std::printf("%s\n", best ? ("recommended: " + std::string(best->kernel->name)).c_str() : "recommended: none");
     if (!f->json.empty()) {

@@ -66,7 +66,7 @@ Op op_flag(const std::string& name) {
 Op norm_op_flag(const std::string& name, const char* command) {
   const Op o = op_flag(name);
   if (fused_add(o))
-    throw InputError("--op " + name + ": `lnorm " + command + "` does not take Add & Norm yet (run, reference, check, verify and bench do)");
+    throw InputError("--op " + name + ": `lnorm " + command + "` does not take Add & Norm yet (run, reference, check, verify, bench and select do)");
   return o;
 }
 

@@ -188,3 +188,15 @@ TEST_CASE("cli select --op rmsnorm: recommends among the RMSNorm kernels on thei
   CHECK_THAT(r.out, Contains("recommended: "));
 }
 
+
+TEST_CASE("cli select --op add_rmsnorm: recommends among the fused kernels against the four-stream copy", "[cli][bench]") {
+  TempDir t;
+  const Result r = cli("select --op add_rmsnorm --shape 8x256 --dtype f32 --json " + t / "s.json");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Contains("fastest copy of x to y and residual to h"));
+  const nlohmann::json j = load_json(t / "s.json");
+  CHECK(j.at("op") == "add_rmsnorm");
+  CHECK(j.at("kernel").is_string());  // welford and naive run everywhere
+  for (const auto& c : j.at("candidates")) CHECK(c.at("kernel") != "onepass");  // LayerNorm only
+}

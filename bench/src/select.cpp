@@ -12,8 +12,10 @@ std::vector<Candidate> qualify(std::span<const KernelInfo> kernels, const Select
     if (!k.dtypes.contains(request.dtype) || !k.ops.contains(request.op)) continue;
     const Accuracy acc = accuracy(k);
     Candidate c{&k, acc.a, acc.b, "", "", 0};
-    const auto why = unavailable_reason(
-        k, with_op(make_problem(request.shape.rows, request.shape.cols, request.dtype, 1e-5, true, centred(request.op)), request.op));
+    Problem p = with_op(make_problem(request.shape.rows, request.shape.cols, request.dtype, 1e-5, true, centred(request.op)),
+                        request.op);
+    if (fused_add(request.op)) p = set_residual(p, request.dtype);  // as bench times it: the residual in x's dtype
+    const auto why = unavailable_reason(k, p);
     if (why) {
       c.status = "unavailable", c.reason = *why;
     } else if (k.cautionary) {
@@ -34,7 +36,9 @@ std::vector<Entry> entries_to_time(const std::vector<Candidate>& candidates, con
   std::vector<Entry> entries;
   for (const Candidate& c : candidates)
     if (c.status.empty()) entries.push_back({std::string(c.kernel->name), c.kernel, request.dtype, request.shape, request.op});
-  for (const std::string& copy : copy_names()) entries.push_back({copy, nullptr, request.dtype, request.shape});
+  // The copies of the op's streams (x to y; with Add & Norm also residual to h).
+  const Op copy_op = fused_add(request.op) ? Op::add_layernorm : Op::layernorm;
+  for (const std::string& copy : copy_names()) entries.push_back({copy, nullptr, request.dtype, request.shape, copy_op});
   return entries;
 }
 
