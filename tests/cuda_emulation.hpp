@@ -84,8 +84,18 @@ void run_typed(cuda::Algorithm algorithm, const Problem& p, const Tensors& t) {
   T* y = static_cast<T*>(t.y);
   const auto n = static_cast<std::size_t>(p.cols);
   std::vector<float> row(n);
+  // Add & Norm: h = x + residual (x's dtype), the f32 sum rounded once to T, as row_math.cuh's add_rounded.
+  const T* res = static_cast<const T*>(t.residual);
+  T* h = static_cast<T*>(t.h);
   for (std::int64_t r = 0; r < p.rows; ++r) {
-    for (std::size_t i = 0; i < n; ++i) row[i] = to_float(x[static_cast<std::size_t>(r) * n + i]);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t at = static_cast<std::size_t>(r) * n + i;
+      row[i] = to_float(x[at]);
+      if (res) {
+        h[at] = from_float<T>(row[i] + to_float(res[at]));
+        row[i] = to_float(h[at]);
+      }
+    }
     const bool block = c.strategy == cuda::Strategy::block_per_row;
     const HostRow share{row.data(), p.cols, block ? c.block_threads : c.threads_per_row, c.vec, block};
     const cuda::rowstats::RowResult s =
@@ -99,6 +109,12 @@ void run_typed(cuda::Algorithm algorithm, const Problem& p, const Tensors& t) {
   }
 }
 
+// As cuda_kernels.cpp's why_not, without the device check.
+inline std::optional<std::string> residual_in_x_dtype(const Problem& p) {
+  if (fused_add(p.op) && p.residual_dtype != p.dtype) return "the CUDA kernels take the residual in x's dtype";
+  return std::nullopt;
+}
+
 template <cuda::Algorithm kAlgorithm>
 void run(const Problem& p, const Tensors& t) {
   switch (p.dtype) {
@@ -110,10 +126,10 @@ void run(const Problem& p, const Tensors& t) {
 }
 
 inline const KernelInfo kWarp{"cuda_warp", "cuda_warp emulated on the CPU (tests/cuda_emulation.hpp)",
-                              DTypeSet{DType::f32, DType::f16, DType::bf16}, nullptr, &run<cuda::Algorithm::warp>, false,
-                              OpSet{Op::layernorm, Op::rmsnorm}};
+                              DTypeSet{DType::f32, DType::f16, DType::bf16}, &residual_in_x_dtype, &run<cuda::Algorithm::warp>,
+                              false, OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
 inline const KernelInfo kBlock{"cuda_block", "cuda_block emulated on the CPU (tests/cuda_emulation.hpp)",
-                               DTypeSet{DType::f32, DType::f16, DType::bf16}, nullptr, &run<cuda::Algorithm::block>, false,
-                               OpSet{Op::layernorm, Op::rmsnorm}};
+                               DTypeSet{DType::f32, DType::f16, DType::bf16}, &residual_in_x_dtype, &run<cuda::Algorithm::block>,
+                               false, OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
 
 }  // namespace lnorm::testing::cuda_emulation

@@ -4,6 +4,7 @@
 // kernels' semantics. Runs everywhere; the GPU tests check that the device computes these bits.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -36,17 +37,19 @@ TEST_CASE("cuda_warp and cuda_block (CPU emulation): every foundation case withi
   }
 }
 
-static void run_suite(bool quick) {
+static void run_suite(bool quick, const std::vector<Op>& ops = testing::ops_from_env(), int cases = 0) {
   const auto budgets = verify::Budgets::builtin();
   verify::Settings settings;
   settings.quick = quick;
+  settings.cases = cases;
   settings.seed = testing::seed_from_env(1);
   settings.command = "ctest -R test_cuda_emulation (CPU emulation of the CUDA kernels)";
   for (const KernelInfo* k : {&emu::kWarp, &emu::kBlock}) {
-    for (Op op : testing::ops_from_env()) {
+    for (Op op : ops) {
       for (DType d : kDTypes) {
         const verify::KernelBudget& budget = budgets.for_kernel(op, k->name, d);
-        REQUIRE(budget.section == (op == Op::layernorm ? "" : std::string(name(op)) + ".") + std::string(k->name) + "." +
+        const Op norm = norm_of(op);  // Add & Norm falls back to its norm's sections
+        REQUIRE(budget.section == (norm == Op::layernorm ? "" : std::string(name(norm)) + ".") + std::string(k->name) + "." +
                                       std::string(name(d)));
         for (const verify::Outcome& o : verify::verify_kernel(*k, op, d, budget, settings)) {
           std::string worst;
@@ -70,6 +73,14 @@ TEST_CASE("cuda_warp and cuda_block (CPU emulation): the quick verify suite hold
 TEST_CASE("cuda_warp and cuda_block (CPU emulation): the full verify suite holds with their budgets",
           "[.full][cuda][emulation]") {
   run_suite(false);
+}
+
+// Add & Norm (h = x + residual rounded once, then the norm of h), quick at 12 cases per property as ctest
+// verify_quick_add: ctest cuda_emulation_verify_add, label slow. LNORM_VERIFY_OP picks one fused op.
+TEST_CASE("cuda_warp and cuda_block (CPU emulation): the quick verify suite of Add & Norm holds with their norms' budgets",
+          "[.add][cuda][emulation]") {
+  const char* one = std::getenv("LNORM_VERIFY_OP");
+  run_suite(true, one && *one ? testing::ops_from_env() : std::vector<Op>{Op::add_layernorm, Op::add_rmsnorm}, 12);
 }
 
 TEST_CASE("cuda_warp and cuda_block (CPU emulation): constant rows give beta bit-exactly at every strategy's widths",

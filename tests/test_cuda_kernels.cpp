@@ -37,14 +37,17 @@ const std::int64_t kWidths[] = {1, 3, 8, 17, 64, 1023, 1024, 2041, 2048, 4096, 4
 struct Output {
   std::vector<std::byte> y;
   std::vector<float> mean, rstd;
+  std::vector<std::byte> h;  // Add & Norm only
 };
 
+// residual: Add & Norm (x's dtype), or null.
 Output run(const KernelInfo& k, const Problem& p, const std::vector<std::byte>& x, const std::vector<std::byte>* gamma,
-           const std::vector<std::byte>* beta) {
+           const std::vector<std::byte>* beta, const std::vector<std::byte>* residual = nullptr) {
   Output o{std::vector<std::byte>(x.size()), std::vector<float>(static_cast<std::size_t>(p.rows)),
-           std::vector<float>(static_cast<std::size_t>(p.rows))};
-  k.run(p, Tensors{x.data(), gamma ? gamma->data() : nullptr, beta ? beta->data() : nullptr, o.y.data(), o.mean.data(),
-                   o.rstd.data()});
+           std::vector<float>(static_cast<std::size_t>(p.rows)), std::vector<std::byte>(residual ? x.size() : 0)};
+  k.run(p, Tensors{x.data(), gamma ? gamma->data() : nullptr, beta ? beta->data() : nullptr, o.y.data(),
+                   centred(p.op) ? o.mean.data() : nullptr, o.rstd.data(), residual ? residual->data() : nullptr,
+                   residual ? o.h.data() : nullptr});
   return o;
 }
 
@@ -53,6 +56,10 @@ bool same_bits_or_both_nan(const Output& a, const Output& b, DType d) {
   const std::size_t es = size_of(d);
   for (std::size_t i = 0; i < a.y.size() / es; ++i) {
     const std::uint64_t ga = testing::bits_at(a.y, es, i), gb = testing::bits_at(b.y, es, i);
+    if (ga != gb && !(std::isnan(bits_to_double(f, ga)) && std::isnan(bits_to_double(f, gb)))) return false;
+  }
+  for (std::size_t i = 0; i < a.h.size() / es; ++i) {
+    const std::uint64_t ga = testing::bits_at(a.h, es, i), gb = testing::bits_at(b.h, es, i);
     if (ga != gb && !(std::isnan(bits_to_double(f, ga)) && std::isnan(bits_to_double(f, gb)))) return false;
   }
   for (std::size_t r = 0; r < a.mean.size(); ++r) {
@@ -132,6 +139,31 @@ TEST_CASE("cuda_warp and cuda_block: RMSNorm, f32 gamma/beta and the gamma offse
         const Problem rms = with_op(make_problem(rows, cols, d, 1e-5, true, false), Op::rmsnorm);
         INFO(device << " rmsnorm " << name(d) << " cols " << cols);
         CHECK(same_bits_or_both_nan(run(kernel(device), rms, x, &gt, nullptr), run(*host, rms, x, &gt, nullptr), d));
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda_warp and cuda_block: Add & Norm computes the CPU emulation's h and y bits at every strategy's widths",
+          "[cuda][gpu][emulation]") {
+  // h = x + residual formed per lane (group.cu) or per thread before a barrier (block.cu, cached or streamed):
+  // every width of kWidths, a residual that cancels x on some elements (|x| ~ |residual| ~ 1e4).
+  for (const auto& [device, host] : {std::pair{"cuda_warp", &testing::cuda_emulation::kWarp},
+                                     std::pair{"cuda_block", &testing::cuda_emulation::kBlock}}) {
+    for (DType d : kDTypes) {
+      for (std::int64_t cols : kWidths) {
+        const std::int64_t rows = cols > 10000 ? 3 : 19;
+        const auto count = static_cast<std::size_t>(rows * cols);
+        auto xv = testing::normal(d, count, 0, 1e4, static_cast<std::uint64_t>(cols));
+        auto rv = testing::normal(d, count, 0, 1, static_cast<std::uint64_t>(cols) + 1);
+        for (std::size_t i = 0; i < count; i += 3) rv[i] = round_to_format(format_of(d), -xv[i] + rv[i]);  // cancels
+        const auto x = encode(d, xv), res = encode(d, rv);
+        const auto g = encode(d, testing::normal(d, cols, 1, 0.5, 3)), b = encode(d, testing::normal(d, cols, 0, 1, 4));
+        for (Op op : {Op::add_layernorm, Op::add_rmsnorm}) {
+          const Problem p = set_residual(with_op(make_problem(rows, cols, d, 1e-5, true, true), op), d);
+          INFO(device << " " << name(op) << " " << name(d) << " cols " << cols);
+          CHECK(same_bits_or_both_nan(run(kernel(device), p, x, &g, &b, &res), run(*host, p, x, &g, &b, &res), d));
+        }
       }
     }
   }

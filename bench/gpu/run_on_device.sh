@@ -3,7 +3,7 @@
 # the repository root on the device machine, after bench/gpu/prepare_carry.sh here, with
 #   carry: [".gpu_carry"]   command: bash bench/gpu/run_on_device.sh   timeout_s: 540
 # It writes at most 8 files, flat, into $OUT (or bench/results/gpu-DATE when run by hand):
-#   nvidia_smi.csv  tests.txt  verify.txt  verify.json  gpu_bench.json  torch_layernorm.json
+#   nvidia_smi.csv  tests.txt  verify.txt  verify.json  verify_add.txt  verify_add.json  gpu_bench.json  torch_layernorm.json
 #   summary.txt  run.log
 # and prints the summary table last. Steps, each capped so one hang cannot eat the lease (150 + 180 +
 # 90 + 90 s, under the 540 s call; expected ~4 minutes): the GPU tests (device bits == the CPU
@@ -47,11 +47,18 @@ if [ "$have_lnorm" = 1 ]; then
   timeout 150 "$carry/lnorm_cuda_probe" "$carry/test_cuda_kernels" --durations yes 2>&1 | tail -n 60 | tee "$out/tests.txt"
   echo "exit ${PIPESTATUS[0]}" | tee -a "$out/tests.txt"
 
-  step "lnorm verify, full suite, cuda_warp cuda_block cuda_naive"
+  # The plain norms get the full suite; Add & Norm (whose new code is the sum, checked bit for bit in the
+  # GPU tests above) the quick one at 12 cases, so both fit the device time (METHOD.md).
+  step "lnorm verify, full suite, cuda_warp cuda_block cuda_naive (layernorm, rmsnorm)"
   timeout 180 "$carry/lnorm" verify --kernel cuda_warp --kernel cuda_block --kernel cuda_naive \
-    --json "$out/verify.json" > "$out/verify.txt" 2>&1
+    --op layernorm --op rmsnorm --json "$out/verify.json" > "$out/verify.txt" 2>&1
   echo "exit $?" >> "$out/verify.txt"
   tail -n 25 "$out/verify.txt"
+  step "lnorm verify, quick, cuda_warp cuda_block (add_layernorm, add_rmsnorm)"
+  timeout 60 "$carry/lnorm" verify --kernel cuda_warp --kernel cuda_block --op add_layernorm --op add_rmsnorm \
+    --quick --cases 12 --json "$out/verify_add.json" > "$out/verify_add.txt" 2>&1
+  echo "exit $?" >> "$out/verify_add.txt"
+  tail -n 5 "$out/verify_add.txt"
 fi
 
 step "CUDA benchmark (device-resident, vs device-to-device copy)"
@@ -64,6 +71,6 @@ step "summary (issue 6 targets: >= 85% of copy, >= 1.1x torch)"
 if [ -f "$out/gpu_bench.json" ] && [ -f "$out/torch_layernorm.json" ]; then
   python3 bench/gpu/compare.py "$out/gpu_bench.json" "$out/torch_layernorm.json" | tee "$out/summary.txt"
 fi
-grep -E "^(PASS|FAIL|NOTHING)" "$out/verify.txt" 2>/dev/null | tee -a "$out/summary.txt"
+grep -E "^(PASS|FAIL|NOTHING)" "$out/verify.txt" "$out/verify_add.txt" 2>/dev/null | tee -a "$out/summary.txt"
 grep -E "test cases|^exit" "$out/tests.txt" 2>/dev/null | tee -a "$out/summary.txt"
 step "done"

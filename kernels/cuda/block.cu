@@ -6,6 +6,8 @@
 // 2 bytes, so twice the width fits), and every pass and the output read that copy: DRAM sees x
 // once. Rows too wide for shared memory (> ~56K f32 elements on sm_90) are re-read from global
 // memory each pass; the L2 (60 MB on H200) holds the rows in flight.
+// Add & Norm (residual non-null): first h = x + residual rounded once (row_math.cuh add_rounded), written to
+// h and, when the row fits, to the cache; a barrier publishes it, then the passes read h as stored.
 // Speed on H200: unmeasured (bench/gpu/run_on_device.sh measures it).
 #include "launch.cuh"
 #include "row_math.cuh"
@@ -67,22 +69,37 @@ struct BlockRow {
 // G: how gamma/beta are stored on the device (T, or f32 staged by runtime.cu). centred: LayerNorm
 // (false: RMSNorm).
 template <class T, class G, int kVec>
-__global__ void block_rows(const T* __restrict__ x, const G* __restrict__ gamma, const G* __restrict__ beta,
-                           T* __restrict__ y, float* __restrict__ mean, float* __restrict__ rstd, std::int64_t rows,
-                           std::int64_t n, float eps, bool row_in_smem, bool centred) {
+__global__ void block_rows(const T* __restrict__ x, const T* __restrict__ residual, T* __restrict__ h,
+                           const G* __restrict__ gamma, const G* __restrict__ beta, T* __restrict__ y,
+                           float* __restrict__ mean, float* __restrict__ rstd, std::int64_t rows, std::int64_t n,
+                           float eps, bool row_in_smem, bool centred) {
   extern __shared__ uint4 smem_raw[];  // uint4: 16-byte aligned for vector accesses
   T* cache = reinterpret_cast<T*>(smem_raw);
   __shared__ double scratch[32];
   const std::int64_t accesses = n / kVec;  // kVec divides n whenever kVec > 1 (launch_config)
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* xr = x + row * n;
-    if (row_in_smem) {  // one read of x from global memory; published by the first reduction's barrier
+    const T* in = xr;  // the norm's input: x, or h for Add & Norm
+    if (residual) {    // h = x + residual rounded once, to global memory and the cache; the barrier publishes both
+      T* hr = h + row * n;
+      const T* rr = residual + row * n;
+      for (std::int64_t i = threadIdx.x; i < accesses; i += blockDim.x) {
+        float a[kVec], b[kVec];
+        dev::load_vec<kVec>(xr + i * kVec, a);
+        dev::load_vec<kVec>(rr + i * kVec, b);
+        dev::add_rounded<T, kVec>(a, b);
+        dev::store_vec<kVec>(hr + i * kVec, a);  // exact: a holds values of T
+        if (row_in_smem) dev::store_vec<kVec>(cache + i * kVec, a);
+      }
+      __syncthreads();
+      in = hr;
+    } else if (row_in_smem) {  // one read of x from global memory; published by the first reduction's barrier
       for (std::int64_t i = threadIdx.x; i < accesses; i += blockDim.x) dev::copy_vec<kVec>(cache + i * kVec, xr + i * kVec);
       __syncthreads();
     }
-    const T* src = row_in_smem ? cache : xr;
+    const T* src = row_in_smem ? cache : in;
     const BlockRow<T, kVec> share{src, accesses, scratch};
-    const rowstats::RowResult r = rowstats::row_statistics(share, dev::to_f32(xr[0]), n, eps, centred);
+    const rowstats::RowResult r = rowstats::row_statistics(share, dev::to_f32(in[0]), n, eps, centred);
     if (threadIdx.x == 0) {
       if (mean) mean[row] = r.mean;
       if (rstd) rstd[row] = r.rstd;
@@ -112,7 +129,8 @@ void launch_with(const LaunchConfig& c, const Problem& p, const Tensors& t, cuda
             "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
     }
     kernel<<<static_cast<unsigned>(c.grid), c.block_threads, c.smem_bytes, stream>>>(
-        static_cast<const T*>(t.x), static_cast<const G*>(p.has_gamma ? t.gamma : nullptr),
+        static_cast<const T*>(t.x), static_cast<const T*>(t.residual), static_cast<T*>(t.h),
+        static_cast<const G*>(p.has_gamma ? t.gamma : nullptr),
         static_cast<const G*>(p.has_beta ? t.beta : nullptr), static_cast<T*>(t.y), static_cast<float*>(t.mean),
         static_cast<float*>(t.rstd), p.rows, p.cols, static_cast<float>(p.eps), c.row_in_smem, centred(p.op));
   };

@@ -9,7 +9,12 @@
 namespace lnorm::cuda {
 namespace {
 
-std::optional<std::string> why_not(const Problem&) { return device_unavailable_reason(); }
+// Add & Norm: the residual in x's dtype (the kernels read both through one element type).
+std::optional<std::string> why_not(const Problem& p) {
+  if (fused_add(p.op) && p.residual_dtype != p.dtype)
+    return "the CUDA kernels take the residual in x's dtype (an f32 residual beside 16-bit x: welford, naive)";
+  return device_unavailable_reason();
+}
 
 // cuda_naive is the textbook LayerNorm, bitwise the CPU naive with parameters in x's dtype.
 std::optional<std::string> naive_why_not(const Problem& p) {
@@ -39,11 +44,13 @@ constexpr DTypeSet kDTypes{DType::f32, DType::f16, DType::bf16};
 const KernelInfo kCudaWarp{"cuda_warp",
                            "CUDA, 1-32 lanes per row, row in registers (<= 2048 wide; wider: as cuda_block); "
                            "shifted corrected three-pass stats (RMSNorm: the sum of squares), f32 (rstd in f64)",
-                           kDTypes, &why_not, &run<Algorithm::warp>, false, OpSet{Op::layernorm, Op::rmsnorm}};
+                           kDTypes, &why_not, &run<Algorithm::warp>, false,
+                           OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
 const KernelInfo kCudaBlock{"cuda_block",
                             "CUDA, one block per row, row cached in shared memory when it fits; shifted corrected "
                             "three-pass stats (RMSNorm: the sum of squares), f32 (rstd in f64)",
-                            kDTypes, &why_not, &run<Algorithm::block>, false, OpSet{Op::layernorm, Op::rmsnorm}};
+                            kDTypes, &why_not, &run<Algorithm::block>, false,
+                            OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
 const KernelInfo kCudaNaive{"cuda_naive", "CUDA, one thread per row, textbook two-pass; f32, bitwise equal to naive",
                             kDTypes, &naive_why_not, &run<Algorithm::naive>};
 

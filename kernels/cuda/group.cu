@@ -11,6 +11,9 @@
 // read registers, so DRAM sees x once and y once. Groups are a power of two of lanes (launch_config
 // chooses the fewest that hold the row at one of the compiled register capacities), reduce with xor
 // shuffles inside the group, and loop over rows with a 64-bit row index.
+// Add & Norm (residual non-null): each lane adds its accesses of the residual to x's as they arrive, rounds
+// the sum to T once (row_math.cuh add_rounded), writes h and keeps it in registers: the norm reads h as stored,
+// and DRAM sees x, residual, h and y once each.
 // Memory access: lane l of a group of G reads access l, l + G, l + 2G, ... of the row, an access being
 // 16 bytes (4 f32 or 8 f16/bf16) when every row starts 16-byte aligned, else one element: either way a
 // warp's loads cover consecutive bytes (coalesced). All loads of a row are issued before the first
@@ -59,9 +62,9 @@ struct GroupRow {
 // 16-bit x, or w = C + gamma). centred: LayerNorm (false: RMSNorm).
 template <class T, class G, int kVec, int kElems>
 __global__ void __launch_bounds__(kGroupBlockThreads)
-    group_rows(const T* __restrict__ x, const G* __restrict__ gamma, const G* __restrict__ beta, T* __restrict__ y,
-               float* __restrict__ mean, float* __restrict__ rstd, std::int64_t rows, int cols, int group, float eps,
-               bool centred) {
+    group_rows(const T* __restrict__ x, const T* __restrict__ residual, T* __restrict__ h, const G* __restrict__ gamma,
+               const G* __restrict__ beta, T* __restrict__ y, float* __restrict__ mean, float* __restrict__ rstd,
+               std::int64_t rows, int cols, int group, float eps, bool centred) {
   constexpr int kChunks = kElems / kVec;
   static_assert(kChunks * kVec == kElems && kChunks > 0, "a lane holds whole accesses");
   const int lane = static_cast<int>(threadIdx.x) & (group - 1);
@@ -81,8 +84,23 @@ __global__ void __launch_bounds__(kGroupBlockThreads)
       const int col = (c * group + lane) * kVec;
       if (col < cols) dev::load_vec<kVec>(xr + col, &v[c * kVec]);
     }
+    float shift = dev::to_f32(xr[0]);
+    if (residual) {  // h = x + residual rounded once; the row is h from here on
+      const T* rr = residual + row * n;
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) {
+        const int col = (c * group + lane) * kVec;
+        if (col >= cols) continue;
+        float rv[kVec];
+        dev::load_vec<kVec>(rr + col, rv);
+        dev::add_rounded<T, kVec>(&v[c * kVec], rv);
+        dev::store_vec<kVec>(h + row * n + col, &v[c * kVec]);  // exact: v holds values of T
+      }
+      const float first = dev::to_f32(rr[0]);
+      dev::add_rounded<T, 1>(&shift, &first);  // h[0], as every lane of the group computes it
+    }
     const GroupRow<kVec, kElems> share{v, lane, group, cols, mask};
-    const rowstats::RowResult r = rowstats::row_statistics(share, dev::to_f32(xr[0]), n, eps, centred);
+    const rowstats::RowResult r = rowstats::row_statistics(share, shift, n, eps, centred);
     if (lane == 0) {
       if (mean) mean[row] = r.mean;
       if (rstd) rstd[row] = r.rstd;
@@ -107,7 +125,8 @@ void launch_with(const LaunchConfig& c, const Problem& p, const Tensors& t, cuda
   const auto go = [&](auto g_tag) {
     using G = decltype(g_tag);
     group_rows<T, G, kVec, kElems><<<static_cast<unsigned>(c.grid), c.block_threads, 0, stream>>>(
-        static_cast<const T*>(t.x), static_cast<const G*>(p.has_gamma ? t.gamma : nullptr),
+        static_cast<const T*>(t.x), static_cast<const T*>(t.residual), static_cast<T*>(t.h),
+        static_cast<const G*>(p.has_gamma ? t.gamma : nullptr),
         static_cast<const G*>(p.has_beta ? t.beta : nullptr), static_cast<T*>(t.y), static_cast<float*>(t.mean),
         static_cast<float*>(t.rstd), p.rows, static_cast<int>(p.cols), c.threads_per_row, static_cast<float>(p.eps),
         centred(p.op));

@@ -55,6 +55,14 @@ __device__ __forceinline__ void store_vec(T* p, const float* in) {
   }
 }
 
+// Add & Norm's sum in place: v[k] = x + residual rounded once to T (the f32 sum, then T's rounding: correctly
+// rounded, since f16/bf16 values are exact in f32 and 24 ≥ 2p + 2 — docs/DESIGN.md "Ops"), as f32 again.
+template <class T, int kVec>
+__device__ __forceinline__ void add_rounded(float* v, const float* r) {
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) v[k] = to_f32(from_f32<T>(__fadd_rn(v[k], r[k])));
+}
+
 // kVec raw elements from src to dst (both 16-byte aligned when kVec > 1): the shared-memory cache.
 template <int kVec, class T>
 __device__ __forceinline__ void copy_vec(T* dst, const T* src) {

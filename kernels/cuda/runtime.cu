@@ -71,7 +71,7 @@ DeviceLimits device_limits() {
 
 void launch_device(Algorithm algorithm, const Problem& p, const Tensors& t, void* stream) {
   const bool aligned = aligned16(t.x) && aligned16(t.y) && aligned16(p.has_gamma ? t.gamma : nullptr) &&
-                       aligned16(p.has_beta ? t.beta : nullptr);
+                       aligned16(p.has_beta ? t.beta : nullptr) && aligned16(t.residual) && aligned16(t.h);
   const LaunchConfig c = plan_launch(algorithm, p.rows, p.cols, p.dtype, aligned, device_limits());
   if (c.grid == 0) return;
   const auto s = static_cast<cudaStream_t>(stream);
@@ -90,14 +90,20 @@ void run_host(Algorithm algorithm, const Problem& p, const Tensors& host) {
   const std::size_t data_bytes = static_cast<std::size_t>(p.rows) * static_cast<std::size_t>(p.cols) * es;
   const std::size_t row_bytes = static_cast<std::size_t>(p.cols) * size_of(p.param_dtype);
   const std::size_t stat_bytes = static_cast<std::size_t>(p.rows) * sizeof(float);
+  // Add & Norm: residual and h in x's dtype (cuda_kernels.cpp declines others), x's size.
+  const bool fused = fused_add(p.op);
   DeviceBuffer x(data_bytes), y(data_bytes), gamma(host.gamma ? row_bytes : 0), beta(host.beta ? row_bytes : 0),
-      mean(host.mean ? stat_bytes : 0), rstd(host.rstd ? stat_bytes : 0);
+      mean(host.mean ? stat_bytes : 0), rstd(host.rstd ? stat_bytes : 0), residual(fused ? data_bytes : 0),
+      h(fused ? data_bytes : 0);
   check(cudaMemcpy(x.get(), host.x, data_bytes, cudaMemcpyHostToDevice), "cudaMemcpy(x to device)");
+  if (fused) check(cudaMemcpy(residual.get(), host.residual, data_bytes, cudaMemcpyHostToDevice), "cudaMemcpy(residual to device)");
   if (host.gamma) check(cudaMemcpy(gamma.get(), host.gamma, row_bytes, cudaMemcpyHostToDevice), "cudaMemcpy(gamma to device)");
   if (host.beta) check(cudaMemcpy(beta.get(), host.beta, row_bytes, cudaMemcpyHostToDevice), "cudaMemcpy(beta to device)");
-  launch_device(algorithm, p, Tensors{x.get(), gamma.get(), beta.get(), y.get(), mean.get(), rstd.get()}, nullptr);
+  launch_device(algorithm, p,
+                Tensors{x.get(), gamma.get(), beta.get(), y.get(), mean.get(), rstd.get(), residual.get(), h.get()}, nullptr);
   // cudaMemcpy waits for the kernel; an error raised while it ran is reported here.
   check(cudaMemcpy(host.y, y.get(), data_bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(y to host)");
+  if (fused) check(cudaMemcpy(host.h, h.get(), data_bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(h to host)");
   if (host.mean) check(cudaMemcpy(host.mean, mean.get(), stat_bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(mean to host)");
   if (host.rstd) check(cudaMemcpy(host.rstd, rstd.get(), stat_bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(rstd to host)");
 }
