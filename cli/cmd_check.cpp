@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cmd_backward.hpp"
 #include "commands.hpp"
 #include "lnorm/check.hpp"
 #include "lnorm/metrics.hpp"
@@ -21,6 +22,7 @@ namespace {
 struct CheckFlags {
   ProblemFlags problem;
   std::string y, mean, rstd, json, h, recipe;
+  BackwardFlags bwd;
   double max_recipe_ulp = 0.5;  // a kernel that claims a recipe rounds where it does: its answer, rounded once
   Budget budget;
   bool max_ulp_given = false;
@@ -252,7 +254,7 @@ void add_check(CLI::App& app, int& exit_code) {
   auto f = std::make_shared<CheckFlags>();
   auto* cmd = app.add_subcommand("check", "Measure a candidate output against the exact answer and gate on a budget");
   add_problem_flags(*cmd, f->problem);
-  cmd->add_option("--y", f->y, "Candidate output (.npy, x's shape and dtype)")->required();
+  cmd->add_option("--y", f->y, "Candidate output (.npy, x's shape and dtype; required unless --dir bwd)");
   cmd->add_option("--mean", f->mean, "Candidate per-row mean (.npy, f32; f64 for f64 data; layernorm only)");
   cmd->add_option("--rstd", f->rstd, "Candidate per-row rstd (.npy, f32; f64 for f64 data)");
   cmd->add_option("--h", f->h, "Add & Norm: candidate h = x + residual (.npy, the residual's shape and dtype; needs --residual)");
@@ -269,8 +271,18 @@ void add_check(CLI::App& app, int& exit_code) {
   cmd->add_option("--json", f->json, "Write the measurements as JSON here");
   cmd->add_option("--threads", f->problem.threads, "Threads for the reference (default: all cores)")
       ->default_val(std::max(1u, std::thread::hardware_concurrency()));
+  add_backward_flags(*cmd, f->bwd, true);
   cmd->callback([f, max_ulp, max_recipe, &exit_code] {
     f->max_ulp_given = max_ulp->count() > 0;
+    if (backward_asked(f->bwd)) {
+      for (const auto& [v, flag] : {std::pair{f->y, "--y"}, {f->mean, "--mean"}, {f->rstd, "--rstd"}, {f->h, "--h"},
+                                    {f->recipe, "--recipe"}})
+        if (!v.empty()) throw InputError(std::string(flag) + ": a forward flag; --dir bwd gates --dx, --dgamma, --dbeta");
+      if (!(f->budget.a >= 0)) throw InputError("--max-ulp: must be >= 0");
+      exit_code = run_backward_check(f->problem, f->bwd, f->budget.a, f->json);
+      return;
+    }
+    if (f->y.empty()) throw InputError("--y is required (the candidate output; --dir bwd gates --dx, --dgamma, --dbeta instead)");
     if (max_recipe->count() > 0 && f->recipe.empty()) throw InputError("--max-recipe-ulp: needs --recipe (the recipe it gates against)");
     if (!(f->max_recipe_ulp >= 0)) throw InputError("--max-recipe-ulp: must be >= 0");
     if (!(f->budget.a >= 0) || !(f->budget.b >= 0)) throw InputError("--max-ulp/--max-ulp-per-kappa: must be >= 0");

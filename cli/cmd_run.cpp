@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "cmd_backward.hpp"
 #include "commands.hpp"
 #include "crash_guard.hpp"
 #include "plugins.hpp"
@@ -18,7 +19,18 @@ namespace {
 struct RunFlags {
   ProblemFlags problem;
   std::string kernel, y, mean, rstd, h;
+  BackwardFlags bwd;
 };
+
+// --dir fwd's outputs: --y is required there (CLI11 cannot say "required unless --dir bwd").
+void require_forward_output(const RunFlags& f) {
+  if (f.y.empty()) throw InputError("--y is required (--dir bwd writes --dx, --dgamma, --dbeta instead)");
+}
+// --dir bwd takes none of the forward's outputs.
+void refuse_forward_outputs(const RunFlags& f) {
+  for (const auto& [v, flag] : {std::pair{f.y, "--y"}, {f.mean, "--mean"}, {f.rstd, "--rstd"}, {f.h, "--h"}})
+    if (!v.empty()) throw InputError(std::string(flag) + ": a forward output; --dir bwd writes --dx, --dgamma, --dbeta");
+}
 
 // kernel == nullptr: the exact reference.
 int run_problem(const RunFlags& f, const KernelInfo* kernel) {
@@ -88,7 +100,7 @@ int run_problem(const RunFlags& f, const KernelInfo* kernel) {
 }
 
 void add_outputs(CLI::App& cmd, RunFlags& f) {
-  cmd.add_option("--y", f.y, "Output tensor (.npy, x's shape and dtype)")->required();
+  cmd.add_option("--y", f.y, "Output tensor (.npy, x's shape and dtype; required unless --dir bwd)");
   cmd.add_option("--mean", f.mean, "Per-row mean (.npy, f32; f64 for f64 data; ONNX Mean shape; layernorm only)");
   cmd.add_option("--rstd", f.rstd,
                  "Per-row 1/sqrt(var+eps), rmsnorm 1/sqrt(mean(x^2)+eps) (.npy, f32; f64 for f64 data; ONNX InvStdDev shape)");
@@ -106,7 +118,10 @@ void add_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", f->problem.threads, "Threads to split rows across (results are bitwise the same)")
       ->default_val(1);
   add_plugin_flag(cmd);
+  add_backward_flags(*cmd, f->bwd, false);
   cmd->callback([f, &exit_code] {
+    if (backward_asked(f->bwd)) throw InputError("--dir bwd: no kernel computes the backward yet (`lnorm reference --dir bwd` does)");
+    require_forward_output(*f);
     exit_code = run_problem(*f, &kernel_flag(f->kernel));
   });
 }
@@ -118,7 +133,16 @@ void add_reference(CLI::App& app, int& exit_code) {
   add_outputs(*cmd, *f);
   cmd->add_option("--threads", f->problem.threads, "Threads (default: all cores; output is the same)")
       ->default_val(std::max(1u, std::thread::hardware_concurrency()));
-  cmd->callback([f, &exit_code] { exit_code = run_problem(*f, nullptr); });
+  add_backward_flags(*cmd, f->bwd, false);
+  cmd->callback([f, &exit_code] {
+    if (backward_asked(f->bwd)) {
+      refuse_forward_outputs(*f);
+      exit_code = run_backward_reference(f->problem, f->bwd);
+      return;
+    }
+    require_forward_output(*f);
+    exit_code = run_problem(*f, nullptr);
+  });
 }
 
 }  // namespace lnorm::cli

@@ -1,0 +1,96 @@
+// `lnorm reference --dir bwd` and `lnorm check --dir bwd` (issue 24): the exact gradients written in the
+// right shapes and dtypes, a candidate equal to them passes correctly rounded, one perturbed by an ulp of a
+// small dx is caught, and the flags that do not belong to a direction are refused.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <vector>
+
+#include "cli_support.hpp"
+#include "lnorm/npy.hpp"
+
+using namespace lnorm;
+using namespace lnorm::testing;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::vector<float> load_f32(const std::string& path) {
+  io::NpyReader r(path);
+  const std::vector<std::byte> b = io::read_all(r);
+  std::vector<float> v(b.size() / 4);
+  std::memcpy(v.data(), b.data(), b.size());
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("reference --dir bwd writes dx, dgamma, dbeta; check --dir bwd passes them correctly rounded (CLI)", "[cli][backward]") {
+  TempDir t;
+  REQUIRE(cli("gen --out " + t / "x.npy" + " --shape 6x2x16 --dist offset --offset 3").code == 0);
+  REQUIRE(cli("gen --out " + t / "g.npy" + " --shape 2x16").code == 0);  // gamma over the normalized dims (axis 1 on)
+  REQUIRE(cli("gen --out " + t / "dy.npy" + " --shape 6x2x16").code == 0);
+  const std::string in = " --x " + t / "x.npy" + " --gamma " + t / "g.npy" + " --dy " + t / "dy.npy" + " --axis 1";
+  for (const char* op : {"layernorm", "rmsnorm"}) {
+    INFO(op);
+    const std::string p = std::string(" --op ") + op + in;
+    REQUIRE(cli("reference --dir bwd" + p + " --dx " + t / "dx.npy" + " --dgamma " + t / "dg.npy" + " --dbeta " + t / "db.npy").code == 0);
+    CHECK(io::NpyReader(t / "dx.npy").header().shape == std::vector<std::int64_t>{6, 2, 16});
+    CHECK(io::NpyReader(t / "dg.npy").header().shape == std::vector<std::int64_t>{2, 16});  // the normalized dims (axis 1 on)
+    CHECK(io::NpyReader(t / "db.npy").header().descr == "<f4");
+    const Result c = cli("check --dir bwd" + p + " --dx " + t / "dx.npy" + " --dgamma " + t / "dg.npy" + " --dbeta " + t / "db.npy" +
+                         " --json " + t / "c.json");
+    INFO(c.out);
+    CHECK(c.code == 0);
+    const auto j = load_json(t / "c.json");
+    CHECK(j["dir"] == "bwd");
+    CHECK(j["pass"] == true);
+    for (const char* g : {"dx", "dgamma", "dbeta"}) {
+      CHECK(j[g]["correctly_rounded"].get<double>() == 1.0);
+      CHECK(j[g]["max_ulp"].get<double>() <= 0.5);
+      CHECK(j[g]["nonfinite_mismatches"] == 0);
+      CHECK(j[g]["budget"].get<double>() == 8);  // --max-ulp's default, for every gradient
+    }
+  }
+}
+
+TEST_CASE("check --dir bwd: a dx off by many ulps fails with its index; per-output budgets gate separately (CLI)", "[cli][backward]") {
+  TempDir t;
+  REQUIRE(cli("gen --out " + t / "x.npy" + " --shape 4x32 --gamma-out " + t / "g.npy").code == 0);
+  REQUIRE(cli("gen --out " + t / "dy.npy" + " --shape 4x32").code == 0);
+  const std::string in = " --x " + t / "x.npy" + " --gamma " + t / "g.npy" + " --dy " + t / "dy.npy";
+  REQUIRE(cli("reference --dir bwd" + in + " --dx " + t / "dx.npy" + " --dgamma " + t / "dg.npy").code == 0);
+  std::vector<float> dx = load_f32(t / "dx.npy");
+  dx[37] = dx[37] * (1 + 0x1p-10f);  // ~8000 ulps of the element
+  io::save(t / "bad.npy", "<f4", {4, 32}, dx.data());
+  const Result c = cli("check --dir bwd" + in + " --dx " + t / "bad.npy" + " --dgamma " + t / "dg.npy" + " --json " + t / "c.json");
+  INFO(c.out);
+  CHECK(c.code == 1);
+  CHECK_THAT(c.out, Contains("FAIL"));
+  const auto j = load_json(t / "c.json");
+  CHECK(j["dx"]["pass"] == false);
+  CHECK(j["dx"]["max_ulp_index"] == 37);
+  CHECK(j["dx"]["over_budget"] == 1);
+  CHECK(j["dgamma"]["pass"] == true);
+  CHECK(cli("check --dir bwd" + in + " --dx " + t / "bad.npy" + " --max-dx-ulp 1e9").code == 0);
+}
+
+TEST_CASE("--dir bwd refuses forward flags, missing --dy, Add & Norm and run; backward flags need --dir bwd (CLI)", "[cli][backward]") {
+  TempDir t;
+  REQUIRE(cli("gen --out " + t / "x.npy" + " --shape 2x8").code == 0);
+  REQUIRE(cli("gen --out " + t / "dy.npy" + " --shape 2x8").code == 0);
+  const std::string x = " --x " + t / "x.npy";
+  expect_refused(t, "reference --dir bwd" + x + " --dx " + t / "dx.npy", "needs --dy");
+  expect_refused(t, "reference --dir bwd" + x + " --dy " + t / "dy.npy" + " --y " + t / "y.npy", "--y: a forward output");
+  expect_refused(t, "reference --dir bwd" + x + " --dy " + t / "dy.npy", "give at least one of --dx, --dgamma, --dbeta");
+  expect_refused(t, "reference --dir bwd" + x + " --dy " + t / "dy.npy" + " --residual " + t / "dy.npy" + " --dx " + t / "dx.npy",
+                 "Add & Norm's backward is not built");
+  expect_refused(t, "reference" + x + " --dx " + t / "dx.npy", "--dx: needs --dir bwd");
+  expect_refused(t, "reference" + x, "--y is required");
+  expect_refused(t, "reference --dir sideways" + x + " --y " + t / "y.npy", "--dir sideways: expected fwd or bwd");
+  expect_refused(t, "run --kernel welford --dir bwd" + x + " --dy " + t / "dy.npy" + " --dx " + t / "dx.npy",
+                 "no kernel computes the backward yet");
+  expect_refused(t, "check --dir bwd" + x + " --dy " + t / "dy.npy" + " --y " + t / "x.npy", "--y: a forward flag");
+  expect_refused(t, "check --dir bwd" + x + " --dy " + t / "dy.npy" + " --max-dgamma-ulp 1 --dx " + t / "x.npy",
+                 "--max-dgamma-ulp: needs the candidate it gates");
+}
