@@ -114,6 +114,18 @@ echo "(fp32res: an f32 residual beside bf16 x, flash-attn's residual_in_fp32; -:
 echo " only; cancel: every h is exact, as a difference of near-equal values is; full verdicts: $out/check-add.txt)"
 echo
 
+echo "== 3c. Recipes (lnorm check --recipe llama; examples/recipes: torch's own bf16 RMSNorm outputs, 16x1024, eps 1e-6):"
+echo "      is a kernel its model's answer? a Llama-style RMSNorm against its recipe and against the exact RMSNorm"
+E=examples/recipes
+for y in y_llama y_no_cast; do
+  "$lnorm" check --op rmsnorm --dtype bf16 --eps 1e-6 --x $E/x.npy --gamma $E/w.npy --y $E/$y.npy --recipe llama \
+    --json "$out/recipe.json" >/dev/null || true
+  $py -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d["recipe"]; print("  %-10s %s  %.3g ulp from the llama recipe (%.1f%% correctly rounded to it), %.3g from the exact rmsnorm" % (sys.argv[2], "PASS" if d["pass"] else "FAIL", r["max_ulp"], 100 * r["correctly_rounded"], d["max_ulp"]))' "$out/recipe.json" "$y"
+done
+rm -f "$out/recipe.json"
+echo "(y_no_cast skips LlamaRMSNorm's cast of the normalized value to bf16: correctly rounded, but not the model's answer)"
+echo
+
 echo "== 4. The CI gate (lnorm verify --quick): each op's properties x every kernel x op x dtype, against property_tests/budgets.toml"
 "$lnorm" verify --quick --json "$out/verify.json" >"$out/verify.txt" 2>&1 || status=$?
 $py - "$out/verify.json" <<'EOF'
