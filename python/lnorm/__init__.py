@@ -7,6 +7,7 @@ the property suite of ``lnorm verify`` with a Python callable as the kernel, on 
     lnorm.assert_layernorm_close(x, my_layernorm(x))    # pytest: fails with the CLI's verdict
     print(lnorm.verify(my_kernel, dtypes=("f32", "bf16")))  # LayerNorm's properties, the CLI's table
     print(lnorm.verify(my_rmsnorm, op="rmsnorm"))       # RMSNorm's own
+    dx, dgamma, dbeta = lnorm.reference_backward(x, dy, g)   # the exact gradients
 
 bf16 data travels as uint16 bit patterns with dtype="bf16" (a torch bf16 tensor t:
 ``t.view(torch.int16).numpy().view(numpy.uint16)``; CPU torch tensors are also taken directly).
@@ -17,6 +18,7 @@ README.md "Python" has the details.
 from ._lnorm import AFFINE_KINDS, EDGE_EPS, EDGE_WIDTHS, PROPERTIES, RMSNORM_PROPERTIES, ROW_CLASSES
 from ._cases import Case, case, cases
 from ._check import CheckResult, assert_layernorm_close, assert_rmsnorm_close, check, reference
+from ._backward import BackwardCheckResult, check_backward, reference_backward
 from ._kernels import Kernel, kernels, run
 from ._torch import torch_kernel
 from ._verify import Outcome, VerifyResult, verify
@@ -25,6 +27,7 @@ __all__ = [
     "AFFINE_KINDS", "EDGE_EPS", "EDGE_WIDTHS", "PROPERTIES", "RMSNORM_PROPERTIES", "ROW_CLASSES",
     "Case", "case", "cases", "CheckResult", "assert_layernorm_close", "assert_rmsnorm_close", "check", "reference",
     "Kernel", "kernels", "run", "torch_kernel", "Outcome", "VerifyResult", "verify",
+    "BackwardCheckResult", "check_backward", "reference_backward",
 ]
 
 

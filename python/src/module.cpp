@@ -7,4 +7,5 @@ PYBIND11_MODULE(_lnorm, m) {
   m.doc() = "lnorm: exact LayerNorm reference, check and property-based verify (C++ core)";
   lnorm::python::bind_reference(m);
   lnorm::python::bind_verify(m);
+  lnorm::python::bind_backward(m);
 }

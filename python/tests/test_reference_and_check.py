@@ -287,3 +287,29 @@ def test_add_and_norm_reference_run_and_check_take_a_residual_and_return_or_gate
         lnorm.reference(x, residual=r.astype(np.float64))
     with pytest.raises(ValueError, match="residual has shape"):
         lnorm.reference(x, residual=r[:4])
+
+
+def test_reference_backward_and_check_backward_agree_with_the_cli_semantics():
+    rng = np.random.default_rng(11)
+    x = (2 + rng.standard_normal((5, 3, 8))).astype(np.float32)
+    dy = rng.standard_normal((5, 3, 8)).astype(np.float32)
+    g = (1 + 0.2 * rng.standard_normal((3, 8))).astype(np.float32)
+    dx, dg, db = lnorm.reference_backward(x, dy, g, axis=1)
+    assert dx.shape == x.shape and dg.shape == (3, 8) and db.shape == (3, 8) and dg.dtype == np.float32
+    assert np.array_equal(db, dy.sum(axis=0, dtype=np.float64).astype(np.float32))  # Σ dy, rounded once
+    r = lnorm.check_backward(x, dy, g, dx=dx, dgamma=dg, dbeta=db, axis=1, max_ulp=0.5)
+    assert r and r.dx["correctly_rounded"] == 1.0 and r.dgamma["correctly_rounded"] == 1.0
+    assert "dx max" in str(r) and r.dgamma_undecided == 0
+    bad = dx.copy()
+    bad[2, 1, 3] *= 1.001
+    r = lnorm.check_backward(x, dy, g, dx=bad, axis=1)
+    assert not r and r.dx["max_ulp_index"] == (2, 1, 3) and r.dgamma is None
+    # RMSNorm, bf16 through torch tensors, and the refusals.
+    dxr, dgr, dbr = lnorm.reference_backward(x, dy, op="rmsnorm")
+    assert dgr.shape == (8,)
+    with pytest.raises(ValueError, match="give at least one"):
+        lnorm.check_backward(x, dy)
+    with pytest.raises(ValueError, match="dy has shape"):
+        lnorm.reference_backward(x, dy[:2])
+    with pytest.raises(ValueError, match="needs dgamma="):
+        lnorm.check_backward(x, dy, dx=dx, max_dgamma_ulp=1)
