@@ -21,8 +21,9 @@ void add_backward_flags(CLI::App& cmd, BackwardFlags& f, bool check);
 bool backward_asked(const BackwardFlags& f);
 // reference --dir bwd: writes the outputs asked (exit 0).
 int run_backward_reference(const ProblemFlags& problem, const BackwardFlags& f);
-// check --dir bwd: gates each candidate given at its budget (scaled ulps, no kappa term; default max_ulp);
-// exit 0 within budget, 1 over.
-int run_backward_check(const ProblemFlags& problem, const BackwardFlags& f, double max_ulp, const std::string& json);
+// check --dir bwd: gates each candidate given at its budget a + per_kappa·kappa scaled ulps (a: its own flag,
+// else max_ulp; kappa: dx's row's, dgamma's column's largest, none for dbeta); exit 0 within budget, 1 over.
+int run_backward_check(const ProblemFlags& problem, const BackwardFlags& f, double max_ulp, double per_kappa,
+                       const std::string& json);
 
 }  // namespace lnorm::cli

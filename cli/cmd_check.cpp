@@ -278,8 +278,8 @@ void add_check(CLI::App& app, int& exit_code) {
       for (const auto& [v, flag] : {std::pair{f->y, "--y"}, {f->mean, "--mean"}, {f->rstd, "--rstd"}, {f->h, "--h"},
                                     {f->recipe, "--recipe"}})
         if (!v.empty()) throw InputError(std::string(flag) + ": a forward flag; --dir bwd gates --dx, --dgamma, --dbeta");
-      if (!(f->budget.a >= 0)) throw InputError("--max-ulp: must be >= 0");
-      exit_code = run_backward_check(f->problem, f->bwd, f->budget.a, f->json);
+      if (!(f->budget.a >= 0) || !(f->budget.b >= 0)) throw InputError("--max-ulp/--max-ulp-per-kappa: must be >= 0");
+      exit_code = run_backward_check(f->problem, f->bwd, f->budget.a, f->budget.b, f->json);
       return;
     }
     if (f->y.empty()) throw InputError("--y is required (the candidate output; --dir bwd gates --dx, --dgamma, --dbeta instead)");

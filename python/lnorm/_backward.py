@@ -63,13 +63,16 @@ class BackwardCheckResult:
 
 
 def check_backward(x, dy, gamma=None, *, dx=None, dgamma=None, dbeta=None, axis=-1, eps=1e-5, dtype=None, threads=None,
-                   op="layernorm", gamma_offset=0.0, max_ulp=8, max_dx_ulp=None, max_dgamma_ulp=None, max_dbeta_ulp=None):
+                   op="layernorm", gamma_offset=0.0, max_ulp=8, max_ulp_per_kappa=1, max_dx_ulp=None, max_dgamma_ulp=None,
+                   max_dbeta_ulp=None):
     """Measures candidate gradients (any of dx, dgamma, dbeta) against the exact ones, in scaled ulps, each
-    gated by its own budget (max_dx_ulp, ...) or max_ulp (default 8). Returns a BackwardCheckResult."""
+    gated by a + max_ulp_per_kappa*kappa, a its own budget (max_dx_ulp, ...) or max_ulp (default 8 + 1*kappa, as
+    lnorm.check; kappa: dx's row's |mean|/sqrt(var + eps), dgamma's column's largest, none for dbeta).
+    Returns a BackwardCheckResult."""
     dtype, a = _arrays(dtype, x=x, dy=dy, gamma=gamma, dx=dx, dgamma=dgamma, dbeta=dbeta)
     d = _lnorm.check_backward(a["x"], a["dy"], a["gamma"], dx=a["dx"], dgamma=a["dgamma"], dbeta=a["dbeta"], axis=axis,
                               eps=eps, dtype=dtype, threads=threads, op=op, gamma_offset=float(gamma_offset),
-                              max_ulp=float(max_ulp), max_dx_ulp=max_dx_ulp, max_dgamma_ulp=max_dgamma_ulp,
+                              max_ulp=float(max_ulp), max_ulp_per_kappa=float(max_ulp_per_kappa), max_dx_ulp=max_dx_ulp, max_dgamma_ulp=max_dgamma_ulp,
                               max_dbeta_ulp=max_dbeta_ulp)
     d["passed"] = d.pop("pass")
     return BackwardCheckResult(**d)

@@ -59,17 +59,19 @@ py::dict summary(const ErrorSummary& s, double budget, const std::vector<std::in
   d["over_budget"] = s.over_budget;
   d["elements"] = s.elements;
   d["budget"] = budget;
+  d["max_ulp_kappa"] = s.max_ulp_kappa;
   d["pass"] = s.within_budget();
   return d;
 }
 
 py::dict check_backward_py(py::handle x, py::handle dy, py::handle gamma, py::handle dx, py::handle dgamma, py::handle dbeta,
                            int axis, double eps, py::handle dtype, py::object threads, const std::string& op, double gamma_offset,
-                           double max_ulp, py::object max_dx_ulp, py::object max_dgamma_ulp, py::object max_dbeta_ulp) {
+                           double max_ulp, double max_ulp_per_kappa, py::object max_dx_ulp, py::object max_dgamma_ulp,
+                           py::object max_dbeta_ulp) {
   const BackwardArrays b = backward_arrays(x, dy, gamma, axis, eps, dtype, threads, op, gamma_offset);
   const Problem& p = b.in.problem;
   if (dx.is_none() && dgamma.is_none() && dbeta.is_none()) throw py::value_error("give at least one of dx=, dgamma=, dbeta=");
-  if (!(max_ulp >= 0)) throw py::value_error("max_ulp must be >= 0");
+  if (!(max_ulp >= 0) || !(max_ulp_per_kappa >= 0)) throw py::value_error("max_ulp and max_ulp_per_kappa must be >= 0");
   struct Candidate {
     const char* name;
     py::object array;
@@ -112,11 +114,16 @@ py::dict check_backward_py(py::handle x, py::handle dy, py::handle gamma, py::ha
       const Format f = format_of(k.dtype);
       const std::size_t es = size_of(k.dtype);
       const auto* got = static_cast<const std::byte*>(py::array(k.array).data());
+      const bool is_dgamma = std::strcmp(k.name, "dgamma") == 0;
+      const auto cols = static_cast<std::size_t>(p.cols);
       for (std::size_t i = 0; i < elems.size(); ++i) {
         std::uint64_t gb = 0, eb = 0;
         std::memcpy(&gb, got + i * es, es);
         std::memcpy(&eb, exact.data() + i * es, es);
-        sums[c].add(f, static_cast<std::int64_t>(i), bits_to_double(f, gb), gb, eb, elems[i], 0.0, Budget{k.budget, 0});
+        // As check --dir bwd: dx's row kappa, dgamma's column's largest, none for dbeta.
+        const double kappa = is_dx ? ref.row_kappa[i / cols] : is_dgamma ? ref.dgamma_kappa[i] : 0.0;
+        sums[c].add(f, static_cast<std::int64_t>(i), bits_to_double(f, gb), gb, eb, elems[i], kappa,
+                    Budget{k.budget, max_ulp_per_kappa});
       }
     }
   }
@@ -147,7 +154,7 @@ void bind_backward(py::module_& m) {
         "eps"_a = 1e-5, "dtype"_a = py::none(), "threads"_a = py::none(), "op"_a = "layernorm", "gamma_offset"_a = 0.0);
   m.def("check_backward", &check_backward_py, "x"_a, "dy"_a, "gamma"_a = py::none(), py::kw_only(), "dx"_a = py::none(),
         "dgamma"_a = py::none(), "dbeta"_a = py::none(), "axis"_a = -1, "eps"_a = 1e-5, "dtype"_a = py::none(),
-        "threads"_a = py::none(), "op"_a = "layernorm", "gamma_offset"_a = 0.0, "max_ulp"_a = 8.0, "max_dx_ulp"_a = py::none(),
+        "threads"_a = py::none(), "op"_a = "layernorm", "gamma_offset"_a = 0.0, "max_ulp"_a = 8.0, "max_ulp_per_kappa"_a = 1.0, "max_dx_ulp"_a = py::none(),
         "max_dgamma_ulp"_a = py::none(), "max_dbeta_ulp"_a = py::none());
 }
 

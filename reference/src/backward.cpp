@@ -313,6 +313,8 @@ void reference_backward(const Problem& p, const void* x, const void* gamma, cons
     out->dgamma.assign(static_cast<std::size_t>(n), ElementReference{});
     out->dbeta.assign(static_cast<std::size_t>(n), ElementReference{});
     out->dgamma_undecided = 0;
+    out->row_kappa.assign(static_cast<std::size_t>(rows), kNaN);
+    out->dgamma_kappa.assign(static_cast<std::size_t>(n), 0.0);
   }
   const std::uint64_t nan_x = double_to_bits(q.fmt, kNaN), nan_p = double_to_bits(q.pfmt, kNaN);
   std::vector<RowStats> stats(static_cast<std::size_t>(rows));
@@ -341,6 +343,7 @@ void reference_backward(const Problem& p, const void* x, const void* gamma, cons
           row_dx(q, r, s, xs, dx, out ? out->dx.data() + r * n : nullptr);
         }
         if (s.poisoned) continue;
+        if (out) out->row_kappa[static_cast<std::size_t>(r)] = (abs(to_float<F160>(s.S)) / s.sqrtW).convert_to<double>();
         const Float<192> sq = to_float<Float<192>>(s.W);
         const Float<192> root = sqrt(sq);
         for (std::int64_t j = 0; j < n; ++j) {
@@ -420,7 +423,13 @@ void reference_backward(const Problem& p, const void* x, const void* gamma, cons
         }
       }
       if (dgamma) store_bits(p.param_dtype, dgamma, j, bits);
-      if (out) out->dgamma[uj] = element(v, a.convert_to<double>());
+      if (out) {
+        out->dgamma[uj] = element(v, a.convert_to<double>());
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const double k = out->row_kappa[static_cast<std::size_t>(r)];
+          if (load_value(p.dtype, dy, r * n + j) != 0 && k > out->dgamma_kappa[uj]) out->dgamma_kappa[uj] = k;
+        }
+      }
     }
   });
 }

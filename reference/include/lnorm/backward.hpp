@@ -31,9 +31,13 @@ namespace lnorm {
 //             terms that cancel in dx_i's formula, whose rounding errors a kernel cannot avoid;
 //   dgamma_j: Σ_r |dy_rj·xhat_rj|;   dbeta_j: Σ_r |dy_rj|   (the terms summed).
 // A correctly rounded gradient reads at most 0.5 scaled ulp (|value| ≤ scale by the triangle inequality).
+// Budgets may have a kappa term, as the forward's (a kernel that rounds the mean loses about kappa ulps in
+// xhat, hence in dx and dgamma): row_kappa is each row's |mean|/sqrt(var + eps) (0 for RMSNorm, NaN for a
+// row without statistics), dgamma_kappa each column's largest over the rows (dbeta has none).
 struct BackwardReference {
   std::vector<ElementReference> dx;  // rows*cols, when asked
   std::vector<ElementReference> dgamma, dbeta;  // cols each
+  std::vector<double> row_kappa, dgamma_kappa;  // rows, cols
   std::int64_t dgamma_undecided = 0;  // columns rounded from the top precision (see above); 0 in every test
 };
 
