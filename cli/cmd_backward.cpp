@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 
 #include <nlohmann/json.hpp>
 
@@ -15,12 +14,6 @@
 
 namespace lnorm::cli {
 namespace {
-
-std::uint64_t bits_at(const std::vector<std::byte>& b, std::size_t es, std::size_t i) {
-  std::uint64_t v = 0;
-  std::memcpy(&v, b.data() + i * es, es);
-  return v;
-}
 
 struct Loaded {
   ProblemInputs in;
@@ -150,11 +143,10 @@ int run_backward_check(const ProblemFlags& pf, const BackwardFlags& bf, double m
                            double own, auto kappa) {
     if (path.empty()) return;
     Gated g{nm, path, {}, own >= 0 ? own : max_ulp};
-    const std::size_t es = size_of(f.dtype);
     for (std::size_t i = 0; i < elems.size(); ++i) {
-      const std::uint64_t b = bits_at(got, es, i);
-      g.s.add(f, static_cast<std::int64_t>(i), bits_to_double(f, b), b, bits_at(exact, es, i), elems[i], kappa(i),
-              Budget{g.budget, per_kappa});
+      const auto at = static_cast<std::int64_t>(i);
+      const std::uint64_t b = bits_at(f.dtype, got.data(), at);
+      g.s.add(f, at, bits_to_double(f, b), b, bits_at(f.dtype, exact.data(), at), elems[i], kappa(i), Budget{g.budget, per_kappa});
     }
     gated.push_back(std::move(g));
   };

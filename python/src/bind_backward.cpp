@@ -6,6 +6,7 @@
 
 #include "bindings.hpp"
 #include "lnorm/backward.hpp"
+#include "lnorm/format.hpp"
 #include "lnorm/metrics.hpp"
 
 namespace lnorm::python {
@@ -112,14 +113,12 @@ py::dict check_backward_py(py::handle x, py::handle dy, py::handle gamma, py::ha
       const std::vector<ElementReference>& elems = is_dx ? ref.dx : std::strcmp(k.name, "dgamma") == 0 ? ref.dgamma : ref.dbeta;
       const std::vector<std::byte>& exact = is_dx ? edx : std::strcmp(k.name, "dgamma") == 0 ? edg : edb;
       const Format f = format_of(k.dtype);
-      const std::size_t es = size_of(k.dtype);
       const auto* got = static_cast<const std::byte*>(py::array(k.array).data());
       const bool is_dgamma = std::strcmp(k.name, "dgamma") == 0;
       const auto cols = static_cast<std::size_t>(p.cols);
       for (std::size_t i = 0; i < elems.size(); ++i) {
-        std::uint64_t gb = 0, eb = 0;
-        std::memcpy(&gb, got + i * es, es);
-        std::memcpy(&eb, exact.data() + i * es, es);
+        const auto at = static_cast<std::int64_t>(i);
+        const std::uint64_t gb = bits_at(k.dtype, got, at), eb = bits_at(k.dtype, exact.data(), at);
         // As check --dir bwd: dx's row kappa, dgamma's column's largest, none for dbeta.
         const double kappa = is_dx ? ref.row_kappa[i / cols] : is_dgamma ? ref.dgamma_kappa[i] : 0.0;
         sums[c].add(f, static_cast<std::int64_t>(i), bits_to_double(f, gb), gb, eb, elems[i], kappa,

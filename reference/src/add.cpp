@@ -1,7 +1,6 @@
 #include "lnorm/add.hpp"
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "double_double.hpp"
@@ -42,27 +41,12 @@ std::uint64_t round_sum_bits(const Format& f, double x, double r) {
   return bits_of_ordinal(f, (value(other) > rounded) == up ? other : k);
 }
 
-namespace {
-
-double load_value(DType d, const void* p, std::int64_t i) {
-  const Format f = format_of(d);
-  std::uint64_t bits = 0;
-  std::memcpy(&bits, static_cast<const char*>(p) + static_cast<std::size_t>(i) * size_of(d), size_of(d));
-  return bits_to_double(f, bits);
-}
-
-}  // namespace
-
 void add_row(const Problem& p, const void* x, const void* residual, std::int64_t n, void* h_out,
              ElementReference* elems) {
   const Format hf = format_of(p.residual_dtype);
-  const std::size_t hs = size_of(p.residual_dtype);
   for (std::int64_t i = 0; i < n; ++i) {
-    const double a = load_value(p.dtype, x, i), b = load_value(p.residual_dtype, residual, i);
-    if (h_out) {
-      const std::uint64_t bits = round_sum_bits(hf, a, b);
-      std::memcpy(static_cast<char*>(h_out) + static_cast<std::size_t>(i) * hs, &bits, hs);
-    }
+    const double a = value_at(p.dtype, x, i), b = value_at(p.residual_dtype, residual, i);
+    if (h_out) set_bits_at(p.residual_dtype, h_out, i, round_sum_bits(hf, a, b));
     if (elems) {
       const ExactSum e = exact_sum(a, b);
       elems[i] = {e.hi, e.lo, e.hi, std::fabs(e.hi)};

@@ -29,7 +29,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -56,15 +55,6 @@ using F160 = Float<160>;
 using Rational = mp::cpp_rational;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-double load_value(DType d, const void* p, std::int64_t i) {
-  std::uint64_t bits = 0;
-  std::memcpy(&bits, static_cast<const char*>(p) + static_cast<std::size_t>(i) * size_of(d), size_of(d));
-  return bits_to_double(format_of(d), bits);
-}
-void store_bits(DType d, void* p, std::int64_t i, std::uint64_t bits) {
-  std::memcpy(static_cast<char*>(p) + static_cast<std::size_t>(i) * size_of(d), &bits, size_of(d));
-}
 
 template <class F>
 F to_float(const Dyadic& d) {
@@ -134,8 +124,8 @@ RowStats row_stats(const Problem2& q, std::int64_t r, std::vector<Dyadic>& xs) {
   Dyadic Q;
   bool dy_finite = true;
   for (std::int64_t i = 0; i < n; ++i) {
-    const double v = load_value(p.dtype, q.x, r * n + i);
-    dy_finite = dy_finite && std::isfinite(load_value(p.dtype, q.dy, r * n + i));
+    const double v = value_at(p.dtype, q.x, r * n + i);
+    dy_finite = dy_finite && std::isfinite(value_at(p.dtype, q.dy, r * n + i));
     if (!std::isfinite(v)) return s;
     xs[static_cast<std::size_t>(i)] = Dyadic::from_double(v);
     if (centred(p.op)) s.S = s.S + xs[static_cast<std::size_t>(i)];
@@ -164,7 +154,7 @@ void row_dx(const Problem2& q, std::int64_t r, const RowStats& s, const std::vec
   Dyadic G, P;
   for (std::int64_t i = 0; i < n; ++i) {
     const auto ui = static_cast<std::size_t>(i);
-    g[ui] = Dyadic::from_double(load_value(p.dtype, q.dy, r * n + i)) * q.w[ui];
+    g[ui] = Dyadic::from_double(value_at(p.dtype, q.dy, r * n + i)) * q.w[ui];
     D[ui] = xs[ui] * nb - s.S;
     G = G + g[ui];
     P = P + g[ui] * D[ui];
@@ -204,7 +194,7 @@ void row_dx(const Problem2& q, std::int64_t r, const RowStats& s, const std::vec
         return sn > 0 ? c : -c;
       });
     }
-    store_bits(p.dtype, dx_out, r * n + i, bits);
+    set_bits_at(p.dtype, dx_out, r * n + i, bits);
     if (elems) {
       const F160 xhat = abs(to_float<F160>(D[ui])) / s.sqrtW;
       const F160 scale = rstd * (abs(to_float<F160>(g[ui])) + (centred_op ? abs_g : F160(0)) + xhat * abs_gx);
@@ -222,9 +212,9 @@ std::pair<Float<kBits>, Float<kBits>> dgamma_at(const Problem2& q, const std::ve
   F v = 0, a = 0;
   std::int64_t terms = 0;
   for (std::size_t r = 0; r < rows.size(); ++r) {
-    const double d = load_value(q.p.dtype, q.dy, static_cast<std::int64_t>(r) * n + j);
+    const double d = value_at(q.p.dtype, q.dy, static_cast<std::int64_t>(r) * n + j);
     if (d == 0) continue;
-    const Dyadic D = Dyadic::from_double(load_value(q.p.dtype, q.x, static_cast<std::int64_t>(r) * n + j)) * BigInt(n) - rows[r].S;
+    const Dyadic D = Dyadic::from_double(value_at(q.p.dtype, q.x, static_cast<std::int64_t>(r) * n + j)) * BigInt(n) - rows[r].S;
     if (D.sign() == 0) continue;
     const F t = to_float<F>(Dyadic::from_double(d) * D) / sqrt(to_float<F>(rows[r].W));
     v += t;
@@ -257,10 +247,10 @@ std::optional<std::uint64_t> dgamma_exact(const Problem2& q, const std::vector<R
   const std::int64_t n = q.p.cols;
   std::map<BigInt, Dyadic> classes;  // K -> Σ a_r·2^-floor(e/2)
   for (std::size_t r = 0; r < rows.size(); ++r) {
-    const double d = load_value(q.p.dtype, q.dy, static_cast<std::int64_t>(r) * n + j);
+    const double d = value_at(q.p.dtype, q.dy, static_cast<std::int64_t>(r) * n + j);
     if (d == 0) continue;
     Dyadic a = Dyadic::from_double(d) *
-               (Dyadic::from_double(load_value(q.p.dtype, q.x, static_cast<std::int64_t>(r) * n + j)) * BigInt(n) - rows[r].S);
+               (Dyadic::from_double(value_at(q.p.dtype, q.x, static_cast<std::int64_t>(r) * n + j)) * BigInt(n) - rows[r].S);
     if (a.sign() == 0) continue;
     Dyadic W = rows[r].W;  // normalized: m odd
     const std::int64_t e_half = W.e >= 0 ? W.e / 2 : -((-W.e + 1) / 2);  // floor(e/2)
@@ -303,7 +293,7 @@ void reference_backward(const Problem& p, const void* x, const void* gamma, cons
   q.w.resize(static_cast<std::size_t>(n), Dyadic::from_double(1.0));
   if (q.gamma) {
     for (std::int64_t i = 0; i < n; ++i) {
-      const double g = load_value(p.param_dtype, q.gamma, i);
+      const double g = value_at(p.param_dtype, q.gamma, i);
       if (!std::isfinite(g)) q.gamma_finite = false;
       else q.w[static_cast<std::size_t>(i)] = Dyadic::from_double(p.gamma_offset) + Dyadic::from_double(g);
     }
@@ -336,7 +326,7 @@ void reference_backward(const Problem& p, const void* x, const void* gamma, cons
         RowStats& s = stats[static_cast<std::size_t>(r)];
         s = row_stats(q, r, xs);
         if (s.dx_nan) {
-          for (std::int64_t i = 0; dx && i < n; ++i) store_bits(p.dtype, dx, r * n + i, nan_x);
+          for (std::int64_t i = 0; dx && i < n; ++i) set_bits_at(p.dtype, dx, r * n + i, nan_x);
           if (out && dx)
             for (std::int64_t i = 0; i < n; ++i) out->dx[static_cast<std::size_t>(r * n + i)] = {kNaN, kNaN, kNaN, kNaN};
         } else if (dx) {
@@ -347,7 +337,7 @@ void reference_backward(const Problem& p, const void* x, const void* gamma, cons
         const Float<192> sq = to_float<Float<192>>(s.W);
         const Float<192> root = sqrt(sq);
         for (std::int64_t j = 0; j < n; ++j) {
-          const double d = load_value(p.dtype, dy, r * n + j);
+          const double d = value_at(p.dtype, dy, r * n + j);
           if (d == 0 || !std::isfinite(d)) continue;  // a non-finite dy: its column is NaN (pass 2)
           const auto uj = static_cast<std::size_t>(j);
           const Dyadic term = Dyadic::from_double(d) * (xs[uj] * BigInt(n) - s.S);
@@ -369,7 +359,7 @@ void reference_backward(const Problem& p, const void* x, const void* gamma, cons
       Dyadic sum;
       Float<192> abs_dy = 0;
       for (std::int64_t r = 0; r < rows; ++r) {
-        const double d = load_value(p.dtype, dy, r * n + j);
+        const double d = value_at(p.dtype, dy, r * n + j);
         if (!std::isfinite(d)) {
           dy_finite = false;
           break;
@@ -380,8 +370,8 @@ void reference_backward(const Problem& p, const void* x, const void* gamma, cons
       }
       // dbeta: NaN where any dy of the column is non-finite (no real-number answer), else Σ dy rounded once.
       if (!dy_finite) {
-        if (dbeta) store_bits(p.param_dtype, dbeta, j, nan_p);
-        if (dgamma) store_bits(p.param_dtype, dgamma, j, nan_p);
+        if (dbeta) set_bits_at(p.param_dtype, dbeta, j, nan_p);
+        if (dgamma) set_bits_at(p.param_dtype, dgamma, j, nan_p);
         if (out) out->dbeta[uj] = out->dgamma[uj] = {kNaN, kNaN, kNaN, kNaN};
         continue;
       }
@@ -390,12 +380,12 @@ void reference_backward(const Problem& p, const void* x, const void* gamma, cons
         const double guess = to_float<F160>(sum).convert_to<double>();
         const std::uint64_t b = detail::round_exactly(q.pfmt, start_ordinal(q.pfmt, guess),
                                                       [&](const Dyadic& m) { return detail::compare(sum, m); });
-        if (dbeta) store_bits(p.param_dtype, dbeta, j, b);
+        if (dbeta) set_bits_at(p.param_dtype, dbeta, j, b);
         if (out) out->dbeta[uj] = element(to_float<F160>(sum), abs_dy.convert_to<double>());
       }
       // dgamma: NaN where a row of the column has no statistics (non-finite x, W = 0), as dx.
       if (any_poisoned) {
-        if (dgamma) store_bits(p.param_dtype, dgamma, j, nan_p);
+        if (dgamma) set_bits_at(p.param_dtype, dgamma, j, nan_p);
         if (out) out->dgamma[uj] = {kNaN, kNaN, kNaN, kNaN};
         continue;
       }
@@ -422,12 +412,12 @@ void reference_backward(const Problem& p, const void* x, const void* gamma, cons
           }
         }
       }
-      if (dgamma) store_bits(p.param_dtype, dgamma, j, bits);
+      if (dgamma) set_bits_at(p.param_dtype, dgamma, j, bits);
       if (out) {
         out->dgamma[uj] = element(v, a.convert_to<double>());
         for (std::int64_t r = 0; r < rows; ++r) {
           const double k = out->row_kappa[static_cast<std::size_t>(r)];
-          if (load_value(p.dtype, dy, r * n + j) != 0 && k > out->dgamma_kappa[uj]) out->dgamma_kappa[uj] = k;
+          if (value_at(p.dtype, dy, r * n + j) != 0 && k > out->dgamma_kappa[uj]) out->dgamma_kappa[uj] = k;
         }
       }
     }

@@ -7,7 +7,6 @@
 #include "lnorm/recipe.hpp"
 
 #include <cmath>
-#include <cstring>
 #include <stdexcept>
 
 #include "double_double.hpp"
@@ -31,16 +30,6 @@ std::string known_names() {
   std::string s;
   for (const RecipeInfo& r : known_recipes()) s += (s.empty() ? "" : ", ") + std::string(r.name);
   return s;
-}
-
-double load_value(DType d, const void* p, std::int64_t i) {
-  std::uint64_t bits = 0;
-  std::memcpy(&bits, static_cast<const char*>(p) + static_cast<std::size_t>(i) * size_of(d), size_of(d));
-  return bits_to_double(format_of(d), bits);
-}
-
-void store_bits(DType d, void* p, std::int64_t i, std::uint64_t bits) {
-  std::memcpy(static_cast<char*>(p) + static_cast<std::size_t>(i) * size_of(d), &bits, size_of(d));
 }
 
 }  // namespace
@@ -113,7 +102,7 @@ struct RecipeReferencer::Impl {
       if (r.unrounded_sum) {
         sums.resize(static_cast<std::size_t>(n));
         for (std::int64_t i = 0; i < n; ++i) {
-          const ExactSum s = exact_sum(load_value(p.dtype, x, i), load_value(p.residual_dtype, residual, i));
+          const ExactSum s = exact_sum(value_at(p.dtype, x, i), value_at(p.residual_dtype, residual, i));
           sums[static_cast<std::size_t>(i)] = s.hi;
           if (s.lo != 0) ++inexact;
         }
@@ -127,10 +116,10 @@ struct RecipeReferencer::Impl {
     if (r.weight_in_f32) {
       weight.resize(static_cast<std::size_t>(n));
       for (std::int64_t i = 0; i < n; ++i)  // C + γ is exact in double (C = 1, γ of f32 or narrower)
-        weight[static_cast<std::size_t>(i)] = static_cast<float>(p.gamma_offset + load_value(p.param_dtype, gamma, i));
+        weight[static_cast<std::size_t>(i)] = static_cast<float>(p.gamma_offset + value_at(p.param_dtype, gamma, i));
       if (beta) {  // the norm reads its params as f32 now; every f16/bf16 value is an f32 value
         shift.resize(static_cast<std::size_t>(n));
-        for (std::int64_t i = 0; i < n; ++i) shift[static_cast<std::size_t>(i)] = static_cast<float>(load_value(p.param_dtype, beta, i));
+        for (std::int64_t i = 0; i < n; ++i) shift[static_cast<std::size_t>(i)] = static_cast<float>(value_at(p.param_dtype, beta, i));
       }
       norm.run(in, weight.data(), beta ? shift.data() : nullptr, n, y_out, elems);
       return inexact;
@@ -145,13 +134,11 @@ struct RecipeReferencer::Impl {
     norm.run(in, nullptr, nullptr, n, v.data(), v_elems.data());
     for (std::int64_t i = 0; i < n; ++i) {
       const auto ui = static_cast<std::size_t>(i);
-      std::uint64_t vb = 0;
-      std::memcpy(&vb, v.data() + ui * size_of(p.dtype), size_of(p.dtype));
-      const double vi = bits_to_double(yfmt, vb);
+      const double vi = value_at(p.dtype, v.data(), i);
       // w = C + γ: exact in double for γ of f32 or narrower and an offset of f32 (set_params rounds it).
-      const double w = gamma ? p.gamma_offset + load_value(p.param_dtype, gamma, i) : 1.0;
+      const double w = gamma ? p.gamma_offset + value_at(p.param_dtype, gamma, i) : 1.0;
       const detail::DD prod = std::isfinite(w * vi) ? detail::two_prod(w, vi) : detail::DD{w * vi, 0};
-      if (y_out) store_bits(p.dtype, y_out, i, round_sum_bits(yfmt, prod.hi, prod.lo));
+      if (y_out) set_bits_at(p.dtype, y_out, i, round_sum_bits(yfmt, prod.hi, prod.lo));
       // The scale of the recipe's last step, round(w·v): s with the recipe's normalized value v for z*
       // (with z*, a w·z* just under a binade whose w·v is over it read a correct rounding as 0.88 ulp).
       if (elems) elems[i] = {prod.hi, prod.lo, v_elems[ui].z, std::fabs(w) * std::max(1.0, std::fabs(vi))};

@@ -40,6 +40,12 @@ std::int64_t round_to_ordinal(const Format& f, double v);
 // The same as a value; -0 stays -0, NaN stays NaN.
 double round_to_format(const Format& f, double v);
 
+// Element i of an array stored in d (16-bit formats as uint16_t bits, little-endian): its bit pattern
+// (zero-extended), its value, or a new bit pattern written there.
+std::uint64_t bits_at(DType d, const void* p, std::int64_t i);
+double value_at(DType d, const void* p, std::int64_t i);
+void set_bits_at(DType d, void* p, std::int64_t i, std::uint64_t bits);
+
 // The spacing of format values at magnitude s: 2^(max(floor(log2 s), emin) - p + 1); s = 0 gives the
 // smallest subnormal. This is the ulp(s) of DESIGN.md "Measuring error".
 double ulp_at(const Format& f, double s);
