@@ -25,7 +25,7 @@ std::vector<float> load_f32(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("reference --dir bwd writes dx, dgamma, dbeta; check --dir bwd passes them correctly rounded (CLI)", "[cli][backward]") {
+TEST_CASE("reference in the backward direction writes dx, dgamma, dbeta; check passes them correctly rounded (CLI)", "[cli][backward]") {
   TempDir t;
   REQUIRE(cli("gen --out " + t / "x.npy" + " --shape 6x2x16 --dist offset --offset 3").code == 0);
   REQUIRE(cli("gen --out " + t / "g.npy" + " --shape 2x16").code == 0);  // gamma over the normalized dims (axis 1 on)
@@ -54,7 +54,7 @@ TEST_CASE("reference --dir bwd writes dx, dgamma, dbeta; check --dir bwd passes 
   }
 }
 
-TEST_CASE("check --dir bwd: a dx off by many ulps fails with its index; per-output budgets gate separately (CLI)", "[cli][backward]") {
+TEST_CASE("check in the backward direction: a dx off by many ulps fails with its index; per-output budgets gate separately (CLI)", "[cli][backward]") {
   TempDir t;
   REQUIRE(cli("gen --out " + t / "x.npy" + " --shape 4x32 --gamma-out " + t / "g.npy").code == 0);
   REQUIRE(cli("gen --out " + t / "dy.npy" + " --shape 4x32").code == 0);
@@ -75,7 +75,7 @@ TEST_CASE("check --dir bwd: a dx off by many ulps fails with its index; per-outp
   CHECK(cli("check --dir bwd" + in + " --dx " + t / "bad.npy" + " --max-dx-ulp 1e9").code == 0);
 }
 
-TEST_CASE("--dir bwd refuses forward flags, missing --dy, Add & Norm and run; backward flags need --dir bwd (CLI)", "[cli][backward]") {
+TEST_CASE("the backward direction refuses forward flags, a missing dy, Add & Norm and run; backward flags need it (CLI)", "[cli][backward]") {
   TempDir t;
   REQUIRE(cli("gen --out " + t / "x.npy" + " --shape 2x8").code == 0);
   REQUIRE(cli("gen --out " + t / "dy.npy" + " --shape 2x8").code == 0);
