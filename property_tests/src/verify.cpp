@@ -326,10 +326,15 @@ std::vector<Outcome> verify_kernel(const KernelInfo& kernel, Op op, DType dtype,
         o.status = Status::fail;
         o.message = msg;
       } else if (expected != budget.expected_failures.end()) {
-        const bool non_strict = budget.non_strict_failures.count(p) != 0;
+        // A norm's strict entry claims its own suite's draws at every seed; Add & Norm borrowing the section
+        // (budgets.cpp's fallback) draws other cases, so there it is not strict (measured: naive's RMSNorm f64
+        // permutation held on add_rmsnorm's draws at seed 5).
+        const bool borrowed = fused_add(op) && budget.section.rfind("add_", 0) != 0;
+        const bool non_strict = budget.non_strict_failures.count(p) != 0 || borrowed;
         o.status = settings.quick || non_strict ? Status::unconfirmed : Status::unexpected_pass;
         o.message = "listed as expected to fail in " + budget.section + " but held on every case" +
-                    (non_strict ? " of this run (strict = false: it fails only on inputs some seeds do not draw)"
+                    (borrowed ? " of this run (a norm's entry borrowed by " + std::string(name(op)) + ", whose draws differ: not strict)"
+                     : non_strict ? " of this run (strict = false: it fails only on inputs some seeds do not draw)"
                      : settings.quick ? " of the quick suite (the full suite decides)" : ": update budgets.toml");
       } else {
         o.status = Status::pass;
