@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -15,6 +16,8 @@
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "lnorm/npy.hpp"
 
 namespace lnorm::testing {
 
@@ -68,6 +71,15 @@ inline std::string file_bytes(const std::string& path) {
 }
 
 inline nlohmann::json load_json(const std::string& path) { return nlohmann::json::parse(file_bytes(path)); }
+
+// An f32 .npy file's values (the test's own output files; for the tests that link lnorm_io).
+inline std::vector<float> load_f32(const std::string& path) {
+  io::NpyReader r(path);
+  const std::vector<std::byte> b = io::read_all(r);
+  std::vector<float> v(b.size() / 4);
+  std::memcpy(v.data(), b.data(), b.size());
+  return v;
+}
 
 // Exit 2, exactly one line "lnorm: ..." that contains `must_name`, and no file but the inputs.
 inline void expect_refused(const TempDir& t, const std::string& args, const std::string& must_name) {

@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include "lnorm/backward.hpp"
+#include "kernel_cases.hpp"
 #include "lnorm/format.hpp"
 
 using namespace lnorm;
@@ -27,20 +28,8 @@ struct Data {
   std::vector<double> x, dy, gamma;  // values of p.dtype / p.param_dtype
 };
 
-std::vector<std::byte> encode(DType d, const std::vector<double>& v) {
-  const Format f = format_of(d);
-  std::vector<std::byte> out(v.size() * size_of(d));
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    const std::uint64_t b = double_to_bits(f, v[i]);
-    std::memcpy(out.data() + i * size_of(d), &b, size_of(d));
-  }
-  return out;
-}
-double decode(DType d, const std::vector<std::byte>& b, std::size_t i) {
-  std::uint64_t bits = 0;
-  std::memcpy(&bits, b.data() + i * size_of(d), size_of(d));
-  return bits_to_double(format_of(d), bits);
-}
+using testing::encode;
+double decode(DType d, const std::vector<std::byte>& b, std::size_t i) { return value_at(d, b.data(), static_cast<std::int64_t>(i)); }
 
 Data draw_data(Op op, DType d, std::int64_t rows, std::int64_t cols, double offset, double eps, bool gamma,
                  double gamma_offset, std::uint64_t seed) {

@@ -15,13 +15,6 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::vector<float> load_f32(const std::string& path) {
-  io::NpyReader r(path);
-  const std::vector<std::byte> b = io::read_all(r);
-  std::vector<float> v(b.size() / 4);
-  std::memcpy(v.data(), b.data(), b.size());
-  return v;
-}
 
 }  // namespace
 

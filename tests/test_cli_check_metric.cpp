@@ -20,13 +20,6 @@ void save_f32(const std::string& path, const std::vector<std::int64_t>& shape, c
   io::save(path, "<f4", shape, v.data());
 }
 
-std::vector<float> load_f32(const std::string& path) {
-  io::NpyReader r(path);
-  const std::vector<std::byte> b = io::read_all(r);
-  std::vector<float> v(b.size() / 4);
-  std::memcpy(v.data(), b.data(), b.size());
-  return v;
-}
 
 // 8 rows x 64: rows of subnormal values (the engine of issue 21 returned ±Inf on them with eps = 0, where
 // the exact answer is finite), then ordinary rows.

@@ -106,7 +106,7 @@ struct RowStats {
   F160 sqrtW;
 };
 
-struct Problem2 {  // what the passes read, loaded once
+struct Inputs {  // what the passes read, with the weights w = C + γ loaded once
   const Problem& p;
   const void* x;
   const void* gamma;
@@ -116,7 +116,7 @@ struct Problem2 {  // what the passes read, loaded once
   bool gamma_finite = true;
 };
 
-RowStats row_stats(const Problem2& q, std::int64_t r, std::vector<Dyadic>& xs) {
+RowStats row_stats(const Inputs& q, std::int64_t r, std::vector<Dyadic>& xs) {
   const Problem& p = q.p;
   const std::int64_t n = p.cols;
   RowStats s;
@@ -144,7 +144,7 @@ RowStats row_stats(const Problem2& q, std::int64_t r, std::vector<Dyadic>& xs) {
 }
 
 // dx of one row (stats not poisoned), written as bits; elems (n entries) may be null.
-void row_dx(const Problem2& q, std::int64_t r, const RowStats& s, const std::vector<Dyadic>& xs, void* dx_out,
+void row_dx(const Inputs& q, std::int64_t r, const RowStats& s, const std::vector<Dyadic>& xs, void* dx_out,
             ElementReference* elems) {
   const Problem& p = q.p;
   const std::int64_t n = p.cols;
@@ -206,7 +206,7 @@ void row_dx(const Problem2& q, std::int64_t r, const RowStats& s, const std::vec
 
 // dgamma_j's terms from scratch, in row order, at precision kBits: returns v and the bound E.
 template <unsigned kBits>
-std::pair<Float<kBits>, Float<kBits>> dgamma_at(const Problem2& q, const std::vector<RowStats>& rows, std::int64_t j) {
+std::pair<Float<kBits>, Float<kBits>> dgamma_at(const Inputs& q, const std::vector<RowStats>& rows, std::int64_t j) {
   using F = Float<kBits>;
   const std::int64_t n = q.p.cols;
   F v = 0, a = 0;
@@ -226,7 +226,7 @@ std::pair<Float<kBits>, Float<kBits>> dgamma_at(const Problem2& q, const std::ve
 }
 
 template <unsigned kBits>
-bool try_dgamma(const Problem2& q, const std::vector<RowStats>& rows, std::int64_t j, std::uint64_t& bits, double& top) {
+bool try_dgamma(const Inputs& q, const std::vector<RowStats>& rows, std::int64_t j, std::uint64_t& bits, double& top) {
   const auto [v, err] = dgamma_at<kBits>(q, rows, j);
   top = v.template convert_to<double>();
   if (const auto c = certified(q.pfmt, v, err)) {
@@ -243,7 +243,7 @@ bool is_square(const BigInt& k) {
 }
 
 // The exact fallback (see the header comment): nullopt when two or more irrational classes remain.
-std::optional<std::uint64_t> dgamma_exact(const Problem2& q, const std::vector<RowStats>& rows, std::int64_t j, double guess) {
+std::optional<std::uint64_t> dgamma_exact(const Inputs& q, const std::vector<RowStats>& rows, std::int64_t j, double guess) {
   const std::int64_t n = q.p.cols;
   std::map<BigInt, Dyadic> classes;  // K -> Σ a_r·2^-floor(e/2)
   for (std::size_t r = 0; r < rows.size(); ++r) {
@@ -288,7 +288,7 @@ std::optional<std::uint64_t> dgamma_exact(const Problem2& q, const std::vector<R
 
 void reference_backward(const Problem& p, const void* x, const void* gamma, const void* dy, void* dx, void* dgamma,
                         void* dbeta, BackwardReference* out) {
-  Problem2 q{p, x, p.has_gamma ? gamma : nullptr, dy, format_of(p.dtype), format_of(p.param_dtype), {}, true};
+  Inputs q{p, x, p.has_gamma ? gamma : nullptr, dy, format_of(p.dtype), format_of(p.param_dtype), {}, true};
   const std::int64_t n = p.cols, rows = p.rows;
   q.w.resize(static_cast<std::size_t>(n), Dyadic::from_double(1.0));
   if (q.gamma) {
