@@ -200,3 +200,9 @@ TEST_CASE("cli select --op add_rmsnorm: recommends among the fused kernels again
   CHECK(j.at("kernel").is_string());  // welford and naive run everywhere
   for (const auto& c : j.at("candidates")) CHECK(c.at("kernel") != "onepass");  // LayerNorm only
 }
+
+TEST_CASE("cli report: Add & Norm is refused naming the commands that take it (exit 2)", "[cli][bench]") {
+  TempDir t;
+  expect_refused(t, "report --quick --op add_rmsnorm --out " + t / "r",
+                 "`lnorm report` does not take Add & Norm yet (run, reference, check, verify, bench and select do)");
+}

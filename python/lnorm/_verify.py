@@ -184,6 +184,9 @@ def verify(fn, *, op="layernorm", dtypes=("f32",), properties=None, cases=None, 
     """
     if not callable(fn):
         raise TypeError("fn must be callable: " + _WANTED)
+    if op in ("add_layernorm", "add_rmsnorm"):  # a callable for Add & Norm would take the residual: not yet
+        raise ValueError(f"op={op!r}: lnorm.verify takes 'layernorm' or 'rmsnorm' (Add & Norm: `lnorm verify --op {op}` "
+                         "for a plugin, lnorm.check(..., residual=, h=) for outputs)")
     if op not in ("layernorm", "rmsnorm"):
         raise ValueError(f"op={op!r}: expected 'layernorm' or 'rmsnorm'")
     if isinstance(dtypes, str):

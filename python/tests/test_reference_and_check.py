@@ -313,3 +313,8 @@ def test_reference_backward_and_check_backward_agree_with_the_cli_semantics():
         lnorm.reference_backward(x, dy[:2])
     with pytest.raises(ValueError, match="needs dgamma="):
         lnorm.check_backward(x, dy, dx=dx, max_dgamma_ulp=1)
+
+
+def test_verify_refuses_add_and_norm_and_says_where_it_is():
+    with pytest.raises(ValueError, match="lnorm.verify takes 'layernorm' or 'rmsnorm'"):
+        lnorm.verify(lambda x, g, b, eps: x, op="add_rmsnorm")
