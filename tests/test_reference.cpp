@@ -1,8 +1,10 @@
 // The exact reference: hand-computed values, and bit-exactness (y, mean, rstd) against an
 // independent exact computation (tests/independent_exact.hpp) on cases built to be hard.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -207,4 +209,74 @@ TEST_CASE("reference: the result does not depend on the thread count", "[referen
   reference(make_problem(7, 129, DType::f32, 1e-5, false, false, 3), Tensors{x.data(), nullptr, nullptr, y3.data(), m3.data(), r3.data()});
   CHECK(std::memcmp(y1.data(), y3.data(), y1.size() * 4) == 0);
   CHECK(std::memcmp(r1.data(), r3.data(), r1.size() * 4) == 0);
+}
+
+// round_to_format is the rounding every exact answer goes through. The oracle: the nearest of the two
+// format values around v (ties to the even pattern), found in the sorted table of every finite f16 or bf16
+// value; for f32, whose table is too large, the two neighbours come from the bits of the truncated float.
+TEST_CASE("round_to_format is round-to-nearest-even into the format, overflow to Inf, on every binade",
+          "[reference][format]") {
+  std::mt19937_64 rng(11);
+  const auto check_format = [&](DType d, const std::vector<double>& sorted, int tries) {
+    const Format f = format_of(d);
+    const double top = sorted.back(), inf = std::numeric_limits<double>::infinity();
+    for (int t = 0; t < tries; ++t) {
+      // Any double from far below the smallest subnormal to far above the largest finite value, and
+      // the midpoints between neighbours (the ties).
+      double v;
+      std::size_t k = rng() % (sorted.size() - 1);
+      switch (t % 3) {
+        case 0: v = std::ldexp(std::uniform_real_distribution<double>(1, 2)(rng), static_cast<int>(rng() % 400) - 200); break;
+        case 1: v = 0.5 * (sorted[k] + sorted[k + 1]); break;
+        default: v = sorted[k] + (sorted[k + 1] - sorted[k]) * std::uniform_real_distribution<double>(0, 1)(rng); break;
+      }
+      if (rng() & 1) v = -v;
+      const double a = std::fabs(v);
+      double want;
+      const double gap = top - sorted[sorted.size() - 2];
+      if (a >= top + gap / 2) {
+        want = inf;  // past the midpoint to the next binade's first value: IEEE's overflow
+      } else if (a >= top) {
+        want = top;
+      } else {
+        const auto hi = std::upper_bound(sorted.begin(), sorted.end(), a);
+        const double h = *hi, l = *(hi - 1);
+        const std::size_t li = static_cast<std::size_t>(hi - 1 - sorted.begin());
+        want = (a - l < h - a) ? l : (h - a < a - l) ? h : ((li % 2 == 0) ? l : h);
+      }
+      want = std::copysign(want, v);
+      INFO(std::string(name(d)) << " v = " << v);
+      REQUIRE(round_to_format(f, v) == want);
+      REQUIRE(std::signbit(round_to_format(f, v)) == std::signbit(v));
+    }
+  };
+  // Non-negative finite values by pattern: ordinals 0..inf-1 are increasing, so sorted and their
+  // parity is the mantissa's last bit (ties to even).
+  const auto table = [](DType d) {
+    const Format f = format_of(d);
+    std::vector<double> out;
+    for (std::int64_t k = 0; k < f.inf_ordinal(); ++k) out.push_back(bits_to_double(f, bits_of_ordinal(f, k)));
+    return out;
+  };
+  check_format(DType::f16, table(DType::f16), 200000);
+  check_format(DType::bf16, table(DType::bf16), 200000);
+  // f32: neighbours from the ordinal of the float below v.
+  const Format f = format_of(DType::f32);
+  for (int t = 0; t < 200000; ++t) {
+    const double v = std::ldexp(std::uniform_real_distribution<double>(1, 2)(rng), static_cast<int>(rng() % 320) - 160) *
+                     ((rng() & 1) ? -1 : 1);
+    const double a = std::fabs(v);
+    // The largest float <= a, by bisection on the ordinals (no float conversion involved).
+    std::int64_t lo = 0, hi = f.inf_ordinal();
+    while (hi - lo > 1) {
+      const std::int64_t mid = (lo + hi) / 2;
+      (bits_to_double(f, bits_of_ordinal(f, mid)) <= a ? lo : hi) = mid;
+    }
+    const double l = bits_to_double(f, bits_of_ordinal(f, lo));
+    const double h = hi == f.inf_ordinal() ? std::ldexp(1.0, 128) : bits_to_double(f, bits_of_ordinal(f, hi));
+    double want = (a - l < h - a) ? l : (h - a < a - l) ? h : ((lo % 2 == 0) ? l : h);
+    if (want == std::ldexp(1.0, 128)) want = std::numeric_limits<double>::infinity();
+    INFO("f32 v = " << v);
+    REQUIRE(round_to_format(f, v) == std::copysign(want, v));
+  }
 }

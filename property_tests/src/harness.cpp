@@ -45,12 +45,6 @@ Buffer::Buffer(DType d, const std::vector<double>& values, int misalign_elements
   }
 }
 
-std::uint64_t Buffer::bits(std::size_t i) const {
-  std::uint64_t b = 0;
-  std::memcpy(&b, static_cast<const std::byte*>(data()) + i * size_of(dtype_), size_of(dtype_));
-  return b;
-}
-
 double Buffer::value(std::size_t i) const { return bits_to_double(format_of(dtype_), bits(i)); }
 
 void Buffer::fill_bits(std::uint64_t pattern) {
@@ -59,10 +53,13 @@ void Buffer::fill_bits(std::uint64_t pattern) {
 
 bool Buffer::guards_intact() const {
   const std::size_t end = offset_ + count_ * size_of(dtype_);
-  for (std::size_t i = 0; i < bytes_.size(); ++i) {
-    if ((i < offset_ || i >= end) && bytes_[i] != kGuardByte) return false;
-  }
-  return true;
+  // The two guard ranges only (a loop over every byte with a test per byte was 5% of verify's time).
+  const auto intact = [&](std::size_t from, std::size_t to) {
+    unsigned bad = 0;
+    for (std::size_t i = from; i < to; ++i) bad |= static_cast<unsigned>(bytes_[i] ^ kGuardByte);
+    return bad == 0;
+  };
+  return intact(0, offset_) && intact(end, bytes_.size());
 }
 
 KernelInputs kernel_inputs(const Case& c) {

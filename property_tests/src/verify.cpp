@@ -293,7 +293,10 @@ std::vector<Outcome> verify_kernel(const KernelInfo& kernel, Op op, DType dtype,
     params.seed = o.seed;
     params.maxSuccess = settings.default_cases();
     params.maxSize = 100;
-    params.disableShrinking = !settings.shrink;
+    // An expected failure keeps its first failing case unshrunk: shrinking cases the kernel is known to fail
+    // was half of verify's time (perf on `lnorm verify --quick`) for a smaller counterexample nobody gates on.
+    // A structural violation there is still reported as a failure, with that unshrunk case.
+    params.disableShrinking = !settings.shrink || budget.expected_failures.count(p) != 0;
     rc::detail::TestMetadata meta;
     meta.id = o.kernel + "/" + std::string(name(dtype)) + "/" + std::string(name(p));
     QuietListener quiet;

@@ -94,6 +94,7 @@ struct RowReferencer::Impl {
   Format fmt, stats_fmt;
   Dyadic eps_dyadic;  // eps exactly as the kernels receive it
   Dyadic offset_dyadic;
+  double top_gap;  // the top binade's ulp, Inf's distance from the largest finite value in the ordinal order
   std::vector<double> x, gamma, beta;
 
   // Per-row exact state.
@@ -107,7 +108,7 @@ struct RowReferencer::Impl {
       : dtype(p.dtype), param_dtype(p.param_dtype), in_dtype(fused_add(p.op) ? p.residual_dtype : p.dtype),
         centred(lnorm::centred(p.op)), offset(p.gamma_offset),
         fmt(format_of(p.dtype)), stats_fmt(format_of(stats_dtype(p.dtype))), eps_dyadic(Dyadic::from_double(p.eps)),
-        offset_dyadic(Dyadic::from_double(p.gamma_offset)) {}
+        offset_dyadic(Dyadic::from_double(p.gamma_offset)), top_gap(std::ldexp(1.0, fmt.emax - fmt.precision + 1)) {}
 
   // w_i = C + γ_i as a double-double (two_sum: exact), 1 without gamma.
   detail::DD weight_dd(std::size_t i) const {
@@ -194,7 +195,6 @@ struct RowReferencer::Impl {
     auto clear_of = [&](std::int64_t lo_ordinal, int side) {
       // The midpoint between ordinals lo and lo+1 as an exact double-double (a, ±gap/2). Next to
       // ±Inf the gap is the top binade's ulp (Inf stands for 2^(emax+1) in the ordinal order).
-      const double top_gap = std::ldexp(1.0, fmt.emax - fmt.precision + 1);
       DD mid;
       if (lo_ordinal <= -inf) {
         mid = {bits_to_double(fmt, bits_of_ordinal(fmt, lo_ordinal + 1)), -top_gap / 2};

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,16 @@ class Buffer {
   void* data() { return bytes_.data() + offset_; }
   const void* data() const { return bytes_.data() + offset_; }
   std::size_t count() const { return count_; }
-  std::uint64_t bits(std::size_t i) const;
+  // Inline, with the element size a constant in each branch: as an out-of-line memcpy of size_of(dtype)
+  // bytes it was 8% of verify's time.
+  std::uint64_t bits(std::size_t i) const {
+    const std::byte* p = static_cast<const std::byte*>(data());
+    switch (size_of(dtype_)) {
+      case 2: { std::uint16_t b; std::memcpy(&b, p + 2 * i, 2); return b; }
+      case 4: { std::uint32_t b; std::memcpy(&b, p + 4 * i, 4); return b; }
+      default: { std::uint64_t b; std::memcpy(&b, p + 8 * i, 8); return b; }
+    }
+  }
   double value(std::size_t i) const;
   void fill_bits(std::uint64_t pattern);
   // Guard bytes before and after the data, as filled by the constructor.
