@@ -11,6 +11,7 @@
 #include "lnorm/backward.hpp"
 #include "lnorm/metrics.hpp"
 #include "lnorm/npy.hpp"
+#include "lnorm/reference.hpp"
 
 namespace lnorm::cli {
 namespace {
@@ -113,6 +114,50 @@ int run_backward_reference(const ProblemFlags& pf, const BackwardFlags& bf) {
   if (ref.dgamma_undecided > 0)
     std::fprintf(stderr, "lnorm: %lld dgamma columns could not be decided exactly (rounded from 6144 bits; docs/DESIGN.md \"Backward\")\n",
                  static_cast<long long>(ref.dgamma_undecided));
+  return 0;
+}
+
+int run_backward_kernel(const ProblemFlags& pf, const BackwardFlags& bf, const KernelInfo& kernel) {
+  if (bf.dx.empty() && bf.dgamma.empty() && bf.dbeta.empty())
+    throw InputError("--dir bwd: give at least one of --dx, --dgamma, --dbeta");
+  if (!bf.dgamma.empty() && pf.gamma.empty()) throw InputError("--dgamma: needs --gamma (the weights it is the gradient of)");
+  if (!bf.dbeta.empty() && pf.beta.empty()) throw InputError("--dbeta: needs --beta (its values are not read: it says there is a bias)");
+  check_outputs({{bf.dx, "--dx"}, {bf.dgamma, "--dgamma"}, {bf.dbeta, "--dbeta"}}, {pf.x, pf.gamma, pf.beta, bf.dy});
+  Loaded l = load(pf, bf);
+  const Problem fwd = l.in.problem;
+  const Problem p = with_op(fwd, backward_of(fwd.op));
+  if (const auto why = unavailable_reason(kernel, p))
+    throw InputError("--kernel " + std::string(kernel.name) + ": cannot run the backward here: " + *why);
+  // The forward's saved statistics, as a framework saves them: the exact mean and rstd rounded once.
+  const std::size_t ss = size_of(stats_dtype(p.dtype));
+  std::vector<std::byte> y(l.x.size()), mean(static_cast<std::size_t>(p.rows) * ss), rstd(mean.size());
+  const void* gamma = l.in.gamma_data.empty() ? nullptr : l.in.gamma_data.data();
+  reference(fwd, Tensors{l.x.data(), gamma, nullptr, y.data(), centred(p.op) ? mean.data() : nullptr, rstd.data()});
+  std::vector<std::byte> dx(l.x.size());
+  const std::size_t pbytes = static_cast<std::size_t>(p.cols) * size_of(p.param_dtype);
+  std::vector<std::byte> dg(p.has_gamma ? pbytes : 0), db(p.has_beta ? pbytes : 0);
+  Tensors t;
+  t.x = l.x.data();
+  t.gamma = gamma;
+  t.dy = l.dy.data();
+  t.saved_mean = centred(p.op) ? mean.data() : nullptr;
+  t.saved_rstd = rstd.data();
+  t.dx = dx.data();
+  t.dgamma = dg.empty() ? nullptr : dg.data();
+  t.dbeta = db.empty() ? nullptr : db.data();
+  kernel.run(p, t);
+  if (!bf.dx.empty()) {
+    io::NpyWriter w(bf.dx, l.in.x.header().descr, l.in.shape);
+    w.write(dx.data(), dx.size());
+    w.commit();
+  }
+  const std::string pdescr = descr_of(p.param_dtype);
+  for (const auto& [path, data] : {std::pair{&bf.dgamma, &dg}, std::pair{&bf.dbeta, &db}}) {
+    if (path->empty()) continue;
+    io::NpyWriter w(*path, pdescr, l.param_shape);
+    w.write(data->data(), data->size());
+    w.commit();
+  }
   return 0;
 }
 

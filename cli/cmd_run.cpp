@@ -120,7 +120,11 @@ void add_run(CLI::App& app, int& exit_code) {
   add_plugin_flag(cmd);
   add_backward_flags(*cmd, f->bwd, false);
   cmd->callback([f, &exit_code] {
-    if (backward_asked(f->bwd)) throw InputError("--dir bwd: no kernel computes the backward yet (`lnorm reference --dir bwd` does)");
+    if (backward_asked(f->bwd)) {
+      refuse_forward_outputs(*f);
+      exit_code = run_backward_kernel(f->problem, f->bwd, kernel_flag(f->kernel));
+      return;
+    }
     require_forward_output(*f);
     exit_code = run_problem(*f, &kernel_flag(f->kernel));
   });

@@ -22,6 +22,7 @@ namespace {
 struct VerifyFlags {
   std::vector<std::string> kernels{"all"};
   std::vector<std::string> ops;
+  std::string dir = "fwd";
   std::vector<std::string> dtypes;
   std::vector<std::string> properties;
   std::string budgets, json, junit, dump;
@@ -36,7 +37,10 @@ void add_verify(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("verify", "Check the kernels' properties against the exact reference and budgets.toml");
   auto f = std::make_shared<VerifyFlags>();
   cmd->add_option("--kernel", f->kernels, "Kernel name, repeatable, 'all' (default), or 'plugins' (every --plugin kernel)");
-  cmd->add_option("--op", f->ops, "layernorm, rmsnorm, add_layernorm or add_rmsnorm, repeatable (default: every op the kernel implements)");
+  cmd->add_option("--op", f->ops,
+                  "layernorm, rmsnorm, add_layernorm or add_rmsnorm (with --dir bwd: layernorm or rmsnorm, the same as "
+                  "layernorm_bwd, rmsnorm_bwd), repeatable (default: every op of the direction the kernel implements)");
+  cmd->add_option("--dir", f->dir, "fwd (the norms, default) or bwd (their backward: dx, dgamma, dbeta)")->default_val("fwd");
   cmd->add_option("--dtype", f->dtypes, "f32, f64, f16 or bf16, repeatable (default: every dtype the kernel takes)");
   std::string property_names;
   for (lnorm::verify::Property p : lnorm::verify::kAllProperties) {
@@ -76,12 +80,19 @@ void add_verify(CLI::App& app, int& exit_code) {
     } catch (const BudgetError& e) {
       throw InputError(e.what());
     }
+    if (f->dir != "fwd" && f->dir != "bwd") throw InputError("--dir " + f->dir + ": expected fwd or bwd");
+    const bool bwd = f->dir == "bwd";
     std::vector<Op> ops;
-    for (const std::string& o : f->ops) ops.push_back(op_flag(o));
+    for (const std::string& o : f->ops) {
+      const Op op = op_flag(o);
+      if (bwd && fused_add(op)) throw InputError("--op " + o + " --dir bwd: Add & Norm's backward is not built (--dir bwd takes layernorm and rmsnorm)");
+      ops.push_back(bwd ? backward_of(op) : op);
+    }
     if (ops.empty()) {
-      // Every op, but only those the budgets speak of: a budgets file from before RMSNorm existed is a
-      // LayerNorm gate and keeps working as one (said once; --op rmsnorm then names the missing section).
-      for (Op o : kAllOps) {
+      // Every op of the direction, but only those the budgets speak of: a budgets file from before RMSNorm
+      // existed is a LayerNorm gate and keeps working as one (said once; --op rmsnorm then names the missing section).
+      for (Op o : bwd ? std::vector<Op>(std::begin(kBackwardOps), std::end(kBackwardOps))
+                      : std::vector<Op>(std::begin(kForwardOps), std::end(kForwardOps))) {
         if (budgets.covers(o)) {
           ops.push_back(o);
         } else {

@@ -59,7 +59,9 @@ const KernelInfo& kernel_flag(const std::string& name) {
 
 Op op_flag(const std::string& name) {
   const auto o = parse_op(name);
-  if (!o) throw InputError("--op " + name + ": expected layernorm, rmsnorm, add_layernorm or add_rmsnorm");
+  if (!o) throw InputError("--op " + name + ": expected layernorm, rmsnorm, add_layernorm or add_rmsnorm (backward: --dir bwd)");
+  if (backward(*o))
+    throw InputError("--op " + name + ": the backward is asked as --op " + std::string(lnorm::name(norm_of(*o))) + " --dir bwd");
   return *o;
 }
 

@@ -220,7 +220,7 @@ TEST_CASE("backward reference: width-1 LayerNorm rows and dy = 0 give exact zero
   for (std::size_t j = 0; j < 9; ++j) CHECK((decode(DType::bf16, r.dgamma, j) == 0.0 && decode(DType::bf16, r.dbeta, j) == 0.0));
 }
 
-TEST_CASE("backward reference: a NaN poisons its dx row and the columns it touches, nothing else", "[backward]") {
+TEST_CASE("backward reference: a NaN poisons its dx row and the columns it touches, nothing else; an Inf gives IEEE's sums", "[backward]") {
   Data d = draw_data(Op::layernorm, DType::f32, 4, 6, 0.0, 1e-5, true, 0.0, 8);
   d.dy[1 * 6 + 3] = NAN;  // dy[1][3]: dx row 1 (through mean(g)), dgamma and dbeta of column 3
   Run r = run(d);
@@ -239,6 +239,22 @@ TEST_CASE("backward reference: a NaN poisons its dx row and the columns it touch
     CHECK(std::isnan(decode(DType::f32, r.dgamma, j)));
     CHECK_FALSE(std::isnan(decode(DType::f32, r.dbeta, j)));  // dbeta does not read x
   }
+  // An infinite dy: IEEE's sums. dbeta_3 = -Inf; dgamma_3 = -Inf·sign(xhat) (one infinite term); with a
+  // +Inf in another row of the column, dbeta is NaN (Inf - Inf); dx of both rows NaN (mean(g) = ±Inf).
+  d.x[2 * 6 + 1] = 0.25;
+  d.dy[1 * 6 + 3] = -INFINITY;
+  r = run(d);
+  for (std::int64_t row = 0; row < 4; ++row)
+    for (std::int64_t i = 0; i < 6; ++i) CHECK(std::isnan(decode(DType::f32, r.dx, row * 6 + i)) == (row == 1));
+  double mean1 = 0;
+  for (std::int64_t i = 0; i < 6; ++i) mean1 += d.x[static_cast<std::size_t>(6 + i)] / 6;
+  CHECK(decode(DType::f32, r.dbeta, 3) == -INFINITY);
+  CHECK(decode(DType::f32, r.dgamma, 3) == (d.x[6 + 3] > mean1 ? -INFINITY : INFINITY));
+  for (std::size_t j = 0; j < 6; ++j)
+    if (j != 3) CHECK((std::isfinite(decode(DType::f32, r.dbeta, j)) && std::isfinite(decode(DType::f32, r.dgamma, j))));
+  d.dy[3 * 6 + 3] = INFINITY;
+  r = run(d);
+  CHECK(std::isnan(decode(DType::f32, r.dbeta, 3)));
   // A constant row with eps = 0 has no xhat: NaN like the forward's y.
   Data c = draw_data(Op::layernorm, DType::f32, 2, 4, 0.0, 0.0, false, 0.0, 9);
   std::fill(c.x.begin(), c.x.begin() + 4, 1.5);

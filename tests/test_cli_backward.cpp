@@ -68,7 +68,7 @@ TEST_CASE("check in the backward direction: a dx off by many ulps fails with its
   CHECK(cli("check --dir bwd" + in + " --dx " + t / "bad.npy" + " --max-dx-ulp 1e9").code == 0);
 }
 
-TEST_CASE("the backward direction refuses forward flags, a missing dy, Add & Norm and run; backward flags need it (CLI)", "[cli][backward]") {
+TEST_CASE("the backward direction refuses forward flags, a missing dy, Add & Norm and a kernel without it; backward flags need it (CLI)", "[cli][backward]") {
   TempDir t;
   REQUIRE(cli("gen --out " + t / "x.npy" + " --shape 2x8").code == 0);
   REQUIRE(cli("gen --out " + t / "dy.npy" + " --shape 2x8").code == 0);
@@ -81,9 +81,34 @@ TEST_CASE("the backward direction refuses forward flags, a missing dy, Add & Nor
   expect_refused(t, "reference" + x + " --dx " + t / "dx.npy", "--dx: needs --dir bwd");
   expect_refused(t, "reference" + x, "--y is required");
   expect_refused(t, "reference --dir sideways" + x + " --y " + t / "y.npy", "--dir sideways: expected fwd or bwd");
-  expect_refused(t, "run --kernel welford --dir bwd" + x + " --dy " + t / "dy.npy" + " --dx " + t / "dx.npy",
-                 "no kernel computes the backward yet");
+  expect_refused(t, "run --kernel avx2 --dir bwd" + x + " --dy " + t / "dy.npy" + " --dx " + t / "dx.npy",
+                 "cannot run the backward here");
+  expect_refused(t, "run --kernel welford --dir bwd" + x + " --dy " + t / "dy.npy" + " --dgamma " + t / "dg.npy", "--dgamma: needs --gamma");
+  expect_refused(t, "run --kernel welford --op layernorm_bwd" + x + " --y " + t / "y.npy", "--op layernorm --dir bwd");
   expect_refused(t, "check --dir bwd" + x + " --dy " + t / "dy.npy" + " --y " + t / "x.npy", "--y: a forward flag");
   expect_refused(t, "check --dir bwd" + x + " --dy " + t / "dy.npy" + " --max-dgamma-ulp 1 --dx " + t / "x.npy",
                  "--max-dgamma-ulp: needs the candidate it gates");
+}
+
+// run --dir bwd: a kernel's gradients, gated by check --dir bwd at their documented budgets (welford's
+// careful backward is correctly rounded here; naive's textbook is within its budget on these centred rows).
+TEST_CASE("run --dir bwd writes a kernel's gradients, and check --dir bwd gates them (CLI)", "[cli][backward]") {
+  TempDir t;
+  REQUIRE(cli("gen --out " + t / "x.npy" + " --shape 130x24 --seed 3").code == 0);
+  REQUIRE(cli("gen --out " + t / "dy.npy" + " --shape 130x24 --seed 4").code == 0);
+  REQUIRE(cli("gen --out " + t / "g.npy" + " --shape 24 --seed 5").code == 0);
+  const std::string in = " --x " + t / "x.npy" + " --dy " + t / "dy.npy" + " --gamma " + t / "g.npy" + " --beta " + t / "g.npy";
+  for (const char* kernel : {"welford", "naive"}) {
+    INFO(kernel);
+    const std::string outs = " --dx " + t / "dx.npy" + " --dgamma " + t / "dg.npy" + " --dbeta " + t / "db.npy";
+    REQUIRE(cli(std::string("run --kernel ") + kernel + " --dir bwd --threads 3" + in + outs).code == 0);
+    const auto c = cli("check --dir bwd" + in + outs + " --max-ulp 8 --json " + t / "c.json");
+    INFO(c.out);
+    CHECK(c.code == 0);
+    const auto j = load_json(t / "c.json");
+    if (std::string(kernel) == "welford") {
+      CHECK(j["dx"]["correctly_rounded"].get<double>() == 1.0);
+      CHECK(j["dgamma"]["correctly_rounded"].get<double>() == 1.0);
+    }
+  }
 }

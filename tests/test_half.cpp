@@ -369,3 +369,48 @@ TEST_CASE("bf16_from_float agrees with the AVX512-BF16 instruction VCVTNEPS2BF16
   compare_with_avx512bf16(xs, mm);
   REQUIRE_NO_MISMATCHES(mm);
 }
+
+// from_double<f16/bf16> rounds a double once (to-odd f32, then nearest even). Oracle: the two patterns
+// around d by the IEEE values above, the nearer one, ties to the even pattern; inputs near every
+// midpoint, where a double rounded to f32 first would round twice (e.g. a tie in f32 of a value just above
+// an f16 midpoint), and across all binades.
+TEST_CASE("from_double<f16> and from_double<bf16> round a double once, ties to even, near every midpoint",
+          "[half]") {
+  const auto check = [](auto value_of, auto convert, const char* what) {
+    std::vector<double> vals;  // non-negative finite values in pattern order
+    for (std::uint32_t b = 0; b < 0x8000u; ++b) {
+      const double v = value_of(static_cast<std::uint16_t>(b));
+      if (std::isinf(v) || std::isnan(v)) break;
+      vals.push_back(v);
+    }
+    const double top = vals.back(), gap = top - vals[vals.size() - 2];
+    Mismatches mm;
+    std::uint64_t z = 7;
+    for (std::size_t k = 0; k < vals.size(); ++k) {
+      const double lo = vals[k], hi = k + 1 < vals.size() ? vals[k + 1] : top + gap;
+      const double mid = 0.5 * (lo + hi);
+      // The midpoint, a double-ulp either side of it (below f32's resolution there), and a random point.
+      z = z * 6364136223846793005ull + 1442695040888963407ull;
+      const double r = lo + (hi - lo) * static_cast<double>(z >> 11) * 0x1p-53;
+      for (double d : {mid, std::nextafter(mid, 0.0), std::nextafter(mid, kInf), r}) {
+        for (double s : {1.0, -1.0}) {
+          const double v = s * d;
+          double want;
+          if (d >= top + gap / 2) want = kInf;
+          else if (d < mid || (d == mid && (k % 2 == 0))) want = lo;
+          else want = hi;
+          if (d == mid && k + 1 == vals.size()) want = kInf;  // the tie above max finite: Inf (even)
+          want *= s;
+          const std::uint16_t got = convert(v).bits;
+          const double gv = value_of(got);
+          if (!(gv == want && std::signbit(gv) == std::signbit(want))) mm.add("%s: %.17g -> %.17g, want %.17g", what, v, gv, want);
+        }
+      }
+    }
+    REQUIRE_NO_MISMATCHES(mm);
+  };
+  check(f16_value, [](double d) { return lnorm::from_double<f16>(d); }, "f16");
+  check(bf16_value, [](double d) { return lnorm::from_double<bf16>(d); }, "bf16");
+  CHECK(std::isnan(f16_value(lnorm::from_double<f16>(kNaN).bits)));
+  CHECK(std::isnan(bf16_value(lnorm::from_double<bf16>(kNaN).bits)));
+}

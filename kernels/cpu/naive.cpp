@@ -4,6 +4,7 @@
 // Its weakness is the sequential sum: error grows like n·u in the worst case (≈ sqrt(n)·u typical).
 // RMSNorm, the textbook way too: ms = (Σ x²) / n, one sequential sum in f32, no range scaling (x²
 // overflows f32 near |x| = 1.8e19 and underflows on subnormal rows).
+#include "backward.hpp"
 #include "kernels.hpp"
 #include "scalar_rows.hpp"
 
@@ -30,11 +31,16 @@ struct TwoPassStats {
   }
 };
 
+void run_naive(const Problem& p, const Tensors& t) {
+  if (backward(p.op)) return naive_backward(p, t);
+  run_scalar<TwoPassStats>(p, t);
+}
+
 }  // namespace
 
 const KernelInfo kNaive{
-    "naive", "scalar textbook: two-pass mean and centred variance (RMSNorm: sum of squares); sequential f32 sums (f64 for f64)",
-    DTypeSet{DType::f32, DType::f64, DType::f16, DType::bf16}, nullptr, &run_scalar<TwoPassStats>, false,
-    OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
+    "naive", "scalar textbook: two-pass mean and centred variance (RMSNorm: sum of squares); sequential f32 sums (f64 for f64); backward from the saved statistics",
+    DTypeSet{DType::f32, DType::f64, DType::f16, DType::bf16}, nullptr, &run_naive, false,
+    OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm, Op::layernorm_bwd, Op::rmsnorm_bwd}};
 
 }  // namespace lnorm::cpu

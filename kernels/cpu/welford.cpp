@@ -31,6 +31,7 @@
 #include <cmath>
 #include <limits>
 
+#include "backward.hpp"
 #include "isa.hpp"
 #include "kernels.hpp"
 #include "scalar_rows.hpp"
@@ -176,6 +177,11 @@ struct WelfordStats {
   }
 };
 
+void run_welford(const Problem& p, const Tensors& t) {
+  if (backward(p.op)) return careful_backward(p, t);
+  run_scalar<WelfordStats>(p, t);
+}
+
 }  // namespace
 
 void welford_row(const Problem& p, const Tensors& t, std::int64_t row) {
@@ -191,8 +197,8 @@ void welford_row(const Problem& p, const Tensors& t, std::int64_t row) {
 }
 
 const KernelInfo kWelford{
-    "welford", "scalar careful: Welford updates in blocks of 32, Chan pairwise merge (RMSNorm: Neumaier-compensated sum of squares, range-scaled); f32 (f64 for f64)",
-    DTypeSet{DType::f32, DType::f64, DType::f16, DType::bf16}, nullptr, &run_scalar<WelfordStats>, false,
-    OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
+    "welford", "scalar careful: Welford updates in blocks of 32, Chan pairwise merge (RMSNorm: Neumaier-compensated sum of squares, range-scaled); f32 (f64 for f64); backward recomputes the statistics, in f64 (long double for f64)",
+    DTypeSet{DType::f32, DType::f64, DType::f16, DType::bf16}, nullptr, &run_welford, false,
+    OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm, Op::layernorm_bwd, Op::rmsnorm_bwd}};
 
 }  // namespace lnorm::cpu

@@ -29,6 +29,7 @@
 // Every mutant but subtracts_mean and the add_* ones implements both norms (RMSNorm: the mean taken as 0, the sums of x²), and
 // reads f32 gamma/beta and the gamma offset as lnorm's kernels do (lnorm/params.hpp).
 #include "mutants.hpp"
+#include "backward_mutants.hpp"
 
 #include <array>
 #include <bit>
@@ -372,12 +373,19 @@ void run_add(const Problem& p, const Tensors& t) {
 
 // The control for every op: the plain norm's two-pass, or Add & Norm's.
 void run_control(const Problem& p, const Tensors& t) {
+  if (backward(p.op)) return run_backward_mutant(BackwardDefect::none, p, t);
   if (fused_add(p.op)) return run_add<AddDefect::none>(p, t);
   run<Defect::none>(p, t);
 }
 
 constexpr DTypeSet kAll{DType::f32, DType::f64, DType::f16, DType::bf16};
-constexpr OpSet kEveryOp{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm};
+constexpr OpSet kEveryOp{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm, Op::layernorm_bwd, Op::rmsnorm_bwd};
+constexpr OpSet kBackward{Op::layernorm_bwd, Op::rmsnorm_bwd};
+
+template <BackwardDefect D>
+void run_bwd(const Problem& p, const Tensors& t) {
+  run_backward_mutant(D, p, t);
+}
 
 constexpr KernelInfo mutant(std::string_view id, std::string_view summary,
                             void (*fn)(const Problem&, const Tensors&), OpSet ops = OpSet{Op::layernorm, Op::rmsnorm}) {
@@ -398,7 +406,7 @@ const KernelInfo& control() {
 }
 
 std::span<const KernelInfo> all() {
-  static const std::array<KernelInfo, 16> kMutants{
+  static const std::array<KernelInfo, 24> kMutants{
       mutant("mutant_var_unbiased", "variance divided by n-1 instead of n (NaN at n = 1)",
              &run<Defect::var_unbiased>),
       mutant("mutant_eps_outside_sqrt", "rstd = 1/(sqrt(var) + eps) instead of 1/sqrt(var + eps)",
@@ -432,6 +440,19 @@ std::span<const KernelInfo> all() {
       mutant("mutant_add_h_in_x_dtype", "Add & Norm: h rounded to x's dtype, then stored in the residual's",
              &run_add_defect<AddDefect::h_in_x_dtype>, kEveryOp),
       mutant("mutant_add_h_truncated", "Add & Norm: h rounded toward zero", &run_add_defect<AddDefect::h_truncated>, kEveryOp),
+      // The backward's (backward_mutants.cpp).
+      mutant("mutant_bwd_drops_mean_g", "backward: LayerNorm's dx without mean(g)", &run_bwd<BackwardDefect::drops_mean_g>,
+             OpSet{Op::layernorm_bwd}),
+      mutant("mutant_bwd_drops_xhat_term", "backward: dx without xhat*mean(g*xhat)", &run_bwd<BackwardDefect::drops_xhat_term>, kBackward),
+      mutant("mutant_bwd_dgamma_wrong_axis", "backward: dgamma summed along a row instead of down the column",
+             &run_bwd<BackwardDefect::dgamma_wrong_axis>, kBackward),
+      mutant("mutant_bwd_var_unbiased", "backward: statistics with var divided by n-1", &run_bwd<BackwardDefect::var_unbiased>, kBackward),
+      mutant("mutant_bwd_eps_outside_sqrt", "backward: rstd = 1/(sqrt(var) + eps)", &run_bwd<BackwardDefect::eps_outside_sqrt>, kBackward),
+      mutant("mutant_bwd_dbeta_wrong_rows", "backward: dbeta leaves out the first row", &run_bwd<BackwardDefect::dbeta_wrong_rows>, kBackward),
+      mutant("mutant_bwd_drops_tail_block", "backward: dgamma/dbeta leave out the rows past the last full 64-row block",
+             &run_bwd<BackwardDefect::drops_tail_block>, kBackward),
+      mutant("mutant_bwd_saved_wrong_row", "backward: row r uses the saved mean/rstd of row r+1",
+             &run_bwd<BackwardDefect::saved_wrong_row>, kBackward),
   };
   return kMutants;
 }

@@ -9,7 +9,7 @@
 #include "lnorm/verify.hpp"
 #include "mutants.hpp"
 
-// Arguments (optional): the ops to run, e.g. `mutants add_rmsnorm` (default: every op).
+// Arguments (optional): the ops to run, e.g. `mutants add_rmsnorm` (default: every forward op).
 int main(int argc, char** argv) {
   using namespace lnorm;
   using namespace lnorm::verify;
@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
     }
     ops.push_back(*op);
   }
-  if (ops.empty()) ops.assign(std::begin(kAllOps), std::end(kAllOps));
+  // Default: the forward ops (ctest `mutants`); the backward's run as `mutants layernorm_bwd rmsnorm_bwd`.
+  if (ops.empty()) ops.assign(std::begin(kForwardOps), std::end(kForwardOps));
   const Budgets budgets = Budgets::builtin();
   Settings settings;
   settings.quick = true;

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <toml++/toml.h>
 
@@ -56,7 +57,32 @@ bool bool_at(const toml::table& t, const std::string& key, const std::string& so
   return *b;
 }
 
+// A backward section: dx, dgamma (a + b·kappa), dbeta (ulp), expected_failures.
+void parse_backward(const toml::table& t, const std::string& source, const std::string& where, KernelBudget& b) {
+  only_keys(t, {"dx", "dgamma", "dbeta", "expected_failures"}, source, where);
+  for (auto [key, budget, reason] : {std::tuple{"dx", &b.dx, &b.dx_reason}, std::tuple{"dgamma", &b.dgamma, &b.dgamma_reason}}) {
+    const toml::table& e = table_at(t, key, source, where);
+    only_keys(e, {"a", "b", "reason"}, source, where + "." + key);
+    *budget = Budget{number_at(e, "a", source, where + "." + key), number_at(e, "b", source, where + "." + key)};
+    *reason = reason_at(e, source, where + "." + key);
+  }
+  const toml::table& db = table_at(t, "dbeta", source, where);
+  only_keys(db, {"ulp", "reason"}, source, where + ".dbeta");
+  b.dbeta_ulp = number_at(db, "ulp", source, where + ".dbeta");
+  b.dbeta_reason = reason_at(db, source, where + ".dbeta");
+}
+
+void parse_expected_failures(const toml::table& t, const std::string& source, const std::string& where, Op op, KernelBudget& b);
+
 KernelBudget parse_section(const toml::table& t, const std::string& source, const std::string& where, Op op) {
+  if (backward(op)) {
+    KernelBudget b;
+    b.section = where;
+    b.op = op;
+    parse_backward(t, source, where, b);
+    parse_expected_failures(t, source, where, op, b);
+    return b;
+  }
   // LayerNorm has a mean (and exact-statistics rows); RMSNorm has none, and a sign-symmetry claim.
   if (centred(op)) only_keys(t, {"y", "mean", "rstd", "exact_mean", "correctly_rounded", "expected_failures"}, source, where);
   else only_keys(t, {"y", "rstd", "sign_symmetric", "correctly_rounded", "expected_failures"}, source, where);
@@ -86,6 +112,11 @@ KernelBudget parse_section(const toml::table& t, const std::string& source, cons
     if (b.min_correctly_rounded > 1) fail(source, where + ".correctly_rounded.min", "a fraction: at most 1");
     b.correctly_rounded_reason = reason_at(cr, source, where + ".correctly_rounded");
   }
+  parse_expected_failures(t, source, where, op, b);
+  return b;
+}
+
+void parse_expected_failures(const toml::table& t, const std::string& source, const std::string& where, Op op, KernelBudget& b) {
   if (const toml::table* xf = t["expected_failures"].as_table()) {
     for (const auto& [k, v] : *xf) {
       const std::string key = where + ".expected_failures." + std::string(k.str());
@@ -106,7 +137,6 @@ KernelBudget parse_section(const toml::table& t, const std::string& source, cons
       b.expected_failures[*p] = *reason;
     }
   }
-  return b;
 }
 
 }  // namespace

@@ -239,6 +239,14 @@ Case materialize(const CaseSpec& spec) {
   const Format pf = format_of(spec.params());
   c.gamma = make_affine(rng, pf, spec.gamma, cols, true, spec.gamma_offset);
   c.beta = make_affine(rng, pf, spec.beta, cols, false, 0.0);
+  if (backward(spec.op)) {
+    const Format f = format_of(spec.dtype);
+    const double k = std::ldexp(1.0, static_cast<int>(rng() % 7) - 3);
+    const bool zeros = rng() % 4 == 0;
+    std::normal_distribution<double> normal(0.0, 1.0);
+    c.dy.resize(c.x.size());
+    for (double& v : c.dy) v = zeros && rng() % 3 == 0 ? 0.0 : round_to_format(f, k * normal(rng));
+  }
   return c;
 }
 

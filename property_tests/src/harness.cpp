@@ -255,6 +255,9 @@ Case select_rows(const Case& c, const std::vector<std::int64_t>& rows) {
   for (std::int64_t r : rows) out.x.insert(out.x.end(), c.x.begin() + r * n, c.x.begin() + (r + 1) * n);
   if (!c.residual.empty())
     for (std::int64_t r : rows) out.residual.insert(out.residual.end(), c.residual.begin() + r * n, c.residual.begin() + (r + 1) * n);
+  out.dy.clear();
+  if (!c.dy.empty())
+    for (std::int64_t r : rows) out.dy.insert(out.dy.end(), c.dy.begin() + r * n, c.dy.begin() + (r + 1) * n);
   return out;
 }
 

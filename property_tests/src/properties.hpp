@@ -47,6 +47,7 @@ struct PropertyDef {
 PropertyDef definition(Property p, DType dtype, Op op);
 PropertyDef rmsnorm_definition(Property p, DType dtype);  // properties_rmsnorm.cpp
 PropertyDef add_definition(Property p, DType dtype);      // properties_add.cpp: the add_* properties
+PropertyDef backward_definition(Property p, DType dtype, Op op);  // properties_backward.cpp
 bool is_add_property(Property p);
 
 // printf-style one-line messages for the checks.

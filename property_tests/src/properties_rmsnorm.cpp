@@ -263,6 +263,11 @@ PropertyDef rmsnorm_definition(Property p, DType dtype) {
     case Property::add_h_then_norm:
     case Property::add_commutes:
     case Property::add_residual_zero:
+    case Property::dx_sum_zero:
+    case Property::dx_orthogonal:
+    case Property::width_one:
+    case Property::dy_zero:
+    case Property::dy_linearity:
       break;  // Add & Norm's (add_definition)
   }
   return {p, prof, &check_accuracy};

@@ -221,6 +221,7 @@ std::string check_nonfinite(const CheckContext& ctx, const Case& c) {
 }
 
 PropertyDef definition(Property p, DType dtype, Op op) {
+  if (backward(op)) return backward_definition(p, dtype, op);
   if (is_add_property(p)) return add_definition(p, dtype);
   if (norm_of(op) == Op::rmsnorm) return rmsnorm_definition(p, dtype);
   using C = RowClass;
@@ -280,6 +281,11 @@ PropertyDef definition(Property p, DType dtype, Op op) {
     case Property::add_h_then_norm:
     case Property::add_commutes:
     case Property::add_residual_zero:
+    case Property::dx_sum_zero:
+    case Property::dx_orthogonal:
+    case Property::width_one:
+    case Property::dy_zero:
+    case Property::dy_linearity:
       break;  // Add & Norm's (add_definition)
   }
   return {p, prof, &check_accuracy};

@@ -53,6 +53,12 @@ std::vector<Property> properties_for(Op op) {
       ps.insert(ps.end(), {P::add_rounding, P::add_h_then_norm, P::add_commutes, P::add_residual_zero});
       return ps;
     }
+    case Op::layernorm_bwd:
+      return {P::shape, P::accuracy, P::row_independence, P::determinism, P::nonfinite, P::params,
+              P::dx_sum_zero, P::dx_orthogonal, P::width_one, P::dy_zero, P::dy_linearity};
+    case Op::rmsnorm_bwd:
+      return {P::shape, P::accuracy, P::row_independence, P::determinism, P::nonfinite, P::params,
+              P::dx_orthogonal, P::dy_zero, P::dy_linearity};
   }
   return {};
 }
@@ -62,8 +68,33 @@ bool applies(Property p, Op op) {
   return std::find(ps.begin(), ps.end(), p) != ps.end();
 }
 
+namespace {
+
+std::string_view backward_summary(Property p, bool rms) {
+  switch (p) {
+    case Property::shape: return "dx has x's shape, dgamma/dbeta gamma's; every output written, nothing outside; inputs untouched";
+    case Property::accuracy:
+      return "dx and dgamma within a + b*kappa scaled ulps (dx: its row's kappa, dgamma: its column's largest), dbeta within its budget";
+    case Property::row_independence: return "a row's dx is bitwise the same alone, in any batch, at any position";
+    case Property::determinism: return "dx, dgamma, dbeta bitwise identical over repeated runs and 1, 2, 3, 8 threads";
+    case Property::nonfinite:
+      return "NaN/Inf in x makes its dx row and every dgamma NaN; in dy, its dx row and its column's dgamma/dbeta; nothing else";
+    case Property::params: return "f32 gamma with 16-bit x (dgamma/dbeta in f32) and the weight C + gamma: within budget";
+    case Property::dx_sum_zero: return "sum_i dx_i = 0 (any eps), within the sum of dx's budgets";
+    case Property::dx_orthogonal:
+      return rms ? "eps = 0: sum_i dx_i*x_i = 0, within budget" : "eps = 0: sum_i dx_i*(x_i - mean) = 0, within budget";
+    case Property::width_one: return "width-1 rows: dx = 0 and dgamma = 0 exactly";
+    case Property::dy_zero: return "dy = 0: dx = dgamma = dbeta = 0 exactly";
+    case Property::dy_linearity: return "dy times +-2^k (k = -1, 0, 1): dx, dgamma, dbeta times the same, bitwise";
+    default: return "?";
+  }
+}
+
+}  // namespace
+
 std::string_view summary(Property p, Op op) {
   const bool rms = norm_of(op) == Op::rmsnorm;
+  if (backward(op)) return backward_summary(p, rms);
   switch (p) {
     case Property::shape: return "y has x's shape; every output written, nothing outside it; inputs untouched";
     case Property::normalized:
@@ -92,6 +123,7 @@ std::string_view summary(Property p, Op op) {
     case Property::add_h_then_norm: return "y, mean, rstd bitwise the plain norm's of h as stored (h rounded before the statistics)";
     case Property::add_commutes: return "x and residual swapped: the same bits (h, y, mean, rstd)";
     case Property::add_residual_zero: return "residual = +-0: the plain norm's answer for x";
+    default: return backward_summary(p, rms);
   }
   return "?";
 }
@@ -306,8 +338,10 @@ std::vector<Outcome> verify_kernel(const KernelInfo& kernel, Op op, DType dtype,
     o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     o.worst = worst.values;
     o.totals = worst.totals;
-    if (const double checked = worst.totals["y_ulp.elements"]; checked > 0) {
-      o.correctly_rounded = worst.totals["y_ulp.correctly_rounded"] / checked;
+    // The primary output's: y, or a backward op's dx.
+    const std::string primary = backward(op) ? "dx_ulp" : "y_ulp";
+    if (const double checked = worst.totals[primary + ".elements"]; checked > 0) {
+      o.correctly_rounded = worst.totals[primary + ".correctly_rounded"] / checked;
     }
     const auto expected = budget.expected_failures.find(p);
     if (expected != budget.expected_failures.end()) o.expected_reason = expected->second;

@@ -159,7 +159,7 @@ py::dict verify_py(py::object fn, const std::string& kernel_name, const std::vec
   if (op && fused_add(*op))  // a callable for Add & Norm would take the residual: not yet
     throw py::value_error("op='" + op_name + "': lnorm.verify takes 'layernorm' or 'rmsnorm' (Add & Norm: `lnorm verify "
                           "--op " + op_name + "` for a plugin, lnorm.check(..., residual=, h=) for outputs)");
-  if (!op) throw py::value_error("op='" + op_name + "': expected 'layernorm' or 'rmsnorm'");
+  if (!op || backward(*op)) throw py::value_error("op='" + op_name + "': expected 'layernorm' or 'rmsnorm' (lnorm.verify of a backward: not yet; `lnorm verify --dir bwd` for our kernels and plugins)");
   if (!PyCallable_Check(fn.ptr())) throw py::type_error("fn must be callable: fn(x, gamma, beta, eps) -> y or (y, mean, rstd)");
   if (in_verify) throw std::runtime_error("lnorm.verify called from inside the callable it is verifying");
   if (cases < 0) throw py::value_error("cases must be >= 1");
@@ -294,7 +294,7 @@ py::dict case_py(const std::string& dtype, const std::vector<std::string>& class
                  std::uint64_t seed, const std::string& op_name) {
   using namespace lnorm::verify;
   const std::optional<Op> op = parse_op(op_name);
-  if (!op || fused_add(*op))  // Add & Norm: the CLI has it (--residual); the Python module does not yet
+  if (!op || fused_add(*op) || backward(*op))  // Add & Norm: the CLI has it (--residual); the Python module does not yet
     throw py::value_error("op='" + op_name + "': expected 'layernorm' or 'rmsnorm'");
   const auto d = parse_dtype(dtype);
   if (!d) throw py::value_error("dtype='" + dtype + "': expected 'f32', 'f64', 'f16' or 'bf16'");
@@ -355,7 +355,7 @@ void bind_verify(py::module_& m) {
     const auto d = parse_dtype(dtype);
     if (!d) throw py::value_error("dtype='" + dtype + "': expected 'f32', 'f64', 'f16' or 'bf16'");
     const auto op = parse_op(op_name);
-    if (!op || fused_add(*op))  // Add & Norm: the CLI has it (--residual); the Python module does not yet
+    if (!op || fused_add(*op) || backward(*op))  // Add & Norm: the CLI has it (--residual); the Python module does not yet
     throw py::value_error("op='" + op_name + "': expected 'layernorm' or 'rmsnorm'");
     try {
       return budget_dict(verify::Budgets::builtin().for_kernel(*op, kernel, *d));

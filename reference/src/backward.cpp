@@ -55,6 +55,7 @@ using F160 = Float<160>;
 using Rational = mp::cpp_rational;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 template <class F>
 F to_float(const Dyadic& d) {
@@ -78,7 +79,8 @@ template <class F>
 ElementReference element(const F& v, double scale) {
   const double hi = v.template convert_to<double>();
   const double lo = std::isfinite(hi) ? F(v - hi).template convert_to<double>() : 0.0;
-  return {hi, lo, 0.0, scale};
+  // A scale past double's range (f64 gradients near overflow) is measured at the largest double's ulp.
+  return {hi, lo, 0.0, std::isinf(scale) ? std::numeric_limits<double>::max() : scale};
 }
 
 // Rounds a real value known as v ± err (err ≥ 0, both in F) to f when the interval clears every midpoint;
@@ -163,15 +165,19 @@ void row_dx(const Inputs& q, std::int64_t r, const RowStats& s, const std::vecto
   detail::normalize(P);
   const Dyadic W3 = s.W * s.W * s.W;
   const F160 Wf = to_float<F160>(s.W), denom = Wf * s.sqrtW;
-  // The scale's pieces (docs/DESIGN.md "Backward"): mean|g| and mean|g·xhat|, to double precision.
+  // The scale's pieces (docs/DESIGN.md "Backward"): mean|g| and mean(|g|·max(1, |xhat|)), to double precision.
+  // max(1, |xhat|) as the forward's max(1, |z|): a kernel's xhat errs by ~u absolutely (its mean and rstd are
+  // rounded), so an xhat near 0 is measured against 1, not against itself.
   F160 abs_g = 0, abs_gx = 0;
   if (elems) {
     for (std::size_t i = 0; i < g.size(); ++i) {
-      abs_g += abs(to_float<F160>(g[i]));
-      abs_gx += abs(to_float<F160>(g[i] * D[i]));
+      const F160 ag = abs(to_float<F160>(g[i]));
+      abs_g += ag;
+      const F160 xh = abs(to_float<F160>(D[i])) / s.sqrtW;
+      abs_gx += ag * (xh > 1 ? xh : F160(1));
     }
     abs_g /= n;
-    abs_gx /= F160(n) * s.sqrtW;
+    abs_gx /= n;
   }
   const F160 rstd = F160(n) / s.sqrtW;
   for (std::int64_t i = 0; i < n; ++i) {
@@ -196,7 +202,7 @@ void row_dx(const Inputs& q, std::int64_t r, const RowStats& s, const std::vecto
     }
     set_bits_at(p.dtype, dx_out, r * n + i, bits);
     if (elems) {
-      const F160 xhat = abs(to_float<F160>(D[ui])) / s.sqrtW;
+      const F160 xh = abs(to_float<F160>(D[ui])) / s.sqrtW, xhat = xh > 1 ? xh : F160(1);
       const F160 scale = rstd * (abs(to_float<F160>(g[ui])) + (centred_op ? abs_g : F160(0)) + xhat * abs_gx);
       elems[i] = element(v, scale.convert_to<double>());
       elems[i].z = (to_float<F160>(D[ui]) / s.sqrtW).convert_to<double>();
@@ -312,6 +318,7 @@ void reference_backward(const Problem& p, const void* x, const void* gamma, cons
   const int threads = static_cast<int>(std::clamp<std::int64_t>(p.threads, 1, std::max<std::int64_t>(rows, 1)));
   struct Partial {
     std::vector<Float<192>> v, a;
+    std::vector<double> scale;  // Σ |dy|·max(1, |xhat|): the metric's scale (a is the bound's Σ|t|)
     std::vector<std::int64_t> terms;
   };
   std::vector<Partial> partial(static_cast<std::size_t>(threads));
@@ -320,6 +327,7 @@ void reference_backward(const Problem& p, const void* x, const void* gamma, cons
       Partial& part = partial[static_cast<std::size_t>(ti)];
       part.v.assign(static_cast<std::size_t>(n), 0);
       part.a.assign(static_cast<std::size_t>(n), 0);
+      part.scale.assign(static_cast<std::size_t>(n), 0);
       part.terms.assign(static_cast<std::size_t>(n), 0);
       std::vector<Dyadic> xs;
       for (std::int64_t r = rows * ti / threads; r < rows * (ti + 1) / threads; ++r) {
@@ -341,10 +349,15 @@ void reference_backward(const Problem& p, const void* x, const void* gamma, cons
           if (d == 0 || !std::isfinite(d)) continue;  // a non-finite dy: its column is NaN (pass 2)
           const auto uj = static_cast<std::size_t>(j);
           const Dyadic term = Dyadic::from_double(d) * (xs[uj] * BigInt(n) - s.S);
-          if (term.sign() == 0) continue;  // xhat = 0 exactly (a width-1 LayerNorm row, x = mean)
+          // |dy|·max(1, |xhat|) = max(|dy|, |dy·xhat|).
+          if (term.sign() == 0) {  // xhat = 0 exactly (a width-1 LayerNorm row, x = mean)
+            part.scale[uj] += std::fabs(d);
+            continue;
+          }
           const Float<192> t = to_float<Float<192>>(term) / root;
           part.v[uj] += t;
           part.a[uj] += abs(t);
+          part.scale[uj] += std::max(std::fabs(d), abs(t).convert_to<double>());
           ++part.terms[uj];
         }
       }
@@ -368,11 +381,29 @@ void reference_backward(const Problem& p, const void* x, const void* gamma, cons
         abs_dy += std::fabs(d);
         any_poisoned = any_poisoned || stats[static_cast<std::size_t>(r)].poisoned;
       }
-      // dbeta: NaN where any dy of the column is non-finite (no real-number answer), else Σ dy rounded once.
+      // A non-finite dy in the column: IEEE's answer, as an IEEE sum gives it whatever its order. A sum with
+      // infinite terms is ±Inf when they all have one sign, NaN with both signs or a NaN term; dgamma's terms
+      // dy·xhat are ±Inf by the signs of dy and xhat, NaN where xhat = 0 (Inf·0) or the row has no xhat.
       if (!dy_finite) {
-        if (dbeta) set_bits_at(p.param_dtype, dbeta, j, nan_p);
-        if (dgamma) set_bits_at(p.param_dtype, dgamma, j, nan_p);
-        if (out) out->dbeta[uj] = out->dgamma[uj] = {kNaN, kNaN, kNaN, kNaN};
+        int signs = 0, gsigns = 0;  // bit 0: a +Inf term, bit 1: a −Inf term
+        bool nan = false, gnan = false;
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const double d = value_at(p.dtype, dy, r * n + j);
+          const RowStats& s = stats[static_cast<std::size_t>(r)];
+          if (s.poisoned) gnan = true;
+          if (std::isnan(d)) nan = gnan = true;
+          if (!std::isinf(d)) continue;
+          signs |= d > 0 ? 1 : 2;  // dbeta does not read x: a poisoned row still adds its dy
+          if (s.poisoned) continue;
+          const int xs = (Dyadic::from_double(value_at(p.dtype, x, r * n + j)) * BigInt(n) - s.S).sign();
+          if (xs == 0) gnan = true;
+          else gsigns |= (d > 0) == (xs > 0) ? 1 : 2;
+        }
+        const auto ieee = [&](bool is_nan, int sg) { return is_nan || sg == 3 ? kNaN : sg == 1 ? kInf : -kInf; };
+        const double b = ieee(nan, signs), g = ieee(gnan, gsigns);
+        if (dbeta) set_bits_at(p.param_dtype, dbeta, j, double_to_bits(q.pfmt, b));
+        if (dgamma) set_bits_at(p.param_dtype, dgamma, j, double_to_bits(q.pfmt, g));
+        if (out) out->dbeta[uj] = {b, 0, kNaN, kInf}, out->dgamma[uj] = {g, 0, kNaN, kInf};
         continue;
       }
       detail::normalize(sum);
@@ -391,7 +422,8 @@ void reference_backward(const Problem& p, const void* x, const void* gamma, cons
       }
       Float<192> v = 0, a = 0;
       std::int64_t terms = 0;
-      for (const Partial& part : partial) v += part.v[uj], a += part.a[uj], terms += part.terms[uj];
+      double scale = 0;
+      for (const Partial& part : partial) v += part.v[uj], a += part.a[uj], scale += part.scale[uj], terms += part.terms[uj];
       // (6 + R) roundings' worth inside each partial plus `threads` merges: threads ≤ R + 1 covers them.
       const Float<192> err = a * Float<192>(8 + 2 * (terms + threads)) * ldexp(Float<192>(1), 1 - 192);
       std::uint64_t bits = bits_of_ordinal(q.pfmt, 0);  // no nonzero term: exactly +0
@@ -414,7 +446,7 @@ void reference_backward(const Problem& p, const void* x, const void* gamma, cons
       }
       if (dgamma) set_bits_at(p.param_dtype, dgamma, j, bits);
       if (out) {
-        out->dgamma[uj] = element(v, a.convert_to<double>());
+        out->dgamma[uj] = element(v, scale);
         for (std::int64_t r = 0; r < rows; ++r) {
           const double k = out->row_kappa[static_cast<std::size_t>(r)];
           if (value_at(p.dtype, dy, r * n + j) != 0 && k > out->dgamma_kappa[uj]) out->dgamma_kappa[uj] = k;

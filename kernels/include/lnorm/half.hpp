@@ -7,6 +7,7 @@
 #pragma once
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 
 namespace lnorm {
@@ -86,5 +87,29 @@ template <>
 constexpr f16 from_float<f16>(float f) { return f16_from_float(f); }
 template <>
 constexpr bf16 from_float<bf16>(float f) { return bf16_from_float(f); }
+
+// A double rounded to float to odd: d itself when it is a float, else the float next to d toward zero with
+// its last bit set (the sticky bit). Rounding that float to f16 or bf16 to nearest is then d rounded once
+// (Boldo & Melquiond 2008: to odd at p + 2 or more bits, then to nearest at p; f32's 24 bits are 11 + 13
+// and 8 + 16, subnormals included), where (float)d then f16_from_float could round twice.
+inline float to_odd_float(double d) {
+  const float f = static_cast<float>(d);
+  if (std::isnan(d) || static_cast<double>(f) == d) return f;
+  std::uint32_t mag = std::bit_cast<std::uint32_t>(f) & 0x7FFFFFFFu;
+  if (mag == 0x7F800000u || std::fabs(static_cast<double>(f)) > std::fabs(d)) --mag;  // toward zero (Inf: to max)
+  return std::bit_cast<float>((std::bit_cast<std::uint32_t>(f) & 0x80000000u) | mag | 1u);
+}
+
+// A double rounded once to the storage type (nearest, ties to even), for kernels that compute in double.
+template <class T>
+T from_double(double d);
+template <>
+inline double from_double<double>(double d) { return d; }
+template <>
+inline float from_double<float>(double d) { return static_cast<float>(d); }
+template <>
+inline f16 from_double<f16>(double d) { return f16_from_float(to_odd_float(d)); }
+template <>
+inline bf16 from_double<bf16>(double d) { return bf16_from_float(to_odd_float(d)); }
 
 }  // namespace lnorm

@@ -48,10 +48,15 @@ constexpr DType stats_dtype(DType d) { return d == DType::f64 ? DType::f64 : DTy
 //   rmsnorm    y = x·rstd·(C + γ) (+ β when given), rstd = 1/sqrt(Σx²/n + eps)   — no mean, no mean output
 //   add_layernorm, add_rmsnorm   Add & Norm: h = x + residual rounded once to the residual's dtype
 //              (written out), then the norm of h as stored; y, mean and rstd as the plain norm's of h
-enum class Op : std::uint8_t { layernorm = 0, rmsnorm = 1, add_layernorm = 2, add_rmsnorm = 3 };
-inline constexpr Op kAllOps[] = {Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm};
-// The plain norms (no fused add).
+//   layernorm_bwd, rmsnorm_bwd   the norm's backward (`--dir bwd`): from x, γ and the upstream dy, the
+//              exact gradients dx, dγ = Σ_rows dy·xhat, dβ = Σ_rows dy (lnorm/backward.hpp)
+enum class Op : std::uint8_t { layernorm = 0, rmsnorm = 1, add_layernorm = 2, add_rmsnorm = 3, layernorm_bwd = 4, rmsnorm_bwd = 5 };
+inline constexpr Op kAllOps[] = {Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm, Op::layernorm_bwd, Op::rmsnorm_bwd};
+// The plain norms (no fused add, forward).
 inline constexpr Op kNormOps[] = {Op::layernorm, Op::rmsnorm};
+// The forward ops (what bench's table, report and the fused-op tools take).
+inline constexpr Op kForwardOps[] = {Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm};
+inline constexpr Op kBackwardOps[] = {Op::layernorm_bwd, Op::rmsnorm_bwd};
 
 constexpr std::string_view name(Op o) {
   switch (o) {
@@ -59,19 +64,29 @@ constexpr std::string_view name(Op o) {
     case Op::rmsnorm: return "rmsnorm";
     case Op::add_layernorm: return "add_layernorm";
     case Op::add_rmsnorm: return "add_rmsnorm";
+    case Op::layernorm_bwd: return "layernorm_bwd";
+    case Op::rmsnorm_bwd: return "rmsnorm_bwd";
   }
   return "?";
 }
 std::optional<Op> parse_op(std::string_view s);
 // Add & Norm: the op reads a residual and writes h = x + residual.
 constexpr bool fused_add(Op o) { return o == Op::add_layernorm || o == Op::add_rmsnorm; }
-// The norm an op applies (to x, or to h for Add & Norm).
+// The backward ops: they read dy (and the forward's saved statistics) and write dx, dgamma, dbeta.
+constexpr bool backward(Op o) { return o == Op::layernorm_bwd || o == Op::rmsnorm_bwd; }
+// The norm an op applies (to x, or to h for Add & Norm) or differentiates (a backward op).
 constexpr Op norm_of(Op o) {
-  return o == Op::add_layernorm ? Op::layernorm : o == Op::add_rmsnorm ? Op::rmsnorm : o;
+  return o == Op::add_layernorm || o == Op::layernorm_bwd ? Op::layernorm
+         : o == Op::add_rmsnorm || o == Op::rmsnorm_bwd   ? Op::rmsnorm
+                                                           : o;
 }
 // The Add & Norm form of a norm (itself for an op that already has the add).
 constexpr Op with_add(Op o) {
   return o == Op::layernorm ? Op::add_layernorm : o == Op::rmsnorm ? Op::add_rmsnorm : o;
+}
+// The backward of a plain norm (itself for a backward op; Add & Norm has none here).
+constexpr Op backward_of(Op o) {
+  return o == Op::layernorm ? Op::layernorm_bwd : o == Op::rmsnorm ? Op::rmsnorm_bwd : o;
 }
 // LayerNorm subtracts the row's mean (and reports it); RMSNorm takes the mean as 0.
 constexpr bool centred(Op o) { return norm_of(o) == Op::layernorm; }
@@ -154,6 +169,8 @@ struct Tensors {
   void* dx = nullptr;
   void* dgamma = nullptr;
   void* dbeta = nullptr;
+  const void* saved_mean = nullptr;
+  const void* saved_rstd = nullptr;
 };
 
 }  // namespace lnorm

@@ -28,6 +28,12 @@
 // and [rmsnorm.default.<dtype>] for kernels without a section.
 // Add & Norm ([add_layernorm.K.D], [add_rmsnorm.K.D], with its norm's keys) falls back to its norm's
 // sections: y, mean and rstd are the norm's of h, and h itself is bit-exact for every kernel.
+// The backward ops have their own keys (docs/DESIGN.md "Backward": scaled ulps against each gradient's scale):
+//   [layernorm_bwd.naive.f32]
+//   dx     = { a = 4, b = 1, reason = "..." }    # a + b·kappa, kappa the row's
+//   dgamma = { a = 4, b = 1, reason = "..." }    # a + b·kappa, kappa the column's largest
+//   dbeta  = { ulp = 2, reason = "..." }         # a sum of dy: no kappa
+// and [layernorm_bwd.default.<dtype>] (rmsnorm_bwd likewise) for kernels without a section.
 #pragma once
 
 #include <map>
@@ -51,6 +57,9 @@ struct KernelBudget {
   bool exact_mean = false;  // mean must be bit-exact on exact-statistics rows
   double min_correctly_rounded = 0;  // least fraction of y bit-identical to the exact answer rounded once
   bool sign_symmetric = false;       // rmsnorm: y(−x) = −y(x) bit for bit
+  Budget dx, dgamma;                 // backward ops: a + b·kappa scaled ulps
+  double dbeta_ulp = 0;              // backward ops: scaled ulps
+  std::string dx_reason, dgamma_reason, dbeta_reason;
   std::string y_reason, mean_reason, rstd_reason, exact_mean_reason, correctly_rounded_reason, sign_symmetric_reason;
   std::map<Property, std::string> expected_failures;  // property → why it is expected to fail
   std::set<Property> non_strict_failures;  // those of expected_failures that may hold on some seeds

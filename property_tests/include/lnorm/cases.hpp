@@ -75,6 +75,9 @@ struct Case {
   std::vector<double> residual;  // Add & Norm only: rows*cols values of spec.residual(), or empty (see above)
   std::vector<double> gamma;  // cols, or empty when absent (values of spec.params())
   std::vector<double> beta;   // cols, or empty when absent (values of spec.params())
+  // Backward ops: the upstream gradient, rows*cols values of spec.dtype (N(0, 1)·2^k, k in [-3, 3] per
+  // case, a quarter of the cases with some exact zeros); empty otherwise. beta's presence asks for dbeta.
+  std::vector<double> dy;
   Problem problem(int threads = 1) const;
 };
 

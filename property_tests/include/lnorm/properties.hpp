@@ -30,15 +30,24 @@ enum class Property : int {
   add_h_then_norm,   // Add & Norm: y, mean, rstd bitwise the plain norm's of h as stored
   add_commutes,      // Add & Norm: x and residual swapped give the same bits
   add_residual_zero, // Add & Norm: residual = ±0 gives the plain norm's answer
+  // Backward (layernorm_bwd, rmsnorm_bwd; shape, accuracy, row_independence, determinism, nonfinite and
+  // params too, for dx, dgamma and dbeta):
+  dx_sum_zero,       // LayerNorm: Σ_i dx_i = 0 for any eps (the forward is shift invariant), within budget
+  dx_orthogonal,     // eps = 0: Σ_i dx_i·(x_i − mean) = 0 (RMSNorm: Σ_i dx_i·x_i = 0), within budget
+  width_one,         // LayerNorm: width-1 rows give dx = 0 and dgamma = 0 exactly (every xhat is 0)
+  dy_zero,           // dy = 0 gives dx = dgamma = dbeta = 0 exactly
+  dy_linearity,      // dy scaled by ±2^k (k = -1, 0, 1): every gradient scaled by it, bitwise
 };
 
-// Every property of some op, LayerNorm's ten first, Add & Norm's last (the order of `lnorm verify`'s table).
+// Every property of some op, LayerNorm's ten first, then Add & Norm's and the backward's (the order of
+// `lnorm verify`'s table).
 inline constexpr std::array kAllProperties = {
     Property::shape,      Property::normalized,  Property::accuracy,    Property::eps_edges,
     Property::row_independence, Property::determinism, Property::affine_identity,
     Property::invariance, Property::permutation, Property::nonfinite, Property::params,
     Property::scale_invariance, Property::oddness, Property::add_rounding, Property::add_h_then_norm,
-    Property::add_commutes, Property::add_residual_zero};
+    Property::add_commutes, Property::add_residual_zero, Property::dx_sum_zero, Property::dx_orthogonal,
+    Property::width_one, Property::dy_zero, Property::dy_linearity};
 
 // The properties of an op, in table order.
 std::vector<Property> properties_for(Op op);
@@ -64,6 +73,11 @@ constexpr std::string_view name(Property p) {
     case Property::add_h_then_norm: return "add_h_then_norm";
     case Property::add_commutes: return "add_commutes";
     case Property::add_residual_zero: return "add_residual_zero";
+    case Property::dx_sum_zero: return "dx_sum_zero";
+    case Property::dx_orthogonal: return "dx_orthogonal";
+    case Property::width_one: return "width_one";
+    case Property::dy_zero: return "dy_zero";
+    case Property::dy_linearity: return "dy_linearity";
   }
   return "?";
 }

@@ -1,0 +1,590 @@
+// The backward ops' properties (layernorm_bwd, rmsnorm_bwd; docs/DESIGN.md "Backward"): the harness that
+// runs a backward kernel inside guard bytes, the exact gradients (lnorm/backward.hpp), the budget check of
+// dx, dgamma and dbeta, and backward's own laws. The kernel gets x, gamma, dy and the forward's saved
+// statistics (the exact mean and rstd rounded once to the stats format, as a framework saves them); it may
+// use them or recompute its own.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "lnorm/backward.hpp"
+#include "lnorm/format.hpp"
+#include "lnorm/metrics.hpp"
+#include "properties.hpp"
+
+namespace lnorm::verify {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct Gradients {
+  std::vector<std::uint64_t> dx, dgamma, dbeta;  // bits (dx: dtype; dgamma/dbeta: param dtype; empty when not asked)
+  std::string violation;                         // "harness: ..." as run_guarded's
+  bool same_bits(const Gradients& o) const { return dx == o.dx && dgamma == o.dgamma && dbeta == o.dbeta; }
+};
+
+struct ExactGradients {
+  std::vector<std::uint64_t> dx, dgamma, dbeta;
+  BackwardReference ref;
+};
+
+// The forward's saved statistics: the exact mean (LayerNorm) and rstd, rounded once to the stats format.
+struct Saved {
+  std::vector<double> mean, rstd;
+};
+
+Saved saved_stats(const Case& c) {
+  Problem p = c.problem();
+  p.op = norm_of(c.spec.op);
+  const DType d = c.spec.dtype;
+  const auto n = static_cast<std::size_t>(p.cols);
+  const Buffer x(d, c.x, 0);
+  RowReferencer ref(p);
+  Saved s;
+  for (std::int64_t r = 0; r < p.rows; ++r) {
+    const RowReference rr = ref.run(static_cast<const std::byte*>(x.data()) + static_cast<std::size_t>(r) * n * size_of(d),
+                                    nullptr, nullptr, p.cols, nullptr, nullptr);
+    s.mean.push_back(rr.mean);
+    s.rstd.push_back(rr.rstd);
+  }
+  return s;
+}
+
+// Canaries: quiet NaNs with a payload no arithmetic produces (as harness.cpp's).
+std::uint64_t canary(DType d) {
+  switch (d) {
+    case DType::f32: return 0x7FA5A5A5u;
+    case DType::f64: return 0x7FF5A5A5A5A5A5A5ull;
+    case DType::f16: return 0x7E5Au;
+    case DType::bf16: return 0x7FA5u;
+  }
+  return 0;
+}
+
+Gradients run_backward(const KernelInfo& k, const Case& c, const Saved& saved, int threads = 1) {
+  const DType d = c.spec.dtype, pd = c.spec.params(), sd = stats_dtype(d);
+  const Problem p = c.problem(threads);
+  const auto n = static_cast<std::size_t>(p.elements()), cols = static_cast<std::size_t>(p.cols);
+  const int mis = c.spec.misalign;
+  const bool has_mean = centred(c.spec.op);
+  Gradients out;
+  if (const auto why = unavailable_reason(k, p)) {
+    out.violation = "harness: the kernel declines this case: " + *why;
+    return out;
+  }
+  const Buffer x(d, c.x, mis), g(pd, c.gamma, mis), dy(d, c.dy, mis);
+  const Buffer sm(sd, has_mean ? saved.mean : std::vector<double>{}, 0), sr(sd, saved.rstd, 0);
+  Buffer dx(d, n, mis), dg(pd, p.has_gamma ? cols : 0, mis), db(pd, p.has_beta ? cols : 0, mis);
+  dx.fill_bits(canary(d));
+  dg.fill_bits(canary(pd));
+  db.fill_bits(canary(pd));
+  Tensors t;
+  t.x = x.data();
+  t.gamma = p.has_gamma ? g.data() : nullptr;
+  t.dy = dy.data();
+  t.saved_mean = has_mean ? sm.data() : nullptr;
+  t.saved_rstd = sr.data();
+  t.dx = dx.data();
+  t.dgamma = p.has_gamma ? dg.data() : nullptr;
+  t.dbeta = p.has_beta ? db.data() : nullptr;
+  k.run(p, t);
+  out.dx.resize(n);
+  for (std::size_t i = 0; i < n; ++i) out.dx[i] = dx.bits(i);
+  out.dgamma.resize(dg.count());
+  for (std::size_t j = 0; j < dg.count(); ++j) out.dgamma[j] = dg.bits(j);
+  out.dbeta.resize(db.count());
+  for (std::size_t j = 0; j < db.count(); ++j) out.dbeta[j] = db.bits(j);
+  const auto note = [&](const std::string& what) {
+    if (out.violation.empty()) out.violation = "harness: " + what;
+  };
+  if (!dx.guards_intact()) note("wrote outside dx (guard region changed)");
+  if (!dg.guards_intact()) note("wrote outside dgamma (guard region changed)");
+  if (!db.guards_intact()) note("wrote outside dbeta (guard region changed)");
+  if (!x.guards_intact() || !g.guards_intact() || !dy.guards_intact() || !sm.guards_intact() || !sr.guards_intact())
+    note("wrote around an input buffer");
+  const Format f = format_of(d), pf = format_of(pd), sf = format_of(sd);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (x.bits(i) != double_to_bits(f, c.x[i]) || dy.bits(i) != double_to_bits(f, c.dy[i])) {
+      note("modified x or dy at element " + std::to_string(i));
+      break;
+    }
+  }
+  for (std::size_t j = 0; j < g.count(); ++j) {
+    if (g.bits(j) != double_to_bits(pf, c.gamma[j])) {
+      note("modified gamma at column " + std::to_string(j));
+      break;
+    }
+  }
+  for (std::size_t r = 0; r < saved.rstd.size(); ++r) {
+    if (sr.bits(r) != double_to_bits(sf, saved.rstd[r]) || (has_mean && sm.bits(r) != double_to_bits(sf, saved.mean[r]))) {
+      note("modified the saved statistics of row " + std::to_string(r));
+      break;
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (out.dx[i] == canary(d)) {
+      note("never wrote dx element " + std::to_string(i) + " (row " + std::to_string(i / cols) + ")");
+      break;
+    }
+  }
+  for (const auto& [v, what] : {std::pair{&out.dgamma, "dgamma"}, std::pair{&out.dbeta, "dbeta"}}) {
+    for (std::size_t j = 0; j < v->size(); ++j) {
+      if ((*v)[j] == canary(pd)) {
+        note(std::string("never wrote ") + what + " column " + std::to_string(j));
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+Gradients run_backward(const KernelInfo& k, const Case& c, int threads = 1) { return run_backward(k, c, saved_stats(c), threads); }
+
+ExactGradients exact_gradients(const Case& c) {
+  const Problem p = c.problem();
+  const DType d = c.spec.dtype, pd = c.spec.params();
+  const auto n = static_cast<std::size_t>(p.elements()), cols = static_cast<std::size_t>(p.cols);
+  const Buffer x(d, c.x, 0), g(pd, c.gamma, 0), dy(d, c.dy, 0);
+  Buffer dx(d, n, 0), dg(pd, p.has_gamma ? cols : 0, 0), db(pd, p.has_beta ? cols : 0, 0);
+  ExactGradients e;
+  reference_backward(p, x.data(), p.has_gamma ? g.data() : nullptr, dy.data(), dx.data(), p.has_gamma ? dg.data() : nullptr,
+                     p.has_beta ? db.data() : nullptr, &e.ref);
+  e.dx.resize(n);
+  for (std::size_t i = 0; i < n; ++i) e.dx[i] = dx.bits(i);
+  for (std::size_t j = 0; j < dg.count(); ++j) e.dgamma.push_back(dg.bits(j));
+  for (std::size_t j = 0; j < db.count(); ++j) e.dbeta.push_back(db.bits(j));
+  return e;
+}
+
+RowClass class_of(const Case& c, std::int64_t row) {
+  return c.spec.row_classes[static_cast<std::size_t>(row) % c.spec.row_classes.size()];
+}
+
+// One gradient against its budget: the worst error is noted as `<what>_ulp` (and for dx per row class),
+// the first element over budget (or a non-finite mismatch) is the message.
+std::string gradient_within(const CheckContext& ctx, const Case& c, const char* what, const Format& f,
+                            const std::vector<std::uint64_t>& got, const std::vector<std::uint64_t>& exact,
+                            const std::vector<ElementReference>& elems, Budget budget, const std::vector<double>* kappa,
+                            std::int64_t kappa_stride) {
+  const std::string m = std::string(what) + "_ulp";
+  double worst = 0, rounded = 0;
+  std::array<double, kRowClassCount> class_worst{};
+  std::array<bool, kRowClassCount> seen{};
+  const bool is_dx = std::string(what) == "dx";
+  std::string failure;
+  std::size_t i = 0;
+  for (; i < got.size(); ++i) {
+    const double v = bits_to_double(f, got[i]);
+    const double e = scaled_ulp_error(f, v, got[i], exact[i], elems[i]);
+    const double k = kappa ? (*kappa)[i / static_cast<std::size_t>(kappa_stride)] : 0.0;
+    const double allowed = budget.allowed(std::isnan(k) ? 0 : k);
+    const char* idx = is_dx ? "dx[row %lld, col %lld]" : "%s[%lld]";
+    char where[96];
+    if (is_dx) std::snprintf(where, sizeof where, idx, (long long)(i / static_cast<std::size_t>(kappa_stride)), (long long)(i % static_cast<std::size_t>(kappa_stride)));
+    else std::snprintf(where, sizeof where, idx, what, (long long)i);
+    if (std::isinf(e)) {
+      failure = fmt("%s = %.9g where the exact gradient is %.9g (non-finite mismatch)", where, v, bits_to_double(f, exact[i]));
+      break;
+    }
+    worst = std::max(worst, e);
+    rounded += correctly_rounded(f, got[i], exact[i]) ? 1 : 0;
+    if (is_dx) {
+      const auto cls = static_cast<std::size_t>(class_of(c, static_cast<std::int64_t>(i) / kappa_stride));
+      class_worst[cls] = std::max(class_worst[cls], e);
+      seen[cls] = true;
+    }
+    if (e > allowed) {
+      failure = fmt("%s = %.9g, exact %.9g: %.4g scaled ulp > allowed %.4g (a %g + b %g x kappa %.4g)", where, v,
+                    elems[i].y_hi + elems[i].y_lo, e, allowed, budget.a, budget.b, k);
+      break;
+    }
+  }
+  if (!got.empty()) {
+    ctx.worst.note(m, worst);
+    ctx.worst.add(m + ".elements", static_cast<double>(std::min(i + 1, got.size())));
+    ctx.worst.add(m + ".correctly_rounded", rounded);
+    for (int k = 0; k < kRowClassCount; ++k)
+      if (seen[static_cast<std::size_t>(k)]) ctx.worst.note(m + "." + std::string(name(static_cast<RowClass>(k))), class_worst[static_cast<std::size_t>(k)]);
+  }
+  return failure;
+}
+
+std::string gradients_within(const CheckContext& ctx, const Case& c, const Gradients& got, const ExactGradients& e) {
+  const Format f = format_of(c.spec.dtype), pf = format_of(c.spec.params());
+  if (auto m = gradient_within(ctx, c, "dx", f, got.dx, e.dx, e.ref.dx, ctx.budget.dx, &e.ref.row_kappa, c.spec.cols()); !m.empty()) return m;
+  if (auto m = gradient_within(ctx, c, "dgamma", pf, got.dgamma, e.dgamma, e.ref.dgamma, ctx.budget.dgamma, &e.ref.dgamma_kappa, 1); !m.empty())
+    return m;
+  return gradient_within(ctx, c, "dbeta", pf, got.dbeta, e.dbeta, e.ref.dbeta, Budget{ctx.budget.dbeta_ulp, 0}, nullptr, 1);
+}
+
+std::string run_and_gate(const CheckContext& ctx, const Case& c, const char* what = nullptr) {
+  const Gradients got = run_backward(ctx.kernel, c);
+  const std::string prefix = what ? std::string(what) + ": " : "";
+  if (!got.violation.empty()) return prefix + got.violation;
+  const std::string m = gradients_within(ctx, c, got, exact_gradients(c));
+  return m.empty() ? m : prefix + m;
+}
+
+// The case with dy replaced (values of dy's dtype, as given).
+Case with_dy(const Case& c, std::vector<double> dy) {
+  Case out = c;
+  out.dy = std::move(dy);
+  return out;
+}
+
+bool row_finite(const Case& c, std::int64_t r) {
+  const std::int64_t n = c.spec.cols();
+  for (std::int64_t i = r * n; i < (r + 1) * n; ++i)
+    if (!std::isfinite(c.x[static_cast<std::size_t>(i)]) || !std::isfinite(c.dy[static_cast<std::size_t>(i)])) return false;
+  return true;
+}
+
+// The row's inputs and every element of its exact dx (rounded to the format) are finite: the laws are about
+// such rows (a gradient that overflows the format is accuracy's business).
+bool exact_row_finite(const Case& c, const ExactGradients& e, std::int64_t r) {
+  if (!row_finite(c, r)) return false;
+  const Format f = format_of(c.spec.dtype);
+  const std::int64_t n = c.spec.cols();
+  for (std::int64_t i = r * n; i < (r + 1) * n; ++i)
+    if (!std::isfinite(bits_to_double(f, e.dx[static_cast<std::size_t>(i)]))) return false;
+  return true;
+}
+
+// --- the checks ---------------------------------------------------------------------------------------
+
+// shape: every output written, nothing around them, no input changed.
+std::string check_bwd_shape(const CheckContext& ctx, const Case& c) {
+  const Gradients got = run_backward(ctx.kernel, c);
+  if (!got.violation.empty()) return got.violation;
+  const std::int64_t want_dg = c.gamma.empty() ? 0 : c.spec.cols(), want_db = c.beta.empty() ? 0 : c.spec.cols();
+  if (static_cast<std::int64_t>(got.dx.size()) != c.spec.rows() * c.spec.cols() || static_cast<std::int64_t>(got.dgamma.size()) != want_dg ||
+      static_cast<std::int64_t>(got.dbeta.size()) != want_db)
+    return "output sizes do not match x's and gamma's shapes";
+  return "";
+}
+
+std::string check_bwd_accuracy(const CheckContext& ctx, const Case& c) { return run_and_gate(ctx, c); }
+
+// nonfinite: NaN/Inf rows of x (the case's nonfinite class), and a NaN, then a ±Inf, put into dy: every output
+// against the exact answer, whose NaNs are exactly where the poison reaches (DESIGN "Backward"). With an
+// infinite dy the dx row has no value (IEEE gives NaN or ±Inf by the order of the operations): any non-finite
+// values pass there, a finite one does not; dgamma and dbeta are IEEE's sums, the same in any order.
+std::string check_bwd_nonfinite(const CheckContext& ctx, const Case& c) {
+  if (auto m = run_and_gate(ctx, c, "x as generated"); !m.empty()) return m;
+  std::mt19937_64 rng(c.spec.data_seed ^ 0xD1u);
+  const std::size_t at = rng() % c.dy.size();
+  std::vector<double> dy = c.dy;
+  dy[at] = kNaN;
+  if (auto m = run_and_gate(ctx, with_dy(c, dy), "a NaN in dy"); !m.empty()) return m;
+  dy[at] = (rng() & 1) ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+  const Case inf = with_dy(c, dy);
+  Gradients got = run_backward(ctx.kernel, inf);
+  if (!got.violation.empty()) return "an Inf in dy: " + got.violation;
+  const ExactGradients e = exact_gradients(inf);
+  const Format f = format_of(c.spec.dtype);
+  const auto n = static_cast<std::size_t>(c.spec.cols()), row = at / n;
+  for (std::size_t i = row * n; i < (row + 1) * n; ++i) {
+    if (std::isfinite(bits_to_double(f, got.dx[i])) && std::isnan(e.ref.dx[i].y_hi))
+      return fmt("an Inf in dy[row %zu, col %zu]: dx[row %zu, col %zu] = %.9g, finite where the row has no gradient", row, at % n, row,
+                 i % n, bits_to_double(f, got.dx[i]));
+    if (std::isnan(e.ref.dx[i].y_hi)) got.dx[i] = e.dx[i];  // any non-finite value: the row is poisoned
+  }
+  const std::string m = gradients_within(ctx, inf, got, e);
+  return m.empty() ? m : "an Inf in dy: " + m;
+}
+
+// row_independence: a row's dx alone, and in the reversed batch, is the same bits as in the batch.
+std::string check_bwd_row_independence(const CheckContext& ctx, const Case& c) {
+  const Gradients batch = run_backward(ctx.kernel, c);
+  if (!batch.violation.empty()) return batch.violation;
+  const std::int64_t rows = c.spec.rows(), n = c.spec.cols();
+  const auto same = [&](const Gradients& g, std::int64_t r, std::int64_t at) {
+    return std::equal(batch.dx.begin() + r * n, batch.dx.begin() + (r + 1) * n, g.dx.begin() + at * n);
+  };
+  std::vector<std::int64_t> reversed(static_cast<std::size_t>(rows));
+  std::iota(reversed.rbegin(), reversed.rend(), 0);
+  const Gradients rev = run_backward(ctx.kernel, select_rows(c, reversed));
+  if (!rev.violation.empty()) return "reversed batch: " + rev.violation;
+  for (std::int64_t r = 0; r < rows; ++r)
+    if (!same(rev, r, rows - 1 - r)) return fmt("dx of row %lld differs at position %lld of the reversed batch", (long long)r, (long long)(rows - 1 - r));
+  for (std::int64_t r : {std::int64_t{0}, rows / 2, rows - 1}) {
+    const Gradients alone = run_backward(ctx.kernel, select_rows(c, {r}));
+    if (!alone.violation.empty()) return "row alone: " + alone.violation;
+    if (!same(alone, r, 0)) return fmt("dx of row %lld of %lld differs computed alone", (long long)r, (long long)rows);
+  }
+  return "";
+}
+
+// determinism: the case tiled to enough rows that a kernel splits them (at least 129 rows, 3 blocks of 64,
+// and 2^18 elements: parallel_rows' kMinElementsPerThread split threshold is 65536 per thread); two runs on
+// one thread, then 2, 3 and 8 threads: dx, dgamma and dbeta the same bits.
+std::string check_bwd_determinism(const CheckContext& ctx, const Case& c) {
+  Case big = c;
+  const std::int64_t rows = c.spec.rows(), n = c.spec.cols();
+  const std::int64_t want = n > 8192 ? rows : std::max<std::int64_t>({rows, 129, ((std::int64_t{1} << 18) + n - 1) / n});
+  std::vector<std::int64_t> order;
+  for (std::int64_t r = 0; r < want; ++r) order.push_back(r % rows);
+  if (want > rows) {
+    big = select_rows(c, order);
+    // Tiled rows repeat x; a different dy per copy keeps the partial sums from being copies of each other.
+    std::mt19937_64 rng(c.spec.data_seed ^ 0x7Eu);
+    const Format f = format_of(c.spec.dtype);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    for (std::size_t i = static_cast<std::size_t>(rows * n); i < big.dy.size(); ++i) big.dy[i] = round_to_format(f, normal(rng));
+  }
+  // The tiled rows' statistics are their originals' (computing them exactly for 2^18 elements would
+  // cost more than the runs).
+  const Saved base = saved_stats(c);
+  Saved saved;
+  for (std::int64_t r : order) {
+    if (centred(c.spec.op)) saved.mean.push_back(base.mean[static_cast<std::size_t>(r)]);
+    saved.rstd.push_back(base.rstd[static_cast<std::size_t>(r)]);
+  }
+  const Gradients first = run_backward(ctx.kernel, big, saved, 1);
+  if (!first.violation.empty()) return first.violation;
+  if (!run_backward(ctx.kernel, big, saved, 1).same_bits(first)) return fmt("%lld rows: a second run on 1 thread gave different bits", (long long)want);
+  for (int threads : {2, 3, 8}) {
+    const Gradients again = run_backward(ctx.kernel, big, saved, threads);
+    if (!again.violation.empty()) return fmt("%d threads: ", threads) + again.violation;
+    if (again.dx != first.dx) return fmt("%lld rows on %d threads: dx differs from 1 thread", (long long)want, threads);
+    if (again.dgamma != first.dgamma || again.dbeta != first.dbeta)
+      return fmt("%lld rows on %d threads: dgamma/dbeta differ from 1 thread (a reduction order that depends on the split)", (long long)want, threads);
+  }
+  return "";
+}
+
+// The per-element allowance of dx in the format's units: allowed_i·ulp(scale_i), the most a kernel within
+// budget may be off; the sums below are bounded by the sum of these (times |x_i − mean| for orthogonality).
+double dx_allowance(const CheckContext& ctx, const Format& f, const ExactGradients& e, std::size_t i, std::int64_t n) {
+  const double k = e.ref.row_kappa[i / static_cast<std::size_t>(n)];
+  return ctx.budget.dx.allowed(std::isnan(k) ? 0 : k) * ulp_at(f, e.ref.dx[i].scale);
+}
+
+// A sum of doubles, compensated (Neumaier): exact enough for a law's check (errs by ~2^-104 relative).
+struct Sum {
+  double s = 0, comp = 0, abs = 0;
+  void add(double v) {
+    const double t = s + v;
+    comp += std::fabs(s) >= std::fabs(v) ? (s - t) + v : (v - t) + s;
+    s = t;
+    abs += std::fabs(v);
+  }
+  double value() const { return s + comp; }
+};
+
+// dx_sum_zero (LayerNorm): Σ dx_i = 0 exactly (the forward is invariant under x → x + c·1, so dx ⟂ 1); the
+// kernel's Σ dx_i may be off by at most Σ allowance_i.
+std::string check_dx_sum_zero(const CheckContext& ctx, const Case& c) {
+  const Gradients got = run_backward(ctx.kernel, c);
+  if (!got.violation.empty()) return got.violation;
+  const ExactGradients e = exact_gradients(c);
+  const Format f = format_of(c.spec.dtype);
+  const std::int64_t n = c.spec.cols();
+  for (std::int64_t r = 0; r < c.spec.rows(); ++r) {
+    if (!exact_row_finite(c, e, r)) continue;
+    Sum s;
+    double bound = 0;
+    for (std::int64_t i = r * n; i < (r + 1) * n; ++i) {
+      const double v = bits_to_double(f, got.dx[static_cast<std::size_t>(i)]);
+      if (!std::isfinite(v))
+        return fmt("row %lld: dx[%lld] = %.9g where the exact gradient is finite", (long long)r, (long long)(i - r * n), v);
+      s.add(v);
+      bound += dx_allowance(ctx, f, e, static_cast<std::size_t>(i), n);
+    }
+    ctx.worst.note("dx_sum/allowed", bound > 0 ? std::fabs(s.value()) / bound : 0);
+    if (!(std::fabs(s.value()) <= bound * (1 + 1e-9) + 1e-300))
+      return fmt("row %lld: sum of dx = %.9g, allowed %.4g (the sum of its elements' budgets): dx is not orthogonal to the ones vector",
+                 (long long)r, s.value(), bound);
+  }
+  return "";
+}
+
+// dx_orthogonal (eps = 0): LayerNorm Σ dx_i·(x_i − mean) = 0 (the forward is invariant under x → a·x, a > 0,
+// and with the shift invariance dx ⟂ x − mean); RMSNorm Σ dx_i·x_i = 0. Bound: Σ |x_i − mean|·allowance_i,
+// plus the check's own rounding, in long double (f64 rows near overflow have x − mean past double's range):
+// each difference and product to 2^-63 relative, the compensated sum to ~2^-126.
+std::string check_dx_orthogonal(const CheckContext& ctx, const Case& c) {
+  const Gradients got = run_backward(ctx.kernel, c);
+  if (!got.violation.empty()) return got.violation;
+  const ExactGradients e = exact_gradients(c);
+  const Format f = format_of(c.spec.dtype);
+  const std::int64_t n = c.spec.cols();
+  const bool is_centred = centred(c.spec.op);
+  using L = long double;
+  for (std::int64_t r = 0; r < c.spec.rows(); ++r) {
+    if (!exact_row_finite(c, e, r)) continue;
+    L mean = 0;
+    for (std::int64_t i = r * n; i < (r + 1) * n; ++i) mean += static_cast<L>(c.x[static_cast<std::size_t>(i)]);
+    mean = is_centred ? mean / static_cast<L>(n) : L(0);
+    L s = 0, comp = 0, abs = 0, bound = 0;
+    for (std::int64_t i = r * n; i < (r + 1) * n; ++i) {
+      const L d = static_cast<L>(c.x[static_cast<std::size_t>(i)]) - mean;
+      const double v = bits_to_double(f, got.dx[static_cast<std::size_t>(i)]);
+      if (!std::isfinite(v))
+        return fmt("row %lld: dx[%lld] = %.9g where the exact gradient is finite", (long long)r, (long long)(i - r * n), v);
+      const L t = static_cast<L>(v) * d, u = s + t;
+      comp += std::fabs(s) >= std::fabs(t) ? (s - u) + t : (t - u) + s;
+      s = u;
+      abs += std::fabs(t);
+      bound += std::fabs(d) * static_cast<L>(dx_allowance(ctx, f, e, static_cast<std::size_t>(i), n));
+    }
+    // The mean's own error (n·2^-64 of Σ|x|) moves the sum by that times |Σ dx|, itself within Σ allowance.
+    const L sum = s + comp;
+    bound += 0x1p-60L * abs;
+    ctx.worst.note("dx_orthogonal/allowed", bound > 0 ? static_cast<double>(std::fabs(sum) / bound) : 0);
+    if (!(std::fabs(sum) <= bound * (1 + 1e-9L) + 1e-300L))
+      return fmt("row %lld: sum of dx*(x - mean) = %.9Lg, allowed %.4Lg: dx is not orthogonal to x - mean (eps = 0)", (long long)r,
+                 sum, bound);
+  }
+  return "";
+}
+
+bool is_zero(const Format& f, std::uint64_t bits) { return bits_to_double(f, bits) == 0; }
+
+// width_one (LayerNorm): each row's only element is its mean, so xhat = 0: dx = 0 and dgamma = 0 exactly
+// (PyTorch once returned a nonzero weight gradient for normalized_shape=(1,)); dbeta within budget.
+std::string check_width_one(const CheckContext& ctx, const Case& c) {
+  Case one = c;
+  const std::int64_t n = c.spec.cols();
+  one.spec.shape = {c.spec.rows(), 1};
+  one.spec.axis = 1;
+  one.x.clear();
+  one.dy.clear();
+  for (std::int64_t r = 0; r < c.spec.rows(); ++r) {
+    one.x.push_back(c.x[static_cast<std::size_t>(r * n)]);
+    one.dy.push_back(c.dy[static_cast<std::size_t>(r * n)]);
+  }
+  if (!c.gamma.empty()) one.gamma = std::vector<double>{c.gamma.front()};
+  if (!c.beta.empty()) one.beta = std::vector<double>{c.beta.front()};
+  const Gradients got = run_backward(ctx.kernel, one);
+  if (!got.violation.empty()) return got.violation;
+  const Format f = format_of(c.spec.dtype), pf = format_of(c.spec.params());
+  for (std::size_t r = 0; r < got.dx.size(); ++r) {
+    if (!row_finite(one, static_cast<std::int64_t>(r))) continue;
+    if (!is_zero(f, got.dx[r])) return fmt("width 1, row %zu: dx = %.9g, must be 0 (xhat is 0)", r, bits_to_double(f, got.dx[r]));
+  }
+  bool all_finite = true;
+  for (std::int64_t r = 0; r < one.spec.rows(); ++r) all_finite = all_finite && row_finite(one, r);
+  if (all_finite && !got.dgamma.empty() && !is_zero(pf, got.dgamma[0]))
+    return fmt("width 1: dgamma = %.9g, must be 0 (every xhat is 0)", bits_to_double(pf, got.dgamma[0]));
+  return gradients_within(ctx, one, got, exact_gradients(one));
+}
+
+// dy_zero: no upstream gradient, no gradient: dx, dgamma, dbeta all zero (either sign) on finite rows.
+std::string check_dy_zero(const CheckContext& ctx, const Case& c) {
+  std::vector<double> dy(c.dy.size(), 0.0);
+  for (std::size_t i = 0; i < dy.size(); i += 3) dy[i] = -0.0;
+  const Case z = with_dy(c, dy);
+  const Gradients got = run_backward(ctx.kernel, z);
+  if (!got.violation.empty()) return got.violation;
+  const Format f = format_of(c.spec.dtype), pf = format_of(c.spec.params());
+  for (std::size_t i = 0; i < got.dx.size(); ++i)
+    if (!is_zero(f, got.dx[i])) return fmt("dy = 0: dx[%zu] = %.9g, must be 0", i, bits_to_double(f, got.dx[i]));
+  for (const auto& [v, what] : {std::pair{&got.dgamma, "dgamma"}, std::pair{&got.dbeta, "dbeta"}})
+    for (std::size_t j = 0; j < v->size(); ++j)
+      if (!is_zero(pf, (*v)[j])) return fmt("dy = 0: %s[%zu] = %.9g, must be 0", what, j, bits_to_double(pf, (*v)[j]));
+  return "";
+}
+
+// dy_linearity: the gradients are linear in dy, and scaling by ±2^k is exact in binary floating point, so
+// a kernel's dy → s·dy must scale every output bitwise — wherever no value leaves the normal range: only
+// outputs normal in both runs are compared (a subnormal or overflowing one scales inexactly).
+std::string check_dy_linearity(const CheckContext& ctx, const Case& c) {
+  const Gradients base = run_backward(ctx.kernel, c);
+  if (!base.violation.empty()) return base.violation;
+  const Format f = format_of(c.spec.dtype), pf = format_of(c.spec.params());
+  const double min_normal_x = std::ldexp(1.0, f.emin), min_normal_p = std::ldexp(1.0, pf.emin);
+  for (double s : {-1.0, 2.0, -0.5}) {
+    std::vector<double> dy = c.dy;
+    bool representable = true;
+    for (double& v : dy) {
+      v *= s;
+      representable = representable && (v == 0 || std::isnan(v) || (std::fabs(v) >= min_normal_x && round_to_format(f, v) == v));
+    }
+    if (!representable) continue;  // dy itself would round: not the same dy scaled
+    const Gradients got = run_backward(ctx.kernel, with_dy(c, dy));
+    if (!got.violation.empty()) return fmt("dy x %g: ", s) + got.violation;
+    const auto compare = [&](const char* what, const Format& ff, double min_normal, const std::vector<std::uint64_t>& a,
+                             const std::vector<std::uint64_t>& b) -> std::string {
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        const double va = bits_to_double(ff, a[i]), vb = bits_to_double(ff, b[i]);
+        // Both values strictly inside the normal range, away from the top binade: a value at the smallest
+        // normal may be a rounded subnormal, one in the top binade may round to Inf when scaled.
+        const double top = std::ldexp(1.0, ff.emax - 1);
+        if (!std::isfinite(va) || std::fabs(va) <= min_normal || std::fabs(va * s) <= min_normal || std::fabs(va) >= top ||
+            std::fabs(va * s) >= top)
+          continue;
+        if (vb != va * s)
+          return fmt("dy x %g: %s[%zu] = %.9g, but %g x %.9g (dy as given) = %.9g: not linear in dy", s, what, i, vb, s, va, va * s);
+      }
+      return "";
+    };
+    if (auto m = compare("dx", f, min_normal_x, base.dx, got.dx); !m.empty()) return m;
+    if (auto m = compare("dgamma", pf, min_normal_p, base.dgamma, got.dgamma); !m.empty()) return m;
+    if (auto m = compare("dbeta", pf, min_normal_p, base.dbeta, got.dbeta); !m.empty()) return m;
+  }
+  return "";
+}
+
+}  // namespace
+
+// Which inputs each backward property draws. Cases reach 160 rows (more than two of the kernels' 64-row
+// reduction blocks, so a dropped block shows) with at most 2^12 elements: the exact dx costs a 160-bit
+// evaluation per element and dgamma a 192-bit sum per column (2^14 made the quick suite 4x slower: 63 s
+// per kernel on the 2-core machine). Rows up to 4096 wide (determinism tiles its case to 2^18 elements).
+PropertyDef backward_definition(Property p, DType dtype, Op op) {
+  (void)dtype;
+  using C = RowClass;
+  const std::vector<RowClass> finite = {C::normal, C::uniform, C::offset, C::constant, C::tiny, C::huge,
+                                        C::subnormal, C::sparse, C::exact_stats, C::bits};
+  const bool rms = norm_of(op) == Op::rmsnorm;
+  Profile prof;
+  prof.max_rows = 160;
+  prof.max_elements = 1 << 12;
+  prof.classes = finite;
+  switch (p) {
+    case Property::shape:
+      prof.classes.push_back(C::nonfinite);
+      return {p, prof, &check_bwd_shape};
+    case Property::accuracy: return {p, prof, &check_bwd_accuracy};
+    case Property::params:
+      prof.params = true;
+      return {p, prof, &check_bwd_accuracy};
+    case Property::nonfinite:
+      prof.classes = {C::nonfinite, C::normal, C::offset};
+      return {p, prof, &check_bwd_nonfinite};
+    case Property::row_independence:
+      prof.max_rows = 48;
+      return {p, prof, &check_bwd_row_independence};
+    case Property::determinism:
+      prof.classes.push_back(C::nonfinite);
+      return {p, prof, &check_bwd_determinism};
+    case Property::dx_sum_zero: return {p, prof, &check_dx_sum_zero};
+    case Property::dx_orthogonal:
+      // eps = 0: rows with a spread (a constant row has no xhat; tiny rows are about eps).
+      prof.classes = {C::normal, C::uniform, C::offset, C::sparse, C::exact_stats, C::huge, C::subnormal};
+      if (rms) prof.classes.push_back(C::bits);
+      prof.eps_zero_only = true;
+      return {p, prof, &check_dx_orthogonal};
+    case Property::width_one:
+      prof.allow_eps_zero = false;  // eps = 0 at width 1: var + eps = 0, no xhat
+      return {p, prof, &check_width_one};
+    case Property::dy_zero:
+      prof.allow_eps_zero = false;
+      return {p, prof, &check_dy_zero};
+    case Property::dy_linearity:
+      // Rows whose xhat, products and sums stay in the normal range (subnormal and range-edge rows would
+      // scale inexactly inside a kernel, where the check cannot see).
+      // (RMSNorm's constant rows have xhat = x·rstd as small as x: subnormal products in f32.)
+      prof.classes = {C::normal, C::uniform, C::offset, C::sparse, C::exact_stats};
+      prof.allow_eps_zero = false;
+      return {p, prof, &check_dy_linearity};
+    default: break;
+  }
+  return {p, prof, nullptr};
+}
+
+}  // namespace lnorm::verify
