@@ -113,6 +113,9 @@ void print_tables(const std::vector<Result>& results, const std::vector<Shape>& 
       if (fused) {
         std::printf("\n%s%s (GB/s of x + residual read, h + y written + %s; single calls, median; copy = fastest "
                     "copy of x to y and residual to h)\n", s.text().c_str(), op_text.c_str(), params);
+      } else if (backward(op)) {
+        std::printf("\n%s%s (GB/s of x + dy read, dx written + %s and their gradients; single calls, median; copy = "
+                    "fastest copy of x to y: the ceiling is its bandwidth)\n", s.text().c_str(), op_text.c_str(), params);
       } else {
         std::printf("\n%s%s (GB/s of x read + y written + %s; single calls, median; copy = fastest copy of x to y)\n",
                     s.text().c_str(), op_text.c_str(), params);
@@ -161,6 +164,7 @@ void print_tables(const std::vector<Result>& results, const std::vector<Shape>& 
 
 struct BenchFlags {
   std::vector<std::string> kernels, shapes, dtypes, ops;
+  std::string dir = "fwd";
   int threads = 1;
   bool quick = false, cold = false;
   std::string json;
@@ -183,6 +187,10 @@ void add_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("--op", f->ops, "layernorm, rmsnorm, add_layernorm or add_rmsnorm, repeatable (default: layernorm); "
                                   "RMSNorm runs with gamma, no beta; Add & Norm with a residual in x's dtype, against "
                                   "a copy of x to y and residual to h");
+  cmd->add_option("--dir", f->dir,
+                  "fwd (default) or bwd: the backward of the --op norms (x and dy read, dx written, dgamma/dbeta; "
+                  "from the forward's saved statistics), against the copy's bandwidth")
+      ->default_val("fwd");
   cmd->add_option("--threads", f->threads, "Threads per kernel call (default 1)")->check(CLI::Range(1, 1024));
   cmd->add_flag("--quick", f->quick, "Fewer shapes and repetitions: every available kernel in under 2 minutes");
   cmd->add_flag("--cold", f->cold, "Evict the caches (64 MiB) before every timed call: data comes from DRAM");
@@ -194,9 +202,15 @@ void add_bench(CLI::App& app, int& exit_code) {
     for (const std::string& s : f->shapes) shapes.push_back(shape_flag(s));
     if (shapes.empty()) shapes = bench::builtin_shapes(f->quick);
     const auto dtypes = dtypes_or(f->dtypes, {DType::f32, DType::bf16, DType::f16});
+    if (f->dir != "fwd" && f->dir != "bwd") throw InputError("--dir " + f->dir + ": expected fwd or bwd");
+    const bool bwd = f->dir == "bwd";
     std::vector<Op> ops;
-    for (const std::string& o : f->ops) ops.push_back(op_flag(o));
-    if (ops.empty()) ops.push_back(Op::layernorm);
+    for (const std::string& o : f->ops) {
+      const Op op = op_flag(o);
+      if (bwd && fused_add(op)) throw InputError("--op " + o + " --dir bwd: Add & Norm's backward is not built");
+      ops.push_back(bwd ? backward_of(op) : op);
+    }
+    if (ops.empty()) ops.push_back(bwd ? Op::layernorm_bwd : Op::layernorm);
     std::vector<const KernelInfo*> kernels;
     for (const std::string& k : f->kernels) kernels.push_back(&kernel_flag(k));
     if (kernels.empty()) {
@@ -217,7 +231,7 @@ void add_bench(CLI::App& app, int& exit_code) {
         }
         for (const Op op : ops) {
           // oneDNN has no fused residual add: no baseline for Add & Norm (its column shows "-").
-          if (!onednn_why && !fused_add(op)) entries.push_back({"onednn", nullptr, d, s, op});
+          if (!onednn_why && !fused_add(op) && !backward(op)) entries.push_back({"onednn", nullptr, d, s, op});
           for (const KernelInfo* k : kernels) {
             if (k->dtypes.contains(d) && k->ops.contains(op)) entries.push_back({std::string(k->name), k, d, s, op});
           }

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -45,6 +46,9 @@ namespace {
 struct Operands {
   Problem p;
   std::vector<std::byte> x, g, b, y, mean, rstd, residual, h;
+  // The backward: dy (data), the forward's saved mean/rstd (in stats_dtype, from a double two-pass: speed
+  // does not depend on their last bit), dx in y, dgamma and dbeta (x's dtype, as gamma).
+  std::vector<std::byte> dy, dgamma, dbeta;
   Operands(const Entry& e, const Settings& s) {
     // RMSNorm as the transformers that use it: gamma, no beta, no mean.
     const bool beta = s.affine && centred(e.op);
@@ -60,6 +64,41 @@ struct Operands {
       residual = random_data(e.dtype, p.elements(), 4);
       h.resize(x.size());
     }
+    if (backward(e.op)) {
+      dy = random_data(e.dtype, p.elements(), 5);
+      if (!g.empty()) dgamma.resize(g.size());
+      if (beta) dbeta.resize(g.size());
+      save_statistics();
+    }
+  }
+  void save_statistics() {
+    const DType sd = stats_dtype(p.dtype);
+    mean.resize(static_cast<std::size_t>(p.rows) * size_of(sd));
+    rstd.resize(mean.size());
+    for (std::int64_t r = 0; r < p.rows; ++r) {
+      double s = 0, q = 0;
+      for (std::int64_t i = 0; i < p.cols; ++i) s += value(r * p.cols + i);
+      const double m = centred(p.op) ? s / static_cast<double>(p.cols) : 0.0;
+      for (std::int64_t i = 0; i < p.cols; ++i) q += (value(r * p.cols + i) - m) * (value(r * p.cols + i) - m);
+      const double rs = 1.0 / std::sqrt(q / static_cast<double>(p.cols) + p.eps);
+      if (sd == DType::f64) {
+        std::memcpy(mean.data() + 8 * r, &m, 8);
+        std::memcpy(rstd.data() + 8 * r, &rs, 8);
+      } else {
+        const float mf = static_cast<float>(m), rf = static_cast<float>(rs);
+        std::memcpy(mean.data() + 4 * r, &mf, 4);
+        std::memcpy(rstd.data() + 4 * r, &rf, 4);
+      }
+    }
+  }
+  double value(std::int64_t i) const {
+    switch (p.dtype) {
+      case DType::f32: { float v; std::memcpy(&v, x.data() + 4 * i, 4); return v; }
+      case DType::f64: { double v; std::memcpy(&v, x.data() + 8 * i, 8); return v; }
+      case DType::f16: { f16 v; std::memcpy(&v, x.data() + 2 * i, 2); return to_float(v); }
+      case DType::bf16: { bf16 v; std::memcpy(&v, x.data() + 2 * i, 2); return to_float(v); }
+    }
+    return 0;
   }
 };
 
@@ -68,6 +107,19 @@ struct KernelBody : Body {
   Operands o;
   KernelBody(const Entry& e, const Settings& s) : k(e.kernel), o(e, s) {}
   void call() override {
+    if (backward(o.p.op)) {
+      Tensors t;
+      t.x = o.x.data();
+      t.gamma = o.g.empty() ? nullptr : o.g.data();
+      t.dy = o.dy.data();
+      t.saved_mean = centred(o.p.op) ? o.mean.data() : nullptr;
+      t.saved_rstd = o.rstd.data();
+      t.dx = o.y.data();
+      t.dgamma = o.dgamma.empty() ? nullptr : o.dgamma.data();
+      t.dbeta = o.dbeta.empty() ? nullptr : o.dbeta.data();
+      k->run(o.p, t);
+      return;
+    }
     k->run(o.p, Tensors{o.x.data(), o.g.empty() ? nullptr : o.g.data(), o.b.empty() ? nullptr : o.b.data(), o.y.data(),
                         o.mean.empty() ? nullptr : o.mean.data(), o.rstd.data(),
                         o.residual.empty() ? nullptr : o.residual.data(), o.h.empty() ? nullptr : o.h.data()});

@@ -55,10 +55,13 @@ namespace {
 
 double bytes_per_call(const Entry& e, const Settings& s) {
   const double es = static_cast<double>(size_of(e.dtype));
-  // x read, y written (and residual read, h written: Add & Norm and its copy)
-  double bytes = (fused_add(e.op) ? 4.0 : 2.0) * static_cast<double>(e.shape.rows * e.shape.cols) * es;
-  // gamma (and beta for LayerNorm) once
-  if (s.affine && !is_copy(e.what)) bytes += (centred(e.op) ? 2.0 : 1.0) * static_cast<double>(e.shape.cols) * es;
+  // x read, y written (and residual read, h written: Add & Norm and its copy; the backward: x and dy read,
+  // dx written)
+  const double streams = fused_add(e.op) ? 4.0 : backward(e.op) && !is_copy(e.what) ? 3.0 : 2.0;
+  double bytes = streams * static_cast<double>(e.shape.rows * e.shape.cols) * es;
+  // gamma (and beta for LayerNorm) once; the backward reads gamma and writes dgamma (and dbeta)
+  if (s.affine && !is_copy(e.what))
+    bytes += (backward(e.op) ? (centred(e.op) ? 3.0 : 2.0) : (centred(e.op) ? 2.0 : 1.0)) * static_cast<double>(e.shape.cols) * es;
   return bytes;
 }
 

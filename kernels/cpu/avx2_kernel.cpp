@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "add_norm.hpp"
+#include "backward.hpp"
+#include "backward_blocks.hpp"
 #include "isa.hpp"
 #include "kernels.hpp"
 #include "lnorm/params.hpp"
@@ -32,12 +34,29 @@ std::optional<std::string> avx2_why_not(const Problem&) {
 // residual beside 16-bit x is the scalar kernels' for now).
 std::optional<std::string> avx2_add_why_not(const Problem& p) {
   if (auto why = avx2_why_not(p)) return why;
+  if (backward(p.op) && p.dtype != DType::f32) return "avx2's backward takes f32 (welford and naive: every dtype)";
   if (fused_add(p.op) && p.residual_dtype != p.dtype)
     return "the avx2 kernels take the residual in x's dtype (an f32 residual beside 16-bit x: welford, naive)";
   return std::nullopt;
 }
 
+// The backward (f32): without the forward's saved statistics, the careful scalar backward.
+void avx2_backward_run(const Problem& p, const Tensors& t) {
+  if (!t.saved_rstd || (centred(p.op) && !t.saved_mean)) return careful_backward(p, t);
+  std::vector<float> w;
+  if (p.has_gamma && t.gamma) {  // w = C + gamma rounded once to f32
+    w.resize(static_cast<std::size_t>(p.cols));
+    for (std::int64_t j = 0; j < p.cols; ++j)
+      w[static_cast<std::size_t>(j)] = static_cast<float>(p.gamma_offset + param_value(p.param_dtype, t.gamma, j));
+  }
+  const BackwardRows a{static_cast<const float*>(t.x), static_cast<const float*>(t.dy), w.empty() ? nullptr : w.data(),
+                       static_cast<const float*>(t.saved_mean), static_cast<const float*>(t.saved_rstd), static_cast<float*>(t.dx),
+                       p.cols, centred(p.op), &careful_backward_row_f32, &p};
+  backward_blocks<double>(p, t, [&](std::int64_t r0, std::int64_t r1, double* dg, double* db) { avx2::backward_rows(a, r0, r1, dg, db); });
+}
+
 void avx2_run(const Problem& p, const Tensors& t) {
+  if (backward(p.op)) return avx2_backward_run(p, t);
   // f32 gamma/beta with 16-bit x, or an offset: w = C + gamma and beta staged in f32 once per call.
   StagedParams<float> staged;
   if (!params_in_place(p)) staged = stage_params<float>(p, t);
@@ -76,8 +95,8 @@ const KernelInfo kAvx2Cr{"avx2_cr",
                          OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
 
 const KernelInfo kAvx2{"avx2",
-                       "AVX2+FMA, 8 f32 lanes: one fused read of shifted sums (corrected two-pass if they cancel), two-float mean (RMSNorm: the sum of squares); streamed y at DRAM sizes; f32 math for f16/bf16",
+                       "AVX2+FMA, 8 f32 lanes: one fused read of shifted sums (corrected two-pass if they cancel), two-float mean (RMSNorm: the sum of squares); streamed y at DRAM sizes; f32 math for f16/bf16; backward (f32) from the saved statistics, f64 sums",
                        DTypeSet{DType::f32, DType::f16, DType::bf16}, &avx2_add_why_not, &avx2_run, false,
-                       OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
+                       OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm, Op::layernorm_bwd, Op::rmsnorm_bwd}};
 
 }  // namespace lnorm::cpu

@@ -23,6 +23,7 @@
 
 #include "backward.hpp"
 #include "backward_blocks.hpp"
+#include "isa.hpp"
 #include "lnorm/half.hpp"
 #include "lnorm/params.hpp"
 
@@ -113,6 +114,45 @@ T narrow(CarefulAcc<T> v) {
   else return from_double<T>(static_cast<double>(v));
 }
 
+// One row of careful_backward: dx of the row, its dy·xhat and dy added to dg and db (null: not wanted).
+template <class T, class A>
+void careful_row(const Problem& p, const T* xr, const T* dyr, const A* w, T* dxr, A* dg, A* db, std::vector<A>& d) {
+  const std::int64_t n = p.cols;
+  const bool is_centred = centred(p.op);
+  d.resize(static_cast<std::size_t>(n));
+  // d_i = x_i − mean (RMSNorm: x_i) from the shifted two-pass: x_i − x_0 is exact in A unless their
+  // exponents are more than 29 apart (then within 2^-53 of the larger).
+  const A shift = is_centred ? static_cast<A>(to_float(xr[0])) : A(0);
+  A s = 0;
+  for (std::int64_t i = 0; i < n; ++i) s += static_cast<A>(to_float(xr[i])) - shift;
+  const A m = is_centred ? s / static_cast<A>(n) : A(0);
+  A q = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    d[static_cast<std::size_t>(i)] = (static_cast<A>(to_float(xr[i])) - shift) - m;
+    q += d[static_cast<std::size_t>(i)] * d[static_cast<std::size_t>(i)];
+  }
+  // A NaN or Inf in x leaves s or q non-finite (A's range holds every finite row's sums): the row has no
+  // statistics and poisons dx and every dgamma column (DESIGN "Backward"), where IEEE alone would give
+  // RMSNorm rstd = 0 and xhat = 0 beside the Inf.
+  const bool poisoned = !std::isfinite(q) || !std::isfinite(s);
+  const A rstd = poisoned ? std::numeric_limits<A>::quiet_NaN() : A(1) / std::sqrt(q / static_cast<A>(n) + static_cast<A>(p.eps));
+  A sum_g = 0, sum_gx = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const A g = static_cast<A>(to_float(dyr[i])) * (w ? w[i] : A(1));
+    sum_g += g;
+    sum_gx += g * d[static_cast<std::size_t>(i)];
+  }
+  // mean(g·xhat) = rstd·Σ g·d / n: one multiplication by rstd instead of n.
+  const A mean_g = is_centred ? sum_g / static_cast<A>(n) : A(0), mean_gx = rstd * sum_gx / static_cast<A>(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const A dyi = static_cast<A>(to_float(dyr[i]));
+    const A xhat = d[static_cast<std::size_t>(i)] * rstd;
+    dxr[i] = narrow<T>(rstd * (dyi * (w ? w[i] : A(1)) - mean_g - xhat * mean_gx));
+    if (dg) dg[i] += dyi * xhat;
+    if (db) db[i] += dyi;
+  }
+}
+
 template <class T>
 void careful(const Problem& p, const Tensors& t) {
   using A = CarefulAcc<T>;
@@ -120,44 +160,10 @@ void careful(const Problem& p, const Tensors& t) {
   const T* dy = static_cast<const T*>(t.dy);
   T* dx = static_cast<T*>(t.dx);
   const std::int64_t n = p.cols;
-  const bool is_centred = centred(p.op);
   const std::vector<A> w = weights<A>(p, t);
   backward_blocks<A>(p, t, [&](std::int64_t r0, std::int64_t r1, A* dg, A* db) {
-    std::vector<A> d(static_cast<std::size_t>(n));
-    for (std::int64_t r = r0; r < r1; ++r) {
-      const T* xr = x + r * n;
-      const T* dyr = dy + r * n;
-      // d_i = x_i − mean (RMSNorm: x_i) from the shifted two-pass: x_i − x_0 is exact in A.
-      const A shift = is_centred ? static_cast<A>(to_float(xr[0])) : A(0);
-      A s = 0;
-      for (std::int64_t i = 0; i < n; ++i) s += static_cast<A>(to_float(xr[i])) - shift;
-      const A m = is_centred ? s / static_cast<A>(n) : A(0);
-      A q = 0;
-      for (std::int64_t i = 0; i < n; ++i) {
-        d[static_cast<std::size_t>(i)] = (static_cast<A>(to_float(xr[i])) - shift) - m;
-        q += d[static_cast<std::size_t>(i)] * d[static_cast<std::size_t>(i)];
-      }
-      // A NaN or Inf in x leaves s or q non-finite (A's range holds every finite row's sums): the row has no
-      // statistics and poisons dx and every dgamma column (DESIGN "Backward"), where IEEE alone would give
-      // RMSNorm rstd = 0 and xhat = 0 beside the Inf.
-      const bool poisoned = !std::isfinite(q) || !std::isfinite(s);
-      const A rstd = poisoned ? std::numeric_limits<A>::quiet_NaN() : A(1) / std::sqrt(q / static_cast<A>(n) + static_cast<A>(p.eps));
-      A sum_g = 0, sum_gx = 0;
-      for (std::int64_t i = 0; i < n; ++i) {
-        const A g = static_cast<A>(to_float(dyr[i])) * w[static_cast<std::size_t>(i)];
-        sum_g += g;
-        sum_gx += g * d[static_cast<std::size_t>(i)];
-      }
-      // mean(g·xhat) = rstd·Σ g·d / n: one multiplication by rstd instead of n.
-      const A mean_g = is_centred ? sum_g / static_cast<A>(n) : A(0), mean_gx = rstd * sum_gx / static_cast<A>(n);
-      for (std::int64_t i = 0; i < n; ++i) {
-        const A dyi = static_cast<A>(to_float(dyr[i]));
-        const A xhat = d[static_cast<std::size_t>(i)] * rstd;
-        dx[r * n + i] = narrow<T>(rstd * (dyi * w[static_cast<std::size_t>(i)] - mean_g - xhat * mean_gx));
-        if (dg) dg[i] += dyi * xhat;
-        if (db) db[i] += dyi;
-      }
-    }
+    std::vector<A> d;
+    for (std::int64_t r = r0; r < r1; ++r) careful_row<T, A>(p, x + r * n, dy + r * n, w.data(), dx + r * n, dg, db, d);
   });
 }
 
@@ -182,6 +188,15 @@ struct Careful {
 }  // namespace
 
 void naive_backward(const Problem& p, const Tensors& t) { dispatch<Textbook>(p, t); }
+
+void careful_backward_row_f32(const BackwardRows& a, std::int64_t r, double* dg, double* db) {
+  const Problem& p = *static_cast<const Problem*>(a.problem);
+  thread_local std::vector<double> d, w;
+  w.assign(static_cast<std::size_t>(a.cols), 1.0);
+  if (a.w)
+    for (std::int64_t j = 0; j < a.cols; ++j) w[static_cast<std::size_t>(j)] = a.w[j];
+  careful_row<float, double>(p, a.x + r * a.cols, a.dy + r * a.cols, w.data(), a.dx + r * a.cols, dg, db, d);
+}
 void careful_backward(const Problem& p, const Tensors& t) { dispatch<Careful>(p, t); }
 
 }  // namespace lnorm::cpu

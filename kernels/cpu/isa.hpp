@@ -21,7 +21,26 @@ struct Staged64 {
   const double* beta = nullptr;
 };
 
+// A backward row range as the ISA code reads it (f32 data; the generic driver stages w = C + gamma in f32
+// and owns the block partials): saved statistics of the forward, and the careful scalar row for the rows the
+// fast path declines (careful_row adds that row's dy·xhat and dy to dg/db as the fast path would).
+struct BackwardRows {
+  const float* x;
+  const float* dy;
+  const float* w;  // cols, or null (weight 1)
+  const float* mean;  // saved, rows (null for RMSNorm)
+  const float* rstd;  // saved, rows
+  float* dx;
+  std::int64_t cols;
+  bool centred;
+  void (*careful_row)(const BackwardRows&, std::int64_t row, double* dg, double* db);
+  const void* problem;  // the Problem, for careful_row
+};
+
 namespace avx2 {
+// The backward of rows [r0, r1) (avx2_backward.cpp): dx written, each row's dy·xhat and dy added to dg and
+// db (cols doubles each, or null) in row order.
+void backward_rows(const BackwardRows& a, std::int64_t r0, std::int64_t r1, double* dg, double* db);
 // Rows [begin, end) of p (f32, f16 or bf16; layernorm or rmsnorm). Rows whose statistics leave the fast
 // path's safe range (near overflow, subnormal spread, NaN/Inf) are handed to welford_row.
 void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged& staged);
