@@ -185,7 +185,7 @@ TEST_CASE("native f32 -> bf16 (AVX512-BF16 and integer) and f32 -> f16 equal the
   same(emu::emu_f16, "f16");
 }
 
-TEST_CASE("native f64 -> f16/bf16 through round-to-odd f32 equals the emulation; f16 -> f32 too", "[avx512][native]") {
+TEST_CASE("native f64 -> f16/bf16 through round-to-odd f32 equals the emulation, and f16 -> f32 too", "[avx512][native]") {
   std::vector<double> in;
   std::mt19937_64 rng(2);
   for (float f : conversion_inputs()) {

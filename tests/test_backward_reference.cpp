@@ -205,7 +205,7 @@ TEST_CASE("backward reference: the gradient formulas match central finite differ
   }
 }
 
-TEST_CASE("backward reference: width-1 LayerNorm rows and dy = 0 give exact zeros; dbeta is Σ dy", "[backward]") {
+TEST_CASE("backward reference: width-1 LayerNorm rows and dy = 0 give exact zeros, and dbeta is Σ dy", "[backward]") {
   Data d = draw_data(Op::layernorm, DType::f32, 5, 1, 3.0, 1e-5, true, 0.0, 5);
   Run r = run(d);
   for (std::int64_t i = 0; i < 5; ++i) CHECK(std::bit_cast<std::uint32_t>(static_cast<float>(decode(DType::f32, r.dx, i))) == 0u);
@@ -220,7 +220,7 @@ TEST_CASE("backward reference: width-1 LayerNorm rows and dy = 0 give exact zero
   for (std::size_t j = 0; j < 9; ++j) CHECK((decode(DType::bf16, r.dgamma, j) == 0.0 && decode(DType::bf16, r.dbeta, j) == 0.0));
 }
 
-TEST_CASE("backward reference: a NaN poisons its dx row and the columns it touches, nothing else; an Inf gives IEEE's sums", "[backward]") {
+TEST_CASE("backward reference: a NaN poisons its dx row and the columns it touches, nothing else, and an Inf gives IEEE's sums", "[backward]") {
   Data d = draw_data(Op::layernorm, DType::f32, 4, 6, 0.0, 1e-5, true, 0.0, 8);
   d.dy[1 * 6 + 3] = NAN;  // dy[1][3]: dx row 1 (through mean(g)), dgamma and dbeta of column 3
   Run r = run(d);
@@ -278,7 +278,7 @@ TEST_CASE("backward reference: dgamma at an exact tie is decided exactly (ration
   CHECK(decode(DType::f32, r.dgamma, 1) == 1.0 + 0x1p-23);
 }
 
-TEST_CASE("backward reference: terms that cancel exactly across rows scaled by 2^k are 0; by 3 the column is counted undecided",
+TEST_CASE("backward reference: terms that cancel exactly across rows scaled by 2^k are 0, and by 3 the column is counted undecided",
           "[backward]") {
   // eps = 0: xhat is scale invariant, so rows x and 2x have the same xhat, and dy = +1, -1 cancel dgamma exactly.
   // W differs by 4: one square class, merged, coefficient 0: exactly +0.

@@ -62,7 +62,7 @@ TEST_CASE("copy ceiling: Add & Norm's is the four-stream copy (x to y, residual 
   CHECK_FALSE(copy_ceiling({two}, DType::f32, s, Op::add_rmsnorm));  // no four-stream copy measured: none
 }
 
-TEST_CASE("copy ceiling: skipped copies do not count; none measured gives none", "[bench][ceiling]") {
+TEST_CASE("copy ceiling: skipped copies do not count, and none measured gives none", "[bench][ceiling]") {
   const Shape s{16, 64};
   Result fast = measured("avx2_stream", DType::f32, s, 99.0);
   fast.skipped = "needs AVX2 (this CPU lacks it)";
@@ -86,7 +86,7 @@ TEST_CASE("copy ceiling: a result above 1.05x is 'ceiling suspect' with both num
   CHECK(s.find('%') == std::string::npos);
 }
 
-TEST_CASE("copies: memcpy always runs; the AVX2 and AVX-512 loops say why not where they cannot", "[bench][ceiling]") {
+TEST_CASE("copies: memcpy always runs, and the AVX2 and AVX-512 loops say why not where they cannot", "[bench][ceiling]") {
   CHECK(copy_names().size() == 5);
   CHECK(copy_unavailable("memcpy").empty());
   __builtin_cpu_init();

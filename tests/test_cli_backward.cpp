@@ -18,7 +18,7 @@ namespace {
 
 }  // namespace
 
-TEST_CASE("reference in the backward direction writes dx, dgamma, dbeta; check passes them correctly rounded (CLI)", "[cli][backward]") {
+TEST_CASE("reference in the backward direction writes dx, dgamma, dbeta, and check passes them correctly rounded (CLI)", "[cli][backward]") {
   TempDir t;
   REQUIRE(cli("gen --out " + t / "x.npy" + " --shape 6x2x16 --dist offset --offset 3").code == 0);
   REQUIRE(cli("gen --out " + t / "g.npy" + " --shape 2x16").code == 0);  // gamma over the normalized dims (axis 1 on)
@@ -47,7 +47,7 @@ TEST_CASE("reference in the backward direction writes dx, dgamma, dbeta; check p
   }
 }
 
-TEST_CASE("check in the backward direction: a dx off by many ulps fails with its index; per-output budgets gate separately (CLI)", "[cli][backward]") {
+TEST_CASE("check in the backward direction: a dx off by many ulps fails with its index, and per-output budgets gate separately (CLI)", "[cli][backward]") {
   TempDir t;
   REQUIRE(cli("gen --out " + t / "x.npy" + " --shape 4x32 --gamma-out " + t / "g.npy").code == 0);
   REQUIRE(cli("gen --out " + t / "dy.npy" + " --shape 4x32").code == 0);
@@ -68,7 +68,7 @@ TEST_CASE("check in the backward direction: a dx off by many ulps fails with its
   CHECK(cli("check --dir bwd" + in + " --dx " + t / "bad.npy" + " --max-dx-ulp 1e9").code == 0);
 }
 
-TEST_CASE("the backward direction refuses forward flags, a missing dy, Add & Norm and a kernel without it; backward flags need it (CLI)", "[cli][backward]") {
+TEST_CASE("the backward direction refuses forward flags, a missing dy, Add & Norm and a kernel without it, and backward flags need it (CLI)", "[cli][backward]") {
   TempDir t;
   REQUIRE(cli("gen --out " + t / "x.npy" + " --shape 2x8").code == 0);
   REQUIRE(cli("gen --out " + t / "dy.npy" + " --shape 2x8").code == 0);
@@ -81,7 +81,7 @@ TEST_CASE("the backward direction refuses forward flags, a missing dy, Add & Nor
   expect_refused(t, "reference" + x + " --dx " + t / "dx.npy", "--dx: needs --dir bwd");
   expect_refused(t, "reference" + x, "--y is required");
   expect_refused(t, "reference --dir sideways" + x + " --y " + t / "y.npy", "--dir sideways: expected fwd or bwd");
-  expect_refused(t, "run --kernel avx2 --dir bwd" + x + " --dy " + t / "dy.npy" + " --dx " + t / "dx.npy",
+  expect_refused(t, "run --kernel avx2_cr --dir bwd" + x + " --dy " + t / "dy.npy" + " --dx " + t / "dx.npy",
                  "cannot run the backward here");
   expect_refused(t, "run --kernel welford --dir bwd" + x + " --dy " + t / "dy.npy" + " --dgamma " + t / "dg.npy", "--dgamma: needs --gamma");
   expect_refused(t, "run --kernel welford --op layernorm_bwd" + x + " --y " + t / "y.npy", "--op layernorm --dir bwd");

@@ -133,7 +133,7 @@ TEST_CASE("cli bench/select: bad shapes and names exit 2 naming the flag", "[cli
   expect_refused(t, "select --shape 4x64 --dtype f8", "--dtype f8");
 }
 
-TEST_CASE("cli bench --op rmsnorm: the RMSNorm kernels beside the copy; oneDNN says why it cannot run", "[cli][bench]") {
+TEST_CASE("cli bench --op rmsnorm: the RMSNorm kernels beside the copy, and oneDNN says why it cannot run", "[cli][bench]") {
   TempDir t;
   const Result r = cli("bench --op rmsnorm --kernel welford --kernel onepass --shape 4x64 --dtype f32 --quick --json " +
                        t / "b.json");

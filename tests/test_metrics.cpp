@@ -62,7 +62,7 @@ TEST_CASE("metrics: ulp distance of statistics counts representable values betwe
   CHECK(ulp_distance(f, NAN, NAN) == 0);
 }
 
-TEST_CASE("metrics: the summary keeps the worst element, budget a + b*kappa; a non-finite mismatch makes max_ulp inf", "[metrics]") {
+TEST_CASE("metrics: the summary keeps the worst element, budget a + b*kappa, and a non-finite mismatch makes max_ulp inf", "[metrics]") {
   const Format f = format_of(DType::f32);
   ErrorSummary s;
   const Budget budget{2, 0.5};

@@ -141,7 +141,7 @@ TEST_CASE("recipe gemma rounds 1 + w to f32: with f32 weights below 2^-24 the we
   CHECK(y == plain);  // weight round_f32(1 + 2^-30) = 1
 }
 
-TEST_CASE("recipe unrounded_h: the op itself where x + residual needs no rounding; different where it does", "[recipe]") {
+TEST_CASE("recipe unrounded_h: the op itself where x + residual needs no rounding, and different where it does", "[recipe]") {
   std::mt19937_64 rng(9);
   const std::int64_t n = 256;
   const Problem p = rms_bf16(n, true);

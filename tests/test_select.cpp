@@ -53,7 +53,7 @@ std::map<std::string, const Candidate*> by_name(const std::vector<Candidate>& cs
 
 }  // namespace
 
-TEST_CASE("select: kernels qualify on verified accuracy; the rest say why", "[bench][select]") {
+TEST_CASE("select: kernels qualify on verified accuracy, and the rest say why", "[bench][select]") {
   SelectRequest rq{Shape{64, 768}, DType::f32, 6};
   const std::vector<Candidate> cs = qualify(kKernels, rq, &accuracy_of);
   const auto c = by_name(cs);
@@ -103,7 +103,7 @@ TEST_CASE("select: the fastest qualified kernel is chosen, the others are slower
   CHECK(c.at("kappa")->gb_per_second == 0);  // never timed, never shown as a speed
 }
 
-TEST_CASE("select: a qualified kernel the run skipped is unavailable; nothing qualified gives none", "[bench][select]") {
+TEST_CASE("select: a qualified kernel the run skipped is unavailable, and nothing qualified gives none", "[bench][select]") {
   SelectRequest rq{Shape{64, 768}, DType::f32, 6};
   std::vector<Candidate> cs = qualify(kKernels, rq, &accuracy_of);
   Result skipped = timed(kKernels[1], rq, 0);
