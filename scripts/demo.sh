@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set-up + the main job, told as a short story: builds lnorm, then one screen per step: the kernels
-# here, their LayerNorm, RMSNorm and Add & Norm accuracy against the exact reference, the verify gate's verdict per
+# here, their LayerNorm, RMSNorm, Add & Norm and backward accuracy against the exact reference, the verify gate's verdict per
 # kernel x op x dtype, one
 # benchmark shape beside the copy ceiling and oneDNN, select's pick, and the precision report's
 # findings. Every step's full output is kept under out/demo/ (the path is printed).
@@ -124,6 +124,32 @@ for y in y_llama y_no_cast; do
 done
 rm -f "$out/recipe.json"
 echo "(y_no_cast skips LlamaRMSNorm's cast of the normalized value to bf16: correctly rounded, but not the model's answer)"
+echo
+
+echo "== 3d. Backward (lnorm run --dir bwd + lnorm check --dir bwd; 256x1024 f32 LayerNorm, eps 1e-5, random gamma/beta,"
+echo "      dy ~ N(0, 1)): max scaled ulp of dx / dgamma / dbeta against the exact gradients; budget 8 + 1*kappa"
+"$lnorm" gen --out "$out/bx.npy" --shape 256x1024 --seed 21 --gamma-out "$out/bg.npy" --beta-out "$out/bb.npy" >/dev/null
+"$lnorm" gen --out "$out/bxo.npy" --shape 256x1024 --seed 21 --dist offset --offset 1e3 >/dev/null
+"$lnorm" gen --out "$out/bdy.npy" --shape 256x1024 --seed 22 >/dev/null
+printf "  %-8s %-24s %-24s\n" kernel "normal rows" "offset rows (kappa ~1e3)"
+for k in welford naive avx2; do
+  line=$(printf "  %-8s" "$k")
+  for x in bx bxo; do
+    in="--x $out/$x.npy --gamma $out/bg.npy --beta $out/bb.npy --dy $out/bdy.npy"
+    outs="--dx $out/bdx.npy --dgamma $out/bdg.npy --dbeta $out/bdb.npy"
+    if "$lnorm" run --kernel "$k" --dir bwd $in $outs 2>/dev/null; then
+      "$lnorm" check --dir bwd $in $outs --json "$out/bcheck.json" >>"$out/check-bwd.txt" 2>&1 || true
+      cell=$($py -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%s %.3g/%.3g/%.3g" % ("PASS" if d["pass"] else "FAIL", d["dx"]["max_finite_ulp"], d["dgamma"]["max_finite_ulp"], d["dbeta"]["max_finite_ulp"]))' "$out/bcheck.json")
+    else
+      cell="-"
+    fi
+    line+=$(printf " %-24s" "$cell")
+  done
+  echo "$line"
+done
+rm -f "$out"/b*.npy "$out/bcheck.json"
+echo "(welford recomputes the statistics in f64; naive and avx2 take the forward's saved f32 mean, whose rounding costs"
+echo " about kappa ulps on offset rows, as torch's backward does; -: not available here; full verdicts: $out/check-bwd.txt)"
 echo
 
 echo "== 4. The CI gate (lnorm verify --quick): each op's properties x every kernel x op x dtype, against property_tests/budgets.toml"
