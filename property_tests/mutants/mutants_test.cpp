@@ -2,6 +2,7 @@
 // mutant × dtype against the [default.*] budgets (a mutant has no section of its own), prints which
 // properties caught which mutant, and exits 1 if any mutant got through every property.
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -9,12 +10,18 @@
 #include "lnorm/verify.hpp"
 #include "mutants.hpp"
 
-// Arguments (optional): the ops to run, e.g. `mutants add_rmsnorm` (default: every forward op).
+// Arguments (optional): `--cases N` (default: the quick suite's 24), then the ops to run, e.g.
+// `mutants add_rmsnorm` (default: every forward op).
 int main(int argc, char** argv) {
   using namespace lnorm;
   using namespace lnorm::verify;
   std::vector<Op> ops;
+  int cases = 0;
   for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--cases" && i + 1 < argc) {
+      cases = std::atoi(argv[++i]);
+      continue;
+    }
     const auto op = parse_op(argv[i]);
     if (!op) {
       std::fprintf(stderr, "mutants: %s is not an op\n", argv[i]);
@@ -27,6 +34,7 @@ int main(int argc, char** argv) {
   const Budgets budgets = Budgets::builtin();
   Settings settings;
   settings.quick = true;
+  settings.cases = cases;
   settings.shrink = false;  // caught or not is the question; the first failing case is printed unshrunk
   settings.command = "lnorm verify (mutant: rebuild with it in the registry)";
   int uncaught = 0;
