@@ -171,7 +171,7 @@ struct BenchFlags {
 };
 
 struct SelectFlags {
-  std::string shape, dtype = "f32", json, op = "layernorm";
+  std::string shape, dtype = "f32", json, op = "layernorm", dir = "fwd";
   double max_ulp = -1;
   int threads = 1;
 };
@@ -272,17 +272,28 @@ void add_select(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-ulp", f->max_ulp,
                   "Accuracy asked: a kernel qualifies when its budgets.toml y budget is at most this many scaled ulps "
                   "and has no kappa term (default: any kernel that passes its own accuracy property)");
+  cmd->add_option("--dir", f->dir,
+                  "fwd (default) or bwd: the op's backward, qualified on the larger of its dx and dgamma budgets")
+      ->default_val("fwd");
   cmd->add_option("--threads", f->threads, "Threads per kernel call (default 1)")->check(CLI::Range(1, 1024));
   cmd->add_option("--json", f->json, "Write {\"kernel\": ..., \"candidates\": [...]} to this file");
   add_plugin_flag(cmd);
   cmd->callback([f, &exit_code] {
     check_outputs({{f->json, "--json"}}, {});
-    const bench::SelectRequest request{shape_flag(f->shape), dtype_flag(f->dtype), f->max_ulp, op_flag(f->op)};
+    if (f->dir != "fwd" && f->dir != "bwd") throw InputError("--dir " + f->dir + ": expected fwd or bwd");
+    Op op = op_flag(f->op);
+    if (f->dir == "bwd") {
+      if (fused_add(op)) throw InputError("--op " + f->op + " --dir bwd: Add & Norm's backward is not built");
+      op = backward_of(op);
+    }
+    const bench::SelectRequest request{shape_flag(f->shape), dtype_flag(f->dtype), f->max_ulp, op};
     const verify::Budgets budgets = verify::Budgets::builtin();
-    // The verified accuracy select qualifies kernels on: budgets.toml (plugins: its [default] sections).
+    // The verified accuracy select qualifies kernels on: budgets.toml (plugins: its [default] sections); a
+    // backward on the larger of its dx and dgamma budgets.
     const auto accuracy = [&](const KernelInfo& k) {
       const verify::KernelBudget& kb = budgets.for_kernel(request.op, k.name, request.dtype);
-      bench::Accuracy a{kb.y.a, kb.y.b, std::nullopt};
+      const Budget b = backward(request.op) ? Budget{std::max(kb.dx.a, kb.dgamma.a), std::max(kb.dx.b, kb.dgamma.b)} : kb.y;
+      bench::Accuracy a{b.a, b.b, std::nullopt};
       if (const auto x = kb.expected_failures.find(verify::Property::accuracy); x != kb.expected_failures.end())
         a.accuracy_failure = x->second;
       return a;

@@ -201,6 +201,22 @@ TEST_CASE("cli select --op add_rmsnorm: recommends among the fused kernels again
   for (const auto& c : j.at("candidates")) CHECK(c.at("kernel") != "onepass");  // LayerNorm only
 }
 
+TEST_CASE("cli select and bench --dir bwd: the backward kernels only, on their dx and dgamma budgets", "[cli][bench]") {
+  TempDir t;
+  const Result r = cli("select --dir bwd --op rmsnorm --shape 8x256 --dtype f32 --max-ulp 1 --json " + t / "s.json");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = load_json(t / "s.json");
+  CHECK(j.at("op") == "rmsnorm_bwd");
+  CHECK(j.at("kernel") == "welford");  // the one backward budget of at most 1 ulp (dx and dgamma a = 1, no kappa)
+  for (const auto& c : j.at("candidates")) CHECK((c.at("kernel") == "welford" || c.at("kernel") == "naive" || c.at("kernel") == "avx2"));
+  const Result b = cli("bench --dir bwd --op rmsnorm --kernel welford --shape 8x256 --dtype f32 --quick");
+  INFO(b.out);
+  CHECK(b.code == 0);
+  CHECK_THAT(b.out, Contains("8x256 rmsnorm_bwd (GB/s of x + dy read, dx written"));
+  CHECK(cli("select --dir bwd --op add_rmsnorm --shape 8x256").code == 2);
+}
+
 TEST_CASE("cli report: Add & Norm is refused naming the commands that take it (exit 2)", "[cli][bench]") {
   TempDir t;
   expect_refused(t, "report --quick --op add_rmsnorm --out " + t / "r",
