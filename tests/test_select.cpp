@@ -69,10 +69,13 @@ TEST_CASE("select: kernels qualify on verified accuracy, and the rest say why", 
   CHECK(c.at("gpu")->reason == "needs a GPU");
   // No --max-ulp: every kernel that passes its own accuracy property qualifies, kappa term or not.
   rq.max_ulp = -1;
-  CHECK(by_name(qualify(kKernels, rq, &accuracy_of)).at("kappa")->status.empty());
+  // (by_name points into the vector qualify returns: keep the vector alive while the pointers are read.)
+  const std::vector<Candidate> loose = qualify(kKernels, rq, &accuracy_of);
+  CHECK(by_name(loose).at("kappa")->status.empty());
   // --max-ulp 1: only the exact one.
   rq.max_ulp = 1;
-  const auto strict = by_name(qualify(kKernels, rq, &accuracy_of));
+  const std::vector<Candidate> strict_list = qualify(kKernels, rq, &accuracy_of);
+  const auto strict = by_name(strict_list);
   CHECK(strict.at("exact")->status.empty());
   CHECK(strict.at("fast")->status == "over budget");
 }
