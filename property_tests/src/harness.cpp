@@ -13,6 +13,8 @@ namespace {
 constexpr std::size_t kGuard = 64;
 constexpr std::byte kGuardByte{0xA5};
 
+}  // namespace
+
 // Output canaries: quiet NaNs with a payload no arithmetic produces (default NaNs have payload 0).
 std::uint64_t canary_bits(DType d) {
   switch (d) {
@@ -23,8 +25,6 @@ std::uint64_t canary_bits(DType d) {
   }
   return 0;
 }
-
-}  // namespace
 
 Buffer::Buffer(DType d, std::size_t count, int misalign_elements)
     // Room for the leading guard, up to 63 bytes to reach alignment, up to 7 elements of misalignment,

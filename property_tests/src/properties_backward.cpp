@@ -53,17 +53,6 @@ Saved saved_stats(const Case& c) {
   return s;
 }
 
-// Canaries: quiet NaNs with a payload no arithmetic produces (as harness.cpp's).
-std::uint64_t canary(DType d) {
-  switch (d) {
-    case DType::f32: return 0x7FA5A5A5u;
-    case DType::f64: return 0x7FF5A5A5A5A5A5A5ull;
-    case DType::f16: return 0x7E5Au;
-    case DType::bf16: return 0x7FA5u;
-  }
-  return 0;
-}
-
 Gradients run_backward(const KernelInfo& k, const Case& c, const Saved& saved, int threads = 1) {
   const DType d = c.spec.dtype, pd = c.spec.params(), sd = stats_dtype(d);
   const Problem p = c.problem(threads);
@@ -78,9 +67,9 @@ Gradients run_backward(const KernelInfo& k, const Case& c, const Saved& saved, i
   const Buffer x(d, c.x, mis), g(pd, c.gamma, mis), dy(d, c.dy, mis);
   const Buffer sm(sd, has_mean ? saved.mean : std::vector<double>{}, 0), sr(sd, saved.rstd, 0);
   Buffer dx(d, n, mis), dg(pd, p.has_gamma ? cols : 0, mis), db(pd, p.has_beta ? cols : 0, mis);
-  dx.fill_bits(canary(d));
-  dg.fill_bits(canary(pd));
-  db.fill_bits(canary(pd));
+  dx.fill_bits(canary_bits(d));
+  dg.fill_bits(canary_bits(pd));
+  db.fill_bits(canary_bits(pd));
   Tensors t;
   t.x = x.data();
   t.gamma = p.has_gamma ? g.data() : nullptr;
@@ -125,14 +114,14 @@ Gradients run_backward(const KernelInfo& k, const Case& c, const Saved& saved, i
     }
   }
   for (std::size_t i = 0; i < n; ++i) {
-    if (out.dx[i] == canary(d)) {
+    if (out.dx[i] == canary_bits(d)) {
       note("never wrote dx element " + std::to_string(i) + " (row " + std::to_string(i / cols) + ")");
       break;
     }
   }
   for (const auto& [v, what] : {std::pair{&out.dgamma, "dgamma"}, std::pair{&out.dbeta, "dbeta"}}) {
     for (std::size_t j = 0; j < v->size(); ++j) {
-      if ((*v)[j] == canary(pd)) {
+      if ((*v)[j] == canary_bits(pd)) {
         note(std::string("never wrote ") + what + " column " + std::to_string(j));
         break;
       }

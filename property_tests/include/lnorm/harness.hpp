@@ -47,6 +47,10 @@ class Buffer {
   std::vector<std::byte> bytes_;
 };
 
+// The bits an output buffer is filled with before a kernel runs: a quiet NaN with a payload no arithmetic
+// produces, so an element left unwritten is told from any value a kernel writes.
+std::uint64_t canary_bits(DType d);
+
 struct Outputs {
   std::vector<std::uint64_t> y, mean, rstd;  // bit patterns (y: dtype, mean/rstd: stats dtype)
   std::vector<std::uint64_t> h;              // Add & Norm: the kernel's h (residual dtype), else empty
