@@ -43,13 +43,8 @@ std::optional<std::string> avx2_add_why_not(const Problem& p) {
 // The backward (f32): without the forward's saved statistics, the careful scalar backward.
 void avx2_backward_run(const Problem& p, const Tensors& t) {
   if (!t.saved_rstd || (centred(p.op) && !t.saved_mean)) return careful_backward(p, t);
-  std::vector<float> w;
-  if (p.has_gamma && t.gamma) {  // w = C + gamma rounded once to f32
-    w.resize(static_cast<std::size_t>(p.cols));
-    for (std::int64_t j = 0; j < p.cols; ++j)
-      w[static_cast<std::size_t>(j)] = static_cast<float>(p.gamma_offset + param_value(p.param_dtype, t.gamma, j));
-  }
-  const BackwardRows a{static_cast<const float*>(t.x), static_cast<const float*>(t.dy), w.empty() ? nullptr : w.data(),
+  const StagedParams<float> staged = stage_params<float>(p, t);  // w = C + gamma rounded once to f32
+  const BackwardRows a{static_cast<const float*>(t.x), static_cast<const float*>(t.dy), staged.gamma(),
                        static_cast<const float*>(t.saved_mean), static_cast<const float*>(t.saved_rstd), static_cast<float*>(t.dx),
                        p.cols, centred(p.op), &careful_backward_row_f32, &p};
   backward_blocks<double>(p, t, [&](std::int64_t r0, std::int64_t r1, double* dg, double* db) { avx2::backward_rows(a, r0, r1, dg, db); });

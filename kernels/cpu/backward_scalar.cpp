@@ -35,17 +35,6 @@ using TextbookAcc = std::conditional_t<std::is_same_v<T, double>, double, float>
 template <class T>
 using CarefulAcc = std::conditional_t<std::is_same_v<T, double>, long double, double>;
 
-// w_i = C + γ_i in A (1 without gamma), as the forward reads it (params.hpp).
-template <class A>
-std::vector<A> weights(const Problem& p, const Tensors& t) {
-  std::vector<A> w(static_cast<std::size_t>(p.cols), A(1));
-  if (p.has_gamma && t.gamma) {
-    for (std::int64_t j = 0; j < p.cols; ++j)
-      w[static_cast<std::size_t>(j)] = static_cast<A>(p.gamma_offset + param_value(p.param_dtype, t.gamma, j));
-  }
-  return w;
-}
-
 template <class A>
 A saved_stat(const Problem& p, const void* s, std::int64_t r) {
   return stats_dtype(p.dtype) == DType::f64 ? static_cast<A>(static_cast<const double*>(s)[r])
@@ -60,7 +49,9 @@ void textbook(const Problem& p, const Tensors& t) {
   T* dx = static_cast<T*>(t.dx);
   const std::int64_t n = p.cols;
   const bool is_centred = centred(p.op);
-  const std::vector<A> w = weights<A>(p, t);
+  // w = C + γ in A, as the forward reads it (params.hpp); null without gamma (weight 1).
+  const StagedParams<A> staged = stage_params<A>(p, t);
+  const A* w = staged.gamma();
   const bool want_g = p.has_gamma && t.dgamma, want_b = p.has_beta && t.dbeta;
   std::vector<A> dg(want_g ? static_cast<std::size_t>(n) : 0, A(0)), db(want_b ? static_cast<std::size_t>(n) : 0, A(0));
   for (std::int64_t r = 0; r < p.rows; ++r) {
@@ -87,7 +78,7 @@ void textbook(const Problem& p, const Tensors& t) {
     A sum_g = 0, sum_gx = 0;
     for (std::int64_t i = 0; i < n; ++i) {
       const A xhat = (static_cast<A>(to_float(xr[i])) - mean) * rstd;
-      const A g = static_cast<A>(to_float(dyr[i])) * w[static_cast<std::size_t>(i)];
+      const A g = static_cast<A>(to_float(dyr[i])) * (w ? w[i] : A(1));
       sum_g += g;
       sum_gx += g * xhat;
     }
@@ -95,7 +86,7 @@ void textbook(const Problem& p, const Tensors& t) {
     for (std::int64_t i = 0; i < n; ++i) {
       const A d = static_cast<A>(to_float(dyr[i]));
       const A xhat = (static_cast<A>(to_float(xr[i])) - mean) * rstd;
-      const A v = rstd * (d * w[static_cast<std::size_t>(i)] - mean_g - xhat * mean_gx);
+      const A v = rstd * (d * (w ? w[i] : A(1)) - mean_g - xhat * mean_gx);
       if constexpr (std::is_same_v<T, double>) dx[r * n + i] = v;
       else dx[r * n + i] = from_float<T>(v);
       if (want_g) dg[static_cast<std::size_t>(i)] += d * xhat;
@@ -160,10 +151,10 @@ void careful(const Problem& p, const Tensors& t) {
   const T* dy = static_cast<const T*>(t.dy);
   T* dx = static_cast<T*>(t.dx);
   const std::int64_t n = p.cols;
-  const std::vector<A> w = weights<A>(p, t);
+  const StagedParams<A> staged = stage_params<A>(p, t);
   backward_blocks<A>(p, t, [&](std::int64_t r0, std::int64_t r1, A* dg, A* db) {
     std::vector<A> d;
-    for (std::int64_t r = r0; r < r1; ++r) careful_row<T, A>(p, x + r * n, dy + r * n, w.data(), dx + r * n, dg, db, d);
+    for (std::int64_t r = r0; r < r1; ++r) careful_row<T, A>(p, x + r * n, dy + r * n, staged.gamma(), dx + r * n, dg, db, d);
   });
 }
 
@@ -192,10 +183,8 @@ void naive_backward(const Problem& p, const Tensors& t) { dispatch<Textbook>(p, 
 void careful_backward_row_f32(const BackwardRows& a, std::int64_t r, double* dg, double* db) {
   const Problem& p = *static_cast<const Problem*>(a.problem);
   thread_local std::vector<double> d, w;
-  w.assign(static_cast<std::size_t>(a.cols), 1.0);
-  if (a.w)
-    for (std::int64_t j = 0; j < a.cols; ++j) w[static_cast<std::size_t>(j)] = a.w[j];
-  careful_row<float, double>(p, a.x + r * a.cols, a.dy + r * a.cols, w.data(), a.dx + r * a.cols, dg, db, d);
+  if (a.w) w.assign(a.w, a.w + a.cols);  // the f32 weights the fast rows use, widened (exact)
+  careful_row<float, double>(p, a.x + r * a.cols, a.dy + r * a.cols, a.w ? w.data() : nullptr, a.dx + r * a.cols, dg, db, d);
 }
 void careful_backward(const Problem& p, const Tensors& t) { dispatch<Careful>(p, t); }
 

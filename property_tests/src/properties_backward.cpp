@@ -352,72 +352,65 @@ double dx_allowance(const CheckContext& ctx, const Format& f, const ExactGradien
   return ctx.budget.dx.allowed(std::isnan(k) ? 0 : k) * ulp_at(f, e.ref.dx[i].scale);
 }
 
-// dx_sum_zero (LayerNorm): Σ dx_i = 0 exactly (the forward is invariant under x → x + c·1, so dx ⟂ 1); the
-// kernel's Σ dx_i may be off by at most Σ allowance_i.
+// Σ_i dx_i·d_i over row r, which is 0 exactly for the weights d the laws name, against the most a kernel within
+// budget can make it: Σ |d_i|·allowance_i, plus the check's own rounding. In long double, with a compensated sum:
+// f64 gradients near ±max, and x − mean on f64 rows near overflow, leave double's range; each product errs by
+// 2^-64 relative (the 2^-60·Σ|dx·d| term covers it). "" or what broke.
+std::string row_law_within(const CheckContext& ctx, const Case& c, const Gradients& got, const ExactGradients& e, std::int64_t r,
+                           const std::vector<long double>& d, const char* measure, const char* what) {
+  const Format f = format_of(c.spec.dtype);
+  const std::int64_t n = c.spec.cols();
+  long double s = 0, comp = 0, abs = 0, bound = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double v = bits_to_double(f, got.dx[static_cast<std::size_t>(r * n + i)]);
+    if (!std::isfinite(v)) return fmt("row %lld: dx[%lld] = %.9g where the exact gradient is finite", (long long)r, (long long)i, v);
+    const long double t = static_cast<long double>(v) * d[static_cast<std::size_t>(i)], u = s + t;
+    comp += std::fabs(s) >= std::fabs(t) ? (s - u) + t : (t - u) + s;
+    s = u;
+    abs += std::fabs(t);
+    bound += std::fabs(d[static_cast<std::size_t>(i)]) * static_cast<long double>(dx_allowance(ctx, f, e, static_cast<std::size_t>(r * n + i), n));
+  }
+  const long double sum = s + comp;
+  bound += 0x1p-60L * abs;
+  ctx.worst.note(measure, bound > 0 ? static_cast<double>(std::fabs(sum) / bound) : 0);
+  if (!(std::fabs(sum) <= bound * (1 + 1e-9L) + 1e-300L))
+    return fmt("row %lld: %s = %.9Lg, allowed %.4Lg (the sum of its elements' budgets)", (long long)r, what, sum, bound);
+  return "";
+}
+
+// dx_sum_zero (LayerNorm): Σ dx_i = 0 exactly (the forward is invariant under x → x + c·1, so dx ⟂ 1).
 std::string check_dx_sum_zero(const CheckContext& ctx, const Case& c) {
   const Gradients got = run_backward(ctx.kernel, c);
   if (!got.violation.empty()) return got.violation;
   const ExactGradients e = exact_gradients(c);
-  const Format f = format_of(c.spec.dtype);
-  const std::int64_t n = c.spec.cols();
+  const std::vector<long double> ones(static_cast<std::size_t>(c.spec.cols()), 1.0L);
   for (std::int64_t r = 0; r < c.spec.rows(); ++r) {
     if (!exact_row_finite(c, e, r)) continue;
-    // In long double: f64 gradients near ±max would overflow a double sum (Inf − Inf).
-    long double s = 0, comp = 0, bound = 0;
-    for (std::int64_t i = r * n; i < (r + 1) * n; ++i) {
-      const double v = bits_to_double(f, got.dx[static_cast<std::size_t>(i)]);
-      if (!std::isfinite(v))
-        return fmt("row %lld: dx[%lld] = %.9g where the exact gradient is finite", (long long)r, (long long)(i - r * n), v);
-      const long double t = s + v;
-      comp += std::fabs(s) >= std::fabs(static_cast<long double>(v)) ? (s - t) + v : (v - t) + s;
-      s = t;
-      bound += dx_allowance(ctx, f, e, static_cast<std::size_t>(i), n);
-    }
-    const long double sum = s + comp;
-    ctx.worst.note("dx_sum/allowed", bound > 0 ? static_cast<double>(std::fabs(sum) / bound) : 0);
-    if (!(std::fabs(sum) <= bound * (1 + 1e-9L) + 1e-300L))
-      return fmt("row %lld: sum of dx = %.9Lg, allowed %.4Lg (the sum of its elements' budgets): dx is not orthogonal to the ones vector",
-                 (long long)r, sum, bound);
+    if (auto m = row_law_within(ctx, c, got, e, r, ones, "dx_sum/allowed", "sum of dx"); !m.empty())
+      return m + ": dx is not orthogonal to the ones vector";
   }
   return "";
 }
 
 // dx_orthogonal (eps = 0): LayerNorm Σ dx_i·(x_i − mean) = 0 (the forward is invariant under x → a·x, a > 0,
-// and with the shift invariance dx ⟂ x − mean); RMSNorm Σ dx_i·x_i = 0. Bound: Σ |x_i − mean|·allowance_i,
-// plus the check's own rounding, in long double (f64 rows near overflow have x − mean past double's range):
-// each difference and product to 2^-63 relative, the compensated sum to ~2^-126.
+// and with the shift invariance dx ⟂ x − mean); RMSNorm Σ dx_i·x_i = 0. The mean's own error (n·2^-64 of Σ|x|)
+// moves the sum by that times |Σ dx|, itself within Σ allowance: inside the bound's rounding term.
 std::string check_dx_orthogonal(const CheckContext& ctx, const Case& c) {
   const Gradients got = run_backward(ctx.kernel, c);
   if (!got.violation.empty()) return got.violation;
   const ExactGradients e = exact_gradients(c);
-  const Format f = format_of(c.spec.dtype);
   const std::int64_t n = c.spec.cols();
-  const bool is_centred = centred(c.spec.op);
-  using L = long double;
+  std::vector<long double> d(static_cast<std::size_t>(n));
   for (std::int64_t r = 0; r < c.spec.rows(); ++r) {
     if (!exact_row_finite(c, e, r)) continue;
-    L mean = 0;
-    for (std::int64_t i = r * n; i < (r + 1) * n; ++i) mean += static_cast<L>(c.x[static_cast<std::size_t>(i)]);
-    mean = is_centred ? mean / static_cast<L>(n) : L(0);
-    L s = 0, comp = 0, abs = 0, bound = 0;
-    for (std::int64_t i = r * n; i < (r + 1) * n; ++i) {
-      const L d = static_cast<L>(c.x[static_cast<std::size_t>(i)]) - mean;
-      const double v = bits_to_double(f, got.dx[static_cast<std::size_t>(i)]);
-      if (!std::isfinite(v))
-        return fmt("row %lld: dx[%lld] = %.9g where the exact gradient is finite", (long long)r, (long long)(i - r * n), v);
-      const L t = static_cast<L>(v) * d, u = s + t;
-      comp += std::fabs(s) >= std::fabs(t) ? (s - u) + t : (t - u) + s;
-      s = u;
-      abs += std::fabs(t);
-      bound += std::fabs(d) * static_cast<L>(dx_allowance(ctx, f, e, static_cast<std::size_t>(i), n));
+    long double mean = 0;
+    if (centred(c.spec.op)) {
+      for (std::int64_t i = r * n; i < (r + 1) * n; ++i) mean += static_cast<long double>(c.x[static_cast<std::size_t>(i)]);
+      mean /= static_cast<long double>(n);
     }
-    // The mean's own error (n·2^-64 of Σ|x|) moves the sum by that times |Σ dx|, itself within Σ allowance.
-    const L sum = s + comp;
-    bound += 0x1p-60L * abs;
-    ctx.worst.note("dx_orthogonal/allowed", bound > 0 ? static_cast<double>(std::fabs(sum) / bound) : 0);
-    if (!(std::fabs(sum) <= bound * (1 + 1e-9L) + 1e-300L))
-      return fmt("row %lld: sum of dx*(x - mean) = %.9Lg, allowed %.4Lg: dx is not orthogonal to x - mean (eps = 0)", (long long)r,
-                 sum, bound);
+    for (std::int64_t i = 0; i < n; ++i) d[static_cast<std::size_t>(i)] = static_cast<long double>(c.x[static_cast<std::size_t>(r * n + i)]) - mean;
+    if (auto m = row_law_within(ctx, c, got, e, r, d, "dx_orthogonal/allowed", "sum of dx*(x - mean)"); !m.empty())
+      return m + ": dx is not orthogonal to x - mean (eps = 0)";
   }
   return "";
 }
