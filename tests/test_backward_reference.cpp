@@ -9,19 +9,18 @@
 #include <random>
 #include <vector>
 
-#include <boost/multiprecision/cpp_bin_float.hpp>
 #include <catch2/catch.hpp>
 
+#include "independent_backward.hpp"
 #include "lnorm/backward.hpp"
 #include "kernel_cases.hpp"
 #include "lnorm/format.hpp"
 
 using namespace lnorm;
+using lnorm::testing::Big;
+using lnorm::testing::round_big;
 
 namespace {
-
-using Big = boost::multiprecision::number<boost::multiprecision::cpp_bin_float<1000, boost::multiprecision::digit_base_2>,
-                                          boost::multiprecision::et_off>;
 
 struct Data {
   Problem p;
@@ -47,59 +46,6 @@ Data draw_data(Op op, DType d, std::int64_t rows, std::int64_t cols, double offs
   return out;
 }
 
-// The exact-to-1000-bits gradients from the textbook formulas (lnorm/backward.hpp's), independent of
-// backward.cpp's rational rewriting.
-struct BigGrads {
-  std::vector<Big> dx, dgamma, dbeta;
-};
-BigGrads textbook(const Data& d) {
-  const std::int64_t R = d.p.rows, n = d.p.cols;
-  BigGrads g{std::vector<Big>(static_cast<std::size_t>(R * n)), std::vector<Big>(static_cast<std::size_t>(n), Big(0)),
-             std::vector<Big>(static_cast<std::size_t>(n), Big(0))};
-  for (std::int64_t r = 0; r < R; ++r) {
-    Big mean = 0, var = 0;
-    for (std::int64_t i = 0; i < n; ++i) mean += Big(d.x[r * n + i]);
-    mean /= n;
-    if (!centred(d.p.op)) mean = 0;
-    for (std::int64_t i = 0; i < n; ++i) var += (Big(d.x[r * n + i]) - mean) * (Big(d.x[r * n + i]) - mean);
-    var /= n;
-    const Big rstd = 1 / sqrt(var + Big(d.p.eps));
-    std::vector<Big> xhat(n), gg(n);
-    Big mg = 0, mgx = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      xhat[i] = (Big(d.x[r * n + i]) - mean) * rstd;
-      const Big w = d.gamma.empty() ? Big(1) : Big(d.p.gamma_offset) + Big(d.gamma[i]);
-      gg[i] = Big(d.dy[r * n + i]) * w;
-      mg += gg[i];
-      mgx += gg[i] * xhat[i];
-    }
-    mg /= n;
-    mgx /= n;
-    for (std::int64_t i = 0; i < n; ++i) {
-      g.dx[r * n + i] = rstd * (gg[i] - (centred(d.p.op) ? mg : Big(0)) - xhat[i] * mgx);
-      g.dgamma[i] += Big(d.dy[r * n + i]) * xhat[i];
-      g.dbeta[i] += Big(d.dy[r * n + i]);
-    }
-  }
-  return g;
-}
-
-// v rounded once to f, or nullopt within 2^-900 of a midpoint (where 1000 bits cannot be trusted to decide).
-std::optional<double> round_big(const Format& f, const Big& v) {
-  if (isnan(v)) return std::numeric_limits<double>::quiet_NaN();
-  std::int64_t k = round_to_ordinal(f, v.convert_to<double>());
-  auto value = [&](std::int64_t o) { return Big(bits_to_double(f, bits_of_ordinal(f, o))); };
-  for (int step = 0; step < 4; ++step) {
-    const Big lo = (value(k - 1) + value(k)) / 2, hi = (value(k) + value(k + 1)) / 2;
-    if (v > hi) ++k;
-    else if (v < lo) --k;
-  }
-  const Big lo = (value(k - 1) + value(k)) / 2, hi = (value(k) + value(k + 1)) / 2;
-  const Big tol = abs(v) * ldexp(Big(1), -900);
-  if (abs(v - lo) <= tol || abs(v - hi) <= tol) return std::nullopt;
-  return bits_to_double(f, bits_of_ordinal(f, k));
-}
-
 struct Run {
   std::vector<std::byte> dx, dgamma, dbeta;
   BackwardReference ref;
@@ -117,7 +63,7 @@ Run run(const Data& d, int threads = 1) {
 
 void check_against_textbook(const Data& d) {
   const Run r = run(d);
-  const BigGrads b = textbook(d);
+  const testing::BigGrads b = testing::textbook_gradients(d.p, d.x, d.dy, d.gamma);
   const Format f = format_of(d.p.dtype), pf = format_of(d.p.param_dtype);
   int compared = 0;
   for (std::size_t i = 0; i < b.dx.size(); ++i) {

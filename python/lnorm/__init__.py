@@ -8,6 +8,8 @@ the property suite of ``lnorm verify`` with a Python callable as the kernel, on 
     print(lnorm.verify(my_kernel, dtypes=("f32", "bf16")))  # LayerNorm's properties, the CLI's table
     print(lnorm.verify(my_rmsnorm, op="rmsnorm"))       # RMSNorm's own
     dx, dgamma, dbeta = lnorm.reference_backward(x, dy, g)   # the exact gradients
+    print(lnorm.verify(my_backward, dir="bwd"))         # the backward's laws: fn(x, dy, g, b, eps) -> grads
+    lnorm.verify(lnorm.torch_kernel(F.layer_norm, dir="bwd"), dir="bwd")   # torch's, through autograd
 
 bf16 data travels as uint16 bit patterns with dtype="bf16" (a torch bf16 tensor t:
 ``t.view(torch.int16).numpy().view(numpy.uint16)``; CPU torch tensors are also taken directly).
@@ -15,7 +17,8 @@ Contiguous inputs are read in place; non-contiguous or byte-swapped ones are cop
 README.md "Python" has the details.
 """
 
-from ._lnorm import AFFINE_KINDS, EDGE_EPS, EDGE_WIDTHS, PROPERTIES, RMSNORM_PROPERTIES, ROW_CLASSES
+from ._lnorm import (AFFINE_KINDS, BACKWARD_PROPERTIES, EDGE_EPS, EDGE_WIDTHS, PROPERTIES, RMSNORM_BACKWARD_PROPERTIES,
+                     RMSNORM_PROPERTIES, ROW_CLASSES)
 from ._cases import Case, case, cases
 from ._check import CheckResult, assert_layernorm_close, assert_rmsnorm_close, check, reference
 from ._backward import BackwardCheckResult, check_backward, reference_backward
@@ -24,7 +27,7 @@ from ._torch import torch_kernel
 from ._verify import Outcome, VerifyResult, verify
 
 __all__ = [
-    "AFFINE_KINDS", "EDGE_EPS", "EDGE_WIDTHS", "PROPERTIES", "RMSNORM_PROPERTIES", "ROW_CLASSES",
+    "AFFINE_KINDS", "BACKWARD_PROPERTIES", "RMSNORM_BACKWARD_PROPERTIES", "EDGE_EPS", "EDGE_WIDTHS", "PROPERTIES", "RMSNORM_PROPERTIES", "ROW_CLASSES",
     "Case", "case", "cases", "CheckResult", "assert_layernorm_close", "assert_rmsnorm_close", "check", "reference",
     "Kernel", "kernels", "run", "torch_kernel", "Outcome", "VerifyResult", "verify",
     "BackwardCheckResult", "check_backward", "reference_backward",

@@ -13,7 +13,8 @@ from . import _lnorm
 @dataclass(frozen=True, eq=False)
 class Case:
     """One input: x (bf16 as uint16 bits), gamma/beta (None when absent), eps, axis, dtype, and a
-    one-line description that reproduces it."""
+    one-line description that reproduces it; a backward case (op "layernorm_bwd", "rmsnorm_bwd") has the
+    upstream gradient dy too (x's shape and dtype; beta's presence asks for dbeta)."""
 
     x: np.ndarray
     gamma: Optional[np.ndarray]
@@ -24,11 +25,18 @@ class Case:
     description: str
     op: str = "layernorm"
     gamma_offset: float = 0.0
+    dy: Optional[np.ndarray] = None
 
     def reference(self):
-        """The exact answer for this case: (y, mean, rstd), or (y, rstd) for an RMSNorm case."""
+        """The exact answer for this case: (y, mean, rstd), or (y, rstd) for an RMSNorm case; for a backward
+        case the exact (dx, dgamma, dbeta)."""
         from ._check import reference
 
+        if self.op.endswith("_bwd"):
+            from ._backward import reference_backward
+
+            return reference_backward(self.x, self.dy, self.gamma, axis=self.axis, eps=self.eps, dtype=self.dtype,
+                                      op=self.op[:-4], gamma_offset=self.gamma_offset)
         return reference(self.x, self.gamma, self.beta, axis=self.axis, eps=self.eps, dtype=self.dtype, op=self.op,
                          gamma_offset=self.gamma_offset)
 

@@ -60,7 +60,7 @@ def _first_params(fn):
         return []
 
 
-def torch_kernel(fn):
+def torch_kernel(fn, dir="fwd"):
     """Wraps a torch function as a kernel lnorm.verify can call: the NumPy arrays go in as tensors (bf16
     included), the tensors that come out go back as arrays. fn is either fn(x, gamma, beta, eps[,
     gamma_offset]) written for tensors, or torch.nn.functional.layer_norm itself, which is called with
@@ -68,30 +68,56 @@ def torch_kernel(fn):
 
         lnorm.verify(lnorm.torch_kernel(torch.nn.functional.layer_norm), dtypes=("f32", "bf16"))
         lnorm.verify(lnorm.torch_kernel(lambda x, g, b, eps: my_rmsnorm(x, g, eps)), op="rmsnorm")
+
+    dir="bwd": fn is still the forward, and the kernel returns its gradients through autograd: x, gamma
+    and beta become leaf tensors that require grad, y = fn(...) (y = the first output of a tuple), then
+    y.backward(dy) and (x.grad, gamma.grad, beta.grad):
+
+        lnorm.verify(lnorm.torch_kernel(torch.nn.functional.layer_norm, dir="bwd"), dir="bwd")
     """
     import inspect
 
+    if dir not in ("fwd", "bwd"):
+        raise ValueError(f"dir={dir!r}: expected 'fwd' or 'bwd'")
     call = _adapt(fn)
     try:
         takes_offset = "gamma_offset" in inspect.signature(call).parameters
     except (TypeError, ValueError):
         takes_offset = False
 
+    def param_dtype(gamma, beta):
+        param = gamma if gamma is not None else beta
+        return "bf16" if param is not None and param.dtype == np.uint16 else None
+
     def run(x, gamma, beta, eps, **kw):
         dtype = "bf16" if x.dtype == np.uint16 else None
-        param = gamma if gamma is not None else beta
-        pd = "bf16" if param is not None and param.dtype == np.uint16 else None
+        pd = param_dtype(gamma, beta)
         out = call(from_numpy(x, dtype), from_numpy(gamma, pd), from_numpy(beta, pd), eps, **kw)
         if isinstance(out, (tuple, list)):
             return tuple(to_numpy(o, "fn's output")[0] for o in out)
         return to_numpy(out, "fn's output")[0]
 
+    def run_bwd(x, dy, gamma, beta, eps, **kw):
+        dtype = "bf16" if x.dtype == np.uint16 else None
+        pd = param_dtype(gamma, beta)
+        # Fresh leaves (the NumPy buffers are the harness's copies; a clone keeps autograd off them).
+        leaf = lambda a, d: None if a is None else from_numpy(a, d).clone().requires_grad_(True)
+        xt, gt, bt = leaf(x, dtype), leaf(gamma, pd), leaf(beta, pd)
+        y = call(xt, gt, bt, eps, **kw)
+        if isinstance(y, (tuple, list)):
+            y = y[0]
+        y.backward(from_numpy(dy, dtype))
+        grad = lambda t: None if t is None or t.grad is None else to_numpy(t.grad, "a gradient")[0]
+        return grad(xt), grad(gt), grad(bt)
+
+    body = run_bwd if dir == "bwd" else run
     if takes_offset:
-        def kernel(x, gamma, beta, eps, gamma_offset=0.0):
-            return run(x, gamma, beta, eps, gamma_offset=gamma_offset)
+        def kernel(*args, gamma_offset=0.0):
+            return body(*args, gamma_offset=gamma_offset)
     else:
-        def kernel(x, gamma, beta, eps):
-            return run(x, gamma, beta, eps)
+        def kernel(*args):
+            return body(*args)
 
     kernel.__name__ = getattr(fn, "__name__", "torch_kernel")
+    kernel._lnorm_dir = dir
     return kernel

@@ -1,5 +1,5 @@
-"""lnorm.verify: the properties of ``lnorm verify`` (LayerNorm's or RMSNorm's) with a Python callable as
-the kernel."""
+"""lnorm.verify: the properties of ``lnorm verify`` (LayerNorm's or RMSNorm's, forward or backward) with a
+Python callable as the kernel."""
 
 import inspect
 import json
@@ -63,12 +63,16 @@ class VerifyResult:
         raise KeyError((prop, dtype))
 
 
+_WANTED_BWD = ("fn(x, dy, gamma, beta, eps) with NumPy arrays (x and dy 2-d rows x cols, gamma/beta 1-d or None, eps a "
+               "float) returning (dx, dgamma, dbeta), None for a gradient not asked for; a torch function: wrap its "
+               "forward with lnorm.torch_kernel(fn, dir='bwd'), which takes the gradients through autograd")
+
 _WANTED = ("fn(x, gamma, beta, eps) with NumPy arrays (x 2-d rows x cols, gamma/beta 1-d or None, eps a float) "
            "returning y (or (y, mean, rstd); (y, rstd) for op='rmsnorm'); a torch function: wrap it with "
            "lnorm.torch_kernel(fn) (it adapts torch.nn.functional.layer_norm itself)")
 
 
-def _probe(kernel, op):
+def _probe(kernel, op, bwd, takes_offset, takes_stats):
     """Calls the kernel once on a small f32 case before the suite: a TypeError there is a signature the
     suite cannot call (a torch function given NumPy arrays, the wrong argument count), said once with the
     signature wanted, instead of failing every property with the same error."""
@@ -76,21 +80,30 @@ def _probe(kernel, op):
 
     x = np.linspace(-1.5, 2.0, 16, dtype=np.float32).reshape(2, 8)
     g, b = np.ones(8, np.float32), np.zeros(8, np.float32)
+    eps = float(np.float32(1e-5))
+    kw = {"gamma_offset": 0.0} if takes_offset else {}
+    if takes_stats:
+        kw.update(mean=np.zeros(2, np.float32) if op == "layernorm" else None, rstd=np.ones(2, np.float32))
     try:
-        kernel(x, g, b if op == "layernorm" else None, float(np.float32(1e-5)))
+        if bwd:
+            kernel(x, np.ones_like(x), g, b if op == "layernorm" else None, eps, **kw)
+        else:
+            kernel(x, g, b if op == "layernorm" else None, eps, **kw)
     except TypeError as e:
-        raise TypeError(f"lnorm.verify: fn's first call raised TypeError: {e}; lnorm.verify calls {_WANTED}") from e
+        raise TypeError(f"lnorm.verify: fn's first call raised TypeError: {e}; lnorm.verify calls "
+                        f"{_WANTED_BWD if bwd else _WANTED}") from e
     except Exception:  # noqa: BLE001 - any other error is the kernel's, judged by the properties
         pass
 
 
-def _takes_gamma_offset(fn):
+def _takes(fn, *names, var_keyword=True):
+    """Whether fn takes every keyword in names (or, with var_keyword, has **kwargs)."""
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
         return False
-    return "gamma_offset" in sig.parameters or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values())
+    return all(n in sig.parameters for n in names) or (var_keyword and any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()))
 
 
 def _toml_value(v):
@@ -141,7 +154,7 @@ def _budget_toml(budget, name, dtypes, op="layernorm"):
     return "\n\n".join(_section(name, d, sec, op) for d, sec in per_dtype.items()) + "\n"
 
 
-def _as_kernel(fn, takes_offset):
+def _as_kernel(fn):
     """fn, with torch tensors it returns turned into arrays (bf16 as uint16 bits)."""
 
     def convert(out):
@@ -149,20 +162,17 @@ def _as_kernel(fn, takes_offset):
             return tuple(to_numpy(o, "fn's output")[0] if is_torch_tensor(o) else o for o in out)
         return to_numpy(out, "fn's output")[0] if is_torch_tensor(out) else out
 
-    if takes_offset:
-        def kernel(x, gamma, beta, eps, gamma_offset=0.0):
-            return convert(fn(x, gamma, beta, eps, gamma_offset=gamma_offset))
-    else:
-        def kernel(x, gamma, beta, eps):
-            return convert(fn(x, gamma, beta, eps))
+    def kernel(*args, **kw):
+        return convert(fn(*args, **kw))
 
     return kernel
 
 
-def verify(fn, *, op="layernorm", dtypes=("f32",), properties=None, cases=None, quick=True, seed=1, budget=None,
-           name=None, f32_params=False):
+def verify(fn, *, op="layernorm", dir="fwd", dtypes=("f32",), properties=None, cases=None, quick=True, seed=1,
+           budget=None, name=None, f32_params=False):
     """Runs the properties of ``lnorm verify`` for op ("layernorm" or "rmsnorm") on fn(x, gamma, beta, eps)
-    -> y, or (y, mean, rstd) for LayerNorm, (y, rstd) for RMSNorm.
+    -> y, or (y, mean, rstd) for LayerNorm, (y, rstd) for RMSNorm; with dir="bwd", those of ``lnorm verify
+    --dir bwd`` on fn(x, dy, gamma, beta, eps) -> (dx, dgamma, dbeta).
 
     fn gets 2-d C-contiguous arrays (rows x cols; bf16 as uint16 bits), gamma/beta 1-d or None, eps
     as a Python float already rounded to the kernel's format (f32, or f64 for f64 data), and returns
@@ -173,8 +183,15 @@ def verify(fn, *, op="layernorm", dtypes=("f32",), properties=None, cases=None, 
     offered what fn takes: the offset when fn has a ``gamma_offset`` keyword, f32 gamma/beta with
     f32_params=True; it is skipped, with that reason, when fn takes neither.
 
-    properties: names from lnorm.PROPERTIES (LayerNorm) or lnorm.RMSNORM_PROPERTIES (default all of the
-    op's). cases: per property (default 24 quick, 160 full). budget: None (budgets.toml's
+    Backward (dir="bwd"): x and dy are 2-d (dy in x's dtype), gamma is None or 1-d, beta None or zeros of
+    gamma's dtype (given when dbeta is asked for: its values enter no gradient). fn returns dx (x's shape
+    and dtype) and dgamma/dbeta (cols values in gamma's dtype; None, or anything, for one not asked for).
+    A fn with ``mean`` and ``rstd`` keyword parameters (named, not **kwargs) is given the forward's saved statistics (the exact ones
+    rounded to float32, float64 for f64; mean None for RMSNorm), as a framework's backward gets them.
+    Torch: ``lnorm.torch_kernel(forward, dir="bwd")`` takes a forward's gradients through autograd.
+
+    properties: names from lnorm.PROPERTIES (LayerNorm) or lnorm.RMSNORM_PROPERTIES (backward:
+    lnorm.BACKWARD_PROPERTIES, lnorm.RMSNORM_BACKWARD_PROPERTIES; default all of the op's). cases: per property (default 24 quick, 160 full). budget: None (budgets.toml's
     [default.<dtype>], or [rmsnorm.default.<dtype>]), a dict like a budgets.toml section — e.g.
     {"expected_failures": {"accuracy": "why"}}, or {"y": {"a": 16, "b": 1, "reason": "..."}}, or
     {"f32": {...}, "bf16": {...}} per dtype — or budgets.toml text with [<name>.<dtype>] sections. fn
@@ -182,13 +199,21 @@ def verify(fn, *, op="layernorm", dtypes=("f32",), properties=None, cases=None, 
     message) and the run goes on; a TypeError on the very first call (a signature the suite cannot call)
     is raised once instead. Returns a VerifyResult: truthy when nothing failed; str() is the table.
     """
+    if dir not in ("fwd", "bwd"):
+        raise ValueError(f"dir={dir!r}: expected 'fwd' or 'bwd'")
+    bwd = dir == "bwd"
     if not callable(fn):
-        raise TypeError("fn must be callable: " + _WANTED)
+        raise TypeError("fn must be callable: " + (_WANTED_BWD if bwd else _WANTED))
+    made_for = getattr(fn, "_lnorm_dir", None)
+    if made_for is not None and made_for != dir:
+        raise ValueError(f"fn was made by lnorm.torch_kernel(..., dir={made_for!r}); lnorm.verify was given dir={dir!r}")
     if op in ("add_layernorm", "add_rmsnorm"):  # a callable for Add & Norm would take the residual: not yet
         raise ValueError(f"op={op!r}: lnorm.verify takes 'layernorm' or 'rmsnorm' (Add & Norm: `lnorm verify --op {op}` "
                          "for a plugin, lnorm.check(..., residual=, h=) for outputs)")
     if op not in ("layernorm", "rmsnorm"):
-        raise ValueError(f"op={op!r}: expected 'layernorm' or 'rmsnorm'")
+        raise ValueError(f"op={op!r}: expected 'layernorm' or 'rmsnorm'" +
+                         (" (the backward: dir='bwd')" if op.endswith("_bwd") else ""))
+    full_op = op + "_bwd" if bwd else op
     if isinstance(dtypes, str):
         dtypes = (dtypes,)
     if isinstance(properties, str):
@@ -196,12 +221,16 @@ def verify(fn, *, op="layernorm", dtypes=("f32",), properties=None, cases=None, 
     if name is None:
         name = getattr(fn, "__name__", "fn")
     name = re.sub(r"[^A-Za-z0-9_-]", "_", str(name)).strip("_") or "fn"
-    toml = _budget_toml(budget, name, tuple(dtypes), op)
-    takes_offset = _takes_gamma_offset(fn)
-    kernel = _as_kernel(fn, takes_offset)
-    _probe(kernel, op)
+    toml = _budget_toml(budget, name, tuple(dtypes), full_op)
+    takes_offset = _takes(fn, "gamma_offset")
+    # The statistics only to an fn that names them: a **kwargs wrapper forwarding to a backward without them
+    # would fail on every call.
+    takes_stats = bwd and _takes(fn, "mean", "rstd", var_keyword=False)
+    kernel = _as_kernel(fn)
+    _probe(kernel, op, bwd, takes_offset, takes_stats)
     r = _lnorm._verify(kernel, name, list(dtypes), list(properties or ()), int(cases or 0), bool(quick),
-                       int(seed), toml, op=op, takes_offset=takes_offset, f32_params=bool(f32_params))
+                       int(seed), toml, op=full_op, takes_offset=takes_offset, f32_params=bool(f32_params),
+                       takes_stats=takes_stats)
     outcomes = []
     for o in r["outcomes"]:
         c = o.pop("case")

@@ -27,6 +27,7 @@ struct Slot {
   bool interrupted = false;  // KeyboardInterrupt in the callable: stop calling it, re-raise at the end
   bool takes_offset = false;  // fn(x, gamma, beta, eps, gamma_offset=C): the params property's offsets
   bool f32_params = false;    // fn takes f32 gamma/beta beside f16/bf16 x
+  bool takes_stats = false;   // backward: fn(..., mean=, rstd=) is given the forward's saved statistics
 };
 std::mutex verify_mutex;
 Slot* slot = nullptr;
@@ -130,6 +131,71 @@ void python_kernel(const Problem& p, const Tensors& t) {
   if (!error.empty()) throw std::runtime_error(error);
 }
 
+// A gradient fn returned: an array of dtype d with `count` elements (dx: shape rows x cols; dgamma/dbeta:
+// cols values, any shape), copied into dst.
+void copy_gradient(py::handle h, const char* what, DType d, const std::vector<std::int64_t>& shape, void* dst) {
+  if (h.is_none()) throw std::runtime_error(std::string("fn returned None for ") + what + ", which was asked for");
+  if (!py::isinstance<py::array>(h)) {
+    throw std::runtime_error(std::string("fn returned ") + what + " of type " +
+                             py::str(py::type::handle_of(h).attr("__name__")).cast<std::string>() + "; expected a NumPy array");
+  }
+  const py::array a = contiguous(h, what);
+  if (!holds(a, d)) {
+    throw std::runtime_error(std::string("fn returned ") + what + " of dtype " + dtype_text(a) + "; expected " +
+                             py::str(numpy_dtype(d)).cast<std::string>() + " for " + std::string(name(d)));
+  }
+  std::int64_t count = 1;
+  for (std::int64_t v : shape) count *= v;
+  const bool ok = shape.size() == 1 ? a.size() == count : shape_of(a) == shape;
+  if (!ok) {
+    throw std::runtime_error(std::string("fn returned ") + what + " of shape " + shape_text(shape_of(a)) + "; expected " +
+                             shape_text(shape));
+  }
+  std::memcpy(dst, a.data(), static_cast<std::size_t>(a.nbytes()));
+}
+
+// The backward kernel the suite calls: fn(x, dy, gamma, beta, eps[, gamma_offset=C][, mean=, rstd=]) ->
+// (dx, dgamma, dbeta). beta is zeros when dbeta is asked for (its values enter no gradient), else None;
+// dgamma/dbeta not asked for (None gamma/beta) may come back as anything and are ignored.
+void python_backward_kernel(const Problem& p, const Tensors& t) {
+  py::gil_scoped_acquire gil;
+  if (slot->interrupted) throw std::runtime_error("interrupted (KeyboardInterrupt)");
+  std::string error;
+  try {
+    const DType d = p.dtype, sd = stats_dtype(d), pd = p.param_dtype;
+    const py::object x = copy_in(d, t.x, {p.rows, p.cols}), dy = copy_in(d, t.dy, {p.rows, p.cols});
+    const py::object g = p.has_gamma ? py::object(copy_in(pd, t.gamma, {p.cols})) : py::object(py::none());
+    py::object b = py::none();
+    if (p.has_beta) {
+      py::array zeros(numpy_dtype(pd), std::vector<py::ssize_t>{p.cols});
+      std::memset(zeros.mutable_data(), 0, static_cast<std::size_t>(zeros.nbytes()));
+      b = zeros;
+    }
+    py::dict kw;
+    if (slot->takes_offset) kw["gamma_offset"] = p.gamma_offset;
+    if (slot->takes_stats) {
+      kw["mean"] = t.saved_mean ? py::object(copy_in(sd, t.saved_mean, {p.rows})) : py::object(py::none());
+      kw["rstd"] = copy_in(sd, t.saved_rstd, {p.rows});
+    }
+    const py::object r = slot->fn(x, dy, g, b, p.eps, **kw);
+    if (!(py::isinstance<py::tuple>(r) || py::isinstance<py::list>(r)) || py::len(r) != 3) {
+      throw std::runtime_error("fn returned " + py::str(py::type::handle_of(r).attr("__name__")).cast<std::string>() +
+                               (py::isinstance<py::sequence>(r) ? " of " + std::to_string(py::len(r)) : std::string()) +
+                               "; expected (dx, dgamma, dbeta), None for a gradient not asked for");
+    }
+    const py::sequence s = py::reinterpret_borrow<py::sequence>(r);
+    copy_gradient(s[0], "dx", d, {p.rows, p.cols}, t.dx);
+    if (t.dgamma) copy_gradient(s[1], "dgamma", pd, {p.cols}, t.dgamma);
+    if (t.dbeta) copy_gradient(s[2], "dbeta", pd, {p.cols}, t.dbeta);
+  } catch (py::error_already_set& e) {
+    if (e.matches(PyExc_KeyboardInterrupt)) slot->interrupted = true;
+    error = "fn raised " + one_line(e);
+  } catch (const py::builtin_exception& e) {
+    error = e.what();
+  }
+  if (!error.empty()) throw std::runtime_error(error);
+}
+
 py::dict case_dict(const verify::Case& c) {
   py::dict d;
   const std::vector<std::int64_t> row(c.spec.shape.begin() + c.spec.axis, c.spec.shape.end());
@@ -142,6 +208,7 @@ py::dict case_dict(const verify::Case& c) {
   d["axis"] = c.spec.axis;
   d["dtype"] = std::string(name(c.spec.dtype));
   d["description"] = c.spec.describe();
+  if (!c.dy.empty()) d["dy"] = encode(c.spec.dtype, c.dy, c.spec.shape);
   return d;
 }
 
@@ -153,14 +220,18 @@ std::string quoted_list(const std::vector<std::string>& v) {
 
 py::dict verify_py(py::object fn, const std::string& kernel_name, const std::vector<std::string>& dtypes,
                    const std::vector<std::string>& properties, int cases, bool quick, std::uint64_t seed,
-                   py::object budgets_toml, const std::string& op_name, bool takes_offset, bool f32_params) {
+                   py::object budgets_toml, const std::string& op_name, bool takes_offset, bool f32_params,
+                   bool takes_stats) {
   using namespace lnorm::verify;
   const std::optional<Op> op = parse_op(op_name);
   if (op && fused_add(*op))  // a callable for Add & Norm would take the residual: not yet
     throw py::value_error("op='" + op_name + "': lnorm.verify takes 'layernorm' or 'rmsnorm' (Add & Norm: `lnorm verify "
                           "--op " + op_name + "` for a plugin, lnorm.check(..., residual=, h=) for outputs)");
-  if (!op || backward(*op)) throw py::value_error("op='" + op_name + "': expected 'layernorm' or 'rmsnorm' (lnorm.verify of a backward: not yet; `lnorm verify --dir bwd` for our kernels and plugins)");
-  if (!PyCallable_Check(fn.ptr())) throw py::type_error("fn must be callable: fn(x, gamma, beta, eps) -> y or (y, mean, rstd)");
+  if (!op) throw py::value_error("op='" + op_name + "': expected 'layernorm', 'rmsnorm', 'layernorm_bwd' or 'rmsnorm_bwd'");
+  if (!PyCallable_Check(fn.ptr())) {
+    throw py::type_error(backward(*op) ? "fn must be callable: fn(x, dy, gamma, beta, eps) -> (dx, dgamma, dbeta)"
+                                       : "fn must be callable: fn(x, gamma, beta, eps) -> y or (y, mean, rstd)");
+  }
   if (in_verify) throw std::runtime_error("lnorm.verify called from inside the callable it is verifying");
   if (cases < 0) throw py::value_error("cases must be >= 1");
   std::vector<DType> ds;
@@ -207,8 +278,8 @@ py::dict verify_py(py::object fn, const std::string& kernel_name, const std::vec
 
   const std::string kname = kernel_name;
   KernelInfo k{kname, "a Python callable", DTypeSet{DType::f32, DType::f64, DType::f16, DType::bf16},
-               &python_why_not, &python_kernel, false, OpSet{*op}};
-  Slot s{fn, false, takes_offset, f32_params};
+               &python_why_not, backward(*op) ? &python_backward_kernel : &python_kernel, false, OpSet{*op}};
+  Slot s{fn, false, takes_offset, f32_params, takes_stats};
   std::vector<Outcome> outcomes;
   double seconds = 0;
   {
@@ -237,7 +308,9 @@ py::dict verify_py(py::object fn, const std::string& kernel_name, const std::vec
   // The reproduction line is a Python call.
   for (Outcome& o : outcomes) {
     std::ostringstream r;
-    r << "lnorm.verify(" << kname << (*op == Op::layernorm ? "" : ", op=\"" + op_name + "\"") << ", dtypes="
+    const Op norm = norm_of(*op);
+    r << "lnorm.verify(" << kname << (norm == Op::layernorm ? "" : ", op=\"" + std::string(name(norm)) + "\"")
+      << (backward(*op) ? ", dir=\"bwd\"" : "") << ", dtypes="
       << quoted_list({std::string(name(o.dtype))})
       << ", properties=" << quoted_list({std::string(name(o.property))}) << ", seed=" << seed
       << ", cases=" << settings.default_cases() << ")";
@@ -330,6 +403,15 @@ py::dict case_py(const std::string& dtype, const std::vector<std::string>& class
 
 py::dict budget_dict(const verify::KernelBudget& b) {
   py::dict d;
+  if (backward(b.op)) {
+    d["dx"] = py::dict(py::arg("a") = b.dx.a, py::arg("b") = b.dx.b, py::arg("reason") = b.dx_reason);
+    d["dgamma"] = py::dict(py::arg("a") = b.dgamma.a, py::arg("b") = b.dgamma.b, py::arg("reason") = b.dgamma_reason);
+    d["dbeta"] = py::dict(py::arg("ulp") = b.dbeta_ulp, py::arg("reason") = b.dbeta_reason);
+    py::dict xf;
+    for (const auto& [p, why] : b.expected_failures) xf[py::str(std::string(verify::name(p)))] = why;
+    d["expected_failures"] = xf;
+    return d;
+  }
   d["y"] = py::dict(py::arg("a") = b.y.a, py::arg("b") = b.y.b, py::arg("reason") = b.y_reason);
   if (centred(b.op)) d["mean"] = py::dict(py::arg("ulp") = b.mean_ulp, py::arg("reason") = b.mean_reason);
   d["rstd"] = py::dict(py::arg("ulp") = b.rstd_ulp, py::arg("reason") = b.rstd_reason);
@@ -348,15 +430,15 @@ py::dict budget_dict(const verify::KernelBudget& b) {
 void bind_verify(py::module_& m) {
   using namespace py::literals;
   m.def("_verify", &verify_py, "fn"_a, "name"_a, "dtypes"_a, "properties"_a, "cases"_a, "quick"_a, "seed"_a,
-        "budgets_toml"_a, "op"_a = "layernorm", "takes_offset"_a = false, "f32_params"_a = false);
+        "budgets_toml"_a, "op"_a = "layernorm", "takes_offset"_a = false, "f32_params"_a = false, "takes_stats"_a = false);
   m.def("_case", &case_py, "dtype"_a, "classes"_a, "shape"_a, "axis"_a, "eps"_a, "gamma"_a, "beta"_a,
         "log10_kappa"_a, "seed"_a, "op"_a = "layernorm");
   m.def("_builtin_budget", [](const std::string& kernel, const std::string& dtype, const std::string& op_name) {
     const auto d = parse_dtype(dtype);
     if (!d) throw py::value_error("dtype='" + dtype + "': expected 'f32', 'f64', 'f16' or 'bf16'");
     const auto op = parse_op(op_name);
-    if (!op || fused_add(*op) || backward(*op))  // Add & Norm: the CLI has it (--residual); the Python module does not yet
-    throw py::value_error("op='" + op_name + "': expected 'layernorm' or 'rmsnorm'");
+    if (!op || fused_add(*op))  // Add & Norm: the CLI has it (--residual); the Python module does not yet
+      throw py::value_error("op='" + op_name + "': expected 'layernorm', 'rmsnorm', 'layernorm_bwd' or 'rmsnorm_bwd'");
     try {
       return budget_dict(verify::Budgets::builtin().for_kernel(*op, kernel, *d));
     } catch (const verify::BudgetError& e) {
@@ -369,6 +451,11 @@ void bind_verify(py::module_& m) {
   py::list rms_properties;
   for (verify::Property p : verify::properties_for(Op::rmsnorm)) rms_properties.append(std::string(verify::name(p)));
   m.attr("RMSNORM_PROPERTIES") = py::tuple(rms_properties);
+  py::list bwd_properties, rms_bwd_properties;
+  for (verify::Property p : verify::properties_for(Op::layernorm_bwd)) bwd_properties.append(std::string(verify::name(p)));
+  for (verify::Property p : verify::properties_for(Op::rmsnorm_bwd)) rms_bwd_properties.append(std::string(verify::name(p)));
+  m.attr("BACKWARD_PROPERTIES") = py::tuple(bwd_properties);
+  m.attr("RMSNORM_BACKWARD_PROPERTIES") = py::tuple(rms_bwd_properties);
   for (int i = 0; i < 4; ++i) affine.append(std::string(verify::name(static_cast<verify::Affine>(i))));
   m.attr("ROW_CLASSES") = py::tuple(classes);
   m.attr("PROPERTIES") = py::tuple(properties);
