@@ -49,7 +49,8 @@ static_assert(static_cast<int>(DType::f32) == LNORM_F32 && static_cast<int>(DTyp
               "lnorm/plugin.h numbers dtypes as lnorm::DType does (the dtype masks are passed through)");
 static_assert(static_cast<int>(Op::layernorm) == LNORM_LAYERNORM && static_cast<int>(Op::rmsnorm) == LNORM_RMSNORM &&
                   static_cast<int>(Op::add_layernorm) == LNORM_ADD_LAYERNORM &&
-                  static_cast<int>(Op::add_rmsnorm) == LNORM_ADD_RMSNORM,
+                  static_cast<int>(Op::add_rmsnorm) == LNORM_ADD_RMSNORM &&
+                  static_cast<int>(Op::layernorm_bwd) == LNORM_LAYERNORM_BWD && static_cast<int>(Op::rmsnorm_bwd) == LNORM_RMSNORM_BWD,
               "lnorm/plugin.h numbers ops as lnorm::Op does (the op masks are passed through)");
 
 lnorm_problem to_c(const Problem& p) {
@@ -83,7 +84,8 @@ std::optional<std::string> plugin_why_not(const PluginKernel& k, const Problem& 
 
 void plugin_run(const PluginKernel& k, const Problem& p, const Tensors& t) {
   const lnorm_problem c = to_c(p);
-  const lnorm_tensors ct{t.x, t.gamma, t.beta, t.y, t.mean, t.rstd, t.residual, t.h, t.dy, t.dx, t.dgamma, t.dbeta};
+  const lnorm_tensors ct{t.x,  t.gamma, t.beta, t.y,      t.mean,   t.rstd,       t.residual,
+                         t.h,  t.dy,    t.dx,   t.dgamma, t.dbeta,  t.saved_mean, t.saved_rstd};
   const RunningPluginKernel running(k.name.c_str());
   k.run(&c, &ct);
 }
@@ -149,8 +151,10 @@ void load_plugin(const std::string& path) {
   if (plugin->kernel_count == 0 || !plugin->kernels) throw InputError(what + "plugin " + plugin->name + " declares no kernels");
   constexpr std::uint32_t kKnownDTypes = (1u << LNORM_F32) | (1u << LNORM_F64) | (1u << LNORM_F16) | (1u << LNORM_BF16);
   constexpr std::uint32_t kNormOpBits = LNORM_OP_BIT(LNORM_LAYERNORM) | LNORM_OP_BIT(LNORM_RMSNORM);
+  constexpr std::uint32_t kAddOpBits = LNORM_OP_BIT(LNORM_ADD_LAYERNORM) | LNORM_OP_BIT(LNORM_ADD_RMSNORM);
+  constexpr std::uint32_t kBwdOpBits = LNORM_OP_BIT(LNORM_LAYERNORM_BWD) | LNORM_OP_BIT(LNORM_RMSNORM_BWD);
   const std::uint32_t known_ops =
-      version >= 3 ? kNormOpBits | LNORM_OP_BIT(LNORM_ADD_LAYERNORM) | LNORM_OP_BIT(LNORM_ADD_RMSNORM) : kNormOpBits;
+      kNormOpBits | (version >= 3 ? kAddOpBits : 0u) | (version >= 4 ? kBwdOpBits : 0u);
   std::vector<PluginKernel> found;
   for (std::size_t i = 0; i < plugin->kernel_count; ++i) {
     PluginKernel pk;
@@ -175,8 +179,11 @@ void load_plugin(const std::string& path) {
     if (pk.dtypes == 0 || (pk.dtypes & ~kKnownDTypes)) throw InputError(where + "dtypes must be a nonempty set of LNORM_DTYPE_BIT(...)");
     if (pk.ops & ~known_ops)
       throw InputError(where + "ops must be a set of LNORM_OP_BIT(...) (" +
-                       (version >= 3 ? "LNORM_LAYERNORM, LNORM_RMSNORM, LNORM_ADD_LAYERNORM, LNORM_ADD_RMSNORM"
-                                     : "LNORM_LAYERNORM, LNORM_RMSNORM in a version-2 plugin") + ")");
+                       (version >= 4   ? "LNORM_LAYERNORM, LNORM_RMSNORM, LNORM_ADD_LAYERNORM, LNORM_ADD_RMSNORM, "
+                                           "LNORM_LAYERNORM_BWD, LNORM_RMSNORM_BWD"
+                        : version == 3 ? "LNORM_LAYERNORM, LNORM_RMSNORM, LNORM_ADD_LAYERNORM, LNORM_ADD_RMSNORM in a "
+                                           "version-3 plugin"
+                                       : "LNORM_LAYERNORM, LNORM_RMSNORM in a version-2 plugin") + ")");
     const std::string full = std::string(plugin->name) + ":" + kname;
     if (find_kernel(full)) throw InputError(where + full + " is already loaded");
     for (const PluginKernel& f : found)

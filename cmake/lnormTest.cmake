@@ -4,6 +4,7 @@
 #                           [KERNEL k ...]        full names, e.g. demo:two_pass (default: every kernel of the plugin)
 #                           [DTYPE d ...]         f32, f64, f16, bf16 (default: every dtype the kernel takes)
 #                           [OP o ...]            layernorm, rmsnorm (default: every op the kernel implements)
+#                           [DIR fwd|bwd]         bwd: the backward of the ops (plugin ABI 4 kernels; default fwd)
 #                           [BUDGETS file]        a budgets.toml with ["plugin:kernel".f32] sections (default: the
 #                                                 built-in one, whose [default.*] sections hold plugin kernels)
 #                           [QUICK]               24 cases per property instead of 160
@@ -16,7 +17,7 @@
 set(_LNORM_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 
 function(lnorm_add_accuracy_test)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "QUICK" "NAME;PLUGIN;BUDGETS;SEED;CASES" "KERNEL;DTYPE;OP;EXPECT_FAILURE")
+  cmake_parse_arguments(PARSE_ARGV 0 arg "QUICK" "NAME;PLUGIN;BUDGETS;SEED;CASES;DIR" "KERNEL;DTYPE;OP;EXPECT_FAILURE")
   if(NOT arg_NAME OR NOT arg_PLUGIN)
     message(FATAL_ERROR "lnorm_add_accuracy_test: NAME and PLUGIN are required")
   endif()
@@ -43,6 +44,9 @@ function(lnorm_add_accuracy_test)
   foreach(o IN LISTS arg_OP)
     list(APPEND args --op ${o})
   endforeach()
+  if(arg_DIR)
+    list(APPEND args --dir ${arg_DIR})
+  endif()
   if(arg_BUDGETS)
     get_filename_component(budgets ${arg_BUDGETS} ABSOLUTE)
     list(APPEND args --budgets ${budgets})

@@ -2,6 +2,8 @@
 // ours in list, run, verify, bench and select; load failures, ABI mismatches and crashes named.
 // The plugins: examples/plugin's demo (correct) and demo_buggy (eps outside the sqrt), built in-tree,
 // and tests/plugins/misbehaving.cpp (a crashing kernel, a picky one, wrong ABI versions, no entry).
+#include <set>
+
 #include <catch2/catch.hpp>
 
 #include "cli_support.hpp"
@@ -136,9 +138,9 @@ TEST_CASE("cli plugin: load failures name the file and the problem (exit 2)", "[
   expect_refused(t, "list --plugin " + t / "text.so", "cannot load");
   expect_refused(t, "list --plugin " + std::string(NO_ENTRY_PLUGIN), "no symbol lnorm_plugin_entry");
   expect_refused(t, "list --plugin " + std::string(OLD_ABI_PLUGIN),
-                 "plugin ABI version 0, but this lnorm reads versions 1 to 3");
+                 "plugin ABI version 0, but this lnorm reads versions 1 to 4");
   expect_refused(t, "list --plugin " + std::string(NEW_ABI_PLUGIN),
-                 "plugin ABI version 4, but this lnorm reads versions 1 to 3");
+                 "plugin ABI version 5, but this lnorm reads versions 1 to 4");
   expect_refused(t, "list --plugin " + std::string(OLD_ABI_PLUGIN), OLD_ABI_PLUGIN);
   expect_refused(t, "list --plugin " + kDemo + " --plugin " + kDemo, "demo:two_pass is already loaded");
   expect_refused(t, "verify --kernel plugins", "no --plugin was given");
@@ -271,4 +273,49 @@ TEST_CASE("cli plugin: a version-3 Add & Norm kernel (examples/plugin/add_rms_no
   CHECK(c.code == 0);
   // h: one f32 addition is the sum rounded once
   CHECK_THAT(c.out, Contains("h max 0.5 ulp (budget 0.5) correctly rounded 100.00%"));
+}
+
+TEST_CASE("cli plugin: a version-4 backward kernel (examples/plugin/layer_norm_backward.cpp) under the backward's laws, and its planted bug caught",
+          "[cli][plugin]") {
+  TempDir t;
+  const std::string bwd = BWD_PLUGIN;
+  const Result l = cli("list --json --plugin " + bwd);
+  REQUIRE(l.code == 0);
+  int listed = 0;
+  for (const auto& k : nlohmann::json::parse(l.out)) {
+    if (k["name"] == "bwd:two_pass") {
+      ++listed;
+      CHECK(k["ops"] == nlohmann::json::array({"layernorm_bwd", "rmsnorm_bwd"}));
+    }
+    if (k["name"] == "bwd:no_mean_g") {
+      ++listed;
+      CHECK(k["ops"] == nlohmann::json::array({"layernorm_bwd"}));
+    }
+  }
+  CHECK(listed == 2);
+  // The correct kernel: every backward property of both norms (the saved statistics reach it; it recomputes).
+  const Result v = cli("verify --quick --cases 12 --dir bwd --plugin " + bwd + " --kernel bwd:two_pass --json " + t / "v.json");
+  INFO(v.out);
+  CHECK(v.code == 0);
+  std::set<std::string> ops;
+  const nlohmann::json vj = load_json(t / "v.json");  // held: a range-for over a temporary's member dangles
+  for (const auto& o : vj["results"]) {
+    ops.insert(o["op"].get<std::string>());
+    CHECK((o["status"] == "pass" || o["status"] == "skipped"));
+  }
+  CHECK(ops == std::set<std::string>{"layernorm_bwd", "rmsnorm_bwd"});
+  // The planted bug (no mean(g)): sum_i dx_i = 0 catches it.
+  const Result b = cli("verify --quick --cases 12 --dir bwd --plugin " + bwd + " --kernel bwd:no_mean_g --property dx_sum_zero --json " +
+                       t / "b.json");
+  CHECK(b.code == 1);
+  CHECK(statuses(load_json(t / "b.json"), "bwd:no_mean_g")["dx_sum_zero"] == "FAIL");
+  // run --dir bwd writes the gradients; check --dir bwd gates them.
+  REQUIRE(cli("gen --out " + t / "x.npy" + " --shape 8x64 --gamma-out " + t / "g.npy").code == 0);
+  REQUIRE(cli("gen --out " + t / "dy.npy" + " --shape 8x64 --seed 9").code == 0);
+  const std::string common = " --dir bwd --x " + t / "x.npy" + " --gamma " + t / "g.npy" + " --dy " + t / "dy.npy";
+  const std::string outs = " --dx " + t / "dx.npy" + " --dgamma " + t / "dg.npy";
+  REQUIRE(cli("run --plugin " + bwd + " --kernel bwd:two_pass" + common + outs).code == 0);
+  const Result c = cli("check" + common + outs);
+  INFO(c.out);
+  CHECK(c.code == 0);
 }

@@ -8,6 +8,12 @@
 // 16384x4096). f64 sums: an 8-lane f32 sum of 4096 terms errs by up to 512 u of Σ|g| (tens of ulps of dx's
 // scale typically); in f64 the sums are exact to 2^-40 of an f32 ulp, and what is left is xhat's rounding
 // (f32 (x − mean)·rstd: ~1 ulp, plus the saved mean's kappa·u) and dx's own few roundings.
+// Speed (bench --dir bwd, 16384x4096 f32, 1 thread, this AVX2 EPYC, 2026-12-02; % of the copy in the same run):
+// 25-29% as written. Tried and not kept: 4 rows per pass 2 with their dgamma/dbeta partials held in registers
+// (the same bits; 21-23%: 16 broadcast constants spill on 16 ymm registers); prefetching the next row's x and
+// dy during pass 2 (27-34%, within this machine's noise); streaming stores for dx (24-28%). Without the f64
+// partials at all it reaches 32-33%: they are a fifth of the time, and most of the rest is pass 1's wait on
+// DRAM (perf: the loads of dy in pass 1 are the hottest instructions).
 // Generic code (the block reduction, threads, staging w) is in avx2_kernel.cpp; this file holds no
 // template or inline function shared with it (isa_objects_share_no_code).
 #include <immintrin.h>

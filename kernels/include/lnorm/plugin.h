@@ -16,12 +16,13 @@
  * "What LayerNorm means here" and "Ops"; `lnorm verify --plugin PATH.so` checks them against the exact
  * reference.
  *
- * Versions. 3 (this header): Add & Norm (LNORM_ADD_LAYERNORM, LNORM_ADD_RMSNORM) and the residual's
- * storage (lnorm_problem.residual_dtype, appended). 2: the op (LayerNorm or RMSNorm), gamma/beta storage and
+ * Versions. 4 (this header): the backward ops (LNORM_LAYERNORM_BWD, LNORM_RMSNORM_BWD) and the forward's saved
+ * statistics they read (lnorm_tensors.saved_mean, saved_rstd, appended). 3: Add & Norm (LNORM_ADD_LAYERNORM,
+ * LNORM_ADD_RMSNORM) and the residual's storage (lnorm_problem.residual_dtype, appended). 2: the op (LayerNorm or RMSNorm), gamma/beta storage and
  * the gamma offset in lnorm_problem, the operands of the ops to come in lnorm_tensors, and each kernel's ops;
  * all appended to version 1's structs, so an older kernel reads what it always read. lnorm still loads
- * versions 1 and 2: a version-2 kernel is offered LayerNorm and RMSNorm only, a version-1 kernel LayerNorm
- * with gamma/beta in x's dtype and no offset.
+ * versions 1 to 3: a version-3 kernel is offered the forward ops, a version-2 kernel LayerNorm and RMSNorm
+ * only, a version-1 kernel LayerNorm with gamma/beta in x's dtype and no offset.
  *
  * Kernel names appear as "<plugin name>:<kernel name>" (e.g. "demo:two_pass"), so they never collide
  * with lnorm's own or another plugin's. Both names: letters, digits, '_' and '-' only.
@@ -36,21 +37,33 @@
 extern "C" {
 #endif
 
-/* Version 3: the layout below. Bump on any change to the structs or the meaning of a field. */
-#define LNORM_PLUGIN_ABI_VERSION 3u
+/* Version 4: the layout below. Bump on any change to the structs or the meaning of a field. */
+#define LNORM_PLUGIN_ABI_VERSION 4u
 
 /* Storage types, with the same numbers as lnorm::DType. */
 enum lnorm_dtype { LNORM_F32 = 0, LNORM_F64 = 1, LNORM_F16 = 2, LNORM_BF16 = 3 };
 /* A set of dtypes for lnorm_plugin_kernel.dtypes: LNORM_DTYPE_BIT(LNORM_F32) | LNORM_DTYPE_BIT(LNORM_F64). */
 #define LNORM_DTYPE_BIT(d) (1u << (unsigned)(d))
 
-/* Ops, with the same numbers as lnorm::Op (version 2; the add_ ones version 3).
+/* Ops, with the same numbers as lnorm::Op (version 2; the add_ ones version 3; the _bwd ones version 4).
  *   LNORM_LAYERNORM      y = (x - mean)*rstd*(C + gamma) + beta,  rstd = 1/sqrt(var + eps), mean and rstd per row
  *   LNORM_RMSNORM        y = x*rstd*(C + gamma) (+ beta),  rstd = 1/sqrt(mean(x^2) + eps); no mean (tensors.mean is NULL)
  *   LNORM_ADD_LAYERNORM  h = x + residual rounded once to residual_dtype (written to tensors.h), then LayerNorm
  *                        of h as stored: y, mean, rstd as above with h for x
- *   LNORM_ADD_RMSNORM    the same with RMSNorm */
-enum lnorm_op { LNORM_LAYERNORM = 0, LNORM_RMSNORM = 1, LNORM_ADD_LAYERNORM = 2, LNORM_ADD_RMSNORM = 3 };
+ *   LNORM_ADD_RMSNORM    the same with RMSNorm
+ *   LNORM_LAYERNORM_BWD  the gradients of LayerNorm at x (and gamma) for the upstream gradient dy: with
+ *                        g = dy*(C + gamma), xhat = (x - mean)*rstd and means over the row,
+ *                        dx = rstd*(g - mean(g) - xhat*mean(g*xhat)) (x's dtype), and per column
+ *                        dgamma = sum over rows of dy*xhat, dbeta = sum over rows of dy (param_dtype). Reads x,
+ *                        gamma, dy and the forward's saved statistics (saved_mean, saved_rstd: lnorm passes the
+ *                        exact ones rounded to the stats format, as a framework saves them; a kernel may use or
+ *                        recompute them); writes dx, dgamma when has_gamma, dbeta when has_beta. dgamma and
+ *                        dbeta must be the same bits for every `threads` (a fixed reduction order, not atomics).
+ *   LNORM_RMSNORM_BWD    the same for RMSNorm: xhat = x*rstd, dx = rstd*(g - xhat*mean(g*xhat)); saved_mean NULL */
+enum lnorm_op {
+  LNORM_LAYERNORM = 0, LNORM_RMSNORM = 1, LNORM_ADD_LAYERNORM = 2, LNORM_ADD_RMSNORM = 3,
+  LNORM_LAYERNORM_BWD = 4, LNORM_RMSNORM_BWD = 5
+};
 #define LNORM_OP_BIT(o) (1u << (unsigned)(o))
 
 /* The problem: mirrors lnorm::Problem. */
@@ -83,13 +96,19 @@ typedef struct lnorm_tensors {
   void* mean;
   void* rstd;
   /* version 2: operands of the other ops: Add & Norm's residual (input) and h (output), rows*cols elements of
-   * residual_dtype, NULL for the plain norms; backward (dy, dx, dgamma, dbeta) is to come, NULL */
+   * residual_dtype, NULL for the plain norms; the backward's (version 4): dy (input) and dx (output), rows*cols
+   * elements of dtype; dgamma and dbeta (outputs), cols elements of param_dtype, NULL when not asked for. x,
+   * gamma are the forward's inputs; beta, y, mean, rstd are NULL in a backward problem */
   const void* residual;
   void* h;
   const void* dy;
   void* dx;
   void* dgamma;
   void* dbeta;
+  /* version 4: the backward's saved statistics (inputs), rows elements of f32 (f64 when dtype is f64);
+   * saved_mean NULL for RMSNorm; both NULL in a forward problem */
+  const void* saved_mean;
+  const void* saved_rstd;
 } lnorm_tensors;
 
 typedef struct lnorm_plugin_kernel {
