@@ -130,3 +130,18 @@ def test_torch_layer_norm_backward_through_autograd():
     assert "fn raised" not in r.outcome("accuracy").message and "fn returned" not in r.outcome("accuracy").message
     with pytest.raises(ValueError, match=r"torch_kernel\(\.\.\., dir='bwd'\)"):
         lnorm.verify(k)
+
+
+def test_a_backward_budget_dict_tightens_dx_and_expected_failures_hold():
+    # A textbook backward from the saved f32 statistics loses ~kappa ulps on offset rows: over 0.5 + 0*kappa.
+    def textbook(x, dy, gamma, beta, eps, *, mean, rstd):
+        return numpy_backward(x, dy, gamma, beta, eps, mean, rstd)
+
+    tight = {"dx": {"a": 0.5, "b": 0, "reason": "correctly rounded only"}}
+    r = lnorm.verify(textbook, dir="bwd", properties=("accuracy",), cases=24, budget=tight)
+    assert r.outcome("accuracy").failed and "dx" in r.outcome("accuracy").message
+    assert r.budgets == "budget"  # the given sections, not budgets.toml
+    xfail = {**tight, "expected_failures": {"accuracy": "the saved mean costs kappa ulps"}}
+    assert lnorm.verify(textbook, dir="bwd", properties=("accuracy",), cases=24, budget=xfail)
+    with pytest.raises(ValueError, match="reason"):
+        lnorm.verify(textbook, dir="bwd", budget={"dx": {"a": 1}})
