@@ -70,13 +70,28 @@ std::optional<std::string> python_why_not(const Problem& p) {
   return std::nullopt;
 }
 
-// The kernel the suite calls: fn(x, gamma, beta, eps[, gamma_offset=C]) -> y, or (y, mean, rstd) for
-// LayerNorm, (y, rstd) for RMSNorm.
-void python_kernel(const Problem& p, const Tensors& t) {
+// Runs body (which calls the slot's fn) with the GIL held; what fn raises becomes one C++ exception with one
+// line of text, which the suite records as the property's failure. KeyboardInterrupt also stops the run.
+template <class Body>
+void call_python(Body&& body) {
   py::gil_scoped_acquire gil;
   if (slot->interrupted) throw std::runtime_error("interrupted (KeyboardInterrupt)");
   std::string error;
   try {
+    body();
+  } catch (py::error_already_set& e) {
+    if (e.matches(PyExc_KeyboardInterrupt)) slot->interrupted = true;
+    error = "fn raised " + one_line(e);
+  } catch (const py::builtin_exception& e) {
+    error = e.what();
+  }
+  if (!error.empty()) throw std::runtime_error(error);
+}
+
+// The kernel the suite calls: fn(x, gamma, beta, eps[, gamma_offset=C]) -> y, or (y, mean, rstd) for
+// LayerNorm, (y, rstd) for RMSNorm.
+void python_kernel(const Problem& p, const Tensors& t) {
+  call_python([&] {
     const DType d = p.dtype, sd = stats_dtype(d), pd = p.param_dtype;
     const bool has_mean = centred(p.op);
     const py::object g = t.gamma ? py::object(copy_in(pd, t.gamma, {p.cols})) : py::object(py::none());
@@ -122,17 +137,11 @@ void python_kernel(const Problem& p, const Tensors& t) {
       one.threads = 1;
       reference(one, Tensors{t.x, t.gamma, t.beta, scratch.data(), t.mean, t.rstd});
     }
-  } catch (py::error_already_set& e) {
-    if (e.matches(PyExc_KeyboardInterrupt)) slot->interrupted = true;
-    error = "fn raised " + one_line(e);
-  } catch (const py::builtin_exception& e) {
-    error = e.what();
-  }
-  if (!error.empty()) throw std::runtime_error(error);
+  });
 }
 
-// A gradient fn returned: an array of dtype d with `count` elements (dx: shape rows x cols; dgamma/dbeta:
-// cols values, any shape), copied into dst.
+// A gradient fn returned, copied into dst: an array of dtype d, of shape rows x cols (dx), or of cols values in any
+// shape (dgamma/dbeta, shape {cols}).
 void copy_gradient(py::handle h, const char* what, DType d, const std::vector<std::int64_t>& shape, void* dst) {
   if (h.is_none()) throw std::runtime_error(std::string("fn returned None for ") + what + ", which was asked for");
   if (!py::isinstance<py::array>(h)) {
@@ -158,10 +167,7 @@ void copy_gradient(py::handle h, const char* what, DType d, const std::vector<st
 // (dx, dgamma, dbeta). beta is zeros when dbeta is asked for (its values enter no gradient), else None;
 // dgamma/dbeta not asked for (None gamma/beta) may come back as anything and are ignored.
 void python_backward_kernel(const Problem& p, const Tensors& t) {
-  py::gil_scoped_acquire gil;
-  if (slot->interrupted) throw std::runtime_error("interrupted (KeyboardInterrupt)");
-  std::string error;
-  try {
+  call_python([&] {
     const DType d = p.dtype, sd = stats_dtype(d), pd = p.param_dtype;
     const py::object x = copy_in(d, t.x, {p.rows, p.cols}), dy = copy_in(d, t.dy, {p.rows, p.cols});
     const py::object g = p.has_gamma ? py::object(copy_in(pd, t.gamma, {p.cols})) : py::object(py::none());
@@ -187,13 +193,7 @@ void python_backward_kernel(const Problem& p, const Tensors& t) {
     copy_gradient(s[0], "dx", d, {p.rows, p.cols}, t.dx);
     if (t.dgamma) copy_gradient(s[1], "dgamma", pd, {p.cols}, t.dgamma);
     if (t.dbeta) copy_gradient(s[2], "dbeta", pd, {p.cols}, t.dbeta);
-  } catch (py::error_already_set& e) {
-    if (e.matches(PyExc_KeyboardInterrupt)) slot->interrupted = true;
-    error = "fn raised " + one_line(e);
-  } catch (const py::builtin_exception& e) {
-    error = e.what();
-  }
-  if (!error.empty()) throw std::runtime_error(error);
+  });
 }
 
 py::dict case_dict(const verify::Case& c) {
