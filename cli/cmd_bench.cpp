@@ -101,6 +101,20 @@ void print_unavailable(const std::vector<Result>& results) {
   }
 }
 
+// Under the ceiling's row: every copy measured for it, in GB/s, so the winner is seen beside the others
+// (the 512-bit loops where the CPU has AVX-512; the copies that cannot run here are listed once, at the end).
+void print_copies(const std::vector<Result>& results, DType d, const Shape& s, Op op) {
+  std::string line;
+  for (const Result& r : results) {
+    if (!bench::is_copy(r.entry.what) || r.entry.dtype != d || r.entry.shape.rows != s.rows || r.entry.shape.cols != s.cols) continue;
+    if (fused_add(r.entry.op) != fused_add(op) || !r.skipped.empty() || r.unavailable || !(r.bytes_per_second > 0)) continue;
+    char cell[64];
+    std::snprintf(cell, sizeof cell, "%s%s %.2f", line.empty() ? "" : ", ", r.entry.what.c_str(), r.bytes_per_second / 1e9);
+    line += cell;
+  }
+  if (!line.empty()) std::printf("    copies measured: %s\n", line.c_str());
+}
+
 void print_tables(const std::vector<Result>& results, const std::vector<Shape>& shapes, const std::vector<Op>& ops) {
   std::vector<std::string> names;
   for (const Result& r : results) names.push_back(bench::is_copy(r.entry.what) ? "copy " + r.entry.what : r.entry.what);
@@ -142,6 +156,7 @@ void print_tables(const std::vector<Result>& results, const std::vector<Shape>& 
           if (od && od->skipped.empty()) std::snprintf(x, sizeof x, "%.2fx", (ceiling->bytes_per_second / od->bytes_per_second));
           std::printf("  %-*s %-5s %9.2f %10s %10s\n", w, ("copy " + ceiling->winner).c_str(), d.c_str(),
                       ceiling->bytes_per_second / 1e9, "100%", x);
+          print_copies(results, r.entry.dtype, s, op);
           continue;
         }
         if (!r.skipped.empty()) {

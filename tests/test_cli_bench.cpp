@@ -83,6 +83,9 @@ TEST_CASE("cli bench: the 512-bit copies are in the ceiling where the CPU has AV
       if (e.at("kernel") == copy && !e.contains("skipped")) ++measured;
     if (__builtin_cpu_supports("avx512f")) {
       CHECK(measured == 4);  // 2 shapes x 2 dtypes, each a candidate for the ceiling
+      // The text names them too: one "copies measured" line per shape and dtype lists every copy that ran.
+      CHECK(count(std::string(", ") + copy + " ") == 4);
+      CHECK(count("    copies measured: memcpy ") == 4);
     } else {
       CHECK(measured == 0);
       CHECK(count(std::string("  ") + copy + " (f32, bf16): needs AVX-512 F (this CPU lacks it)") == 1);
