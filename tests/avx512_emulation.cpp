@@ -11,6 +11,7 @@
 #include "lnorm/params.hpp"
 #include "../kernels/cpu/row_split.hpp"
 #include "../kernels/cpu/add_norm.hpp"
+#include "../kernels/cpu/backward.hpp"
 #include "lnorm/half.hpp"
 #include "../kernels/cpu/avx2_cr_exact.hpp"  // avx512_cr's scalar slow paths (generic f16 conversions here)
 
@@ -20,11 +21,22 @@ namespace {
 #include "../kernels/cpu/avx512_emulated_ops.hpp"
 using lnorm::cpu::welford_row;
 #include "../kernels/cpu/avx512_body.hpp"
+#include "../kernels/cpu/avx512_backward_body.hpp"
+
+// The backward rows as avx512.cpp dispatches them.
+void backward_rows(const lnorm::cpu::BackwardRows& a, std::int64_t r0, std::int64_t r1, double* dg, double* db) {
+  switch (a.dtype) {
+    case DType::f16: return bwd::rows<EmulatedOps, F16>(a, r0, r1, dg, db);
+    case DType::bf16: return bwd::rows<EmulatedOps, BF16>(a, r0, r1, dg, db);
+    default: return bwd::rows<EmulatedOps, F32>(a, r0, r1, dg, db);
+  }
+}
 
 // Rows split as the native kernels' (and every CPU kernel's) are: cpu::split_rows.
 // Parameters staged as avx512_kernel.cpp stages them.
 // Add & Norm as avx512_kernel.cpp runs it: the body's sum (sum_rows), then the plain rows on h.
 void run_fast(const Problem& p, const Tensors& t) {
+  if (backward(p.op)) return lnorm::cpu::simd_backward(p, t, &backward_rows);
   lnorm::cpu::StagedParams<float> staged;
   if (!lnorm::cpu::params_in_place(p)) staged = lnorm::cpu::stage_params<float>(p, t);
   const lnorm::cpu::Staged s{staged.gamma(), staged.beta()};
@@ -46,7 +58,7 @@ std::optional<std::string> residual_in_x_dtype(const Problem& p) {
 
 const KernelInfo kAvx512Emu{"avx512_emu", "avx512 with every AVX-512 operation emulated lane by lane (test kernel)",
                             DTypeSet{DType::f32, DType::f16, DType::bf16}, &residual_in_x_dtype, &run_fast, false,
-                            OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
+                            OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm, Op::layernorm_bwd, Op::rmsnorm_bwd}};
 const KernelInfo kAvx512CrEmu{"avx512_cr_emu", "avx512_cr with every AVX-512 operation emulated lane by lane (test kernel)",
                               DTypeSet{DType::f32, DType::f16, DType::bf16}, &residual_in_x_dtype, &run_cr, false,
                               OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};

@@ -34,10 +34,14 @@ void run_suite(bool quick, std::uint64_t seed, const std::vector<Op>& ops = test
   settings.command = "ctest -R avx512_emulation (lane-by-lane emulation of the AVX-512 kernels)";
   for (const KernelInfo* k : {&emu::kAvx512Emu, &emu::kAvx512CrEmu}) {
     for (Op op : ops) {
+      if (!k->ops.contains(op)) continue;  // avx512_cr_emu has no backward
       for (DType d : kDTypes) {
         const verify::KernelBudget& budget = budgets.for_kernel(op, native_name(*k), d);
-        // Add & Norm falls back to its norm's sections (budgets.toml has no [add_*.avx512.*] of its own).
-        const std::string level = norm_of(op) == Op::layernorm ? "" : std::string(name(norm_of(op))) + ".";
+        // Add & Norm falls back to its norm's sections (budgets.toml has no [add_*.avx512.*] of its own); the
+        // backward ops have their own.
+        const std::string level = backward(op) ? std::string(name(op)) + "."
+                                  : norm_of(op) == Op::layernorm ? ""
+                                                                 : std::string(name(norm_of(op))) + ".";
         REQUIRE(budget.section == level + native_name(*k) + "." + std::string(name(d)));
         for (const verify::Outcome& o : verify::verify_kernel(*k, op, d, budget, settings)) {
           std::string worst;
@@ -72,6 +76,23 @@ TEST_CASE("avx512_emu and avx512_cr_emu: the quick verify suite of Add & Norm ho
   const char* one = std::getenv("LNORM_VERIFY_OP");
   const std::vector<Op> ops = one && *one ? testing::ops_from_env() : std::vector<Op>{Op::add_layernorm, Op::add_rmsnorm};
   run_suite(true, 1, ops, 12);
+}
+
+// The backward (avx512_emu only: avx512_cr has none), quick at 12 cases per property as ctest verify_quick_bwd;
+// LNORM_VERIFY_OP picks one backward op. The full suite is the hidden "[bwd_full]" (80 cases, as verify_full_bwd),
+// run by ctest avx512_emulation_verify_bwd_full (label slow).
+std::vector<Op> backward_ops_from_env() {
+  const char* one = std::getenv("LNORM_VERIFY_OP");
+  return one && *one ? testing::ops_from_env() : std::vector<Op>{std::begin(kBackwardOps), std::end(kBackwardOps)};
+}
+
+TEST_CASE("avx512_emu: the quick backward verify suite holds with avx512's backward budgets", "[avx512][emulation][verify][bwd]") {
+  run_suite(true, 1, backward_ops_from_env(), 12);
+}
+
+TEST_CASE("avx512_emu: the full backward verify suite (seed 1, 80 cases) holds with avx512's backward budgets",
+          "[.bwd_full][avx512][emulation]") {
+  run_suite(false, 1, backward_ops_from_env(), 80);
 }
 
 TEST_CASE("avx512_emu and avx512_cr_emu: constant rows give beta bit-exactly at every tail length",

@@ -57,7 +57,39 @@ struct Pair {
 };
 Pair g_pair;
 
+void record_mismatch(const Problem& p, const char* what, const void* native, const std::vector<std::byte>& e, std::size_t n) {
+  if (!native || n == 0 || std::memcmp(native, e.data(), n) == 0) return;
+  ++g_pair.mismatches;
+  if (!g_pair.first.empty()) return;
+  const auto* a = static_cast<const unsigned char*>(native);
+  std::size_t i = 0;
+  while (a[i] == static_cast<unsigned char>(e[i])) ++i;
+  std::ostringstream s;
+  s << g_pair.native->name << " " << name(p.op) << " " << name(p.dtype) << " " << p.rows << "x" << p.cols << " eps " << p.eps << " gamma "
+    << p.has_gamma << " beta " << p.has_beta << " threads " << p.threads << ": " << what << " differs first at byte " << i;
+  g_pair.first = s.str();
+}
+
+// The backward: dx, dgamma and dbeta (the emulated kernel on copies of the inputs, as the harness gives them).
+void compare_backward(const Problem& p, const Tensors& t) {
+  const std::size_t bytes = static_cast<std::size_t>(p.elements()) * size_of(p.dtype);
+  const std::size_t params = static_cast<std::size_t>(p.cols) * size_of(p.param_dtype);
+  std::vector<std::byte> dx(bytes), dg(t.dgamma ? params : 0), db(t.dbeta ? params : 0);
+  Tensors e = t;
+  e.dx = dx.data();
+  e.dgamma = t.dgamma ? dg.data() : nullptr;
+  e.dbeta = t.dbeta ? db.data() : nullptr;
+  g_pair.emulated->run(p, e);
+  g_pair.native->run(p, t);
+  ++g_pair.calls;
+  g_pair.elements += p.elements();
+  record_mismatch(p, "dx", t.dx, dx, bytes);
+  record_mismatch(p, "dgamma", t.dgamma, dg, dg.size());
+  record_mismatch(p, "dbeta", t.dbeta, db, db.size());
+}
+
 void compare_run(const Problem& p, const Tensors& t) {
+  if (backward(p.op)) return compare_backward(p, t);
   const std::size_t bytes = static_cast<std::size_t>(p.elements()) * size_of(p.dtype);
   const std::size_t stats = static_cast<std::size_t>(p.rows) * size_of(stats_dtype(p.dtype));
   // Add & Norm: residual and h in x's dtype (the kernels decline others), h compared like y.
@@ -70,37 +102,30 @@ void compare_run(const Problem& p, const Tensors& t) {
   g_pair.native->run(p, t);
   ++g_pair.calls;
   g_pair.elements += p.elements();
-  const auto check = [&](const char* what, const void* native, const std::vector<std::byte>& e, std::size_t n) {
-    if (!native || n == 0 || std::memcmp(native, e.data(), n) == 0) return;
-    ++g_pair.mismatches;
-    if (!g_pair.first.empty()) return;
-    const auto* a = static_cast<const unsigned char*>(native);
-    std::size_t i = 0;
-    while (a[i] == static_cast<unsigned char>(e[i])) ++i;
-    std::ostringstream s;
-    s << g_pair.native->name << " " << name(p.op) << " " << name(p.dtype) << " " << p.rows << "x" << p.cols << " eps " << p.eps << " gamma "
-      << p.has_gamma << " beta " << p.has_beta << ": " << what << " differs first at byte " << i;
-    g_pair.first = s.str();
-  };
-  check("y", t.y, y, bytes);
-  check("mean", t.mean, mean, stats);
-  check("rstd", t.rstd, rstd, stats);
-  if (fused) check("h", t.h, h, bytes);
+  record_mismatch(p, "y", t.y, y, bytes);
+  record_mismatch(p, "mean", t.mean, mean, stats);
+  record_mismatch(p, "rstd", t.rstd, rstd, stats);
+  if (fused) record_mismatch(p, "h", t.h, h, bytes);
 }
 
 const KernelInfo kCompare{"avx512_native_vs_emulated", "runs both, records differences", DTypeSet{DType::f32, DType::f16, DType::bf16},
                           [](const Problem&) -> std::optional<std::string> { return std::nullopt; }, &compare_run,
-                          false, OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
+                          false, OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm, Op::layernorm_bwd, Op::rmsnorm_bwd}};
 
 void bits_equal_on_suite(const char* native, const KernelInfo& emulated, bool quick) {
+  const KernelInfo* k = find_kernel(native);
+  REQUIRE(k);
   const auto budgets = verify::Budgets::builtin();
   verify::Settings settings;
   settings.quick = quick;
   settings.command = "test_avx512_native";
-  for (Op op : kForwardOps) {
+  for (Op op : kAllOps) {
+    if (!k->ops.contains(op)) continue;  // avx512_cr has no backward
     // Add & Norm: 12 cases per property in the quick run, as ctest verify_quick_add (the sum is the only new
     // code; the norm of h is the plain rows' checked above), so the test stays cheap where CI has AVX-512.
-    settings.cases = quick && fused_add(op) ? 12 : 0;
+    // The backward's quick suite at 12 cases too, as ctest verify_quick_bwd (its determinism property tiles each
+    // case to 2^18 elements at four thread counts, and the emulation runs every one).
+    settings.cases = quick && (fused_add(op) || backward(op)) ? 12 : 0;
     for (DType d : {DType::f32, DType::f16, DType::bf16}) {
       g_pair = Pair{};
       g_pair.native = find_kernel(native);

@@ -112,3 +112,29 @@ TEST_CASE("run --dir bwd writes a kernel's gradients, and check --dir bwd gates 
     }
   }
 }
+
+TEST_CASE("verify --dir bwd: a failing backward outcome's reproduce line is a command the CLI runs (CLI)", "[cli][backward]") {
+  TempDir t;
+  // A 0-ulp dx budget fails every kernel's accuracy; the reproduce line must ask the op as --op N --dir bwd.
+  const std::string budgets = t / "b.toml";
+  {
+    std::FILE* f = std::fopen(budgets.c_str(), "w");
+    REQUIRE(f);
+    std::fputs("[rmsnorm_bwd.welford.f32]\ndx = { a = 0, b = 0, reason = \"test\" }\ndgamma = { a = 8, b = 0, reason = \"test\" }\n"
+               "dbeta = { ulp = 8, reason = \"test\" }\n",
+               f);
+    std::fclose(f);
+  }
+  const auto r = cli("verify --op rmsnorm --dir bwd --kernel welford --dtype f32 --property accuracy --quick --cases 4 --budgets " + budgets +
+                     " --json " + t / "v.json");
+  INFO(r.out);
+  REQUIRE(r.code == 1);
+  const std::string repro = load_json(t / "v.json")["results"][0]["reproduce"].get<std::string>();
+  CHECK_THAT(repro, Contains(" --op rmsnorm --dir bwd "));
+  CHECK_THAT(repro, !Contains("rmsnorm_bwd"));
+  // The same command (lnorm's own name stripped) runs: it fails the same way, not on its flags (exit 2).
+  REQUIRE(repro.rfind("lnorm verify", 0) == 0);
+  const auto again = cli(repro.substr(std::strlen("lnorm ")) + " --budgets " + budgets);
+  INFO(again.out);
+  CHECK(again.code == 1);
+}

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "cli_support.hpp"
 
@@ -212,7 +214,20 @@ TEST_CASE("cli select and bench --dir bwd: the backward kernels only, on their d
   const nlohmann::json j = load_json(t / "s.json");
   CHECK(j.at("op") == "rmsnorm_bwd");
   CHECK(j.at("kernel") == "welford");  // the one backward budget of at most 1 ulp (dx and dgamma a = 1, no kappa)
-  for (const auto& c : j.at("candidates")) CHECK((c.at("kernel") == "welford" || c.at("kernel") == "naive" || c.at("kernel") == "avx2"));
+  // The candidates are the kernels that implement rmsnorm_bwd (lnorm list's ops; those this CPU cannot run are
+  // candidates too, "unavailable"), and only those.
+  const Result l = cli("list --json");
+  REQUIRE(l.code == 0);
+  std::vector<std::string> backward_kernels;
+  for (const auto& k : nlohmann::json::parse(l.out))
+    for (const auto& op : k.at("ops"))
+      if (op == "rmsnorm_bwd") backward_kernels.push_back(k.at("name").get<std::string>());
+  CHECK(backward_kernels.size() >= 4);  // naive, welford, avx2, avx512
+  std::vector<std::string> candidates;
+  for (const auto& c : j.at("candidates")) candidates.push_back(c.at("kernel").get<std::string>());
+  std::sort(candidates.begin(), candidates.end());
+  std::sort(backward_kernels.begin(), backward_kernels.end());
+  CHECK(candidates == backward_kernels);
   const Result b = cli("bench --dir bwd --op rmsnorm --kernel welford --shape 8x256 --dtype f32 --quick");
   INFO(b.out);
   CHECK(b.code == 0);

@@ -98,7 +98,8 @@ void backward_rows(const BackwardRows& a, std::int64_t r0, std::int64_t r1, doub
     if (!start_row(a, r, row)) return false;
     for (std::int64_t i = 0; i < n; i += 8) {
       const std::int64_t k = n - i < 8 ? n - i : 8;
-      pass1(row, load(a.x + r * n + i, k), load(a.dy + r * n + i, k), a.w ? load(a.w + i, k) : ones);
+      pass1(row, load(static_cast<const float*>(a.x) + r * n + i, k), load(static_cast<const float*>(a.dy) + r * n + i, k),
+            a.w ? load(a.w + i, k) : ones);
     }
     return finish_row(a, row);
   };
@@ -112,9 +113,9 @@ void backward_rows(const BackwardRows& a, std::int64_t r0, std::int64_t r1, doub
       if (has_next) cur_ok = pass1_row(r + 1, next), cur = next;
       continue;
     }
-    const float* x = a.x + r * n;
-    const float* dy = a.dy + r * n;
-    float* dx = a.dx + r * n;
+    const float* x = static_cast<const float*>(a.x) + r * n;
+    const float* dy = static_cast<const float*>(a.dy) + r * n;
+    float* dx = static_cast<float*>(a.dx) + r * n;
     const __m256 vmean = _mm256_set1_ps(cur.mean), vrstd = _mm256_set1_ps(cur.rstd);
     const __m256 vmg = _mm256_set1_ps(cur.mean_g), vmgx = _mm256_set1_ps(cur.mean_gx);
     // dx, and the block's dgamma += dy·xhat and dbeta += dy in f64, for lanes [at, at + k); with pass 1 of the

@@ -6,7 +6,6 @@
 
 #include "add_norm.hpp"
 #include "backward.hpp"
-#include "backward_blocks.hpp"
 #include "isa.hpp"
 #include "kernels.hpp"
 #include "lnorm/params.hpp"
@@ -40,18 +39,8 @@ std::optional<std::string> avx2_add_why_not(const Problem& p) {
   return std::nullopt;
 }
 
-// The backward (f32): without the forward's saved statistics, the careful scalar backward.
-void avx2_backward_run(const Problem& p, const Tensors& t) {
-  if (!t.saved_rstd || (centred(p.op) && !t.saved_mean)) return careful_backward(p, t);
-  const StagedParams<float> staged = stage_params<float>(p, t);  // w = C + gamma rounded once to f32
-  const BackwardRows a{static_cast<const float*>(t.x), static_cast<const float*>(t.dy), staged.gamma(),
-                       static_cast<const float*>(t.saved_mean), static_cast<const float*>(t.saved_rstd), static_cast<float*>(t.dx),
-                       p.cols, centred(p.op), &careful_backward_row_f32, &p};
-  backward_blocks<double>(p, t, [&](std::int64_t r0, std::int64_t r1, double* dg, double* db) { avx2::backward_rows(a, r0, r1, dg, db); });
-}
-
 void avx2_run(const Problem& p, const Tensors& t) {
-  if (backward(p.op)) return avx2_backward_run(p, t);
+  if (backward(p.op)) return simd_backward(p, t, &avx2::backward_rows);  // f32 (avx2_add_why_not)
   // f32 gamma/beta with 16-bit x, or an offset: w = C + gamma and beta staged in f32 once per call.
   StagedParams<float> staged;
   if (!params_in_place(p)) staged = stage_params<float>(p, t);

@@ -22,6 +22,7 @@ namespace {
 #include "avx512_types.hpp"
 #include "avx512_native_ops.hpp"
 #include "avx512_body.hpp"
+#include "avx512_backward_body.hpp"
 }  // namespace
 
 void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged& staged) {
@@ -30,6 +31,16 @@ void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t e
 
 void add_rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
   sum_rows<NativeOps<false>>(p, t, begin, end);
+}
+
+// The backward rows, f32 math on the data's storage (f16 and bf16 rounded once by the integer path; dx has
+// no AVX512-BF16 instantiation: the same bits, avx512_native_ops.hpp).
+void backward_rows(const BackwardRows& a, std::int64_t r0, std::int64_t r1, double* dg, double* db) {
+  switch (a.dtype) {
+    case DType::f16: return bwd::rows<NativeOps<false>, F16>(a, r0, r1, dg, db);
+    case DType::bf16: return bwd::rows<NativeOps<false>, BF16>(a, r0, r1, dg, db);
+    default: return bwd::rows<NativeOps<false>, F32>(a, r0, r1, dg, db);
+  }
 }
 
 }  // namespace lnorm::cpu::avx512

@@ -143,6 +143,7 @@ struct EmulatedOps {
   }
   static void sfence() {}
   static void prefetch_l2(const void*) {}
+  static void prefetch_l1(const void*) {}
 
   // ---- 8 f64 lanes ----
   static D zero_pd() { return D{}; }
@@ -220,6 +221,11 @@ struct EmulatedOps {
   }
   static double first_pd(D a) { return a.v[0]; }
   static void store_pd(double* p, D a) { std::memcpy(p, a.v, sizeof a.v); }
+  static D load_pd(const double* p) {
+    D r;
+    std::memcpy(r.v, p, sizeof r.v);
+    return r;
+  }
   static D bits_add(D a, std::int64_t b) {
     for (double& l : a.v) l = from_bits64(bits64(l) + static_cast<std::uint64_t>(b));
     return a;

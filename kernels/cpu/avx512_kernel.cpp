@@ -4,6 +4,7 @@
 #include <cpuid.h>
 
 #include "add_norm.hpp"
+#include "backward.hpp"
 #include "isa.hpp"
 #include "kernels.hpp"
 #include "lnorm/params.hpp"
@@ -60,6 +61,7 @@ std::optional<std::string> avx512_add_why_not(const Problem& p) {
 }
 
 void avx512_run(const Problem& p, const Tensors& t) {
+  if (backward(p.op)) return simd_backward(p, t, &avx512::backward_rows);
   const bool hw_bf16 = p.dtype == DType::bf16 && features().bf16;
   // f32 gamma/beta with 16-bit x, or an offset: w = C + gamma and beta staged in f32 once per call.
   StagedParams<float> staged;
@@ -93,8 +95,8 @@ const KernelInfo kAvx512Cr{"avx512_cr",
                            OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
 
 const KernelInfo kAvx512{"avx512",
-                         "AVX-512, 16 f32 lanes: avx2's fused shifted sums (RMSNorm: the sum of squares), corrected two-pass (two-float mean), masked tails",
+                         "AVX-512, 16 f32 lanes: avx2's fused shifted sums (RMSNorm: the sum of squares), corrected two-pass (two-float mean), masked tails; backward (f32 math, f32/f16/bf16 data) from the saved statistics, f64 sums",
                          DTypeSet{DType::f32, DType::f16, DType::bf16}, &avx512_add_why_not, &avx512_run, false,
-                         OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
+                         OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm, Op::layernorm_bwd, Op::rmsnorm_bwd}};
 
 }  // namespace lnorm::cpu

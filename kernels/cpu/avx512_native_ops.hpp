@@ -100,6 +100,7 @@ struct NativeOps {
   static void sfence() { _mm_sfence(); }
   // A hint only (fetch the line at p into L2); no value changes.
   static void prefetch_l2(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1); }
+  static void prefetch_l1(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 
   // ---- 8 f64 lanes (avx512_cr) ----
   static D zero_pd() { return _mm512_setzero_pd(); }
@@ -135,6 +136,7 @@ struct NativeOps {
   static M8 cmp_le_pd(D a, D b) { return _mm512_cmp_pd_mask(a, b, _CMP_LE_OQ); }
   static double first_pd(D a) { return _mm512_cvtsd_f64(a); }
   static void store_pd(double* p, D a) { _mm512_storeu_pd(p, a); }
+  static D load_pd(const double* p) { return _mm512_loadu_pd(p); }
   // Integer operations on the 64-bit patterns.
   static D bits_add(D a, std::int64_t b) {
     return _mm512_castsi512_pd(_mm512_add_epi64(_mm512_castpd_si512(a), _mm512_set1_epi64(b)));

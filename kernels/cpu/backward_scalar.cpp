@@ -176,16 +176,28 @@ struct Careful {
   void operator()(const Problem& p, const Tensors& t) const { careful<T>(p, t); }
 };
 
+template <class T>
+void careful_simd_row(const BackwardRows& a, std::int64_t r, double* dg, double* db) {
+  const Problem& p = *static_cast<const Problem*>(a.problem);
+  thread_local std::vector<double> d, w;
+  if (a.w) w.assign(a.w, a.w + a.cols);  // the f32 weights the fast rows use, widened (exact)
+  const std::int64_t at = r * a.cols;
+  careful_row<T, double>(p, static_cast<const T*>(a.x) + at, static_cast<const T*>(a.dy) + at, a.w ? w.data() : nullptr,
+                         static_cast<T*>(a.dx) + at, dg, db, d);
+}
+
 }  // namespace
 
 void naive_backward(const Problem& p, const Tensors& t) { dispatch<Textbook>(p, t); }
 
-void careful_backward_row_f32(const BackwardRows& a, std::int64_t r, double* dg, double* db) {
-  const Problem& p = *static_cast<const Problem*>(a.problem);
-  thread_local std::vector<double> d, w;
-  if (a.w) w.assign(a.w, a.w + a.cols);  // the f32 weights the fast rows use, widened (exact)
-  careful_row<float, double>(p, a.x + r * a.cols, a.dy + r * a.cols, a.w ? w.data() : nullptr, a.dx + r * a.cols, dg, db, d);
+void careful_backward_row(const BackwardRows& a, std::int64_t r, double* dg, double* db) {
+  switch (a.dtype) {
+    case DType::f16: return careful_simd_row<f16>(a, r, dg, db);
+    case DType::bf16: return careful_simd_row<bf16>(a, r, dg, db);
+    default: return careful_simd_row<float>(a, r, dg, db);
+  }
 }
+
 void careful_backward(const Problem& p, const Tensors& t) { dispatch<Careful>(p, t); }
 
 }  // namespace lnorm::cpu

@@ -21,25 +21,30 @@ struct Staged64 {
   const double* beta = nullptr;
 };
 
-// A backward row range as the ISA code reads it (f32 data; the generic driver stages w = C + gamma in f32
-// and owns the block partials): saved statistics of the forward, and the careful scalar row for the rows the
-// fast path declines (careful_row adds that row's dy·xhat and dy to dg/db as the fast path would).
+// A backward row range as the ISA code reads it (f32-family data: x, dy and dx in `dtype`, f32 math; the
+// generic driver, backward_simd.cpp, stages w = C + gamma in f32 and owns the block partials): saved f32
+// statistics of the forward, and the careful scalar row for the rows the fast path declines (careful_row adds
+// that row's dy·xhat and dy to dg/db as the fast path would).
 struct BackwardRows {
-  const float* x;
-  const float* dy;
-  const float* w;  // cols, or null (weight 1)
+  const void* x;
+  const void* dy;
+  const float* w;  // cols (ones without gamma)
   const float* mean;  // saved, rows (null for RMSNorm)
   const float* rstd;  // saved, rows
-  float* dx;
+  void* dx;
   std::int64_t cols;
   bool centred;
+  DType dtype;  // of x, dy and dx: f32, f16 or bf16
+  bool stream_dx;  // dx exceeds the caches: written with non-temporal stores where a row allows it
   void (*careful_row)(const BackwardRows&, std::int64_t row, double* dg, double* db);
   const void* problem;  // the Problem, for careful_row
 };
+// The backward of rows [r0, r1): dx written, each row's dy·xhat and dy added to dg and db (cols doubles each,
+// or null) in row order.
+using BackwardRowsFn = void (*)(const BackwardRows& a, std::int64_t r0, std::int64_t r1, double* dg, double* db);
 
 namespace avx2 {
-// The backward of rows [r0, r1) (avx2_backward.cpp): dx written, each row's dy·xhat and dy added to dg and
-// db (cols doubles each, or null) in row order.
+// The backward of rows [r0, r1) (avx2_backward.cpp; f32 only).
 void backward_rows(const BackwardRows& a, std::int64_t r0, std::int64_t r1, double* dg, double* db);
 // Rows [begin, end) of p (f32, f16 or bf16; layernorm or rmsnorm). Rows whose statistics leave the fast
 // path's safe range (near overflow, subnormal spread, NaN/Inf) are handed to welford_row.
@@ -65,6 +70,8 @@ PathCounts path_counts();
 namespace avx512 {
 // AVX-512 F/BW/VL/DQ, 16 f32 lanes (avx512.cpp; algorithm in avx512_body.hpp). Same contract as avx2.
 void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged& staged);
+// The backward of rows [r0, r1), 16 lanes, f32, f16 or bf16 (avx512_backward_body.hpp).
+void backward_rows(const BackwardRows& a, std::int64_t r0, std::int64_t r1, double* dg, double* db);
 // Add & Norm's sum for rows [begin, end), 16 lanes: t.h = t.x + t.residual rounded once, residual in x's dtype
 // (avx512_cr's too: the sum is the same correctly rounded one).
 void add_rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end);

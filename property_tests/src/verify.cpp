@@ -269,7 +269,11 @@ std::vector<Outcome> verify_kernel(const KernelInfo& kernel, Op op, DType dtype,
     o.property = p;
     o.seed = derive_seed(settings.seed, kernel.name, dtype, p, op);
     std::ostringstream repro;
-    repro << settings.command << (op == Op::layernorm ? "" : " --op " + std::string(name(op))) << " --kernel " << kernel.name
+    // The CLI asks a backward op as its norm with --dir bwd (it refuses --op layernorm_bwd).
+    const std::string op_flags = op == Op::layernorm ? ""
+                                 : backward(op)      ? " --op " + std::string(name(norm_of(op))) + " --dir bwd"
+                                                     : " --op " + std::string(name(op));
+    repro << settings.command << op_flags << " --kernel " << kernel.name
           << " --dtype " << name(dtype) << " --property " << name(p) << " --seed " << settings.seed << " --cases "
           << settings.default_cases();
     o.reproduce = repro.str();
