@@ -8,12 +8,15 @@
 // device, and the device's own conversions (both round to nearest even; NaN payloads may differ).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
 #include "../kernels/cuda/launch_config.hpp"
 #include "lnorm/params.hpp"
+#include "../kernels/cpu/backward_blocks.hpp"  // store_param: dgamma/dbeta rounded once, as reduce_partials
+#include "../kernels/cuda/backward_row.hpp"
 #include "../kernels/cuda/row_stats.hpp"
 #include "lnorm/half.hpp"
 #include "lnorm/kernel.hpp"
@@ -109,6 +112,86 @@ void run_typed(cuda::Algorithm algorithm, const Problem& p, const Tensors& t) {
   }
 }
 
+// The backward (kernels/cuda/backward.cu) emulated: a team of `size` threads per chunk of rows (a group's lanes
+// or a block's threads, as plan_backward_launch chooses), thread t reading accesses t, t + size, ... of vec
+// elements and summing its elements in f64 in that order; the team's sums as GroupTeam/BlockTeam reduce them.
+struct HostTeam {
+  int size;
+  bool block;
+  double sum(const double* v) const {
+    if (!block) return butterfly(v, size);
+    double t = 0;
+    for (int w = 0; w < size / 32; ++w) t = w == 0 ? butterfly(v, 32) : t + butterfly(v + 32 * w, 32);
+    return t;
+  }
+  static double butterfly(const double* v, int lanes) {
+    double cur[32], next[32];
+    for (int l = 0; l < lanes; ++l) cur[l] = v[l];
+    for (int o = lanes / 2; o > 0; o /= 2) {
+      for (int l = 0; l < lanes; ++l) next[l] = cur[l] + cur[l ^ o];
+      for (int l = 0; l < lanes; ++l) cur[l] = next[l];
+    }
+    return cur[0];
+  }
+};
+
+template <class T>
+void run_backward_typed(cuda::Algorithm algorithm, const Problem& p, const Tensors& t) {
+  namespace br = cuda::bwdrow;
+  const cuda::LaunchConfig c = cuda::plan_backward_launch(algorithm, p.rows, p.cols, p.dtype, true, cuda::DeviceLimits{});
+  const bool block = c.strategy == cuda::Strategy::block_per_row;
+  const HostTeam team{block ? c.block_threads : c.threads_per_row, block};
+  const int size = team.size, vec = c.vec;
+  const std::int64_t n = p.cols, accesses = n / vec;
+  const bool is_centred = centred(p.op);
+  const cpu::StagedParams<double> staged = cpu::stage_params<double>(p, t);  // as cuda_kernels.cpp stages w
+  const double* w = staged.gamma();
+  const T* x = static_cast<const T*>(t.x);
+  const T* dy = static_cast<const T*>(t.dy);
+  T* dx = static_cast<T*>(t.dx);
+  const std::int64_t chunks = cuda::backward_chunks(p.rows);
+  const bool want_g = p.has_gamma && t.dgamma, want_b = p.has_beta && t.dbeta;
+  std::vector<double> pg(want_g ? static_cast<std::size_t>(chunks * n) : 0), pb(want_b ? static_cast<std::size_t>(chunks * n) : 0);
+  std::vector<double> slot(static_cast<std::size_t>(size)), q(slot.size()), g(slot.size()), gd(slot.size());
+  // f(thread, column) for each element of each thread, in the thread's order.
+  const auto each = [&](auto f) {
+    for (int th = 0; th < size; ++th)
+      for (std::int64_t i = th; i < accesses; i += size)
+        for (int k = 0; k < vec; ++k) f(th, i * vec + k);
+  };
+  for (std::int64_t r = 0; r < p.rows; ++r) {
+    const std::int64_t at = r * n, chunk = r / cuda::kBackwardChunkRows;
+    const auto xf = [&](std::int64_t col) { return to_float(x[at + col]); };
+    const auto dyf = [&](std::int64_t col) { return to_float(dy[at + col]); };
+    const double x0 = is_centred ? static_cast<double>(xf(0)) : 0.0;
+    std::fill(slot.begin(), slot.end(), 0.0);
+    each([&](int th, std::int64_t col) { br::add_a(slot[static_cast<std::size_t>(th)], xf(col), x0); });
+    const double s = team.sum(slot.data());
+    const double m = br::mean_less_x0(s, n, is_centred);
+    std::vector<br::SumsB> b(slot.size());
+    each([&](int th, std::int64_t col) { br::add_b(b[static_cast<std::size_t>(th)], xf(col), dyf(col), w ? w[col] : 1.0, x0, m); });
+    for (std::size_t i = 0; i < slot.size(); ++i) q[i] = b[i].q, g[i] = b[i].g, gd[i] = b[i].gd;
+    const br::SumsB total{team.sum(q.data()), team.sum(g.data()), team.sum(gd.data())};
+    const br::Coefs co = br::coefs(x0, m, s, total, n, static_cast<float>(p.eps), is_centred);
+    for (std::int64_t col = 0; col < n; ++col) {
+      double xhat = 0;
+      dx[at + col] = from_double<T>(br::dx_value(xf(col), dyf(col), w ? w[col] : 1.0, co, xhat));
+      if (want_g) pg[static_cast<std::size_t>(chunk * n + col)] += static_cast<double>(dyf(col)) * xhat;
+      if (want_b) pb[static_cast<std::size_t>(chunk * n + col)] += static_cast<double>(dyf(col));
+    }
+  }
+  // reduce_partials: each column's chunks in chunk order, rounded once to the parameters' dtype.
+  for (int which = 0; which < 2; ++which) {
+    const std::vector<double>& part = which == 0 ? pg : pb;
+    if (part.empty()) continue;
+    for (std::int64_t col = 0; col < n; ++col) {
+      double sum = part[static_cast<std::size_t>(col)];
+      for (std::int64_t ch = 1; ch < chunks; ++ch) sum += part[static_cast<std::size_t>(ch * n + col)];
+      cpu::store_param(p.param_dtype, which == 0 ? t.dgamma : t.dbeta, col, sum);
+    }
+  }
+}
+
 // As cuda_kernels.cpp's why_not, without the device check.
 inline std::optional<std::string> residual_in_x_dtype(const Problem& p) {
   if (fused_add(p.op) && p.residual_dtype != p.dtype) return "the CUDA kernels take the residual in x's dtype";
@@ -117,6 +200,15 @@ inline std::optional<std::string> residual_in_x_dtype(const Problem& p) {
 
 template <cuda::Algorithm kAlgorithm>
 void run(const Problem& p, const Tensors& t) {
+  if (backward(p.op) && p.rows > 0 && p.cols > 0) {
+    switch (p.dtype) {
+      case DType::f32: return run_backward_typed<float>(kAlgorithm, p, t);
+      case DType::f16: return run_backward_typed<f16>(kAlgorithm, p, t);
+      case DType::bf16: return run_backward_typed<bf16>(kAlgorithm, p, t);
+      case DType::f64: return;  // not offered
+    }
+  }
+  if (backward(p.op)) return;
   switch (p.dtype) {
     case DType::f32: return run_typed<float>(kAlgorithm, p, t);
     case DType::f16: return run_typed<f16>(kAlgorithm, p, t);
@@ -127,9 +219,9 @@ void run(const Problem& p, const Tensors& t) {
 
 inline const KernelInfo kWarp{"cuda_warp", "cuda_warp emulated on the CPU (tests/cuda_emulation.hpp)",
                               DTypeSet{DType::f32, DType::f16, DType::bf16}, &residual_in_x_dtype, &run<cuda::Algorithm::warp>,
-                              false, OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
+                              false, OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm, Op::layernorm_bwd, Op::rmsnorm_bwd}};
 inline const KernelInfo kBlock{"cuda_block", "cuda_block emulated on the CPU (tests/cuda_emulation.hpp)",
                                DTypeSet{DType::f32, DType::f16, DType::bf16}, &residual_in_x_dtype, &run<cuda::Algorithm::block>,
-                               false, OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
+                               false, OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm, Op::layernorm_bwd, Op::rmsnorm_bwd}};
 
 }  // namespace lnorm::testing::cuda_emulation

@@ -1,26 +1,26 @@
-// avx2's backward rows (layernorm_bwd, rmsnorm_bwd; f32), compiled for AVX2+FMA. Per row, from the
-// forward's saved f32 mean and rstd (as PyTorch's and Apex's backward kernels take them), pass 2 of each row
-// sharing its column loop with pass 1 of the next:
-//   pass 1 (reads x, dy, w):  xhat = (x − mean)·rstd, g = dy·w;  Σg and Σg·xhat in f64 (4 lanes × 2)
-//   pass 2 (x, dy, w again, from L1/L2: a 4096-wide row of x and dy is 32 KiB):
-//                             dx = rstd·(g − mean(g) − xhat·mean(g·xhat)) in f32, stored; the block's
-//                             dgamma += dy·xhat and dbeta += dy in f64.
-// DRAM traffic is the copy's: x and dy read once, dx written once (the block partials are 2% more at
-// 16384x4096). f64 sums: an 8-lane f32 sum of 4096 terms errs by up to 512 u of Σ|g| (tens of ulps of dx's
-// scale typically); in f64 the sums are exact to 2^-40 of an f32 ulp, and what is left is xhat's rounding
-// (f32 (x − mean)·rstd: ~1 ulp, plus the saved mean's kappa·u) and dx's own few roundings.
-// Speed (bench --dir bwd, 16384x4096 f32, 1 thread, this AVX2 EPYC, 2026-12-02; GB/s and % of the copy in the
-// same run, 3 runs each): rows one at a time, LayerNorm 6.7-7.0 GB/s (25-29%), RMSNorm 8.8-9.7 (33-40%);
-// pipelined (pass 2 of row r with pass 1 of row r + 1, below) 7.4-8.9 (28-33%) and 11.5-12.7 (43-45%), the same
-// bits. Tried and not kept: 4 rows per pass 2 with their dgamma/dbeta partials held in registers (the same
-// bits; 21-23%: 16 broadcast constants spill on 16 ymm registers); prefetching the next row during pass 2
-// (within noise); streaming stores for dx (within noise). Without the f64 partials at all (a measurement only)
-// rows one at a time reached 32-33%: they are a fifth of the time.
-// Generic code (the block reduction, threads, staging w) is in avx2_kernel.cpp; this file holds no
-// template or inline function shared with it (isa_objects_share_no_code).
+// avx2's backward rows (layernorm_bwd, rmsnorm_bwd; f32), compiled for AVX2+FMA: avx512_backward_body.hpp's
+// algorithm on 8 lanes (its header has the derivations), from the forward's saved f32 mean m and rstd with the
+// mean made exact:
+//   pass 1 (reads x, dy, w):  d = x − m, g = dy·w, u = d·rstd in f32;  Σd, Σg (LayerNorm) and Σg·u in f64;
+//                             max|g|, max|dy| and whether a dy is subnormal (the range checks)
+//                             mean_lo = Σd/n, mean(g·xhat) = (Σg·u − mean_lo·rstd·Σg)/n
+//   pass 2 (x, dy, w again, from L1/L2):  xhat = fma(d, rstd, −mean_lo·rstd),
+//                             dx = rstd·(g − mean(g) − xhat·mean(g·xhat)) in f32, stored (non-temporal past 8 MiB);
+//                             the block's dgamma += dy·xhat and dbeta += dy in f64.
+// Pass 2 of row r shares its column loop with pass 1 of row r + 1 (the next row's DRAM reads overlap this row's
+// arithmetic), whose loads are prefetched kAheadBytes ahead. No kappa term: x − m is exact in f32 on offset rows
+// and the f64 Σd gives the rest of the mean (the version before this one, from the saved f32 mean alone, read
+// 2.4e5 scaled ulp on dx at kappa ~2e5). Rows the fast path declines go to a.careful_row (welford's careful
+// scalar row) in their turn: saved statistics not finite or rstd 0, subnormal or +Inf; sums not finite;
+// (2 + sqrt(n))·max(max|g|, max|dy|) ≥ 2^126 (f32 would overflow where dx is finite); 0 < max|g| < 2^-90 or a
+// subnormal dy (f32 would round g and dy·xhat on the 2^-149 grid) — avx512_backward_body.hpp says why each.
+// Speed history and what limits it: docs/performance.md "Backward".
+// Generic code (the block reduction, threads, staging w) is in backward_simd.cpp; this file holds no template or
+// inline function shared with it (isa_objects_share_no_code).
 #include <immintrin.h>
 
 #include <cmath>
+#include <cstdint>
 
 #include "isa.hpp"
 
@@ -28,7 +28,9 @@ namespace lnorm::cpu::avx2 {
 
 namespace {
 
-// Adds the 8 f32 lanes of v to the f64 accumulators lo (lanes 0-3) and hi (lanes 4-7).
+// Bytes ahead of the next row's loads that its lines are prefetched: avx512's kAheadBytes (measured there).
+constexpr std::int64_t kAheadBytes = 8192;
+
 inline void add_f64(__m256d& lo, __m256d& hi, __m256 v) {
   lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
   hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
@@ -37,100 +39,142 @@ inline double sum_f64(__m256d a) {
   const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
   return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
 }
-// Lanes [0, k) of a row, the rest 0 (the tail of a row whose width is not a multiple of 8).
+inline float max_lane(__m256 a) {
+  alignas(32) float l[8];
+  _mm256_store_ps(l, a);
+  float m = l[0];
+  for (int i = 1; i < 8; ++i) m = l[i] > m ? l[i] : m;
+  return m;
+}
+inline __m256 abs_ps(__m256 v) { return _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF))); }
+// Lanes [0, k) of a row, the rest +0 (the tail of a row whose width is not a multiple of 8).
 inline __m256 load_tail(const float* p, std::int64_t k) {
   alignas(32) float buf[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   for (std::int64_t i = 0; i < k; ++i) buf[i] = p[i];
   return _mm256_load_ps(buf);
 }
+inline __m256 load(const float* p, std::int64_t k) { return k == 8 ? _mm256_loadu_ps(p) : load_tail(p, k); }
+inline const void* ahead(const void* p) { return reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(p) + kAheadBytes); }
 
-// One row's statistics as the fast path uses them, and pass 1's f64 sums of g and g·xhat (4 lanes × 2 each).
+// One row's pass-1 sums (locals of the column loop: registers).
+struct Sums {
+  __m256d d_lo, d_hi, g_lo, g_hi, gu_lo, gu_hi;
+  __m256 max_g, max_dy, sub_dy;  // sub_dy: lanes that saw a subnormal dy (all ones)
+};
+inline Sums zero_sums() {
+  const __m256d z = _mm256_setzero_pd();
+  const __m256 zf = _mm256_setzero_ps();
+  return {z, z, z, z, z, z, zf, zf, zf};
+}
+
+// A row's statistics for pass 2.
 struct Row {
-  float mean = 0, rstd = 0;
-  __m256d g_lo, g_hi, gx_lo, gx_hi;
-  float mean_g = 0, mean_gx = 0;
+  float m = 0, rstd = 0, shift = 0, mean_g = 0, mean_gx = 0;
 };
 
-// Whether row r's saved statistics can be used (else it is the careful row's). Not finite, or an rstd of 0,
-// subnormal or +Inf (var + eps past f32's range: subnormal rows with eps = 0, rows near overflow): the careful
-// scalar row recomputes them (and gives the NaN row a NaN or Inf in x asks for). A subnormal rstd (rows near
-// f32's largest values) has lost bits to the rounding that saved it: xhat would err by its relative spacing
-// (measured: dx 9.4 scaled ulp on a row of 3e38 values).
 inline bool start_row(const BackwardRows& a, std::int64_t r, Row& row) {
-  row.mean = a.centred ? a.mean[r] : 0.0f;
+  row.m = a.centred ? a.mean[r] : 0.0f;
   row.rstd = a.rstd[r];
-  row.g_lo = row.g_hi = row.gx_lo = row.gx_hi = _mm256_setzero_pd();
-  return std::isfinite(row.mean) && std::isfinite(row.rstd) && row.rstd >= 0x1p-126f;
+  return std::isfinite(row.m) && std::isfinite(row.rstd) && row.rstd >= 0x1p-126f;
 }
 
-// Pass 1 on 8 lanes: xhat = (x − mean)·rstd, g = dy·w; Σg and Σg·xhat in f64.
-inline void pass1(Row& row, __m256 vx, __m256 vdy, __m256 vw) {
-  const __m256 xhat = _mm256_mul_ps(_mm256_sub_ps(vx, _mm256_set1_ps(row.mean)), _mm256_set1_ps(row.rstd));
+// Pass 1 on 8 lanes (+0 past the row in every operand: d is +0 there since x and m are masked by the caller).
+inline void pass1(Sums& s, bool centred, __m256 d, __m256 vdy, __m256 vw, __m256 vrstd) {
   const __m256 g = _mm256_mul_ps(vdy, vw);
-  add_f64(row.g_lo, row.g_hi, g);
-  add_f64(row.gx_lo, row.gx_hi, _mm256_mul_ps(g, xhat));
+  const __m256 ady = abs_ps(vdy);
+  s.max_g = _mm256_max_ps(s.max_g, abs_ps(g));
+  s.max_dy = _mm256_max_ps(s.max_dy, ady);
+  // Subnormal: 0 < |dy| < 2^-126.
+  s.sub_dy = _mm256_or_ps(s.sub_dy, _mm256_and_ps(_mm256_cmp_ps(ady, _mm256_set1_ps(0x1p-126f), _CMP_LT_OQ),
+                                                   _mm256_cmp_ps(ady, _mm256_setzero_ps(), _CMP_GT_OQ)));
+  if (centred) {
+    add_f64(s.d_lo, s.d_hi, d);
+    add_f64(s.g_lo, s.g_hi, g);
+  }
+  add_f64(s.gu_lo, s.gu_hi, _mm256_mul_ps(g, _mm256_mul_ps(d, vrstd)));
 }
 
-// After pass 1: mean(g) and mean(g·xhat) for pass 2, or false when a sum is not finite (x − mean overflowed
-// f32 on rows spanning ±max, or dy/gamma hold a NaN or Inf): the careful row decides it, before any partial
-// of this row was added.
-inline bool finish_row(const BackwardRows& a, Row& row) {
-  const double sg = sum_f64(row.g_lo) + sum_f64(row.g_hi), sgx = sum_f64(row.gx_lo) + sum_f64(row.gx_hi);
-  if (!std::isfinite(sg) || !std::isfinite(sgx)) return false;
-  const double inv_n = 1.0 / static_cast<double>(a.cols);
+// After pass 1: mean(g), mean(g·xhat) and xhat's shift, or false for the careful row.
+inline bool finish_row(const BackwardRows& a, const Sums& s, Row& row) {
+  const double sd = a.centred ? sum_f64(s.d_lo) + sum_f64(s.d_hi) : 0.0;
+  const double sg = a.centred ? sum_f64(s.g_lo) + sum_f64(s.g_hi) : 0.0, sgu = sum_f64(s.gu_lo) + sum_f64(s.gu_hi);
+  if (!std::isfinite(sd) || !std::isfinite(sg) || !std::isfinite(sgu)) return false;
+  const float max_g = max_lane(s.max_g), max_dy = max_lane(s.max_dy);
+  const double nd = static_cast<double>(a.cols);
+  if (!((2.0 + std::sqrt(nd)) * static_cast<double>(max_g > max_dy ? max_g : max_dy) < 0x1p126)) return false;
+  if ((max_g != 0.0f && max_g < 0x1p-90f) || _mm256_movemask_ps(s.sub_dy) != 0) return false;
+  const double inv_n = 1.0 / nd, rstd = static_cast<double>(row.rstd);
+  const double mean_lo = sd * inv_n;
+  row.mean_gx = static_cast<float>((sgu - mean_lo * rstd * sg) * inv_n);
   row.mean_g = a.centred ? static_cast<float>(sg * inv_n) : 0.0f;
-  row.mean_gx = static_cast<float>(sgx * inv_n);
-  return true;
+  row.shift = static_cast<float>(-mean_lo * rstd);
+  return std::isfinite(row.mean_gx) && std::isfinite(row.shift);
 }
 
 }  // namespace
 
-// Rows are pipelined: pass 2 of row r runs in the same column loop as pass 1 of row r + 1, so the DRAM reads of
-// the next row overlap the arithmetic of this one (one row at a time left DRAM idle during pass 2). Each row's
-// arithmetic and the order of its partials are what they were one row at a time: the same bits.
 void backward_rows(const BackwardRows& a, std::int64_t r0, std::int64_t r1, double* dg, double* db) {
+  if (r0 >= r1) return;
   const std::int64_t n = a.cols;
-  const std::int64_t full = n / 8 * 8;
-  const __m256 ones = _mm256_set1_ps(1.0f);
-  const auto load = [](const float* p, std::int64_t k) { return k == 8 ? _mm256_loadu_ps(p) : load_tail(p, k); };
-  // Pass 1 of row r alone (the first row of the range).
+  const float* xs = static_cast<const float*>(a.x);
+  const float* dys = static_cast<const float*>(a.dy);
+  float* dxs = static_cast<float*>(a.dx);
+  const float* w = a.w;  // ones without gamma (backward_simd.cpp)
+  const bool centred = a.centred;
+  // d = x − m (RMSNorm: x) on lanes [0, k), +0 past the row (where the tail's x was loaded as +0).
+  const auto diff = [centred](__m256 vx, __m256 vm, std::int64_t k) {
+    if (!centred) return vx;
+    const __m256 d = _mm256_sub_ps(vx, vm);
+    if (k == 8) return d;
+    const __m256i lanes = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(k)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    return _mm256_and_ps(d, _mm256_castsi256_ps(lanes));
+  };
   const auto pass1_row = [&](std::int64_t r, Row& row) {
     if (!start_row(a, r, row)) return false;
+    Sums s = zero_sums();
+    const __m256 vr = _mm256_set1_ps(row.rstd), vm = _mm256_set1_ps(row.m);
     for (std::int64_t i = 0; i < n; i += 8) {
       const std::int64_t k = n - i < 8 ? n - i : 8;
-      pass1(row, load(static_cast<const float*>(a.x) + r * n + i, k), load(static_cast<const float*>(a.dy) + r * n + i, k),
-            a.w ? load(a.w + i, k) : ones);
+      pass1(s, centred, diff(load(xs + r * n + i, k), vm, k), load(dys + r * n + i, k), load(w + i, k), vr);
     }
-    return finish_row(a, row);
+    return finish_row(a, s, row);
   };
   Row cur, next;
   bool cur_ok = pass1_row(r0, cur);
   for (std::int64_t r = r0; r < r1; ++r) {
     const bool has_next = r + 1 < r1;
-    bool next_started = has_next && start_row(a, r + 1, next);
     if (!cur_ok) {
       a.careful_row(a, r, dg, db);
       if (has_next) cur_ok = pass1_row(r + 1, next), cur = next;
       continue;
     }
-    const float* x = static_cast<const float*>(a.x) + r * n;
-    const float* dy = static_cast<const float*>(a.dy) + r * n;
-    float* dx = static_cast<float*>(a.dx) + r * n;
-    const __m256 vmean = _mm256_set1_ps(cur.mean), vrstd = _mm256_set1_ps(cur.rstd);
+    const bool next_started = has_next && start_row(a, r + 1, next);
+    const float* x = xs + r * n;
+    const float* dy = dys + r * n;
+    float* dx = dxs + r * n;
+    const bool stream = a.stream_dx && reinterpret_cast<std::uintptr_t>(dx) % 32 == 0;
+    const __m256 vrstd = _mm256_set1_ps(cur.rstd), vshift = _mm256_set1_ps(cur.shift);
     const __m256 vmg = _mm256_set1_ps(cur.mean_g), vmgx = _mm256_set1_ps(cur.mean_gx);
+    const __m256 vrstd_next = _mm256_set1_ps(next.rstd), vm_next = _mm256_set1_ps(next.m), vm = _mm256_set1_ps(cur.m);
+    Sums s = zero_sums();
     // dx, and the block's dgamma += dy·xhat and dbeta += dy in f64, for lanes [at, at + k); with pass 1 of the
     // next row on the same lanes.
-    const auto step = [&](std::int64_t at, std::int64_t k) {
-      const __m256 vw = a.w ? load(a.w + at, k) : ones;
-      if (next_started) pass1(next, load(x + n + at, k), load(dy + n + at, k), vw);
+    const auto step = [&](std::int64_t at, std::int64_t k, bool with_next) {
+      const __m256 vw = load(w + at, k);
+      if (with_next) {
+        pass1(s, centred, diff(load(x + n + at, k), vm_next, k), load(dy + n + at, k), vw, vrstd_next);
+        _mm_prefetch(static_cast<const char*>(ahead(x + n + at)), _MM_HINT_T0);
+        _mm_prefetch(static_cast<const char*>(ahead(dy + n + at)), _MM_HINT_T0);
+      }
       const __m256 vx = load(x + at, k), vdy = load(dy + at, k);
-      const __m256 xhat = _mm256_mul_ps(_mm256_sub_ps(vx, vmean), vrstd);
+      const __m256 xhat = centred ? _mm256_fmadd_ps(diff(vx, vm, k), vrstd, vshift) : _mm256_mul_ps(vx, vrstd);
       // g − mean(g) − xhat·mean(g·xhat): one FMA for the last two terms, then rstd.
       const __m256 v = _mm256_mul_ps(_mm256_sub_ps(_mm256_mul_ps(vdy, vw), _mm256_fmadd_ps(xhat, vmgx, vmg)), vrstd);
       alignas(32) float out[8];
       alignas(32) double t[8];
       if (k == 8) {
-        _mm256_storeu_ps(dx + at, v);
+        if (stream) _mm256_stream_ps(dx + at, v);
+        else _mm256_storeu_ps(dx + at, v);
       } else {
         _mm256_store_ps(out, v);
         for (std::int64_t j = 0; j < k; ++j) dx[at + j] = out[j];
@@ -150,11 +194,19 @@ void backward_rows(const BackwardRows& a, std::int64_t r0, std::int64_t r1, doub
         }
       }
     };
-    std::int64_t i = 0;
-    for (; i < full; i += 8) step(i, 8);
-    if (i < n) step(i, n - i);
-    if (has_next) cur_ok = next_started && finish_row(a, next), cur = next;
+    const std::int64_t full = n / 8 * 8;
+    if (next_started) {
+      for (std::int64_t at = 0; at < full; at += 8) step(at, 8, true);
+      if (full < n) step(full, n - full, true);
+      cur_ok = finish_row(a, s, next);
+      cur = next;
+    } else {
+      for (std::int64_t at = 0; at < full; at += 8) step(at, 8, false);
+      if (full < n) step(full, n - full, false);
+      cur_ok = false;  // the next row (if any) has unusable statistics: the careful row takes it
+    }
   }
+  if (a.stream_dx) _mm_sfence();  // the non-temporal stores are visible before the caller reads dx
 }
 
 }  // namespace lnorm::cpu::avx2

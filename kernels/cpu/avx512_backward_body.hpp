@@ -22,6 +22,12 @@
 // is 0, subnormal or +Inf, and rows whose sums are not finite (x − m overflowing, NaN/Inf in dy or gamma),
 // go to a.careful_row (welford's careful scalar row) before any of their partials is added.
 // Tails are masked: lanes past the row read nothing and add +0 to every sum (d is masked to +0 there).
+// Range: pass 1 also keeps max|g|, max|dy| and whether any dy is subnormal, and the careful row takes the rows
+// where f32 would overflow or lose precision (a review found both; verify draws dy at 2^-3..2^3 only):
+//   (2 + sqrt(n))·max(max|g|, max|dy|) ≥ 2^126: g − mean(g) − xhat·mean(g·xhat) (at most that, |xhat| ≤ sqrt(n)
+//     and |mean(g·xhat)| ≤ max|g|) or dy·xhat could overflow where dx and dgamma are finite;
+//   0 < max|g| < 2^-90, or a subnormal dy: g, mean(g) and dy·xhat would be rounded on the 2^-149 grid and the
+//     error multiplied by rstd; at max|g| ≥ 2^-90 that grid is at most 2^-150·n/max|g| ≤ 2^-29 of dx's scale.
 //
 // What limits it: the f32 → f64 conversions of the exact sums. vcvtps2pd zmm ← ymm issues about once per 1.6
 // cycles on this Zen 5 (a loop of 6 per iteration: 9.8-10.4 cycles), and a LayerNorm element needs 10 per 16
@@ -42,9 +48,11 @@ namespace bwd {
 template <class V>
 struct Sums {
   typename V::D d_lo, d_hi, g_lo, g_hi, gu_lo, gu_hi;
+  typename V::F max_g, max_dy;
+  typename V::M16 sub_dy;
   static Sums zero() {
     const typename V::D z = V::zero_pd();
-    return {z, z, z, z, z, z};
+    return {z, z, z, z, z, z, V::zero(), V::zero(), 0};
   }
 };
 
@@ -53,6 +61,8 @@ struct Sums {
 // one thread, medians of 3 runs of 7 (GB/s with dgamma (and dbeta)): no prefetch LayerNorm 13.5, RMSNorm 16.7;
 // 4096 bytes 14.1, 17.6; 8192 bytes 13.9, 18.3. Without dgamma/dbeta RMSNorm went from 23.6 to 27.9.
 constexpr std::int64_t kAheadBytes = 8192;
+// p + kAheadBytes as an address (integer arithmetic: it may point past the array, which a prefetch allows).
+inline const void* ahead(const void* p) { return reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(p) + kAheadBytes); }
 
 // A row's statistics for pass 2: the saved m and rstd, and what pass 1 made of them.
 struct Row {
@@ -79,11 +89,24 @@ inline void add_f64(typename V::D& lo, typename V::D& hi, typename V::F v) {
 template <class V, bool Centred>
 inline void pass1(Sums<V>& s, typename V::F d, typename V::F vdy, typename V::F vw, typename V::F vrstd) {
   const typename V::F g = V::mul(vdy, vw);
+  s.max_g = V::max(s.max_g, V::abs(g));
+  s.max_dy = V::max(s.max_dy, V::abs(vdy));
+  s.sub_dy = static_cast<typename V::M16>(s.sub_dy | V::subnormal(vdy));
   if (Centred) {  // RMSNorm needs neither: its mean and mean(g) are 0 (and each sum costs two vcvtps2pd, below)
     add_f64<V>(s.d_lo, s.d_hi, d);
     add_f64<V>(s.g_lo, s.g_hi, g);
   }
   add_f64<V>(s.gu_lo, s.gu_hi, V::mul(g, V::mul(d, vrstd)));
+}
+
+// The largest of the 16 lanes (finite rows: exact and in any order).
+template <class V>
+inline float max_lane(typename V::F a) {
+  float l[16];
+  V::store_ps(l, a);
+  float m = l[0];
+  for (int i = 1; i < 16; ++i) m = l[i] > m ? l[i] : m;
+  return m;
 }
 
 // After pass 1: mean(g), mean(g·xhat) and xhat's shift, or false when a sum is not finite (the careful row
@@ -93,6 +116,10 @@ bool finish_row(const lnorm::cpu::BackwardRows& a, const Sums<V>& s, Row& row) {
   const double sd = Centred ? hsum_pd<V>(V::add_pd(s.d_lo, s.d_hi)) : 0.0;
   const double sg = Centred ? hsum_pd<V>(V::add_pd(s.g_lo, s.g_hi)) : 0.0, sgu = hsum_pd<V>(V::add_pd(s.gu_lo, s.gu_hi));
   if (!std::isfinite(sd) || !std::isfinite(sg) || !std::isfinite(sgu)) return false;
+  const float max_g = max_lane<V>(s.max_g), max_dy = max_lane<V>(s.max_dy);
+  const double nd = static_cast<double>(a.cols);
+  if (!((2.0 + std::sqrt(nd)) * static_cast<double>(max_g > max_dy ? max_g : max_dy) < 0x1p126)) return false;
+  if ((max_g != 0.0f && max_g < 0x1p-90f) || s.sub_dy != 0) return false;
   const double inv_n = 1.0 / static_cast<double>(a.cols), rstd = static_cast<double>(row.rstd);
   const double mean_lo = sd * inv_n;
   // Σ g·xhat = Σ g·(d − mean_lo)·rstd = Σg·u − mean_lo·rstd·Σg.
@@ -146,6 +173,7 @@ void rows_of(const lnorm::cpu::BackwardRows& a, std::int64_t r0, std::int64_t r1
                         V::template maskz_load<F32>(tail, w + full), vr);
     return finish_row<V, Centred>(a, s, row);
   };
+  if (r0 >= r1) return;
   Row cur, next;
   bool cur_ok = pass1_row(r0, cur);
   for (std::int64_t r = r0; r < r1; ++r) {
@@ -159,8 +187,9 @@ void rows_of(const lnorm::cpu::BackwardRows& a, std::int64_t r0, std::int64_t r1
     const B* x = xs + r * n;
     const B* dy = dys + r * n;
     B* dx = dxs + r * n;
-    // Non-temporal stores for the row's whole vectors when dx is large and the row starts aligned (every row
-    // when n·sizeof(B) is a multiple of 64); the tail and unaligned rows store plainly. The same values.
+    // Non-temporal stores for the row's whole vectors when dx is large and the row starts aligned to
+    // 16·sizeof(B) bytes (every row when n is a multiple of 16 and dx is); the tail and unaligned rows store
+    // plainly. The same values.
     const bool stream = a.stream_dx && head_to_align(dx, 16 * static_cast<std::int64_t>(sizeof(B))) == 0;
     const F vm = V::set1(cur.m), vrstd = V::set1(cur.rstd), vshift = V::set1(cur.shift);
     const F vmg = V::set1(cur.mean_g), vmgx = V::set1(cur.mean_gx);
@@ -176,9 +205,9 @@ void rows_of(const lnorm::cpu::BackwardRows& a, std::int64_t r0, std::int64_t r1
       };
       const F vw = load(w + at);
       if (with_next) pass1<V, Centred>(s, diff(load(x + n + at), vm_next, k, masked), load(dy + n + at), vw, vrstd_next);
-      if (with_next && kAheadBytes > 0) {
-        V::prefetch_l1(x + n + at + kAheadBytes / static_cast<std::int64_t>(sizeof(B)));
-        V::prefetch_l1(dy + n + at + kAheadBytes / static_cast<std::int64_t>(sizeof(B)));
+      if (with_next && kAheadBytes > 0) {  // addresses past the arrays are harmless to a prefetch
+        V::prefetch_l1(ahead(x + n + at));
+        V::prefetch_l1(ahead(dy + n + at));
       }
       const F vx = load(x + at), vdy = load(dy + at);
       const F xhat = Centred ? V::fmadd(diff(vx, vm, k, masked), vrstd, vshift) : V::mul(vx, vrstd);

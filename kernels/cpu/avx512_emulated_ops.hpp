@@ -79,6 +79,21 @@ struct EmulatedOps {
     return static_cast<M16>(m);
   }
   static float first(F a) { return a.v[0]; }
+  static F abs(F a) {
+    for (float& l : a.v) l = from_bits32(bits32(l) & 0x7FFFFFFFu);
+    return a;
+  }
+  static F max(F a, F b) {  // MAXPS: b where either is NaN or both are zeros
+    for (int i = 0; i < 16; ++i) a.v[i] = a.v[i] > b.v[i] ? a.v[i] : b.v[i];
+    return a;
+  }
+  static M16 subnormal(F a) {
+    unsigned m = 0;
+    for (int i = 0; i < 16; ++i)
+      if (std::fpclassify(a.v[i]) == FP_SUBNORMAL) m |= 1u << i;
+    return static_cast<M16>(m);
+  }
+  static void store_ps(float* p, F a) { std::memcpy(p, a.v, sizeof a.v); }
   static D lo_pd(F a) {
     D r;
     for (int i = 0; i < 8; ++i) r.v[i] = a.v[i];

@@ -34,6 +34,10 @@ struct NativeOps {
   static M16 cmp_neq(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_NEQ_UQ); }
   static M16 mask_cmp_neq(M16 k, F a, F b) { return _mm512_mask_cmp_ps_mask(k, a, b, _CMP_NEQ_UQ); }
   static float first(F a) { return _mm512_cvtss_f32(a); }
+  static F abs(F a) { return _mm512_abs_ps(a); }  // the sign bit cleared (NaN payloads kept)
+  static F max(F a, F b) { return _mm512_max_ps(a, b); }  // a > b ? a : b (b where either is NaN, or both are zeros)
+  static M16 subnormal(F a) { return _mm512_fpclass_ps_mask(a, 0x20); }  // vfpclassps (DQ): lanes holding a subnormal
+  static void store_ps(float* p, F a) { _mm512_storeu_ps(p, a); }
   // Exact widening of lanes 0-7 and 8-15 to f64.
   static D lo_pd(F a) { return _mm512_cvtps_pd(_mm512_castps512_ps256(a)); }
   static D hi_pd(F a) { return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))); }

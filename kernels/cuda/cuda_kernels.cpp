@@ -26,6 +26,12 @@ std::optional<std::string> naive_why_not(const Problem& p) {
 // CPU kernels, params.hpp); the device then reads f32 parameters without an offset.
 template <Algorithm kAlgorithm>
 void run(const Problem& p, const Tensors& t) {
+  if (backward(p.op)) {  // the device reads w = C + gamma in f64 (backward_row.hpp), as welford's careful backward
+    const cpu::StagedParams<double> staged = cpu::stage_params<double>(p, t);
+    Tensors st = t;
+    st.gamma = staged.gamma();
+    return run_host(kAlgorithm, p, st);
+  }
   if (cpu::params_in_place(p)) return run_host(kAlgorithm, p, t);
   const cpu::StagedParams<float> staged = cpu::stage_params<float>(p, t);
   Problem device = p;
@@ -43,14 +49,16 @@ constexpr DTypeSet kDTypes{DType::f32, DType::f16, DType::bf16};
 
 const KernelInfo kCudaWarp{"cuda_warp",
                            "CUDA, 1-32 lanes per row, row in registers (<= 2048 wide; wider: as cuda_block); "
-                           "shifted corrected three-pass stats (RMSNorm: the sum of squares), f32 (rstd in f64)",
+                           "shifted corrected three-pass stats (RMSNorm: the sum of squares), f32 (rstd in f64); backward: welford's careful "
+                           "row in f64, dgamma/dbeta over fixed 32-row chunks",
                            kDTypes, &why_not, &run<Algorithm::warp>, false,
-                           OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
+                           OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm, Op::layernorm_bwd, Op::rmsnorm_bwd}};
 const KernelInfo kCudaBlock{"cuda_block",
                             "CUDA, one block per row, row cached in shared memory when it fits; shifted corrected "
-                            "three-pass stats (RMSNorm: the sum of squares), f32 (rstd in f64)",
+                            "three-pass stats (RMSNorm: the sum of squares), f32 (rstd in f64); backward: welford's careful row in "
+                            "f64, dgamma/dbeta over fixed 32-row chunks",
                             kDTypes, &why_not, &run<Algorithm::block>, false,
-                            OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
+                            OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm, Op::layernorm_bwd, Op::rmsnorm_bwd}};
 const KernelInfo kCudaNaive{"cuda_naive", "CUDA, one thread per row, textbook two-pass; f32, bitwise equal to naive",
                             kDTypes, &naive_why_not, &run<Algorithm::naive>};
 

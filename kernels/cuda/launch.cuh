@@ -16,6 +16,10 @@ namespace lnorm::cuda {
 void launch_naive(const LaunchConfig& c, const Problem& p, const Tensors& t, cudaStream_t stream);
 void launch_group(const LaunchConfig& c, const Problem& p, const Tensors& t, cudaStream_t stream);
 void launch_block(const LaunchConfig& c, const Problem& p, const Tensors& t, cudaStream_t stream);
+// The backward (backward.cu; c from plan_backward_launch): t.x, t.dy, t.dx, t.dgamma, t.dbeta, and t.gamma holding
+// w = C + gamma in f64 (or null); part_g/part_b: backward_chunks(rows) x cols doubles each, or null when that
+// gradient is not wanted (zeroed here).
+void launch_backward(const LaunchConfig& c, const Problem& p, const Tensors& t, double* part_g, double* part_b, cudaStream_t stream);
 
 [[noreturn]] inline void throw_internal(const std::string& what) { throw std::logic_error(what); }
 

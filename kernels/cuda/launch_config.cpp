@@ -92,4 +92,18 @@ LaunchConfig plan_launch(Algorithm algorithm, std::int64_t rows, std::int64_t co
   return c;
 }
 
+LaunchConfig plan_backward_launch(Algorithm algorithm, std::int64_t rows, std::int64_t cols, DType dtype, bool aligned16,
+                                  const DeviceLimits& limits) {
+  if (algorithm == Algorithm::naive) throw std::invalid_argument("cuda_naive has no backward");
+  LaunchConfig c = plan_launch(algorithm, rows, cols, dtype, aligned16, limits);
+  c.row_in_smem = false;
+  c.smem_bytes = 0;
+  const int teams_per_block = c.strategy == Strategy::block_per_row ? 1 : c.block_threads / c.threads_per_row;
+  c.rows_per_block = teams_per_block * static_cast<int>(kBackwardChunkRows);
+  if (c.grid == 0) return c;
+  const std::int64_t max_grid = static_cast<std::int64_t>(std::max(1, limits.sm_count)) * kMaxResidentBlocksPerSm;
+  c.grid = std::min(ceil_div(backward_chunks(rows), teams_per_block), max_grid);
+  return c;
+}
+
 }  // namespace lnorm::cuda

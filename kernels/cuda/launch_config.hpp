@@ -62,9 +62,22 @@ struct LaunchConfig {
   bool row_in_smem = false;
 };
 
+// The backward (backward.cu): each team — a group of threads_per_row lanes (cuda_warp) or a block (cuda_block,
+// and cuda_warp past kWarpMaxCols), as the forward's plan chooses them — takes chunks of kBackwardChunkRows
+// consecutive rows and adds their dgamma/dbeta terms to the chunk's partials in row order; a second kernel sums
+// the partials in chunk order. The chunk, not the grid, fixes the order: the same bits on every GPU and in the
+// host emulation. 32 rows: at 16384x4096 the partials are 512 chunks x 4096 x 8 bytes x 2 = 32 MiB (4% of the
+// 805 MB the backward moves) and 512 teams; unmeasured on a GPU (bench/gpu).
+inline constexpr std::int64_t kBackwardChunkRows = 32;
+inline std::int64_t backward_chunks(std::int64_t rows) { return (rows + kBackwardChunkRows - 1) / kBackwardChunkRows; }
+
 // aligned16: x, y, gamma and beta all start on a 16-byte boundary (cudaMalloc guarantees 256).
 // Vector accesses also need every row to start aligned, i.e. cols * sizeof(element) % 16 == 0.
 LaunchConfig plan_launch(Algorithm algorithm, std::int64_t rows, std::int64_t cols, DType dtype, bool aligned16,
                          const DeviceLimits& limits);
+// The backward's plan (warp or block; aligned16: x, dy and dx): the forward's team and vector width, rows
+// read from global memory in every pass (no shared-memory copy), rows_per_block and grid in chunks' terms.
+LaunchConfig plan_backward_launch(Algorithm algorithm, std::int64_t rows, std::int64_t cols, DType dtype, bool aligned16,
+                                  const DeviceLimits& limits);
 
 }  // namespace lnorm::cuda

@@ -69,7 +69,52 @@ DeviceLimits device_limits() {
   return limits;
 }
 
+namespace {
+
+// The backward on device buffers: its f64 partials stream-ordered (cudaMallocAsync), freed after the launches.
+void launch_backward_device(Algorithm algorithm, const Problem& p, const Tensors& t, cudaStream_t s) {
+  const bool aligned = aligned16(t.x) && aligned16(t.dy) && aligned16(t.dx);
+  const LaunchConfig c = plan_backward_launch(algorithm, p.rows, p.cols, p.dtype, aligned, device_limits());
+  if (c.grid == 0) return;
+  const std::size_t part_bytes = static_cast<std::size_t>(backward_chunks(p.rows)) * static_cast<std::size_t>(p.cols) * sizeof(double);
+  void* pg = nullptr;
+  void* pb = nullptr;
+  if (p.has_gamma && t.dgamma) check(cudaMallocAsync(&pg, part_bytes, s), "cudaMallocAsync(dgamma partials)");
+  if (p.has_beta && t.dbeta) check(cudaMallocAsync(&pb, part_bytes, s), "cudaMallocAsync(dbeta partials)");
+  launch_backward(c, p, t, static_cast<double*>(pg), static_cast<double*>(pb), s);
+  check(cudaGetLastError(), "kernel launch");
+  if (pg) check(cudaFreeAsync(pg, s), "cudaFreeAsync");
+  if (pb) check(cudaFreeAsync(pb, s), "cudaFreeAsync");
+}
+
+void run_host_backward(Algorithm algorithm, const Problem& p, const Tensors& host) {
+  // gamma: w = C + gamma in f64 (cuda_kernels.cpp stages it); dgamma/dbeta in p.param_dtype.
+  const std::size_t data_bytes = static_cast<std::size_t>(p.rows) * static_cast<std::size_t>(p.cols) * size_of(p.dtype);
+  const std::size_t w_bytes = static_cast<std::size_t>(p.cols) * sizeof(double);
+  const std::size_t param_bytes = static_cast<std::size_t>(p.cols) * size_of(p.param_dtype);
+  const bool want_g = p.has_gamma && host.dgamma, want_b = p.has_beta && host.dbeta;
+  DeviceBuffer x(data_bytes), dy(data_bytes), dx(data_bytes), w(host.gamma ? w_bytes : 0), dg(want_g ? param_bytes : 0),
+      db(want_b ? param_bytes : 0);
+  check(cudaMemcpy(x.get(), host.x, data_bytes, cudaMemcpyHostToDevice), "cudaMemcpy(x to device)");
+  check(cudaMemcpy(dy.get(), host.dy, data_bytes, cudaMemcpyHostToDevice), "cudaMemcpy(dy to device)");
+  if (host.gamma) check(cudaMemcpy(w.get(), host.gamma, w_bytes, cudaMemcpyHostToDevice), "cudaMemcpy(w to device)");
+  Tensors d;
+  d.x = x.get();
+  d.dy = dy.get();
+  d.dx = dx.get();
+  d.gamma = w.get();
+  d.dgamma = want_g ? dg.get() : nullptr;
+  d.dbeta = want_b ? db.get() : nullptr;
+  launch_backward_device(algorithm, p, d, nullptr);
+  check(cudaMemcpy(host.dx, dx.get(), data_bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(dx to host)");
+  if (want_g) check(cudaMemcpy(host.dgamma, dg.get(), param_bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(dgamma to host)");
+  if (want_b) check(cudaMemcpy(host.dbeta, db.get(), param_bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(dbeta to host)");
+}
+
+}  // namespace
+
 void launch_device(Algorithm algorithm, const Problem& p, const Tensors& t, void* stream) {
+  if (backward(p.op)) return launch_backward_device(algorithm, p, t, static_cast<cudaStream_t>(stream));
   const bool aligned = aligned16(t.x) && aligned16(t.y) && aligned16(p.has_gamma ? t.gamma : nullptr) &&
                        aligned16(p.has_beta ? t.beta : nullptr) && aligned16(t.residual) && aligned16(t.h);
   const LaunchConfig c = plan_launch(algorithm, p.rows, p.cols, p.dtype, aligned, device_limits());
@@ -85,6 +130,7 @@ void launch_device(Algorithm algorithm, const Problem& p, const Tensors& t, void
 
 void run_host(Algorithm algorithm, const Problem& p, const Tensors& host) {
   if (p.rows == 0 || p.cols == 0) return;
+  if (backward(p.op)) return run_host_backward(algorithm, p, host);
   // gamma/beta in p.param_dtype (cuda_kernels.cpp stages f32 parameters and the offset; no offset here).
   const std::size_t es = size_of(p.dtype);
   const std::size_t data_bytes = static_cast<std::size_t>(p.rows) * static_cast<std::size_t>(p.cols) * es;

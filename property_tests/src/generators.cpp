@@ -73,6 +73,7 @@ rc::Gen<CaseSpec> gen_case(DType dtype, const Profile& profile, std::shared_ptr<
         s.log10_kappa = kappa_x4 / 4.0;
         s.misalign = misalign;
         s.data_seed = static_cast<std::uint64_t>(seed);
+        s.dy_range_edges = prof.dy_range_edges;
         return s;
       },
       primary, pick(0, kEdgeWidthCount + 3), pick(1, 300), pick(1, prof.max_rows + 1), pick(0, 3), pick(0, 3),

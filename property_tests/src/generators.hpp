@@ -21,6 +21,7 @@ struct Profile {
   std::int64_t max_elements = 1 << 17;  // room for one 65537-wide row
   int max_rows = 48;
   bool params = false;                // the params property: gamma always given, its storage and offset drawn
+  bool dy_range_edges = true;         // backward: dy at its format's range edges in 2 cases of 16 (cases.hpp)
 };
 
 // Widths every run draws from besides random ones: the edges, SIMD widths ± 1 (8 f32 lanes for

@@ -20,133 +20,15 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-struct Gradients {
-  std::vector<std::uint64_t> dx, dgamma, dbeta;  // bits (dx: dtype; dgamma/dbeta: param dtype; empty when not asked)
-  std::string violation;                         // "harness: ..." as run_guarded's
-  bool same_bits(const Gradients& o) const { return dx == o.dx && dgamma == o.dgamma && dbeta == o.dbeta; }
-};
-
-struct ExactGradients {
-  std::vector<std::uint64_t> dx, dgamma, dbeta;
-  BackwardReference ref;
-};
-
-// The forward's saved statistics: the exact mean (LayerNorm) and rstd, rounded once to the stats format.
-struct Saved {
-  std::vector<double> mean, rstd;
-};
-
-Saved saved_stats(const Case& c) {
-  Problem p = c.problem();
-  p.op = norm_of(c.spec.op);
-  const DType d = c.spec.dtype;
-  const auto n = static_cast<std::size_t>(p.cols);
-  const Buffer x(d, c.x, 0);
-  RowReferencer ref(p);
-  Saved s;
-  for (std::int64_t r = 0; r < p.rows; ++r) {
-    const RowReference rr = ref.run(static_cast<const std::byte*>(x.data()) + static_cast<std::size_t>(r) * n * size_of(d),
-                                    nullptr, nullptr, p.cols, nullptr, nullptr);
-    s.mean.push_back(rr.mean);
-    s.rstd.push_back(rr.rstd);
-  }
-  return s;
-}
-
+// The harness of the backward (lnorm/harness.hpp): the kernel's gradients and the exact ones.
+using Gradients = BackwardOutputs;
+using ExactGradients = ExactBackward;
+using Saved = SavedStats;
 Gradients run_backward(const KernelInfo& k, const Case& c, const Saved& saved, int threads = 1) {
-  const DType d = c.spec.dtype, pd = c.spec.params(), sd = stats_dtype(d);
-  const Problem p = c.problem(threads);
-  const auto n = static_cast<std::size_t>(p.elements()), cols = static_cast<std::size_t>(p.cols);
-  const int mis = c.spec.misalign;
-  const bool has_mean = centred(c.spec.op);
-  Gradients out;
-  if (const auto why = unavailable_reason(k, p)) {
-    out.violation = "harness: the kernel declines this case: " + *why;
-    return out;
-  }
-  const Buffer x(d, c.x, mis), g(pd, c.gamma, mis), dy(d, c.dy, mis);
-  const Buffer sm(sd, has_mean ? saved.mean : std::vector<double>{}, 0), sr(sd, saved.rstd, 0);
-  Buffer dx(d, n, mis), dg(pd, p.has_gamma ? cols : 0, mis), db(pd, p.has_beta ? cols : 0, mis);
-  dx.fill_bits(canary_bits(d));
-  dg.fill_bits(canary_bits(pd));
-  db.fill_bits(canary_bits(pd));
-  Tensors t;
-  t.x = x.data();
-  t.gamma = p.has_gamma ? g.data() : nullptr;
-  t.dy = dy.data();
-  t.saved_mean = has_mean ? sm.data() : nullptr;
-  t.saved_rstd = sr.data();
-  t.dx = dx.data();
-  t.dgamma = p.has_gamma ? dg.data() : nullptr;
-  t.dbeta = p.has_beta ? db.data() : nullptr;
-  k.run(p, t);
-  out.dx.resize(n);
-  for (std::size_t i = 0; i < n; ++i) out.dx[i] = dx.bits(i);
-  out.dgamma.resize(dg.count());
-  for (std::size_t j = 0; j < dg.count(); ++j) out.dgamma[j] = dg.bits(j);
-  out.dbeta.resize(db.count());
-  for (std::size_t j = 0; j < db.count(); ++j) out.dbeta[j] = db.bits(j);
-  const auto note = [&](const std::string& what) {
-    if (out.violation.empty()) out.violation = "harness: " + what;
-  };
-  if (!dx.guards_intact()) note("wrote outside dx (guard region changed)");
-  if (!dg.guards_intact()) note("wrote outside dgamma (guard region changed)");
-  if (!db.guards_intact()) note("wrote outside dbeta (guard region changed)");
-  if (!x.guards_intact() || !g.guards_intact() || !dy.guards_intact() || !sm.guards_intact() || !sr.guards_intact())
-    note("wrote around an input buffer");
-  const Format f = format_of(d), pf = format_of(pd), sf = format_of(sd);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (x.bits(i) != double_to_bits(f, c.x[i]) || dy.bits(i) != double_to_bits(f, c.dy[i])) {
-      note("modified x or dy at element " + std::to_string(i));
-      break;
-    }
-  }
-  for (std::size_t j = 0; j < g.count(); ++j) {
-    if (g.bits(j) != double_to_bits(pf, c.gamma[j])) {
-      note("modified gamma at column " + std::to_string(j));
-      break;
-    }
-  }
-  for (std::size_t r = 0; r < saved.rstd.size(); ++r) {
-    if (sr.bits(r) != double_to_bits(sf, saved.rstd[r]) || (has_mean && sm.bits(r) != double_to_bits(sf, saved.mean[r]))) {
-      note("modified the saved statistics of row " + std::to_string(r));
-      break;
-    }
-  }
-  for (std::size_t i = 0; i < n; ++i) {
-    if (out.dx[i] == canary_bits(d)) {
-      note("never wrote dx element " + std::to_string(i) + " (row " + std::to_string(i / cols) + ")");
-      break;
-    }
-  }
-  for (const auto& [v, what] : {std::pair{&out.dgamma, "dgamma"}, std::pair{&out.dbeta, "dbeta"}}) {
-    for (std::size_t j = 0; j < v->size(); ++j) {
-      if ((*v)[j] == canary_bits(pd)) {
-        note(std::string("never wrote ") + what + " column " + std::to_string(j));
-        break;
-      }
-    }
-  }
-  return out;
+  return run_guarded_backward(k, c, saved, threads);
 }
-
-Gradients run_backward(const KernelInfo& k, const Case& c, int threads = 1) { return run_backward(k, c, saved_stats(c), threads); }
-
-ExactGradients exact_gradients(const Case& c) {
-  const Problem p = c.problem();
-  const DType d = c.spec.dtype, pd = c.spec.params();
-  const auto n = static_cast<std::size_t>(p.elements()), cols = static_cast<std::size_t>(p.cols);
-  const Buffer x(d, c.x, 0), g(pd, c.gamma, 0), dy(d, c.dy, 0);
-  Buffer dx(d, n, 0), dg(pd, p.has_gamma ? cols : 0, 0), db(pd, p.has_beta ? cols : 0, 0);
-  ExactGradients e;
-  reference_backward(p, x.data(), p.has_gamma ? g.data() : nullptr, dy.data(), dx.data(), p.has_gamma ? dg.data() : nullptr,
-                     p.has_beta ? db.data() : nullptr, &e.ref);
-  e.dx.resize(n);
-  for (std::size_t i = 0; i < n; ++i) e.dx[i] = dx.bits(i);
-  for (std::size_t j = 0; j < dg.count(); ++j) e.dgamma.push_back(dg.bits(j));
-  for (std::size_t j = 0; j < db.count(); ++j) e.dbeta.push_back(db.bits(j));
-  return e;
-}
+Gradients run_backward(const KernelInfo& k, const Case& c, int threads = 1) { return run_guarded_backward(k, c, threads); }
+ExactGradients exact_gradients(const Case& c) { return exact_backward(c); }
 
 RowClass class_of(const Case& c, std::int64_t row) {
   return c.spec.row_classes[static_cast<std::size_t>(row) % c.spec.row_classes.size()];
@@ -553,6 +435,8 @@ PropertyDef backward_definition(Property p, DType dtype, Op op) {
       // (RMSNorm's constant rows have xhat = x·rstd as small as x: subnormal products in f32.)
       prof.classes = {C::normal, C::uniform, C::offset, C::sparse, C::exact_stats};
       prof.allow_eps_zero = false;
+      // dy at the range's edges neither: the kernels hand such rows to another path on one side of a threshold.
+      prof.dy_range_edges = false;
       return {p, prof, &check_dy_linearity};
     default: break;
   }

@@ -52,13 +52,17 @@ struct CaseSpec {
   double gamma_offset = 0;            // y uses (C + gamma); already rounded to the kernel's format
   // Add & Norm: residual/h storage; absent: dtype (f32 with f16/bf16 x: flash-attn's residual_in_fp32).
   std::optional<DType> residual_dtype;
+  // Backward: dy at the ends of its format's range (huge or tiny) in 2 cases of 16, chosen by data_seed
+  // (materialize); false keeps dy at scales 2^-3..2^3 (the dy_linearity property's cases).
+  bool dy_range_edges = true;
   DType params() const { return param_dtype.value_or(dtype); }
   DType residual() const { return residual_dtype.value_or(dtype); }
 
   std::int64_t rows() const;
   std::int64_t cols() const;
   // One line: "f32 offset kappa=1e4 shape=[2,17] axis=1 (2x17) eps=1e-05 gamma=random beta=absent misalign=3 seed=7",
-  // then " op=rmsnorm", " params=f32", " gamma_offset=1", " residual=f32" where they are not LayerNorm's defaults.
+  // then " op=rmsnorm", " params=f32", " gamma_offset=1", " residual=f32" where they are not LayerNorm's defaults,
+  // and " dy=huge" / " dy=tiny" for a backward case whose dy is at a range edge.
   std::string describe() const;
 };
 

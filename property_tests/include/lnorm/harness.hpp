@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "lnorm/backward.hpp"
 #include "lnorm/cases.hpp"
 #include "lnorm/kernel.hpp"
 #include "lnorm/reference.hpp"
@@ -81,6 +82,28 @@ struct Exact {
   std::vector<RowReference> rows;
 };
 Exact exact_answer(const Case& c);
+
+// The backward ops (harness_backward.cpp). The kernel gets x, gamma, dy and the forward's saved statistics
+// (the exact mean and rstd rounded once to the stats format, as a framework saves them) and writes dx, dgamma,
+// dbeta inside guard bytes; the harness checks what run_guarded checks.
+struct BackwardOutputs {
+  std::vector<std::uint64_t> dx, dgamma, dbeta;  // bits (dx: dtype; dgamma/dbeta: param dtype; empty when not asked)
+  std::string violation;                         // "harness: ..." as run_guarded's
+  bool same_bits(const BackwardOutputs& o) const { return dx == o.dx && dgamma == o.dgamma && dbeta == o.dbeta; }
+};
+// The forward's saved statistics: the exact mean (LayerNorm) and rstd, rounded once to the stats format.
+struct SavedStats {
+  std::vector<double> mean, rstd;
+};
+SavedStats saved_stats(const Case& c);
+BackwardOutputs run_guarded_backward(const KernelInfo& k, const Case& c, const SavedStats& saved, int threads = 1);
+BackwardOutputs run_guarded_backward(const KernelInfo& k, const Case& c, int threads = 1);
+// The exact gradients rounded once (bits) and their references (lnorm/backward.hpp).
+struct ExactBackward {
+  std::vector<std::uint64_t> dx, dgamma, dbeta;
+  BackwardReference ref;
+};
+ExactBackward exact_backward(const Case& c);
 
 // A case holding only the given rows of c (in that order): row-independence and NaN isolation.
 Case select_rows(const Case& c, const std::vector<std::int64_t>& rows);

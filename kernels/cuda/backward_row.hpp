@@ -1,0 +1,77 @@
+// The backward arithmetic of cuda_warp and cuda_block (layernorm_bwd, rmsnorm_bwd), written once for the
+// device (backward.cu) and the host (tests/cuda_emulation.hpp runs it with every thread of a team emulated,
+// in the device's element and reduction order). Plain C++ when not compiled by nvcc.
+//
+// welford's careful backward (kernels/cpu/backward_scalar.cpp) in f64 on the GPU, where f64 arithmetic is
+// nearly free beside the memory traffic (an H200 does half as many f64 operations as f32, and a backward
+// element costs ~15 of them against 12 bytes of DRAM): the forward's saved statistics are not used; per row
+//   A: s = Σ (x − x0)                                   m = s/n    (x0 = x[0]; RMSNorm: x0 = 0, m = 0)
+//   B: d = (x − x0) − m;  q = Σ d²,  Σg,  Σg·d           g = dy·w   (w = C + gamma in f64, 1 without gamma)
+//      rstd = 1/sqrt(q/n + eps),  mean(g) = Σg/n (RMSNorm: 0),  mean(g·xhat) = rstd·Σg·d/n
+//   C: xhat = d·rstd;  dx = rstd·((g − mean(g)) − xhat·mean(g·xhat)), rounded once to x's dtype;
+//      dgamma's partial += dy·xhat, dbeta's += dy (f64, in row order: see backward.cu)
+// x − x0 is exact in f64 for f32-family data unless their exponents are more than 29 apart (then within 2^-53
+// of the larger), no square or sum overflows or underflows f64's range, and every rounding before the last is
+// ~2^-29 of an output ulp: dx and dgamma are correctly rounded but for ties closer than that (welford's
+// budgets). A NaN or Inf in x leaves s or q non-finite: the row's rstd is NaN, which poisons its dx and every
+// dgamma column it touches (DESIGN "Backward"), as welford's row.
+// backward.cu is compiled with --fmad=false: nvcc would otherwise contract the products below into FMAs the
+// host does not compute. Each thread sums its own elements in f64 in its access order; the team's sums are
+// xor butterflies (and, for a block, the per-warp results folded in warp order): the same on the host.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define LNORM_BWD_HD __host__ __device__ __forceinline__
+#else
+#define LNORM_BWD_HD inline
+#endif
+
+namespace lnorm::cuda::bwdrow {
+
+// False for NaN and ±Inf (no isfinite: its host and device spellings differ).
+LNORM_BWD_HD bool finite(double v) { return fabs(v) <= 1.7976931348623157e308; }
+
+// Pass A: one element's share of s = Σ (x − x0).
+LNORM_BWD_HD void add_a(double& s, float x, double x0) { s += static_cast<double>(x) - x0; }
+
+// Pass B: one element's share of q = Σ d², Σg and Σg·d (m: the row's mean less x0).
+struct SumsB {
+  double q = 0, g = 0, gd = 0;
+};
+LNORM_BWD_HD double centred_value(float x, double x0, double m) { return (static_cast<double>(x) - x0) - m; }
+LNORM_BWD_HD void add_b(SumsB& s, float x, float dy, double w, double x0, double m) {
+  const double d = centred_value(x, x0, m);
+  const double g = static_cast<double>(dy) * w;
+  s.q += d * d;
+  s.g += g;
+  s.gd += g * d;
+}
+
+// A row's coefficients for pass C.
+struct Coefs {
+  double x0, m, rstd, mean_g, mean_gx;
+};
+// After pass A (s: the team's sum) and pass B (q, g, gd: the team's sums).
+LNORM_BWD_HD double mean_less_x0(double s, std::int64_t n, bool centred) { return centred ? s / static_cast<double>(n) : 0.0; }
+LNORM_BWD_HD Coefs coefs(double x0, double m, double s, const SumsB& b, std::int64_t n, float eps, bool centred) {
+  const double nd = static_cast<double>(n);
+  Coefs c;
+  c.x0 = x0;
+  c.m = m;
+  c.rstd = finite(s) && finite(b.q) ? 1.0 / sqrt(b.q / nd + static_cast<double>(eps)) : NAN;
+  c.mean_g = centred ? b.g / nd : 0.0;
+  c.mean_gx = c.rstd * b.gd / nd;  // one multiplication by rstd instead of n
+  return c;
+}
+
+// Pass C: one element's dx (before its rounding to x's dtype) and xhat.
+LNORM_BWD_HD double dx_value(float x, float dy, double w, const Coefs& c, double& xhat) {
+  xhat = centred_value(x, c.x0, c.m) * c.rstd;
+  const double g = static_cast<double>(dy) * w;
+  return c.rstd * ((g - c.mean_g) - xhat * c.mean_gx);
+}
+
+}  // namespace lnorm::cuda::bwdrow
