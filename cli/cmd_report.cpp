@@ -29,6 +29,7 @@ struct ReportFlags {
   std::uint64_t seed = 1;
   int threads = 0;
   std::string label;
+  std::string dir = "fwd";
   bool no_render = false;
 };
 
@@ -90,6 +91,8 @@ void run_report(const ReportFlags& f, int& exit_code) {
   for (const std::string& d : f.dtypes) dtype_flag(d);
   for (const std::string& o : f.ops) norm_op_flag(o, "report");
   for (const std::string& p : f.peers) peer_flag(p);
+  if (f.dir != "fwd" && f.dir != "bwd") throw InputError("--dir " + f.dir + ": expected fwd or bwd");
+  if (f.dir == "bwd" && !f.peers.empty()) throw InputError("--peer: a peer command computes the LayerNorm forward; not with --dir bwd");
   // The folder is created with its parents, like `cmake -B`; only a failure to create it is an error.
   std::error_code ec;
   fs::create_directories(f.out, ec);
@@ -117,6 +120,10 @@ void run_report(const ReportFlags& f, int& exit_code) {
     s.kernels = kernels_flag(f.kernels);
     for (const std::string& d : f.dtypes) s.dtypes.push_back(dtype_flag(d));
     for (const std::string& o : f.ops) s.ops.push_back(norm_op_flag(o, "report"));
+    if (f.dir == "bwd") {  // the backward of the asked norms (default both)
+      if (s.ops.empty()) s.ops.assign(std::begin(kNormOps), std::end(kNormOps));
+      for (Op& op : s.ops) op = backward_of(op);
+    }
     for (const std::string& p : f.peers) s.peers.push_back(peer_flag(p));
     s.scratch_dir = f.out + "/.scratch";
     const bool tty = isatty(fileno(stderr));
@@ -157,6 +164,9 @@ void add_report(CLI::App& app, int& exit_code) {
   cmd->add_option("--op", flags->ops,
                   "Ops to measure, each with its own sweeps (repeatable: layernorm, rmsnorm; default both). "
                   "RMSNorm: width, eps/mean(x²), magnitude, input classes");
+  cmd->add_option("--dir", flags->dir,
+                  "fwd (default) or bwd: the backward of the --op norms — dx's error against kappa (LayerNorm), width, "
+                  "magnitude (RMSNorm), dy's scale and input class, with dgamma's and dbeta's beside it");
   cmd->add_option("--peer", flags->peers,
                   "Another implementation as NAME=COMMAND (repeatable); COMMAND reads {x} {gamma} {beta} and writes "
                   "{y} [{mean} {rstd}] as .npy, with {eps} and {dtype} given; see reports/peers/");

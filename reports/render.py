@@ -15,7 +15,9 @@ import sys
 
 SCHEMA = "lnorm-report/1"
 DTYPES = ["f32", "f64", "f16", "bf16"]
-OPS = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}  # the ops in lnorm's order, and their names
+OPS = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm",  # the ops in lnorm's order, and their names
+       "layernorm_bwd": "LayerNorm backward", "rmsnorm_bwd": "RMSNorm backward"}
+BACKWARD = ("layernorm_bwd", "rmsnorm_bwd")  # their cells measure dx (max_ulp ...) with dgamma_* and dbeta_* beside it
 FLOOR = 1e-2  # an error of exactly 0 is drawn here on log axes (and said so in the caption)
 
 
@@ -126,7 +128,7 @@ def plot_sweep(report, sweep, folder, plt):
         ax.set_title(dtype)
         ax.set_xlabel(f"log10({sweep['x_axis']})" if decades else sweep["x_axis"])
         ax.grid(True, which="major", alpha=0.3)
-    axes[0][0].set_ylabel("max scaled ulp error (log)")
+    axes[0][0].set_ylabel("max scaled ulp error of dx (log)" if op_of(sweep) in BACKWARD else "max scaled ulp error (log)")
     handles, labels = axes[0][0].get_legend_handles_labels()
     for ax in axes[0][1:]:
         for h, l in zip(*ax.get_legend_handles_labels()):
@@ -245,12 +247,14 @@ def findings(report):
             out.append(f"**{series_name(report, s['implementation'], s['machine'], op_of(s))} {s['dtype']}**: "
                        f"{nonfinite(s)} non-finite mismatches, NaN/Inf where the exact answer is finite or the other way round ({', '.join(where[:4])}"
                        f"{', …' if len(where) > 4 else ''}).")
-    for s in (s for s in report["summary"] if op_of(s) == "layernorm"):
-        pts = sorted((c for c in cells if c["sweep"] == "kappa" and c["implementation"] == s["implementation"]
+    for s in (s for s in report["summary"] if op_of(s) in ("layernorm", "layernorm_bwd")):
+        kappa_sweep = "kappa" if op_of(s) == "layernorm" else "bwd_kappa"
+        pts = sorted((c for c in cells if c["sweep"] == kappa_sweep and c["implementation"] == s["implementation"]
                       and c["machine"] == s["machine"] and c["dtype"] == s["dtype"] and c["x"] is not None),
                      key=lambda c: c["x"])
         if len(pts) >= 2 and finite_max(pts[-1]) > 10 * max(finite_max(pts[0]), 1):
-            out.append(f"**{series_name(report, s['implementation'], s['machine'], 'layernorm')} {s['dtype']}**: error grows "
+            what = "dx's error" if op_of(s) in BACKWARD else "error"
+            out.append(f"**{series_name(report, s['implementation'], s['machine'], op_of(s))} {s['dtype']}**: {what} grows "
                        f"with kappa — {fmt_ulp(finite_max(pts[0]))} at kappa {pts[0]['x']:.3g}, "
                        f"{fmt_ulp(finite_max(pts[-1]))} at kappa {pts[-1]['x']:.3g}.")
     # RMSNorm's conditioning is range: a kernel that squares x in its working format loses rows whose x²
@@ -268,6 +272,19 @@ def findings(report):
                        f"error depends on the row's magnitude — {fmt_max(base)} at rms {base['x']:.3g}, "
                        + ", ".join(f"{fmt_max(c)} at rms {c['x']:.3g}" for c in bad[:4])
                        + (", …" if len(bad) > 4 else "") + " (x² leaves the working format's range).")
+    # The backward's range: dy near the format's edges (subnormal dy, |dy·w| near overflow).
+    for s in (s for s in report["summary"] if op_of(s) in BACKWARD):
+        sweep = "bwd_dy_scale" if op_of(s) == "layernorm_bwd" else "rmsnorm_bwd_dy_scale"
+        pts = [c for c in cells if c["sweep"] == sweep and c["implementation"] == s["implementation"]
+               and c["machine"] == s["machine"] and c["dtype"] == s["dtype"] and c["x"] is not None]
+        if len(pts) < 2:
+            continue
+        base = min(pts, key=lambda c: abs(math.log2(c["x"])) if c["x"] > 0 else math.inf)
+        bad = sorted((c for c in pts if nonfinite(c) or finite_max(c) > 10 * max(finite_max(base), 1)), key=lambda c: c["x"])
+        if bad:
+            out.append(f"**{series_name(report, s['implementation'], s['machine'], op_of(s))} {s['dtype']}**: dx's error "
+                       f"depends on dy's scale — {fmt_max(base)} at {base['label']}, "
+                       + ", ".join(f"{fmt_max(c)} at {c['label']}" for c in bad[:4]) + (", …" if len(bad) > 4 else "") + ".")
     over = [c for c in cells if isinstance(c.get("bound_ulp"), (int, float)) and finite_max(c) > c["bound_ulp"]]
     for c in over[:5]:
         out.append(f"**Bound exceeded** — {c['implementation']} {c['dtype']} at {c['label']}: "
@@ -291,10 +308,27 @@ def findings(report):
     return out
 
 
+def grad_max(s, which):
+    """dgamma's or dbeta's worst scaled ulp, as fmt_max: infinite with non-finite mismatches; — when not measured."""
+    if not s.get(f"{which}_elements"):
+        return "—"
+    worst = fmt_ulp(s[f"{which}_max_finite_ulp"])
+    return f"∞ ({worst} finite)" if s[f"{which}_nonfinite_mismatches"] else worst
+
+
 def summary_table(report, op, dtype):
     rows = [s for s in report["summary"] if s["dtype"] == dtype and op_of(s) == op]
     if not rows:
         return None
+    if op in BACKWARD:
+        header = ["implementation"] + (["machine"] if len(report["machines"]) > 1 else []) + [
+            "dx max ulp", "dx p99.9 ulp", "dx correctly rounded", "dx non-finite mismatches", "dgamma max ulp",
+            "dgamma correctly rounded", "dbeta max ulp", "worst at"]
+        body = [[s["implementation"]] + ([s["machine"]] if len(report["machines"]) > 1 else []) + [
+            fmt_max(s), fmt_ulp(s["p999_ulp"]), fmt_fraction(s["correctly_rounded"]), str(nonfinite(s)), grad_max(s, "dgamma"),
+            fmt_fraction(s["dgamma_correctly_rounded"]) if s.get("dgamma_elements") else "—", grad_max(s, "dbeta"),
+            s["worst_cell"]] for s in rows]
+        return header, body
     header = ["implementation"] + (["machine"] if len(report["machines"]) > 1 else []) + [
         "max ulp", "p99.9 ulp", "correctly rounded", "non-finite mismatches", "mean max ulp*", "rstd max ulp", "worst at"]
     body = []
@@ -348,7 +382,10 @@ def blocks(report, images):
                    "algorithm is unknown to lnorm, a row holds NaN/Inf, or a row leaves the range the bound "
                    "assumes (squares that overflow or underflow in naive and onepass); RMSNorm has no bound model "
                    "yet. RMSNorm has no kappa: nothing cancels in mean(x²), so its sweeps are width, eps/mean(x²), "
-                   "the row's magnitude (where x² leaves the format's range) and the input classes; it has no mean."))
+                   "the row's magnitude (where x² leaves the format's range) and the input classes; it has no mean. "
+                   "The backward (`--dir bwd`) measures dx against its natural scale (DESIGN.md \"Backward\"), with "
+                   "dgamma's and dbeta's worst beside it; its sweeps add dy's scale, from subnormal dy to |dy·w| near "
+                   "overflow, and it has no bound model."))
     b.append(("h2", "Findings"))
     b.append(("ul", findings(report)))
     b.append(("h2", "Kernel × dtype"))
@@ -366,7 +403,7 @@ def blocks(report, images):
         for d in DTYPES:
             t = sweep_table(report, sweep["name"], d)
             if t:
-                b.append(("h3", f"{d}: max scaled ulp (bound)"))
+                b.append(("h3", f"{d}: max scaled ulp of dx" if op_of(sweep) in BACKWARD else f"{d}: max scaled ulp (bound)"))
                 b.append(("table", t))
     for key, title in (("histograms", "Error distributions"), ("correctly_rounded", "Correctly rounded fraction")):
         if key in images:

@@ -46,7 +46,8 @@ def check_report_dir(d, machines):
         check(len(s["histogram"]) == len(edges) + 1, "histogram length != edges + 1")
         check(sum(s["histogram"]) + s["nonfinite_mismatches"] == s["elements"],
               f"{s['implementation']} {s['dtype']}: histogram + non-finite mismatches != elements")
-        check(s["op"] in ("layernorm", "rmsnorm"), f"summary row without an op: {s['implementation']} {s['dtype']}")
+        check(s["op"] in ("layernorm", "rmsnorm", "layernorm_bwd", "rmsnorm_bwd"),
+              f"summary row without an op: {s['implementation']} {s['dtype']}")
     sweep_op = {sw["name"]: sw["op"] for sw in report["sweeps"]}
     for c in report["cells"]:
         check(c["machine"] in labels, f"cell names unknown machine {c['machine']}")
@@ -124,6 +125,37 @@ if rc == 0:
     check("error depends on the row's magnitude" in md and "**naive f32**" in md,
           "report.md does not name naive's magnitude problem")
 
+# The backward (--dir bwd): both ops' backward sweeps only, dx measured with dgamma and dbeta beside it. The
+# textbook naive loses kappa ulps on offset rows (it takes the saved f32 mean as it is) and its dx grows with
+# kappa; welford (careful, f64) stays correctly rounded but for ties, and the report names naive's growth.
+bwd = os.path.join(WORK, "bwd")
+rc, out, err = lnorm("report", "--quick", "--dir", "bwd", "--kernel", "welford", "--kernel", "naive", "--dtype", "f32", "--out", bwd)
+check(rc == 0, f"backward report exited {rc}: {err}")
+if rc == 0:
+    r = check_report_dir(bwd, 1)
+    check({c["op"] for c in r["cells"]} == {"layernorm_bwd", "rmsnorm_bwd"}, "a backward report holds forward cells")
+    check({sw["name"] for sw in r["sweeps"]} == {"bwd_kappa", "bwd_width", "bwd_dy_scale", "bwd_class", "rmsnorm_bwd_width",
+                                                "rmsnorm_bwd_magnitude", "rmsnorm_bwd_dy_scale", "rmsnorm_bwd_class"},
+          f"a backward report's sweeps: {[sw['name'] for sw in r['sweeps']]}")
+    ok = [c for c in r["cells"] if c["status"] == "ok"]
+    check(ok and all(c["output"] == "dx" and c["dgamma_elements"] > 0 and c["dbeta_elements"] > 0 for c in ok),
+          "backward cells without dx, dgamma and dbeta measured")
+    by = {(s["implementation"], s["op"]): s for s in r["summary"]}
+    check(by[("welford", "layernorm_bwd")]["max_ulp"] is not None and by[("welford", "layernorm_bwd")]["max_ulp"] <= 0.5 + 1e-9
+          and by[("welford", "layernorm_bwd")]["dgamma_max_ulp"] <= 0.5 + 1e-9,
+          f"welford's backward is not correctly rounded but for ties: {by[('welford', 'layernorm_bwd')]}")
+    kappa = sorted((c for c in ok if c["sweep"] == "bwd_kappa" and c["implementation"] == "naive"), key=lambda c: c["x"])
+    check(len(kappa) >= 2 and kappa[-1]["max_finite_ulp"] > 100 * max(kappa[0]["max_finite_ulp"], 1),
+          f"naive's backward dx does not grow with kappa: {[(c['x'], c['max_finite_ulp']) for c in kappa]}")
+    with open(os.path.join(bwd, "index.html"), encoding="utf-8") as f:
+        page = f.read()
+    check("error_vs_bwd_kappa.png" in page and "error_vs_rmsnorm_bwd_dy_scale.png" in page, "index.html lacks the backward plots")
+    with open(os.path.join(bwd, "report.md"), encoding="utf-8") as f:
+        md = f.read()
+    check("dx's error grows with kappa" in md and "| dgamma max ulp |" in md, "report.md does not describe the backward")
+rc, out, err = lnorm("report", "--quick", "--dir", "bwd", "--peer", "x=echo {y}", "--out", os.path.join(WORK, "bad-bwd"))
+check(rc == 2 and "--dir bwd" in err, f"a peer with --dir bwd: exit {rc}, {err!r}")
+
 # --merge of two machines' reports: both labels, every cell kept.
 rc, out, err = lnorm("report", "--quick", "--kernel", "welford", "--dtype", "f32", "--label", "box-b", "--out", b)
 check(rc == 0, f"second report exited {rc}: {err}")
@@ -174,6 +206,7 @@ for args, needle in (
     (["--kernel", "nope", "--out", bad], "--kernel nope"),
     (["--dtype", "f8", "--out", bad], "--dtype f8"),
     (["--op", "groupnorm", "--out", bad], "--op groupnorm"),
+    (["--dir", "sideways", "--out", bad], "--dir sideways"),
     (["--out", notreport], "exists and is not a folder"),
 ):
     rc, out, err = lnorm("report", *args)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "lnorm/format.hpp"
 #include "lnorm/metrics.hpp"
@@ -134,6 +135,76 @@ KappaStats kappa_stats(const verify::Exact& exact) {
   std::vector<float> k;
   for (const RowReference& row : exact.rows)
     if (!row.nonfinite && std::isfinite(row.kappa)) k.push_back(static_cast<float>(row.kappa));
+  if (k.empty()) return {std::nan(""), std::nan("")};
+  const double max = *std::max_element(k.begin(), k.end());
+  return {quantile(k, 0.5), max};
+}
+
+void GradientStats::merge(const GradientStats& o) {
+  elements += o.elements;
+  correctly_rounded += o.correctly_rounded;
+  nonfinite_mismatches += o.nonfinite_mismatches;
+  max_finite_ulp = std::max(max_finite_ulp, o.max_finite_ulp);
+}
+
+nlohmann::json GradientStats::summary(const char* prefix) const {
+  const std::string p(prefix);
+  return {{p + "_elements", elements},
+          {p + "_max_ulp", nonfinite_mismatches ? nlohmann::json(nullptr) : nlohmann::json(max_finite_ulp)},
+          {p + "_max_finite_ulp", max_finite_ulp},
+          {p + "_correctly_rounded", elements ? static_cast<double>(correctly_rounded) / static_cast<double>(elements) : 1.0},
+          {p + "_nonfinite_mismatches", nonfinite_mismatches}};
+}
+
+void BackwardMeasurement::merge(const BackwardMeasurement& o) {
+  dx.merge(o.dx);
+  dgamma.merge(o.dgamma);
+  dbeta.merge(o.dbeta);
+}
+
+nlohmann::json BackwardMeasurement::summary() const {
+  nlohmann::json j = dx.summary();
+  j["output"] = "dx";
+  j.update(dgamma.summary("dgamma"));
+  j.update(dbeta.summary("dbeta"));
+  return j;
+}
+
+BackwardMeasurement measure_backward(const verify::Case& input, const verify::ExactBackward& exact, const verify::BackwardOutputs& got) {
+  const Format f = format_of(input.spec.dtype), pf = format_of(input.spec.params());
+  BackwardMeasurement m;
+  m.dx.histogram.assign(histogram_edges().size() + 1, 0);
+  m.dx.elements = static_cast<std::int64_t>(got.dx.size());
+  m.dx.errors.reserve(got.dx.size());
+  for (std::size_t i = 0; i < got.dx.size(); ++i) {
+    const double e = scaled_ulp_error(f, bits_to_double(f, got.dx[i]), got.dx[i], exact.dx[i], exact.ref.dx[i]);
+    if (correctly_rounded(f, got.dx[i], exact.dx[i])) ++m.dx.correctly_rounded;
+    if (std::isinf(e)) {
+      ++m.dx.nonfinite_mismatches;
+      continue;
+    }
+    m.dx.errors.push_back(static_cast<float>(e));
+    ++m.dx.histogram[bin_of(e)];
+  }
+  const auto grad = [&](const std::vector<std::uint64_t>& bits, const std::vector<std::uint64_t>& want,
+                        const std::vector<ElementReference>& refs, GradientStats& out) {
+    out.elements = static_cast<std::int64_t>(bits.size());
+    for (std::size_t j = 0; j < bits.size(); ++j) {
+      const double e = scaled_ulp_error(pf, bits_to_double(pf, bits[j]), bits[j], want[j], refs[j]);
+      if (correctly_rounded(pf, bits[j], want[j])) ++out.correctly_rounded;
+      if (std::isinf(e)) ++out.nonfinite_mismatches;
+      else out.max_finite_ulp = std::max(out.max_finite_ulp, e);
+    }
+  };
+  grad(got.dgamma, exact.dgamma, exact.ref.dgamma, m.dgamma);
+  grad(got.dbeta, exact.dbeta, exact.ref.dbeta, m.dbeta);
+  return m;
+}
+
+KappaStats kappa_stats(const verify::ExactBackward& exact) {
+  std::vector<float> k;
+  for (double v : exact.ref.row_kappa)
+    if (std::isfinite(v)) k.push_back(static_cast<float>(v));
   if (k.empty()) return {std::nan(""), std::nan("")};
   const double max = *std::max_element(k.begin(), k.end());
   return {quantile(k, 0.5), max};

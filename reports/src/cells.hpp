@@ -15,6 +15,11 @@ namespace lnorm::report {
 // non-finite mismatches (lnorm/metrics.hpp) are counted apart. Fixed edges, so histograms from different machines add up.
 std::vector<double> histogram_edges();
 
+// Median and maximum of the finite row kappas (NaN when there are none).
+struct KappaStats {
+  double median = 0, max = 0;
+};
+
 struct Measurement {
   std::int64_t elements = 0, correctly_rounded = 0, nonfinite_mismatches = 0;
   std::vector<float> errors;          // scaled ulp error of every element without a non-finite mismatch
@@ -30,14 +35,29 @@ struct Measurement {
 Measurement measure(const verify::Case& input, const verify::Exact& exact, const std::vector<std::uint64_t>& y_bits,
                     const std::vector<std::uint64_t>& mean_bits, const std::vector<std::uint64_t>& rstd_bits);
 
+// The backward (lnorm report --dir bwd): dx as a Measurement (its histogram and errors, the plots' series), and
+// dgamma's and dbeta's worst scaled ulp, correctly rounded count and non-finite mismatches beside it.
+struct GradientStats {
+  std::int64_t elements = 0, correctly_rounded = 0, nonfinite_mismatches = 0;
+  double max_finite_ulp = 0;
+  void merge(const GradientStats& o);
+  nlohmann::json summary(const char* prefix) const;  // prefix_max_ulp (null when non-finite), ..._correctly_rounded, ...
+};
+struct BackwardMeasurement {
+  Measurement dx;
+  GradientStats dgamma, dbeta;
+  void merge(const BackwardMeasurement& o);
+  nlohmann::json summary() const;  // dx's as Measurement::summary (max_ulp is dx's), then dgamma_*, dbeta_*
+};
+BackwardMeasurement measure_backward(const verify::Case& input, const verify::ExactBackward& exact, const verify::BackwardOutputs& got);
+// Median and maximum of the finite row kappas of the backward's exact answer.
+KappaStats kappa_stats(const verify::ExactBackward& exact);
+
 // The algorithm's worst-case bound over the case's finite rows; nullopt when no row is finite or a
 // row leaves the range the bound assumes (bound_applies).
 std::optional<double> bound_for(Algorithm a, const verify::Case& input, const verify::Exact& exact);
 
 // Median and maximum of the finite row kappas (NaN when there are none).
-struct KappaStats {
-  double median = 0, max = 0;
-};
 KappaStats kappa_stats(const verify::Exact& exact);
 
 // The p-quantile (0..1) of the values, nearest rank; 0 for none. Reorders `values`.

@@ -181,6 +181,7 @@ json run(const Settings& settings, const Progress& progress) {
   json cells = json::array();
   using Key = std::tuple<std::size_t, Op, DType>;  // implementation, op, dtype
   std::map<Key, Measurement> totals;
+  std::map<Key, BackwardMeasurement> bwd_totals;
   std::map<Key, std::pair<double, std::string>> worst_at;
   std::atomic<std::size_t> next{0};
   int done = 0;
@@ -190,8 +191,11 @@ json run(const Settings& settings, const Progress& progress) {
       const Task& task = tasks[t];
       const verify::Case& input = task.point.input;
       const DType d = input.spec.dtype;
-      const verify::Exact exact = verify::exact_answer(input);
-      const KappaStats kappa = kappa_stats(exact);
+      const bool bwd = backward(task.op);
+      // The backward's exact gradients, or the forward's exact answer (one of them per point).
+      const verify::ExactBackward exact_bwd = bwd ? verify::exact_backward(input) : verify::ExactBackward{};
+      const verify::Exact exact = bwd ? verify::Exact{} : verify::exact_answer(input);
+      const KappaStats kappa = bwd ? kappa_stats(exact_bwd) : kappa_stats(exact);
       const double x = x_of(task.point, kappa);
       const std::string op_name(name(task.op));
       for (std::size_t i : task.implementations) {
@@ -203,6 +207,32 @@ json run(const Settings& settings, const Progress& progress) {
                      {"kappa_median", finite_or_null(kappa.median)}, {"kappa_max", finite_or_null(kappa.max)}};
         std::vector<std::uint64_t> y, mean, rstd;
         std::string error;
+        if (bwd) {  // kernels only (peers compute the LayerNorm forward): run as verify --dir bwd runs them
+          std::unique_lock<std::mutex> one_at_a_time(alone, std::defer_lock);
+          if (settings.run_alone && settings.run_alone(*im.kernel)) one_at_a_time.lock();
+          const verify::BackwardOutputs out = verify::run_guarded_backward(*im.kernel, input);
+          if (one_at_a_time.owns_lock()) one_at_a_time.unlock();
+          if (!out.violation.empty()) {
+            cell["status"] = "error";
+            cell["message"] = out.violation;
+          } else {
+            const BackwardMeasurement m = measure_backward(input, exact_bwd, out);
+            cell["status"] = "ok";
+            cell.update(m.summary());
+            cell["bound_ulp"] = nullptr;  // no bound model for the backward
+            std::lock_guard lock(mu);
+            bwd_totals[{i, task.op, d}].merge(m);
+            double worst = m.dx.nonfinite_mismatches ? INFINITY : 0;
+            for (float e : m.dx.errors) worst = std::max(worst, static_cast<double>(e));
+            auto& w = worst_at[{i, task.op, d}];
+            if (w.second.empty() || worst > w.first) w = {worst, task.point.label};
+          }
+          std::lock_guard lock(mu);
+          cells.push_back(std::move(cell));
+          ++done;
+          if (progress) progress(task.point.sweep + " " + std::string(name(d)), done, total_cells);
+          continue;
+        }
         if (im.kernel) {
           std::unique_lock<std::mutex> one_at_a_time(alone, std::defer_lock);
           if (settings.run_alone && settings.run_alone(*im.kernel)) one_at_a_time.lock();
@@ -261,14 +291,16 @@ json run(const Settings& settings, const Progress& progress) {
   std::stable_sort(sorted.begin(), sorted.end(), [&](const json& a, const json& b) { return order(a) < order(b); });
 
   json summary = json::array();
-  for (const auto& [key, m] : totals) {
+  const auto summary_row = [&](const Key& key, const std::vector<std::int64_t>& histogram, const json& numbers) {
     const auto& [impl, op, dtype] = key;
     json s = {{"implementation", impls[impl].name}, {"kind", impls[impl].kind}, {"op", std::string(name(op))},
               {"dtype", std::string(name(dtype))}, {"machine", machine},
-              {"worst_cell", worst_at[key].second}, {"histogram", m.histogram}};
-    s.update(m.summary());
+              {"worst_cell", worst_at[key].second}, {"histogram", histogram}};
+    s.update(numbers);
     summary.push_back(s);
-  }
+  };
+  for (const auto& [key, m] : totals) summary_row(key, m.histogram, m.summary());
+  for (const auto& [key, m] : bwd_totals) summary_row(key, m.dx.histogram, m.summary());
 
   json sweeps = json::array();
   for (const SweepInfo& info : sweep_infos())

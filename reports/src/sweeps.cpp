@@ -66,6 +66,89 @@ constexpr RowClass kClasses[] = {RowClass::normal,    RowClass::uniform,     Row
                                  RowClass::sparse,    RowClass::exact_stats, RowClass::bits,
                                  RowClass::nonfinite};
 
+// dy = N(0, 1)·scale rounded to the case's dtype (the backward's sweeps that set dy's scale themselves).
+void fill_dy(Case& c, double scale, std::uint64_t seed) {
+  const Format f = format_of(c.spec.dtype);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  c.dy.resize(c.x.size());
+  for (double& v : c.dy) v = round_to_format(f, normal(rng) * scale);
+}
+
+// The powers of two dy's scale sweep visits: from where dy is subnormal to where |dy·w| and dx's terms near
+// overflow (the range checks of the SIMD backward kernels, and where a textbook overflows).
+std::vector<int> dy_scale_exponents(DType d) {
+  const Format f = format_of(d);
+  std::vector<int> e;
+  const int lo = f.emin - 8, hi = f.emax - 6, steps = 10;
+  for (int k = 0; k <= steps; ++k) e.push_back(lo + (hi - lo) * k / steps);
+  return e;
+}
+
+// The backward's sweeps: the forward's conditions that matter to dx (LayerNorm: kappa, width, classes; RMSNorm:
+// width, magnitude, classes) and dy's scale. gamma and beta are drawn (so dgamma and dbeta are measured), and dy
+// at 2^-3..2^3 except in the dy-scale sweep (cases.hpp's range edges are that sweep's business).
+template <class Spec, class Add>
+void backward_points(Op op, DType d, bool quick, Spec spec, Add add) {
+  const bool ln = op == Op::layernorm_bwd;
+  const std::string pre = ln ? "bwd_" : "rmsnorm_bwd_";
+  const auto grad_spec = [&](std::int64_t rows, std::int64_t cols) {
+    CaseSpec s = spec(rows, cols);
+    s.gamma = Affine::random;
+    s.beta = Affine::random;
+    s.dy_range_edges = false;
+    return s;
+  };
+  if (ln) {
+    const std::int64_t kappa_rows = quick ? 32 : 256, kappa_cols = quick ? 256 : 1024;
+    for (int e = 0; e <= 7; ++e) {
+      CaseSpec s = grad_spec(kappa_rows, kappa_cols);
+      s.row_classes = {RowClass::offset};
+      s.log10_kappa = e;
+      add(pre + "kappa", e, power_label("kappa", e), std::pow(10.0, e), XAxis::kappa, verify::materialize(s));
+    }
+  }
+  const std::int64_t width_elements = quick ? (1 << 15) : (1 << 19);
+  int index = 0;
+  for (std::int64_t n = 16; n <= 65536; n *= 4, ++index) {
+    CaseSpec s = grad_spec(std::max<std::int64_t>(2, width_elements / n), n);
+    s.row_classes = {RowClass::normal};
+    add(pre + "width", index, "n=" + std::to_string(n), static_cast<double>(n), XAxis::nominal, verify::materialize(s));
+  }
+  const std::int64_t rows = quick ? 16 : 128, cols = quick ? 256 : 1024;
+  if (!ln) {
+    index = 0;
+    for (int e : magnitude_exponents(d)) {
+      CaseSpec s = grad_spec(rows, cols);
+      s.row_classes = {RowClass::normal};
+      s.eps = 0;
+      Case c = verify::materialize(s);  // gamma and beta; x and dy are set below
+      c.x = unit_normal_rows(s).x;
+      const Format f = format_of(d);
+      const double scale = std::pow(10.0, e);
+      for (double& v : c.x) v = round_to_format(f, v * scale);
+      fill_dy(c, 1.0, s.data_seed ^ 0xD7u);
+      add(pre + "magnitude", index++, power_label("rms", e), scale, XAxis::rms, std::move(c));
+    }
+  }
+  index = 0;
+  for (int e : dy_scale_exponents(d)) {
+    CaseSpec s = grad_spec(rows, cols);
+    s.row_classes = {RowClass::normal};
+    Case c = verify::materialize(s);  // gamma and beta; x and dy are set below
+    c.x = unit_normal_rows(s).x;
+    fill_dy(c, std::ldexp(1.0, e), s.data_seed ^ 0xD7u);
+    add(pre + "dy_scale", index++, "dy≈2^" + std::to_string(e), std::ldexp(1.0, e), XAxis::nominal, std::move(c));
+  }
+  const std::int64_t class_rows = quick ? 16 : 128, class_cols = quick ? 255 : 1023;
+  index = 0;
+  for (RowClass rc : kClasses) {
+    CaseSpec s = grad_spec(class_rows, class_cols);
+    s.row_classes = {rc};
+    add(pre + "class", index++, std::string(verify::name(rc)) + " rows", std::nan(""), XAxis::nominal, verify::materialize(s));
+  }
+}
+
 }  // namespace
 
 std::vector<SweepInfo> sweep_infos() {
@@ -81,6 +164,21 @@ std::vector<SweepInfo> sweep_infos() {
        "row rms = sqrt(mean(x²))", true, Op::rmsnorm},
       {"rmsnorm_class", "RMSNorm: error per input class (the verify suite's rows, odd width)", "input class", false,
        Op::rmsnorm},
+      {"bwd_kappa", "LayerNorm backward: dx's error against conditioning (offset rows)", "kappa = |mean| / sqrt(var + eps)", true,
+       Op::layernorm_bwd},
+      {"bwd_width", "LayerNorm backward: dx's error against row width (N(0,1)·2^k rows)", "row width n", true, Op::layernorm_bwd},
+      {"bwd_dy_scale", "LayerNorm backward: dx's error against dy's scale (N(0,1) rows, dy = N(0,1)·2^k)", "dy's scale 2^k", true,
+       Op::layernorm_bwd},
+      {"bwd_class", "LayerNorm backward: dx's error per input class (the verify suite's rows, odd width)", "input class", false,
+       Op::layernorm_bwd},
+      {"rmsnorm_bwd_width", "RMSNorm backward: dx's error against row width (N(0,1)·2^k rows)", "row width n", true,
+       Op::rmsnorm_bwd},
+      {"rmsnorm_bwd_magnitude", "RMSNorm backward: dx's error against the row's magnitude (N(0,1)·10^k rows, eps = 0)",
+       "row rms = sqrt(mean(x²))", true, Op::rmsnorm_bwd},
+      {"rmsnorm_bwd_dy_scale", "RMSNorm backward: dx's error against dy's scale (N(0,1) rows, dy = N(0,1)·2^k)", "dy's scale 2^k",
+       true, Op::rmsnorm_bwd},
+      {"rmsnorm_bwd_class", "RMSNorm backward: dx's error per input class (the verify suite's rows, odd width)", "input class",
+       false, Op::rmsnorm_bwd},
   };
 }
 
@@ -97,6 +195,10 @@ std::vector<SweepPoint> sweep_points(Op op, DType d, bool quick, std::uint64_t s
     s.op = op;
     return s;
   };
+  if (backward(op)) {
+    backward_points(op, d, quick, spec, add);
+    return points;
+  }
   if (op == Op::rmsnorm) {
     // The same widths, eps ratios and classes as LayerNorm's (the sizes below say why), plus the
     // magnitude sweep; offset rows join the classes (a large mean is just a large row to RMSNorm).
