@@ -122,3 +122,20 @@ TEST_CASE("cuda_warp and cuda_block (CPU emulation): constant rows give beta bit
     }
   }
 }
+
+TEST_CASE("cuda_warp and cuda_block (CPU emulation): a width-1 RMSNorm row with eps = 0 has dx = 0 exactly", "[cuda][emulation]") {
+  // As welford's careful row (tests/test_kernels.cpp): x = −49·2^-146, whose xhat = x·fl(1/|x|) is not −1 in f64,
+  // with dy near f32's top; backward_row.hpp's sign_row gives xhat = ±1 and dx = 0.
+  for (const KernelInfo* k : {&emu::kWarp, &emu::kBlock}) {
+    const Problem p = with_op(make_problem(2, 1, DType::f32, 0.0, true, false), Op::rmsnorm_bwd);
+    const float x[2] = {-0x31p-146f, 0.3f}, dy[2] = {0x1p120f, 0x1p120f}, gamma[1] = {1.5f};
+    float dx[2] = {1, 1}, dg[1] = {1};
+    Tensors t;
+    t.x = x, t.dy = dy, t.gamma = gamma, t.dx = dx, t.dgamma = dg;
+    k->run(p, t);
+    INFO(k->name);
+    CHECK(dx[0] == 0.0f);
+    CHECK(dx[1] == 0.0f);
+    CHECK(dg[0] == 0.0f);
+  }
+}

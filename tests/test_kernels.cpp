@@ -1,4 +1,5 @@
 // The scalar kernels against the exact reference, and the registry's contract.
+#include <cmath>
 #include <cstring>
 #include <set>
 #include <string>
@@ -6,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "kernel_cases.hpp"
+#include "lnorm/params.hpp"
 #include "lnorm/registry.hpp"
 
 using namespace lnorm;
@@ -146,5 +148,46 @@ TEST_CASE("every kernel: results are bitwise identical for 1, 2 and 3 threads", 
       CHECK(ys[0] == ys[1]);
       CHECK(ys[0] == ys[2]);
     }
+  }
+}
+
+TEST_CASE("stage_params: w = C + gamma is added in the staging type and rounded once", "[kernels][params]") {
+  // f64 gamma with C = 1: 1 + 2^-60 needs 61 bits, so it is exact in long double (welford's f64 working type);
+  // added in double first (as before) it became 1, and welford's f64 backward lost 6.6 ulps of dx to that.
+  const Problem p = set_params(make_problem(1, 2, DType::f64, 1e-5, true, false), DType::f64, 1.0);
+  const double gamma[2] = {0x1p-60, -0.75};
+  Tensors t;
+  t.gamma = gamma;
+  const cpu::StagedParams<long double> staged = cpu::stage_params<long double>(p, t);
+  CHECK(staged.w[0] == 1.0L + 0x1p-60L);
+  CHECK(staged.w[1] == 0.25L);
+  // f32 staging of f32 gamma: one rounding of the exact sum (1 + 2^-30 rounds to 1).
+  const Problem q = set_params(make_problem(1, 1, DType::f32, 1e-5, true, false), DType::f32, 1.0);
+  const float g32 = 0x1p-30f;
+  t.gamma = &g32;
+  CHECK(cpu::stage_params<float>(q, t).w[0] == 1.0f);
+}
+
+TEST_CASE("backward kernels: a width-1 RMSNorm row with eps = 0 (y = sign(x)) has dx = 0 exactly, even where rstd·dy "
+          "overflows", "[kernels][backward]") {
+  // rstd = 1/|x| is ~2^140 on a subnormal x; computed through xhat = x·rstd = ±(1 ± u), dx = rstd·g·u overflowed to
+  // −Inf with dy near f32's top (welford's careful row, found by verify's range-edge dy). dgamma = dy·sign(x).
+  for (const char* name : {"welford", "avx2", "avx512"}) {
+    const KernelInfo* k = find_kernel(name);
+    REQUIRE(k);
+    const Problem p = with_op(make_problem(2, 1, DType::f32, 0.0, true, false), Op::rmsnorm_bwd);
+    if (k->why_not && k->why_not(p)) continue;  // this CPU cannot run it
+    // Row 0: x = −49·2^-146, where 49·fl(1/49) is not 1 in f64 (its f32 rstd overflows: the SIMD kernels hand the
+    // row to the careful one); row 1 an ordinary one.
+    const float x[2] = {-0x31p-146f, 0.3f}, dy[2] = {0x1p120f, 0x1p120f}, gamma[1] = {1.5f};
+    const float rstd[2] = {INFINITY, 1.0f / 0.3f};  // the exact 1/|x| rounded to f32
+    float dx[2] = {1, 1}, dg[1] = {0};
+    Tensors t;
+    t.x = x, t.dy = dy, t.gamma = gamma, t.dx = dx, t.dgamma = dg, t.saved_rstd = rstd;
+    k->run(p, t);
+    INFO(name);
+    CHECK(dx[0] == 0.0f);
+    CHECK(dx[1] == 0.0f);
+    CHECK(dg[0] == -0x1p120f + 0x1p120f);
   }
 }

@@ -135,8 +135,19 @@ void careful_row(const Problem& p, const T* xr, const T* dyr, const A* w, T* dxr
   }
   // mean(g·xhat) = rstd·Σ g·d / n: one multiplication by rstd instead of n.
   const A mean_g = is_centred ? sum_g / static_cast<A>(n) : A(0), mean_gx = rstd * sum_gx / static_cast<A>(n);
+  // A width-1 RMSNorm row with eps = 0 has y = sign(x): xhat = ±1 and dx = 0 exactly. As computed below, xhat =
+  // x·(1/|x|) is ±(1 ± u) and rstd·(g − xhat²·g) is rstd·g·u, not 0; rstd = 1/|x| is huge on a subnormal x, and
+  // with a large dy that overflowed to −Inf (verify, dy at its range's edge: dx_orthogonal, seed 1).
+  const bool sign_row = !is_centred && n == 1 && p.eps == 0 && !poisoned && d[0] != 0;
   for (std::int64_t i = 0; i < n; ++i) {
     const A dyi = static_cast<A>(to_float(dyr[i]));
+    if (sign_row) {
+      const A xhat = d[0] > 0 ? A(1) : A(-1);
+      dxr[i] = narrow<T>(A(0));
+      if (dg) dg[i] += dyi * xhat;
+      if (db) db[i] += dyi;
+      continue;
+    }
     const A xhat = d[static_cast<std::size_t>(i)] * rstd;
     dxr[i] = narrow<T>(rstd * (dyi * (w ? w[i] : A(1)) - mean_g - xhat * mean_gx));
     if (dg) dg[i] += dyi * xhat;

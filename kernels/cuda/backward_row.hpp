@@ -53,6 +53,9 @@ LNORM_BWD_HD void add_b(SumsB& s, float x, float dy, double w, double x0, double
 // A row's coefficients for pass C.
 struct Coefs {
   double x0, m, rstd, mean_g, mean_gx;
+  // A width-1 RMSNorm row with eps = 0 (y = sign(x)): xhat = ±1 and dx = 0 exactly, as welford's careful row
+  // (backward_scalar.cpp says why the general formula is not 0 there).
+  bool sign_row;
 };
 // After pass A (s: the team's sum) and pass B (q, g, gd: the team's sums).
 LNORM_BWD_HD double mean_less_x0(double s, std::int64_t n, bool centred) { return centred ? s / static_cast<double>(n) : 0.0; }
@@ -64,11 +67,16 @@ LNORM_BWD_HD Coefs coefs(double x0, double m, double s, const SumsB& b, std::int
   c.rstd = finite(s) && finite(b.q) ? 1.0 / sqrt(b.q / nd + static_cast<double>(eps)) : NAN;
   c.mean_g = centred ? b.g / nd : 0.0;
   c.mean_gx = c.rstd * b.gd / nd;  // one multiplication by rstd instead of n
+  c.sign_row = !centred && n == 1 && eps == 0.0f && finite(c.rstd) && b.q > 0;
   return c;
 }
 
 // Pass C: one element's dx (before its rounding to x's dtype) and xhat.
 LNORM_BWD_HD double dx_value(float x, float dy, double w, const Coefs& c, double& xhat) {
+  if (c.sign_row) {
+    xhat = x > 0 ? 1.0 : -1.0;
+    return 0.0;
+  }
   xhat = centred_value(x, c.x0, c.m) * c.rstd;
   const double g = static_cast<double>(dy) * w;
   return c.rstd * ((g - c.mean_g) - xhat * c.mean_gx);

@@ -192,6 +192,7 @@ std::vector<std::string> dump_case(const Case& c, const std::string& dir) {
   // Add & Norm: the kernel's inputs as it received them (harness.hpp, kernel_inputs), the residual in its dtype.
   const KernelInputs in = kernel_inputs(c);
   write("x.npy", in.x, c.spec.shape);
+  if (backward(c.spec.op) && !c.dy.empty()) write("dy.npy", c.dy, c.spec.shape);  // the backward's upstream gradient
   if (fused_add(c.spec.op)) {
     const DType rd = c.spec.residual();
     const Format rf = format_of(rd);
@@ -229,11 +230,25 @@ std::string num(double v) {
   return buf;
 }
 
-// `lnorm run` the kernel on the dumped case, then `lnorm check` its output against the reference.
-std::string check_command(const std::string& kernel, const Budget& budget, const Case& c, const std::string& dir) {
+// `lnorm run` the kernel on the dumped case, then `lnorm check` its output against the reference (the backward:
+// dx, dgamma, dbeta against their budgets, --dir bwd).
+std::string check_command(const std::string& kernel, const KernelBudget& budgets, const Case& c, const std::string& dir) {
+  const Budget& budget = budgets.y;
   const auto path = [&](const char* f) { return (std::filesystem::path(dir) / f).string(); };
   char eps[32];
   std::snprintf(eps, sizeof eps, c.spec.dtype == DType::f64 ? "%.17g" : "%.9g", c.spec.eps);
+  if (backward(c.spec.op)) {
+    std::string common = " --op " + std::string(name(norm_of(c.spec.op))) + " --dir bwd --x " + path("x.npy") + " --dy " + path("dy.npy");
+    if (!c.gamma.empty()) common += " --gamma " + path("gamma.npy");
+    common += " --axis " + std::to_string(c.spec.axis) + " --eps " + eps + " --dtype " + std::string(name(c.spec.dtype));
+    if (c.spec.gamma_offset != 0) common += " --gamma-offset " + num(c.spec.gamma_offset);
+    const std::string outs = " --dx " + path("dx.npy") + (c.gamma.empty() ? "" : " --dgamma " + path("dgamma.npy")) +
+                             (c.beta.empty() ? "" : " --dbeta " + path("dbeta.npy"));
+    // check's kappa term is one for every gradient: dx's (dgamma's is the same in every budgets.toml section).
+    return "lnorm run --kernel " + kernel + common + outs + " && lnorm check" + common + outs + " --max-dx-ulp " +
+           num(budgets.dx.a) + (c.gamma.empty() ? "" : " --max-dgamma-ulp " + num(budgets.dgamma.a)) +
+           (c.beta.empty() ? "" : " --max-dbeta-ulp " + num(budgets.dbeta_ulp)) + " --max-ulp-per-kappa " + num(budgets.dx.b);
+  }
   std::string common = (c.spec.op == Op::layernorm ? "" : " --op " + std::string(name(c.spec.op))) + " --x " + path("x.npy");
   if (!c.gamma.empty()) common += " --gamma " + path("gamma.npy");
   if (!c.beta.empty()) common += " --beta " + path("beta.npy");
@@ -393,7 +408,7 @@ std::vector<Outcome> verify_kernel(const KernelInfo& kernel, Op op, DType dtype,
                                   std::string(name(dtype)) + "-" + std::string(name(p))))
                                     .string();
         o.dumped = dump_case(last_case, dir);
-        o.check_command = check_command(o.kernel, budget.y, last_case, dir);
+        o.check_command = check_command(o.kernel, budget, last_case, dir);
       }
     } else {
       std::ostringstream msg;
