@@ -1,11 +1,13 @@
-// avx2's backward rows (layernorm_bwd, rmsnorm_bwd; f32), compiled for AVX2+FMA: avx512_backward_body.hpp's
-// algorithm on 8 lanes (its header has the derivations), from the forward's saved f32 mean m and rstd with the
-// mean made exact:
+// avx2's backward rows (layernorm_bwd, rmsnorm_bwd; f32, f16 and bf16 storage, f32 math), compiled for
+// AVX2+FMA+F16C: avx512_backward_body.hpp's algorithm on 8 lanes (its header has the derivations), from the
+// forward's saved f32 mean m and rstd with the mean made exact:
 //   pass 1 (reads x, dy, w):  d = x − m, g = dy·w, u = d·rstd in f32;  Σd, Σg (LayerNorm) and Σg·u in f64;
 //                             max|g|, max|dy| and whether a dy is subnormal (the range checks)
 //                             mean_lo = Σd/n, mean(g·xhat) = (Σg·u − mean_lo·rstd·Σg)/n
 //   pass 2 (x, dy, w again, from L1/L2):  xhat = fma(d, rstd, −mean_lo·rstd),
-//                             dx = rstd·(g − mean(g) − xhat·mean(g·xhat)) in f32, stored (non-temporal past 8 MiB);
+//                             dx = rstd·(g − mean(g) − xhat·mean(g·xhat)) in f32, rounded once to x's dtype
+//                             (f16 by vcvtps2ph, bf16 by integer round-to-nearest-even) and stored
+//                             (non-temporal past 8 MiB);
 //                             the block's dgamma += dy·xhat and dbeta += dy in f64.
 // Pass 2 of row r shares its column loop with pass 1 of row r + 1 (the next row's DRAM reads overlap this row's
 // arithmetic), whose loads are prefetched kAheadBytes ahead. No kappa term: x − m is exact in f32 on offset rows
@@ -21,8 +23,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "isa.hpp"
+#include "storage_tags.hpp"
 
 namespace lnorm::cpu::avx2 {
 
@@ -54,6 +58,58 @@ inline __m256 load_tail(const float* p, std::int64_t k) {
   return _mm256_load_ps(buf);
 }
 inline __m256 load(const float* p, std::int64_t k) { return k == 8 ? _mm256_loadu_ps(p) : load_tail(p, k); }
+
+using storage::BF16;
+using storage::F16;
+using storage::F32;
+
+inline __m256 widen16(F16, __m128i h) { return _mm256_cvtph_ps(h); }
+inline __m256 widen16(BF16, __m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+// Lanes [0, k) of a row of T as f32, the rest +0 (k = 8: a whole vector).
+template <class T>
+inline __m256 load_as_f32(const typename T::Bits* p, std::int64_t k) {
+  if constexpr (std::is_same_v<T, F32>) {
+    return load(p, k);
+  } else {
+    if (k == 8) return widen16(T{}, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    alignas(16) std::uint16_t buf[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (std::int64_t i = 0; i < k; ++i) buf[i] = p[i];
+    return widen16(T{}, _mm_load_si128(reinterpret_cast<const __m128i*>(buf)));
+  }
+}
+// Eight f32 values rounded once to eight 16-bit elements, nearest even (bf16: a NaN keeps its top half, quiet).
+inline __m128i narrow16(F16, __m256 v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT); }
+inline __m128i narrow16(BF16, __m256 v) {
+  const __m256i bits = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+  const __m256i inc = _mm256_and_si256(_mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF)), _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_ORD_Q)));
+  const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(bits, inc), 16);
+  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08));
+}
+// dx's lanes [0, k) stored as T (stream: non-temporal, p aligned to a whole vector).
+template <class T>
+inline void store_from_f32(typename T::Bits* p, __m256 v, std::int64_t k, bool stream) {
+  if constexpr (std::is_same_v<T, F32>) {
+    if (k == 8) {
+      if (stream) _mm256_stream_ps(p, v);
+      else _mm256_storeu_ps(p, v);
+      return;
+    }
+    alignas(32) float out[8];
+    _mm256_store_ps(out, v);
+    for (std::int64_t j = 0; j < k; ++j) p[j] = out[j];
+  } else {
+    const __m128i h = narrow16(T{}, v);
+    if (k == 8) {
+      if (stream) _mm_stream_si128(reinterpret_cast<__m128i*>(p), h);
+      else _mm_storeu_si128(reinterpret_cast<__m128i*>(p), h);
+      return;
+    }
+    alignas(16) std::uint16_t out[8];
+    _mm_store_si128(reinterpret_cast<__m128i*>(out), h);
+    for (std::int64_t j = 0; j < k; ++j) p[j] = out[j];
+  }
+}
 inline const void* ahead(const void* p) { return reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(p) + kAheadBytes); }
 
 // One row's pass-1 sums (locals of the column loop: registers).
@@ -111,14 +167,14 @@ inline bool finish_row(const BackwardRows& a, const Sums& s, Row& row) {
   return std::isfinite(row.mean_gx) && std::isfinite(row.shift);
 }
 
-}  // namespace
-
-void backward_rows(const BackwardRows& a, std::int64_t r0, std::int64_t r1, double* dg, double* db) {
+template <class T>
+void rows_of(const BackwardRows& a, std::int64_t r0, std::int64_t r1, double* dg, double* db) {
+  using B = typename T::Bits;
   if (r0 >= r1) return;
   const std::int64_t n = a.cols;
-  const float* xs = static_cast<const float*>(a.x);
-  const float* dys = static_cast<const float*>(a.dy);
-  float* dxs = static_cast<float*>(a.dx);
+  const B* xs = static_cast<const B*>(a.x);
+  const B* dys = static_cast<const B*>(a.dy);
+  B* dxs = static_cast<B*>(a.dx);
   const float* w = a.w;  // ones without gamma (backward_simd.cpp)
   const bool centred = a.centred;
   // d = x − m (RMSNorm: x) on lanes [0, k), +0 past the row (where the tail's x was loaded as +0).
@@ -135,7 +191,7 @@ void backward_rows(const BackwardRows& a, std::int64_t r0, std::int64_t r1, doub
     const __m256 vr = _mm256_set1_ps(row.rstd), vm = _mm256_set1_ps(row.m);
     for (std::int64_t i = 0; i < n; i += 8) {
       const std::int64_t k = n - i < 8 ? n - i : 8;
-      pass1(s, centred, diff(load(xs + r * n + i, k), vm, k), load(dys + r * n + i, k), load(w + i, k), vr);
+      pass1(s, centred, diff(load_as_f32<T>(xs + r * n + i, k), vm, k), load_as_f32<T>(dys + r * n + i, k), load(w + i, k), vr);
     }
     return finish_row(a, s, row);
   };
@@ -149,10 +205,10 @@ void backward_rows(const BackwardRows& a, std::int64_t r0, std::int64_t r1, doub
       continue;
     }
     const bool next_started = has_next && start_row(a, r + 1, next);
-    const float* x = xs + r * n;
-    const float* dy = dys + r * n;
-    float* dx = dxs + r * n;
-    const bool stream = a.stream_dx && reinterpret_cast<std::uintptr_t>(dx) % 32 == 0;
+    const B* x = xs + r * n;
+    const B* dy = dys + r * n;
+    B* dx = dxs + r * n;
+    const bool stream = a.stream_dx && reinterpret_cast<std::uintptr_t>(dx) % (8 * sizeof(B)) == 0;
     const __m256 vrstd = _mm256_set1_ps(cur.rstd), vshift = _mm256_set1_ps(cur.shift);
     const __m256 vmg = _mm256_set1_ps(cur.mean_g), vmgx = _mm256_set1_ps(cur.mean_gx);
     const __m256 vrstd_next = _mm256_set1_ps(next.rstd), vm_next = _mm256_set1_ps(next.m), vm = _mm256_set1_ps(cur.m);
@@ -162,23 +218,16 @@ void backward_rows(const BackwardRows& a, std::int64_t r0, std::int64_t r1, doub
     const auto step = [&](std::int64_t at, std::int64_t k, bool with_next) {
       const __m256 vw = load(w + at, k);
       if (with_next) {
-        pass1(s, centred, diff(load(x + n + at, k), vm_next, k), load(dy + n + at, k), vw, vrstd_next);
+        pass1(s, centred, diff(load_as_f32<T>(x + n + at, k), vm_next, k), load_as_f32<T>(dy + n + at, k), vw, vrstd_next);
         _mm_prefetch(static_cast<const char*>(ahead(x + n + at)), _MM_HINT_T0);
         _mm_prefetch(static_cast<const char*>(ahead(dy + n + at)), _MM_HINT_T0);
       }
-      const __m256 vx = load(x + at, k), vdy = load(dy + at, k);
+      const __m256 vx = load_as_f32<T>(x + at, k), vdy = load_as_f32<T>(dy + at, k);
       const __m256 xhat = centred ? _mm256_fmadd_ps(diff(vx, vm, k), vrstd, vshift) : _mm256_mul_ps(vx, vrstd);
       // g − mean(g) − xhat·mean(g·xhat): one FMA for the last two terms, then rstd.
       const __m256 v = _mm256_mul_ps(_mm256_sub_ps(_mm256_mul_ps(vdy, vw), _mm256_fmadd_ps(xhat, vmgx, vmg)), vrstd);
-      alignas(32) float out[8];
+      store_from_f32<T>(dx + at, v, k, stream);
       alignas(32) double t[8];
-      if (k == 8) {
-        if (stream) _mm256_stream_ps(dx + at, v);
-        else _mm256_storeu_ps(dx + at, v);
-      } else {
-        _mm256_store_ps(out, v);
-        for (std::int64_t j = 0; j < k; ++j) dx[at + j] = out[j];
-      }
       for (int which = 0; which < 2; ++which) {
         double* acc = which == 0 ? dg : db;
         if (!acc) continue;
@@ -207,6 +256,16 @@ void backward_rows(const BackwardRows& a, std::int64_t r0, std::int64_t r1, doub
     }
   }
   if (a.stream_dx) _mm_sfence();  // the non-temporal stores are visible before the caller reads dx
+}
+
+}  // namespace
+
+void backward_rows(const BackwardRows& a, std::int64_t r0, std::int64_t r1, double* dg, double* db) {
+  switch (a.dtype) {
+    case DType::f16: return rows_of<F16>(a, r0, r1, dg, db);
+    case DType::bf16: return rows_of<BF16>(a, r0, r1, dg, db);
+    default: return rows_of<F32>(a, r0, r1, dg, db);
+  }
 }
 
 }  // namespace lnorm::cpu::avx2

@@ -33,14 +33,13 @@ std::optional<std::string> avx2_why_not(const Problem&) {
 // residual beside 16-bit x is the scalar kernels' for now).
 std::optional<std::string> avx2_add_why_not(const Problem& p) {
   if (auto why = avx2_why_not(p)) return why;
-  if (backward(p.op) && p.dtype != DType::f32) return "avx2's backward takes f32 (welford and naive: every dtype)";
   if (fused_add(p.op) && p.residual_dtype != p.dtype)
     return "the avx2 kernels take the residual in x's dtype (an f32 residual beside 16-bit x: welford, naive)";
   return std::nullopt;
 }
 
 void avx2_run(const Problem& p, const Tensors& t) {
-  if (backward(p.op)) return simd_backward(p, t, &avx2::backward_rows);  // f32 (avx2_add_why_not)
+  if (backward(p.op)) return simd_backward(p, t, &avx2::backward_rows);
   // f32 gamma/beta with 16-bit x, or an offset: w = C + gamma and beta staged in f32 once per call.
   StagedParams<float> staged;
   if (!params_in_place(p)) staged = stage_params<float>(p, t);
@@ -79,7 +78,7 @@ const KernelInfo kAvx2Cr{"avx2_cr",
                          OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
 
 const KernelInfo kAvx2{"avx2",
-                       "AVX2+FMA, 8 f32 lanes: one fused read of shifted sums (corrected two-pass if they cancel), two-float mean (RMSNorm: the sum of squares); streamed y at DRAM sizes; f32 math for f16/bf16; backward (f32) from the saved statistics, f64 sums",
+                       "AVX2+FMA, 8 f32 lanes: one fused read of shifted sums (corrected two-pass if they cancel), two-float mean (RMSNorm: the sum of squares); streamed y at DRAM sizes; f32 math for f16/bf16; backward (f32 math on f32/f16/bf16) from the saved statistics, the mean made exact, f64 sums",
                        DTypeSet{DType::f32, DType::f16, DType::bf16}, &avx2_add_why_not, &avx2_run, false,
                        OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm, Op::layernorm_bwd, Op::rmsnorm_bwd}};
 

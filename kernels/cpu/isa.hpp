@@ -44,7 +44,7 @@ struct BackwardRows {
 using BackwardRowsFn = void (*)(const BackwardRows& a, std::int64_t r0, std::int64_t r1, double* dg, double* db);
 
 namespace avx2 {
-// The backward of rows [r0, r1) (avx2_backward.cpp; f32 only).
+// The backward of rows [r0, r1) (avx2_backward.cpp; f32, f16 or bf16).
 void backward_rows(const BackwardRows& a, std::int64_t r0, std::int64_t r1, double* dg, double* db);
 // Rows [begin, end) of p (f32, f16 or bf16; layernorm or rmsnorm). Rows whose statistics leave the fast
 // path's safe range (near overflow, subnormal spread, NaN/Inf) are handed to welford_row.
