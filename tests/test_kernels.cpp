@@ -163,8 +163,8 @@ TEST_CASE("stage_params: w = C + gamma is added in the staging type and rounded 
   CHECK(staged.w[1] == 0.25L);
   // f32 staging of f32 gamma: one rounding of the exact sum (1 + 2^-30 rounds to 1).
   const Problem q = set_params(make_problem(1, 1, DType::f32, 1e-5, true, false), DType::f32, 1.0);
-  const float g32 = 0x1p-30f;
-  t.gamma = &g32;
+  const float g32[2] = {0x1p-30f, 0.0f};  // two floats: GCC's -Warray-bounds reads param_value's f64 branch too
+  t.gamma = g32;
   CHECK(cpu::stage_params<float>(q, t).w[0] == 1.0f);
 }
 
@@ -189,5 +189,11 @@ TEST_CASE("backward kernels: a width-1 RMSNorm row with eps = 0 (y = sign(x)) ha
     CHECK(dx[0] == 0.0f);
     CHECK(dx[1] == 0.0f);
     CHECK(dg[0] == -0x1p120f + 0x1p120f);
+    // A NaN in dy: that row's dx is NaN (the exact gradient is), not the sign row's 0.
+    const float dy_nan[2] = {NAN, 1.0f};
+    t.dy = dy_nan;
+    k->run(p, t);
+    CHECK(std::isnan(dx[0]));
+    CHECK(dx[1] == 0.0f);
   }
 }

@@ -141,9 +141,10 @@ void careful_row(const Problem& p, const T* xr, const T* dyr, const A* w, T* dxr
   const bool sign_row = !is_centred && n == 1 && p.eps == 0 && !poisoned && d[0] != 0;
   for (std::int64_t i = 0; i < n; ++i) {
     const A dyi = static_cast<A>(to_float(dyr[i]));
-    if (sign_row) {
+    if (sign_row) {  // dx = g − g: 0, or NaN where dy (or gamma) is NaN or Inf, as the row's gradient is then
       const A xhat = d[0] > 0 ? A(1) : A(-1);
-      dxr[i] = narrow<T>(A(0));
+      const A g = dyi * (w ? w[i] : A(1));
+      dxr[i] = narrow<T>(g - g);
       if (dg) dg[i] += dyi * xhat;
       if (db) db[i] += dyi;
       continue;

@@ -73,9 +73,10 @@ LNORM_BWD_HD Coefs coefs(double x0, double m, double s, const SumsB& b, std::int
 
 // Pass C: one element's dx (before its rounding to x's dtype) and xhat.
 LNORM_BWD_HD double dx_value(float x, float dy, double w, const Coefs& c, double& xhat) {
-  if (c.sign_row) {
+  if (c.sign_row) {  // dx = g − g: 0, or NaN where dy (or w) is NaN or Inf
     xhat = x > 0 ? 1.0 : -1.0;
-    return 0.0;
+    const double g = static_cast<double>(dy) * w;
+    return g - g;
   }
   xhat = centred_value(x, c.x0, c.m) * c.rstd;
   const double g = static_cast<double>(dy) * w;
