@@ -189,6 +189,18 @@ TEST_CASE("backward kernels: a width-1 RMSNorm row with eps = 0 (y = sign(x)) ha
     CHECK(dx[0] == 0.0f);
     CHECK(dx[1] == 0.0f);
     CHECK(dg[0] == -0x1p120f + 0x1p120f);
+    // A finite saved rstd (1/|x| = 1.3e9) beside a large dy: the SIMD kernels' fast path computed rstd times f32's
+    // rounding residue of g − xhat²·g and overflowed to +Inf (verify --dir bwd, avx2 bf16, seed 1) until their range
+    // check counted rstd; the careful row gives 0.
+    {
+      const float x1[1] = {-7.7852746e-10f}, dy1[1] = {1.6e36f}, rstd1[1] = {1.0f / 7.7852746e-10f};
+      float dx1[1] = {1}, dg1[1] = {0};
+      Tensors t1;
+      t1.x = x1, t1.dy = dy1, t1.gamma = gamma, t1.dx = dx1, t1.dgamma = dg1, t1.saved_rstd = rstd1;
+      k->run(with_op(make_problem(1, 1, DType::f32, 0.0, true, false), Op::rmsnorm_bwd), t1);
+      CHECK(dx1[0] == 0.0f);
+      CHECK(dg1[0] == -1.6e36f);
+    }
     // A NaN in dy: that row's dx is NaN (the exact gradient is), not the sign row's 0.
     const float dy_nan[2] = {NAN, 1.0f};
     t.dy = dy_nan;

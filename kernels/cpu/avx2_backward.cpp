@@ -14,7 +14,7 @@
 // and the f64 Σd gives the rest of the mean (the version before this one, from the saved f32 mean alone, read
 // 2.4e5 scaled ulp on dx at kappa ~2e5). Rows the fast path declines go to a.careful_row (welford's careful
 // scalar row) in their turn: saved statistics not finite or rstd 0, subnormal or +Inf; sums not finite;
-// (2 + sqrt(n))·max(max|g|, max|dy|) ≥ 2^126 (f32 would overflow where dx is finite); 0 < max|g| < 2^-90 or a
+// (2 + sqrt(n))·max(max|g|·max(1, rstd), max|dy|) ≥ 2^126 (f32 would overflow where dx is finite); 0 < max|g| < 2^-90 or a
 // subnormal dy (f32 would round g and dy·xhat on the 2^-149 grid) — avx512_backward_body.hpp says why each.
 // Speed history and what limits it: docs/performance.md "Backward".
 // Generic code (the block reduction, threads, staging w) is in backward_simd.cpp; this file holds no template or
@@ -157,7 +157,8 @@ inline bool finish_row(const BackwardRows& a, const Sums& s, Row& row) {
   if (!std::isfinite(sd) || !std::isfinite(sg) || !std::isfinite(sgu)) return false;
   const float max_g = max_lane(s.max_g), max_dy = max_lane(s.max_dy);
   const double nd = static_cast<double>(a.cols);
-  if (!((2.0 + std::sqrt(nd)) * static_cast<double>(max_g > max_dy ? max_g : max_dy) < 0x1p126)) return false;
+  const double rs = static_cast<double>(row.rstd), g_terms = static_cast<double>(max_g) * (rs > 1 ? rs : 1.0);
+  if (!((2.0 + std::sqrt(nd)) * (g_terms > max_dy ? g_terms : static_cast<double>(max_dy)) < 0x1p126)) return false;
   if ((max_g != 0.0f && max_g < 0x1p-90f) || _mm256_movemask_ps(s.sub_dy) != 0) return false;
   const double inv_n = 1.0 / nd, rstd = static_cast<double>(row.rstd);
   const double mean_lo = sd * inv_n;

@@ -24,8 +24,10 @@
 // Tails are masked: lanes past the row read nothing and add +0 to every sum (d is masked to +0 there).
 // Range: pass 1 also keeps max|g|, max|dy| and whether any dy is subnormal, and the careful row takes the rows
 // where f32 would overflow or lose precision (a review found both; verify draws dy at 2^-3..2^3 only):
-//   (2 + sqrt(n))·max(max|g|, max|dy|) ≥ 2^126: g − mean(g) − xhat·mean(g·xhat) (at most that, |xhat| ≤ sqrt(n)
-//     and |mean(g·xhat)| ≤ max|g|) or dy·xhat could overflow where dx and dgamma are finite;
+//   (2 + sqrt(n))·max(max|g|·max(1, rstd), max|dy|) ≥ 2^126: g − mean(g) − xhat·mean(g·xhat) (at most
+//     (2 + sqrt(n))·max|g|: |xhat| ≤ sqrt(n) and |mean(g·xhat)| ≤ max|g|), its product with rstd, or dy·xhat could
+//     overflow where dx and dgamma are finite (rstd was added when a width-1 RMSNorm row with eps = 0, whose exact
+//     dx is 0, came out +Inf: rstd = 1/|x| = 1.3e9 times f32's rounding residue of g = 1.6e36, seed 1);
 //   0 < max|g| < 2^-90, or a subnormal dy: g, mean(g) and dy·xhat would be rounded on the 2^-149 grid and the
 //     error multiplied by rstd; at max|g| ≥ 2^-90 that grid is at most 2^-150·n/max|g| ≤ 2^-29 of dx's scale.
 //
@@ -118,7 +120,8 @@ bool finish_row(const lnorm::cpu::BackwardRows& a, const Sums<V>& s, Row& row) {
   if (!std::isfinite(sd) || !std::isfinite(sg) || !std::isfinite(sgu)) return false;
   const float max_g = max_lane<V>(s.max_g), max_dy = max_lane<V>(s.max_dy);
   const double nd = static_cast<double>(a.cols);
-  if (!((2.0 + std::sqrt(nd)) * static_cast<double>(max_g > max_dy ? max_g : max_dy) < 0x1p126)) return false;
+  const double rs = static_cast<double>(row.rstd), g_terms = static_cast<double>(max_g) * (rs > 1 ? rs : 1.0);
+  if (!((2.0 + std::sqrt(nd)) * (g_terms > max_dy ? g_terms : static_cast<double>(max_dy)) < 0x1p126)) return false;
   if ((max_g != 0.0f && max_g < 0x1p-90f) || s.sub_dy != 0) return false;
   const double inv_n = 1.0 / static_cast<double>(a.cols), rstd = static_cast<double>(row.rstd);
   const double mean_lo = sd * inv_n;
