@@ -58,6 +58,7 @@ static void run_suite(bool quick, const std::vector<Op>& ops = testing::ops_from
           INFO(k->name << " " << name(op) << " " << name(d) << " " << name(o.property) << ": " << name(o.status) << worst
                        << "\n" << o.message << "\n" << o.counterexample);
           CHECK_FALSE(verify::is_failure(o.status));
+          if (!quick) WARN(k->name << " " << name(op) << " " << name(d) << " " << name(o.property) << ": " << name(o.status) << worst);
         }
       }
     }
@@ -123,7 +124,8 @@ TEST_CASE("cuda_warp and cuda_block (CPU emulation): constant rows give beta bit
   }
 }
 
-TEST_CASE("cuda_warp and cuda_block (CPU emulation): a width-1 RMSNorm row with eps = 0 has dx = 0 exactly", "[cuda][emulation]") {
+TEST_CASE("cuda_warp and cuda_block (CPU emulation): a width-1 RMSNorm row and a width-2 LayerNorm row with eps = 0 have dx = 0 exactly",
+          "[cuda][emulation]") {
   // As welford's careful row (tests/test_kernels.cpp): x = −49·2^-146, whose xhat = x·fl(1/|x|) is not −1 in f64,
   // with dy near f32's top; backward_row.hpp's sign_row gives xhat = ±1 and dx = 0.
   for (const KernelInfo* k : {&emu::kWarp, &emu::kBlock}) {
@@ -137,5 +139,15 @@ TEST_CASE("cuda_warp and cuda_block (CPU emulation): a width-1 RMSNorm row with 
     CHECK(dx[0] == 0.0f);
     CHECK(dx[1] == 0.0f);
     CHECK(dg[0] == 0.0f);
+    // A width-2 LayerNorm row with eps = 0 (y = ±1), subnormal, with dy near f32's top: dx = 0, dgamma = dy·(±1).
+    const float x2[2] = {-0x62p-146f, 0.0f}, dy2[2] = {0x1p120f, -0x1p119f}, g2[2] = {1.5f, 0.5f};
+    float dx2[2] = {1, 1}, dg2[2] = {1, 1}, db2[2] = {1, 1};
+    Tensors t2;
+    t2.x = x2, t2.dy = dy2, t2.gamma = g2, t2.dx = dx2, t2.dgamma = dg2, t2.dbeta = db2;
+    k->run(with_op(make_problem(1, 2, DType::f32, 0.0, true, true), Op::layernorm_bwd), t2);
+    CHECK(dx2[0] == 0.0f);
+    CHECK(dx2[1] == 0.0f);
+    CHECK(dg2[0] == -0x1p120f);
+    CHECK(dg2[1] == -0x1p119f);
   }
 }

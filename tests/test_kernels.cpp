@@ -201,6 +201,19 @@ TEST_CASE("backward kernels: a width-1 RMSNorm row with eps = 0 (y = sign(x)) ha
       CHECK(dx1[0] == 0.0f);
       CHECK(dg1[0] == -1.6e36f);
     }
+    // A width-2 LayerNorm row with eps = 0 (y = ±1), subnormal (its saved rstd overflows f32: the careful row's).
+    {
+      const float x2[2] = {-0x62p-146f, 0.0f}, dy2[2] = {0x1p120f, -0x1p119f}, g2[2] = {1.5f, 0.5f};
+      const float mean2[1] = {-0x31p-146f}, rstd2[1] = {INFINITY};
+      float dx2[2] = {1, 1}, dg2[2] = {1, 1}, db2[2] = {1, 1};
+      Tensors t2;
+      t2.x = x2, t2.dy = dy2, t2.gamma = g2, t2.dx = dx2, t2.dgamma = dg2, t2.dbeta = db2, t2.saved_mean = mean2, t2.saved_rstd = rstd2;
+      k->run(with_op(make_problem(1, 2, DType::f32, 0.0, true, true), Op::layernorm_bwd), t2);
+      CHECK(dx2[0] == 0.0f);
+      CHECK(dx2[1] == 0.0f);
+      CHECK(dg2[0] == -0x1p120f);
+      CHECK(dg2[1] == -0x1p119f);
+    }
     // A NaN in dy: that row's dx is NaN (the exact gradient is), not the sign row's 0.
     const float dy_nan[2] = {NAN, 1.0f};
     t.dy = dy_nan;

@@ -135,14 +135,15 @@ void careful_row(const Problem& p, const T* xr, const T* dyr, const A* w, T* dxr
   }
   // mean(g·xhat) = rstd·Σ g·d / n: one multiplication by rstd instead of n.
   const A mean_g = is_centred ? sum_g / static_cast<A>(n) : A(0), mean_gx = rstd * sum_gx / static_cast<A>(n);
-  // A width-1 RMSNorm row with eps = 0 has y = sign(x): xhat = ±1 and dx = 0 exactly. As computed below, xhat =
-  // x·(1/|x|) is ±(1 ± u) and rstd·(g − xhat²·g) is rstd·g·u, not 0; rstd = 1/|x| is huge on a subnormal x, and
-  // with a large dy that overflowed to −Inf (verify, dy at its range's edge: dx_orthogonal, seed 1).
-  const bool sign_row = !is_centred && n == 1 && p.eps == 0 && !poisoned && d[0] != 0;
+  // Rows whose output does not move with x, with eps = 0: a width-1 RMSNorm row (y = sign(x)) and a width-2
+  // LayerNorm row (y = ±1): xhat = ±1 and dx = 0 exactly. As computed below, xhat = d·(1/|d|) is ±(1 ± u) and dx is
+  // rstd·g·u, not 0; rstd is huge on subnormal rows, and with a large dy that overflowed to ±Inf (verify, dy at its
+  // range's edge: RMSNorm dx_orthogonal at seed 1, the CUDA emulation's LayerNorm at seed 5).
+  const bool sign_row = p.eps == 0 && !poisoned && q > 0 && n == (is_centred ? 2 : 1);
   for (std::int64_t i = 0; i < n; ++i) {
     const A dyi = static_cast<A>(to_float(dyr[i]));
     if (sign_row) {  // dx = g − g: 0, or NaN where dy (or gamma) is NaN or Inf, as the row's gradient is then
-      const A xhat = d[0] > 0 ? A(1) : A(-1);
+      const A xhat = d[static_cast<std::size_t>(i)] > 0 ? A(1) : A(-1);
       const A g = dyi * (w ? w[i] : A(1));
       dxr[i] = narrow<T>(g - g);
       if (dg) dg[i] += dyi * xhat;

@@ -53,8 +53,8 @@ LNORM_BWD_HD void add_b(SumsB& s, float x, float dy, double w, double x0, double
 // A row's coefficients for pass C.
 struct Coefs {
   double x0, m, rstd, mean_g, mean_gx;
-  // A width-1 RMSNorm row with eps = 0 (y = sign(x)): xhat = ±1 and dx = 0 exactly, as welford's careful row
-  // (backward_scalar.cpp says why the general formula is not 0 there).
+  // With eps = 0, a width-1 RMSNorm row (y = sign(x)) or a width-2 LayerNorm row (y = ±1): xhat = ±1 and dx = 0
+  // exactly, as welford's careful row (backward_scalar.cpp says why the general formula is not 0 there).
   bool sign_row;
 };
 // After pass A (s: the team's sum) and pass B (q, g, gd: the team's sums).
@@ -67,14 +67,14 @@ LNORM_BWD_HD Coefs coefs(double x0, double m, double s, const SumsB& b, std::int
   c.rstd = finite(s) && finite(b.q) ? 1.0 / sqrt(b.q / nd + static_cast<double>(eps)) : NAN;
   c.mean_g = centred ? b.g / nd : 0.0;
   c.mean_gx = c.rstd * b.gd / nd;  // one multiplication by rstd instead of n
-  c.sign_row = !centred && n == 1 && eps == 0.0f && finite(c.rstd) && b.q > 0;
+  c.sign_row = eps == 0.0f && finite(c.rstd) && b.q > 0 && n == (centred ? 2 : 1);
   return c;
 }
 
 // Pass C: one element's dx (before its rounding to x's dtype) and xhat.
 LNORM_BWD_HD double dx_value(float x, float dy, double w, const Coefs& c, double& xhat) {
   if (c.sign_row) {  // dx = g − g: 0, or NaN where dy (or w) is NaN or Inf
-    xhat = x > 0 ? 1.0 : -1.0;
+    xhat = centred_value(x, c.x0, c.m) > 0 ? 1.0 : -1.0;
     const double g = static_cast<double>(dy) * w;
     return g - g;
   }
