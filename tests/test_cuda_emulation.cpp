@@ -4,6 +4,7 @@
 // kernels' semantics. Runs everywhere; the GPU tests check that the device computes these bits.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -149,5 +150,10 @@ TEST_CASE("cuda_warp and cuda_block (CPU emulation): a width-1 RMSNorm row and a
     CHECK(dx2[1] == 0.0f);
     CHECK(dg2[0] == -0x1p120f);
     CHECK(dg2[1] == -0x1p119f);
+    const float dy2n[2] = {NAN, 1.0f};  // a NaN in one dy poisons the whole row's dx
+    t2.dy = dy2n;
+    k->run(with_op(make_problem(1, 2, DType::f32, 0.0, true, true), Op::layernorm_bwd), t2);
+    CHECK(std::isnan(dx2[0]));
+    CHECK(std::isnan(dx2[1]));
   }
 }

@@ -213,6 +213,12 @@ TEST_CASE("backward kernels: a width-1 RMSNorm row with eps = 0 (y = sign(x)) ha
       CHECK(dx2[1] == 0.0f);
       CHECK(dg2[0] == -0x1p120f);
       CHECK(dg2[1] == -0x1p119f);
+      // A NaN in one dy poisons the whole row's dx (mean(g) is NaN), not just its element.
+      const float dy2n[2] = {NAN, 1.0f};
+      t2.dy = dy2n;
+      k->run(with_op(make_problem(1, 2, DType::f32, 0.0, true, true), Op::layernorm_bwd), t2);
+      CHECK(std::isnan(dx2[0]));
+      CHECK(std::isnan(dx2[1]));
     }
     // A NaN in dy: that row's dx is NaN (the exact gradient is), not the sign row's 0.
     const float dy_nan[2] = {NAN, 1.0f};

@@ -142,10 +142,9 @@ void careful_row(const Problem& p, const T* xr, const T* dyr, const A* w, T* dxr
   const bool sign_row = p.eps == 0 && !poisoned && q > 0 && n == (is_centred ? 2 : 1);
   for (std::int64_t i = 0; i < n; ++i) {
     const A dyi = static_cast<A>(to_float(dyr[i]));
-    if (sign_row) {  // dx = g − g: 0, or NaN where dy (or gamma) is NaN or Inf, as the row's gradient is then
+    if (sign_row) {  // dx = Σg − Σg: 0, or NaN where a dy (or gamma) of the row is NaN or Inf, as its gradient is then
       const A xhat = d[static_cast<std::size_t>(i)] > 0 ? A(1) : A(-1);
-      const A g = dyi * (w ? w[i] : A(1));
-      dxr[i] = narrow<T>(g - g);
+      dxr[i] = narrow<T>(sum_g - sum_g);
       if (dg) dg[i] += dyi * xhat;
       if (db) db[i] += dyi;
       continue;

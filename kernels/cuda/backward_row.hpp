@@ -56,6 +56,7 @@ struct Coefs {
   // With eps = 0, a width-1 RMSNorm row (y = sign(x)) or a width-2 LayerNorm row (y = ±1): xhat = ±1 and dx = 0
   // exactly, as welford's careful row (backward_scalar.cpp says why the general formula is not 0 there).
   bool sign_row;
+  double sign_row_dx;  // Σg − Σg: 0, or NaN where a dy (or w) of the row is NaN or Inf
 };
 // After pass A (s: the team's sum) and pass B (q, g, gd: the team's sums).
 LNORM_BWD_HD double mean_less_x0(double s, std::int64_t n, bool centred) { return centred ? s / static_cast<double>(n) : 0.0; }
@@ -68,15 +69,15 @@ LNORM_BWD_HD Coefs coefs(double x0, double m, double s, const SumsB& b, std::int
   c.mean_g = centred ? b.g / nd : 0.0;
   c.mean_gx = c.rstd * b.gd / nd;  // one multiplication by rstd instead of n
   c.sign_row = eps == 0.0f && finite(c.rstd) && b.q > 0 && n == (centred ? 2 : 1);
+  c.sign_row_dx = b.g - b.g;
   return c;
 }
 
 // Pass C: one element's dx (before its rounding to x's dtype) and xhat.
 LNORM_BWD_HD double dx_value(float x, float dy, double w, const Coefs& c, double& xhat) {
-  if (c.sign_row) {  // dx = g − g: 0, or NaN where dy (or w) is NaN or Inf
+  if (c.sign_row) {
     xhat = centred_value(x, c.x0, c.m) > 0 ? 1.0 : -1.0;
-    const double g = static_cast<double>(dy) * w;
-    return g - g;
+    return c.sign_row_dx;
   }
   xhat = centred_value(x, c.x0, c.m) * c.rstd;
   const double g = static_cast<double>(dy) * w;
