@@ -125,7 +125,7 @@ struct HostTeam {
     return t;
   }
   static double butterfly(const double* v, int lanes) {
-    double cur[32], next[32];
+    double cur[32] = {}, next[32] = {};  // zeroed: g++ cannot see that lanes >= 1
     for (int l = 0; l < lanes; ++l) cur[l] = v[l];
     for (int o = lanes / 2; o > 0; o /= 2) {
       for (int l = 0; l < lanes; ++l) next[l] = cur[l] + cur[l ^ o];
@@ -172,7 +172,14 @@ void run_backward_typed(cuda::Algorithm algorithm, const Problem& p, const Tenso
     each([&](int th, std::int64_t col) { br::add_b(b[static_cast<std::size_t>(th)], xf(col), dyf(col), w ? w[col] : 1.0, x0, m); });
     for (std::size_t i = 0; i < slot.size(); ++i) q[i] = b[i].q, g[i] = b[i].g, gd[i] = b[i].gd;
     const br::SumsB total{team.sum(q.data()), team.sum(g.data()), team.sum(gd.data())};
-    const br::Coefs co = br::coefs(x0, m, s, total, n, static_cast<float>(p.eps), is_centred);
+    br::Coefs co = br::coefs(x0, m, s, total, n, static_cast<float>(p.eps), is_centred);
+    for (std::size_t i = 0; i < slot.size(); ++i) slot[i] = br::dominates(b[i].d2max, co) ? 1.0 : 0.0;
+    if (team.sum(slot.data()) > 0) {  // pass B2
+      std::vector<br::SumsRest> rest(slot.size());
+      each([&](int th, std::int64_t col) { br::add_rest(rest[static_cast<std::size_t>(th)], xf(col), dyf(col), w ? w[col] : 1.0, co); });
+      for (std::size_t i = 0; i < slot.size(); ++i) q[i] = rest[i].q, g[i] = rest[i].t;
+      br::with_rest(co, br::SumsRest{team.sum(q.data()), team.sum(g.data())});
+    }
     for (std::int64_t col = 0; col < n; ++col) {
       double xhat = 0;
       dx[at + col] = from_double<T>(br::dx_value(xf(col), dyf(col), w ? w[col] : 1.0, co, xhat));

@@ -125,6 +125,21 @@ TEST_CASE("cuda_warp and cuda_block (CPU emulation): constant rows give beta bit
   }
 }
 
+TEST_CASE("cuda_warp and cuda_block (CPU emulation): the element that dominates a row's sum of squares gets a dx accurate to its own size",
+          "[cuda][emulation]") {
+  // As welford's careful row (tests/test_kernels.cpp, kernel_cases.hpp's DominantRow): backward_row.hpp's pass B2.
+  const testing::DominantRow row;
+  for (const KernelInfo* k : {&emu::kWarp, &emu::kBlock}) {
+    float dx[2] = {0, 0};
+    Tensors t;
+    t.x = row.x, t.dy = row.dy, t.dx = dx;
+    k->run(with_op(make_problem(1, 2, DType::f32, 0.0, false, false), Op::rmsnorm_bwd), t);
+    INFO(k->name << ": dx = " << dx[0] << ", " << dx[1]);
+    CHECK(row.close(0, dx[0]));
+    CHECK(row.close(1, dx[1]));
+  }
+}
+
 TEST_CASE("cuda_warp and cuda_block (CPU emulation): a width-1 RMSNorm row and a width-2 LayerNorm row with eps = 0 have dx = 0 exactly",
           "[cuda][emulation]") {
   // As welford's careful row (tests/test_kernels.cpp): x = −49·2^-146, whose xhat = x·fl(1/|x|) is not −1 in f64,

@@ -168,6 +168,28 @@ TEST_CASE("stage_params: w = C + gamma is added in the staging type and rounded 
   CHECK(cpu::stage_params<float>(q, t).w[0] == 1.0f);
 }
 
+TEST_CASE("backward kernels: the element that dominates a row's sum of squares gets a dx accurate to its own size",
+          "[kernels][backward]") {
+  // tests/kernel_cases.hpp's DominantRow: the careful row computes the dominant element's dx from the other
+  // elements' sums (backward_scalar.cpp); the SIMD kernels hand the row to it (rstd·dy is past their range).
+  const testing::DominantRow row;
+  for (const char* name : {"welford", "avx2", "avx512"}) {
+    const KernelInfo* k = find_kernel(name);
+    REQUIRE(k);
+    const Problem p = with_op(make_problem(1, 2, DType::f32, 0.0, false, false), Op::rmsnorm_bwd);
+    if (k->why_not && k->why_not(p)) continue;  // this CPU cannot run it
+    const float rstd[1] = {static_cast<float>(std::sqrt(2.0L / (static_cast<long double>(row.x[0]) * row.x[0] + static_cast<long double>(row.x[1]) * row.x[1])))};
+    float dx[2] = {0, 0};
+    Tensors t;
+    t.x = row.x, t.dy = row.dy, t.dx = dx, t.saved_rstd = rstd;
+    k->run(p, t);
+    INFO(name << ": dx = " << dx[0] << ", " << dx[1] << "; exact " << static_cast<double>(row.expected[0]) << ", "
+              << static_cast<double>(row.expected[1]));
+    CHECK(row.close(0, dx[0]));
+    CHECK(row.close(1, dx[1]));
+  }
+}
+
 TEST_CASE("backward kernels: a width-1 RMSNorm row with eps = 0 (y = sign(x)) has dx = 0 exactly, even where rstd·dy "
           "overflows", "[kernels][backward]") {
   // rstd = 1/|x| is ~2^140 on a subnormal x; computed through xhat = x·rstd = ±(1 ± u), dx = rstd·g·u overflowed to

@@ -140,6 +140,29 @@ void careful_row(const Problem& p, const T* xr, const T* dyr, const A* w, T* dxr
   // rstd·g·u, not 0; rstd is huge on subnormal rows, and with a large dy that overflowed to ±Inf (verify, dy at its
   // range's edge: RMSNorm dx_orthogonal at seed 1, the CUDA emulation's LayerNorm at seed 5).
   const bool sign_row = p.eps == 0 && !poisoned && q > 0 && n == (is_centred ? 2 : 1);
+  // A dominant element k (d_k² > 3/4·q: at most one, even with q's rounding) gets its dx from the sums over the
+  // other elements, Q = Σ_{j≠k} d_j² and T = Σ_{j≠k} (g_j − mean(g))·d_j, as
+  //   dx_k = rstd·((g_k − mean(g))·(Q + n·eps) − d_k·T) / (q + n·eps)
+  // (the formula below with rstd² = n/(q + n·eps), where g_k·d_k² − d_k·g_k·d_k cancels exactly, Σ d_j = 0 for
+  // LayerNorm). Below, q and Σg·d hold d_k's terms, which swamp the others' when they are 2^-53 of them: dx_k
+  // is then the rounding residue, ~u·rstd·|g_k|, where the exact one is far smaller. Within the metric's scale
+  // either way, but on a row of subnormals beside one normal value with a large dy, rstd·|g_k|·u overflowed
+  // bf16 to +Inf where dx is -1.67e37 (verify --dir bwd, welford RMSNorm bf16 params, seed 2). The error of
+  // this form is bounded by the same scale (Q + n·eps ≤ q + n·eps; T errs by ~n·u·Σ|g_j − mean(g)|·|d_j|).
+  const A dominant_q = A(0.75) * q, denom = q + static_cast<A>(n) * static_cast<A>(p.eps);
+  bool has_dominant = false;
+  A q_rest = 0, t_rest = 0;
+  if (!poisoned && !sign_row && q > 0) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const A di = d[static_cast<std::size_t>(i)];
+      if (di * di > dominant_q) {
+        has_dominant = true;
+        continue;
+      }
+      q_rest += di * di;
+      t_rest += (static_cast<A>(to_float(dyr[i])) * (w ? w[i] : A(1)) - mean_g) * di;
+    }
+  }
   for (std::int64_t i = 0; i < n; ++i) {
     const A dyi = static_cast<A>(to_float(dyr[i]));
     if (sign_row) {  // dx = Σg − Σg: 0, or NaN where a dy (or gamma) of the row is NaN or Inf, as its gradient is then
@@ -149,8 +172,11 @@ void careful_row(const Problem& p, const T* xr, const T* dyr, const A* w, T* dxr
       if (db) db[i] += dyi;
       continue;
     }
-    const A xhat = d[static_cast<std::size_t>(i)] * rstd;
-    dxr[i] = narrow<T>(rstd * (dyi * (w ? w[i] : A(1)) - mean_g - xhat * mean_gx));
+    const A di = d[static_cast<std::size_t>(i)], xhat = di * rstd, g = dyi * (w ? w[i] : A(1));
+    if (has_dominant && di * di > dominant_q)
+      dxr[i] = narrow<T>(rstd * ((g - mean_g) * (q_rest + static_cast<A>(n) * static_cast<A>(p.eps)) - di * t_rest) / denom);
+    else
+      dxr[i] = narrow<T>(rstd * (g - mean_g - xhat * mean_gx));
     if (dg) dg[i] += dyi * xhat;
     if (db) db[i] += dyi;
   }

@@ -1,7 +1,8 @@
 // The backward of cuda_warp and cuda_block (layernorm_bwd, rmsnorm_bwd): welford's careful backward in f64
 // (backward_row.hpp has the arithmetic and why), one team per chunk of rows (launch_config.hpp's
 // plan_backward_launch: a group of lanes for cuda_warp's narrow rows, a block otherwise).
-//   backward_rows     per row: pass A (Σ(x − x0)), pass B (Σd², Σg, Σg·d), pass C (dx, and dy·xhat and dy added to
+//   backward_rows     per row: pass A (Σ(x − x0)), pass B (Σd², Σg, Σg·d), pass B2 where one element dominates
+//                     Σd² (the others' sums: backward_row.hpp), pass C (dx, and dy·xhat and dy added to
 //                     the chunk's f64 partials of dgamma and dbeta, each thread on its own columns, rows in order)
 //   reduce_partials   dgamma_j, dbeta_j = the chunks' partials summed in chunk order, rounded once to the
 //                     parameters' dtype
@@ -97,7 +98,21 @@ __global__ void backward_rows(const T* __restrict__ x, const T* __restrict__ dy,
       b.q = team_sum(b.q);
       b.g = team_sum(b.g);
       b.gd = team_sum(b.gd);
-      const bwdrow::Coefs c = bwdrow::coefs(x0, m, s, b, n, eps, centred);
+      bwdrow::Coefs c = bwdrow::coefs(x0, m, s, b, n, eps, centred);
+      // Pass B2 where an element dominates q (every thread of the team sees the same sum: no divergent barrier).
+      if (team_sum(bwdrow::dominates(b.d2max, c) ? 1.0 : 0.0) > 0) {
+        bwdrow::SumsRest r;
+        for (std::int64_t i = t; i < accesses; i += team_size) {
+          float e[kVec], d[kVec];
+          dev::load_vec<kVec>(xr + i * kVec, e);
+          dev::load_vec<kVec>(dyr + i * kVec, d);
+#pragma unroll
+          for (int k = 0; k < kVec; ++k) bwdrow::add_rest(r, e[k], d[k], w ? w[i * kVec + k] : 1.0, c);
+        }
+        r.q = team_sum(r.q);
+        r.t = team_sum(r.t);
+        bwdrow::with_rest(c, r);
+      }
       T* dxr = dx + row * n;
       double* pg = part_g ? part_g + chunk * n : nullptr;
       double* pb = part_b ? part_b + chunk * n : nullptr;
