@@ -15,6 +15,7 @@
 // in the same type over fixed blocks of rows (backward_blocks.hpp: the same bits at every thread count).
 // For f32-family data every rounding before the last is ~2^-29 of an output ulp: dx and dgamma are
 // correctly rounded but for ties closer than that.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -117,10 +118,11 @@ void careful_row(const Problem& p, const T* xr, const T* dyr, const A* w, T* dxr
   A s = 0;
   for (std::int64_t i = 0; i < n; ++i) s += static_cast<A>(to_float(xr[i])) - shift;
   const A m = is_centred ? s / static_cast<A>(n) : A(0);
-  A q = 0;
+  A q = 0, d2max = 0;
   for (std::int64_t i = 0; i < n; ++i) {
     d[static_cast<std::size_t>(i)] = (static_cast<A>(to_float(xr[i])) - shift) - m;
     q += d[static_cast<std::size_t>(i)] * d[static_cast<std::size_t>(i)];
+    d2max = std::max(d2max, d[static_cast<std::size_t>(i)] * d[static_cast<std::size_t>(i)]);
   }
   // A NaN or Inf in x leaves s or q non-finite (A's range holds every finite row's sums): the row has no
   // statistics and poisons dx and every dgamma column (DESIGN "Backward"), where IEEE alone would give
@@ -152,7 +154,7 @@ void careful_row(const Problem& p, const T* xr, const T* dyr, const A* w, T* dxr
   const A dominant_q = A(0.75) * q, denom = q + static_cast<A>(n) * static_cast<A>(p.eps);
   bool has_dominant = false;
   A q_rest = 0, t_rest = 0;
-  if (!poisoned && !sign_row && q > 0) {
+  if (!poisoned && !sign_row && q > 0 && d2max > dominant_q) {  // one more pass, on such rows only
     for (std::int64_t i = 0; i < n; ++i) {
       const A di = d[static_cast<std::size_t>(i)];
       if (di * di > dominant_q) {
