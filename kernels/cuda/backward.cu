@@ -87,14 +87,18 @@ __global__ void backward_rows(const T* __restrict__ x, const T* __restrict__ dy,
       }
       s = team_sum(s);
       const double m = bwdrow::mean_less_x0(s, n, centred);
-      bwdrow::SumsB b;
-      for (std::int64_t i = t; i < accesses; i += team_size) {
-        float e[kVec], d[kVec];
-        dev::load_vec<kVec>(xr + i * kVec, e);
-        dev::load_vec<kVec>(dyr + i * kVec, d);
+      // f(x, dy, column) for each of this thread's elements of the row, in its access order (passes B, B2, C).
+      const auto each_element = [&](auto f) {
+        for (std::int64_t i = t; i < accesses; i += team_size) {
+          float e[kVec], d[kVec];
+          dev::load_vec<kVec>(xr + i * kVec, e);
+          dev::load_vec<kVec>(dyr + i * kVec, d);
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) bwdrow::add_b(b, e[k], d[k], w ? w[i * kVec + k] : 1.0, x0, m);
-      }
+          for (int k = 0; k < kVec; ++k) f(e[k], d[k], i * kVec + k);
+        }
+      };
+      bwdrow::SumsB b;
+      each_element([&](float e, float d, std::int64_t col) { bwdrow::add_b(b, e, d, w ? w[col] : 1.0, x0, m); });
       b.q = team_sum(b.q);
       b.g = team_sum(b.g);
       b.gd = team_sum(b.gd);
@@ -102,13 +106,7 @@ __global__ void backward_rows(const T* __restrict__ x, const T* __restrict__ dy,
       // Pass B2 where an element dominates q (every thread of the team sees the same sum: no divergent barrier).
       if (team_sum(bwdrow::dominates(b.d2max, c) ? 1.0 : 0.0) > 0) {
         bwdrow::SumsRest r;
-        for (std::int64_t i = t; i < accesses; i += team_size) {
-          float e[kVec], d[kVec];
-          dev::load_vec<kVec>(xr + i * kVec, e);
-          dev::load_vec<kVec>(dyr + i * kVec, d);
-#pragma unroll
-          for (int k = 0; k < kVec; ++k) bwdrow::add_rest(r, e[k], d[k], w ? w[i * kVec + k] : 1.0, c);
-        }
+        each_element([&](float e, float d, std::int64_t col) { bwdrow::add_rest(r, e, d, w ? w[col] : 1.0, c); });
         r.q = team_sum(r.q);
         r.t = team_sum(r.t);
         bwdrow::with_rest(c, r);
@@ -116,19 +114,12 @@ __global__ void backward_rows(const T* __restrict__ x, const T* __restrict__ dy,
       T* dxr = dx + row * n;
       double* pg = part_g ? part_g + chunk * n : nullptr;
       double* pb = part_b ? part_b + chunk * n : nullptr;
-      for (std::int64_t i = t; i < accesses; i += team_size) {
-        float e[kVec], d[kVec];
-        dev::load_vec<kVec>(xr + i * kVec, e);
-        dev::load_vec<kVec>(dyr + i * kVec, d);
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) {
-          const std::int64_t col = i * kVec + k;
-          double xhat;
-          dxr[col] = from_f64<T>(bwdrow::dx_value(e[k], d[k], w ? w[col] : 1.0, c, xhat));
-          if (pg) pg[col] += static_cast<double>(d[k]) * xhat;
-          if (pb) pb[col] += static_cast<double>(d[k]);
-        }
-      }
+      each_element([&](float e, float d, std::int64_t col) {
+        double xhat;
+        dxr[col] = from_f64<T>(bwdrow::dx_value(e, d, w ? w[col] : 1.0, c, xhat));
+        if (pg) pg[col] += static_cast<double>(d) * xhat;
+        if (pb) pb[col] += static_cast<double>(d);
+      });
     }
   }
 }
