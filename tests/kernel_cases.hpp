@@ -87,17 +87,17 @@ inline std::uint64_t bits_at(const std::vector<std::byte>& v, std::size_t es, st
 
 // Runs kernel k on `rows` copies of case x (one row each) and measures it.
 inline Measured measure(const KernelInfo& k, DType d, const std::vector<double>& x, double eps, Budget budget,
-                        int threads = 1) {
+                        int threads = 1, Op op = Op::layernorm) {
   const Format f = format_of(d), sf = format_of(stats_dtype(d));
   const std::size_t es = size_of(d), ss = size_of(sf.dtype);
   const auto n = static_cast<std::int64_t>(x.size());
-  const Problem p = make_problem(1, n, d, eps, false, false, threads);
+  const Problem p = with_op(make_problem(1, n, d, eps, false, false, threads), op);
   const auto xb = encode(d, x);
   Measured m;
   m.y_bits.resize(xb.size());
   std::vector<std::byte> mean(ss), rstd(ss), exact(xb.size());
   k.run(p, Tensors{xb.data(), nullptr, nullptr, m.y_bits.data(), mean.data(), rstd.data()});
-  RowReferencer ref(d, p.eps);
+  RowReferencer ref(p);
   std::vector<ElementReference> elems(x.size());
   const RowReference row = ref.run(xb.data(), nullptr, nullptr, n, exact.data(), elems.data());
   for (std::size_t i = 0; i < x.size(); ++i) {

@@ -40,7 +40,7 @@ TEST_CASE("check --recipe llama: an RMSNorm that skips the intermediate cast is 
   const Result r = cli("check" + kRms + " --gamma " + in("w.npy") + " --y " + in("y_no_cast.npy") + " --recipe llama --json " + (t / "r.json"));
   INFO(r.out);
   CHECK(r.code == 1);
-  CHECK_THAT(r.out, Contains("recipe llama max 1.22 ulp (budget 0.5)"));
+  CHECK_THAT(r.out, Contains("recipe llama max 1.25 ulp (budget 0.5)"));
   const auto j = load_json(t / "r.json");
   CHECK(j["recipe"]["max_ulp"].get<double>() > 1.0);
   CHECK(j["recipe"]["pass"] == false);

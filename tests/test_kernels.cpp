@@ -3,6 +3,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include <catch2/catch.hpp>
 
@@ -78,6 +79,31 @@ TEST_CASE("welford: within 8 + 1*kappa scaled ulps on every foundation case",
                    << ", NaN mismatches " << m.y.nonfinite_mismatches);
       CHECK(m.y.within_budget());
       CHECK(m.rstd.nonfinite_mismatches == 0);
+    }
+  }
+}
+
+// Issue 34: RMSNorm's small outputs, measured against themselves (RMSNorm's metric has no floor at 1).
+//   tiny:   values ~1e-30 with eps 1e-5: x² underflows f32, eps dominates, y ≈ x/sqrt(eps) ~ 3e-28. welford range-
+//           scales the row by 2^99 and eps·2^198 overflowed f32: rstd_scaled = 0, y = 0 everywhere.
+//   spread: 1e37 beside values ~1e-3 with eps 0: the row is scaled down by 2^-123, the small elements' x·scale fall
+//           among the subnormals and lose bits that rstd·γ amplified (6.6 ulps of a subnormal output, verify's raw-bits
+//           rows); y ~ 1e-40 is subnormal in f32.
+// Every kernel that runs RMSNorm here (the SIMD ones hand both rows to welford's row) within 2 scaled ulps.
+TEST_CASE("RMSNorm kernels: small outputs (x² underflowing, or a row scaled down past them) are right to their own size",
+          "[kernels][rmsnorm]") {
+  std::vector<double> tiny(256), spread(64);
+  for (std::size_t i = 0; i < tiny.size(); ++i) tiny[i] = round_to_format(format_of(DType::f32), (static_cast<double>(i % 41) - 20.3) * 1e-31);
+  for (std::size_t i = 0; i < spread.size(); ++i) spread[i] = round_to_format(format_of(DType::f32), (static_cast<double>(i % 13) - 6.1) * 1.7e-3);
+  spread[5] = 1e37;
+  for (const KernelInfo& k : registry()) {
+    for (const auto& [label, x, eps] : {std::tuple{"tiny", tiny, 1e-5}, std::tuple{"spread", spread, 0.0}}) {
+      const Problem p = with_op(make_problem(1, static_cast<std::int64_t>(x.size()), DType::f32, eps, false, false), Op::rmsnorm);
+      if (k.name == "naive" || k.name == "onepass" || unavailable_reason(k, p)) continue;  // naive: the textbook
+      const auto m = measure(k, DType::f32, x, eps, Budget{2, 0}, 1, Op::rmsnorm);
+      INFO(k.name << " " << label << ": max " << m.y.max_ulp << " scaled ulp at " << m.y.max_ulp_index << " (got "
+                  << m.y.max_ulp_got << ", exact " << m.y.max_ulp_exact << ")");
+      CHECK(m.y.within_budget());
     }
   }
 }

@@ -15,7 +15,8 @@
 // 2.4e5 scaled ulp on dx at kappa ~2e5). Rows the fast path declines go to a.careful_row (welford's careful
 // scalar row) in their turn: saved statistics not finite or rstd 0, subnormal or +Inf; sums not finite;
 // (2 + sqrt(n))·max(max|g|·max(1, rstd), max|dy|) ≥ 2^126 (f32 would overflow where dx is finite); 0 < max|g| < 2^-90 or a
-// subnormal dy (f32 would round g and dy·xhat on the 2^-149 grid) — avx512_backward_body.hpp says why each.
+// subnormal dy (f32 would round g and dy·xhat on the 2^-149 grid); max|dy| ≥ 2^64; RMSNorm rows with rstd > 1 whose
+// xhat·mean(g·xhat) are all below 2^-100, or with rstd < 2^-60 — avx512_backward_body.hpp says why each.
 // Speed history and what limits it: docs/performance.md "Backward".
 // Generic code (the block reduction, threads, staging w) is in backward_simd.cpp; this file holds no template or
 // inline function shared with it (isa_objects_share_no_code).
@@ -116,11 +117,12 @@ inline const void* ahead(const void* p) { return reinterpret_cast<const void*>(r
 struct Sums {
   __m256d d_lo, d_hi, g_lo, g_hi, gu_lo, gu_hi;
   __m256 max_g, max_dy, sub_dy;  // sub_dy: lanes that saw a subnormal dy (all ones)
+  __m256 max_u;                  // max |d·rstd| (~max |xhat|): the range check's small-term test
 };
 inline Sums zero_sums() {
   const __m256d z = _mm256_setzero_pd();
   const __m256 zf = _mm256_setzero_ps();
-  return {z, z, z, z, z, z, zf, zf, zf};
+  return {z, z, z, z, z, z, zf, zf, zf, zf};
 }
 
 // A row's statistics for pass 2.
@@ -147,7 +149,9 @@ inline void pass1(Sums& s, bool centred, __m256 d, __m256 vdy, __m256 vw, __m256
     add_f64(s.d_lo, s.d_hi, d);
     add_f64(s.g_lo, s.g_hi, g);
   }
-  add_f64(s.gu_lo, s.gu_hi, _mm256_mul_ps(g, _mm256_mul_ps(d, vrstd)));
+  const __m256 u = _mm256_mul_ps(d, vrstd);
+  s.max_u = _mm256_max_ps(s.max_u, abs_ps(u));
+  add_f64(s.gu_lo, s.gu_hi, _mm256_mul_ps(g, u));
 }
 
 // After pass 1: mean(g), mean(g·xhat) and xhat's shift, or false for the careful row.
@@ -160,9 +164,20 @@ inline bool finish_row(const BackwardRows& a, const Sums& s, Row& row) {
   const double rs = static_cast<double>(row.rstd), g_terms = static_cast<double>(max_g) * (rs > 1 ? rs : 1.0);
   if (!((2.0 + std::sqrt(nd)) * (g_terms > max_dy ? g_terms : static_cast<double>(max_dy)) < 0x1p126)) return false;
   if ((max_g != 0.0f && max_g < 0x1p-90f) || _mm256_movemask_ps(s.sub_dy) != 0) return false;
+  // Huge dy: dy·xhat (dgamma) and xhat·mean(g·xhat) multiply xhat's rounding on f32's subnormal grid by |dy|, and
+  // an xhat below 2^-149 is lost where dy·xhat is not (RMSNorm's metric measures such a dgamma against itself).
+  if (max_dy >= 0x1p64f) return false;
   const double inv_n = 1.0 / nd, rstd = static_cast<double>(row.rstd);
   const double mean_lo = sd * inv_n;
   row.mean_gx = static_cast<float>((sgu - mean_lo * rstd * sg) * inv_n);
+  // RMSNorm rows whose xhat are all small (eps dominates: rows of values ~1e-23 with eps 1e-4): every
+  // xhat·mean(g·xhat) may fall on f32's subnormal grid, and rstd > 1 multiplies that rounding (30 scaled ulp on
+  // a dx of 2.9e-40 whose g is 0, measured against its own terms). LayerNorm's metric floors xhat at 1.
+  if (!a.centred && rs > 1 && row.mean_gx != 0.0f && static_cast<double>(max_lane(s.max_u)) * std::fabs(row.mean_gx) < 0x1p-100)
+    return false;
+  // RMSNorm rows with rstd < 2^-60 (values past 2^60: verify's raw-bits rows): their small elements' xhat = x·rstd
+  // falls on the subnormal grid, and dgamma's dy·xhat of such a column (measured against itself) lost 4.9 ulps.
+  if (!a.centred && rs < 0x1p-60) return false;
   row.mean_g = a.centred ? static_cast<float>(sg * inv_n) : 0.0f;
   row.shift = static_cast<float>(-mean_lo * rstd);
   return std::isfinite(row.mean_gx) && std::isfinite(row.shift);

@@ -29,7 +29,14 @@
 //     overflow where dx and dgamma are finite (rstd was added when a width-1 RMSNorm row with eps = 0, whose exact
 //     dx is 0, came out +Inf: rstd = 1/|x| = 1.3e9 times f32's rounding residue of g = 1.6e36, seed 1);
 //   0 < max|g| < 2^-90, or a subnormal dy: g, mean(g) and dy·xhat would be rounded on the 2^-149 grid and the
-//     error multiplied by rstd; at max|g| ≥ 2^-90 that grid is at most 2^-150·n/max|g| ≤ 2^-29 of dx's scale.
+//     error multiplied by rstd; at max|g| ≥ 2^-90 that grid is at most 2^-150·n/max|g| ≤ 2^-29 of dx's scale;
+//   max|dy| ≥ 2^64: dy·xhat and xhat·mean(g·xhat) multiply xhat's rounding on that grid by |dy| (and an xhat
+//     below 2^-149 is lost where dy·xhat is not);
+//   RMSNorm with rstd > 1 and max|xhat|·|mean(g·xhat)| < 2^-100 (eps dominating a row of small values): every
+//     xhat·mean(g·xhat) may round on the 2^-149 grid, times rstd, where g = 0 leaves it all of dx. Both found by
+//     RMSNorm's metric, which measures a small dx or dgamma against its own terms (30 scaled ulp before);
+//   RMSNorm with rstd < 2^-60 (values past 2^60): a small element's xhat = x·rstd is subnormal, and dgamma's
+//     dy·xhat of its column lost 4.9 ulps of itself.
 //
 // What limits it: the f32 → f64 conversions of the exact sums. vcvtps2pd zmm ← ymm issues about once per 1.6
 // cycles on this Zen 5 (a loop of 6 per iteration: 9.8-10.4 cycles), and a LayerNorm element needs 10 per 16
@@ -52,9 +59,10 @@ struct Sums {
   typename V::D d_lo, d_hi, g_lo, g_hi, gu_lo, gu_hi;
   typename V::F max_g, max_dy;
   typename V::M16 sub_dy;
+  typename V::F max_u;  // max |d·rstd| (~max |xhat|): the range check's small-term test
   static Sums zero() {
     const typename V::D z = V::zero_pd();
-    return {z, z, z, z, z, z, V::zero(), V::zero(), 0};
+    return {z, z, z, z, z, z, V::zero(), V::zero(), 0, V::zero()};
   }
 };
 
@@ -98,7 +106,9 @@ inline void pass1(Sums<V>& s, typename V::F d, typename V::F vdy, typename V::F 
     add_f64<V>(s.d_lo, s.d_hi, d);
     add_f64<V>(s.g_lo, s.g_hi, g);
   }
-  add_f64<V>(s.gu_lo, s.gu_hi, V::mul(g, V::mul(d, vrstd)));
+  const typename V::F u = V::mul(d, vrstd);
+  s.max_u = V::max(s.max_u, V::abs(u));
+  add_f64<V>(s.gu_lo, s.gu_hi, V::mul(g, u));
 }
 
 // The largest of the 16 lanes (finite rows: exact and in any order).
@@ -123,10 +133,16 @@ bool finish_row(const lnorm::cpu::BackwardRows& a, const Sums<V>& s, Row& row) {
   const double rs = static_cast<double>(row.rstd), g_terms = static_cast<double>(max_g) * (rs > 1 ? rs : 1.0);
   if (!((2.0 + std::sqrt(nd)) * (g_terms > max_dy ? g_terms : static_cast<double>(max_dy)) < 0x1p126)) return false;
   if ((max_g != 0.0f && max_g < 0x1p-90f) || s.sub_dy != 0) return false;
+  if (max_dy >= 0x1p64f) return false;  // huge dy: avx2_backward.cpp's finish_row says why
   const double inv_n = 1.0 / static_cast<double>(a.cols), rstd = static_cast<double>(row.rstd);
   const double mean_lo = sd * inv_n;
   // Σ g·xhat = Σ g·(d − mean_lo)·rstd = Σg·u − mean_lo·rstd·Σg.
   row.mean_gx = static_cast<float>((sgu - mean_lo * rstd * sg) * inv_n);
+  // RMSNorm rows whose xhat are all small (avx2_backward.cpp's finish_row says why).
+  if (!Centred && rs > 1 && row.mean_gx != 0.0f &&
+      static_cast<double>(max_lane<V>(s.max_u)) * std::fabs(row.mean_gx) < 0x1p-100)
+    return false;
+  if (!Centred && rs < 0x1p-60) return false;  // RMSNorm rows of values past 2^60: as avx2_backward.cpp
   row.mean_g = Centred ? static_cast<float>(sg * inv_n) : 0.0f;
   row.shift = static_cast<float>(-mean_lo * rstd);
   return std::isfinite(row.mean_gx) && std::isfinite(row.shift);

@@ -56,18 +56,22 @@ void normalize_range(const Problem& p, const Tensors& t, StatsFn stats, const Ac
     const TIn* xr = x + r * n;
     T* yr = y + r * n;
     const RowStats<TIn> s = stats(xr, n, is_centred);
-    // eps·scale² may overflow to +Inf for subnormal rows: then rstd_scaled = 0 and y = β, the
-    // right answer to the format's precision since var ≪ eps there; the reported rstd is then
-    // taken unscaled, where var/scale² ≪ eps.
     const A eps_scaled = s.scale == A(1) ? eps : eps * s.scale * s.scale;
     // A NaN or Inf in the row reaches the mean or the variance; DESIGN says the whole row is NaN
     // (an Inf alone would leave mean = ±Inf and y = NaN, a half-poisoned row).
     const bool poisoned = !std::isfinite(s.mean) || std::isnan(s.var);
     const A rstd = poisoned ? std::numeric_limits<A>::quiet_NaN() : A(1) / std::sqrt(s.var + eps_scaled);
+    // eps·scale² overflows to +Inf on rows of tiny values (|x| below ~2^-70 in f32 with eps 1e-5): eps dominates
+    // there (var/scale² ≪ eps), and the answer (x − mean)/sqrt(eps) is small but not 0 — RMSNorm measures it
+    // against itself. rstd is then taken unscaled, rstd_u = 1/sqrt(var/scale² + eps), and y = (d·rstd_u)/scale
+    // with d = x·scale − mean·scale: 1/scale ≥ 2^-126 (2^-1022) is a normal power of two, so the product is exact
+    // while y is normal; on every other row the factor is 1 and the bits are as before. (y = d·0 = β
+    // before: a 4x256 f32 RMSNorm row of values ~1e-30 came out all 0 where y ≈ 3e-28.)
+    const bool eps_overflows = std::isinf(eps_scaled) && !poisoned;
+    const A rstd_unscaled = eps_overflows ? A(1) / std::sqrt(s.var / s.scale / s.scale + eps) : A(0);
+    const A rstd_y = eps_overflows ? rstd_unscaled : rstd, unscale = eps_overflows ? A(1) / s.scale : A(1);
     if (mean_out) mean_out[r] = poisoned ? rstd : s.mean;
-    if (rstd_out) {
-      rstd_out[r] = std::isinf(eps_scaled) && !poisoned ? A(1) / std::sqrt(s.var / s.scale / s.scale + eps) : rstd * s.scale;
-    }
+    if (rstd_out) rstd_out[r] = eps_overflows ? rstd_unscaled : rstd * s.scale;
     if (poisoned) {  // one NaN for the whole row: its bits do not depend on which operations met it
       for (std::int64_t i = 0; i < n; ++i) {
         if constexpr (std::is_same_v<T, double>) yr[i] = rstd;
@@ -75,12 +79,28 @@ void normalize_range(const Problem& p, const Tensors& t, StatsFn stats, const Ac
       }
       continue;
     }
-    for (std::int64_t i = 0; i < n; ++i) {
-      A v = ((static_cast<A>(to_float(xr[i])) * s.scale - s.shift_scaled) - s.mean_from_shift) * rstd;
+    const auto store = [&](std::int64_t i, A v) {
       if (gamma) v *= gamma[i];
       if (beta) v += beta[i];
       if constexpr (std::is_same_v<T, double>) yr[i] = v;
       else yr[i] = from_float<T>(v);
+    };
+    // An RMSNorm row scaled down (values near overflow) puts its small elements' x·scale among A's subnormals,
+    // where they lose bits that rstd_scaled·γ then amplifies: 6.6 ulps of a subnormal f32 output (9 in f64) on
+    // verify's raw-bits rows, which RMSNorm's metric measures against themselves. There the element takes
+    // (x·rstd_scaled)·scale: x is small, so the product cannot overflow, and the one rounding into the
+    // subnormals is the last. (LayerNorm measures such outputs against 1: x − mean's absolute error.)
+    if (!is_centred && s.scale < A(1)) {
+      constexpr A kMinNormal = std::numeric_limits<A>::min();
+      for (std::int64_t i = 0; i < n; ++i) {
+        const A xv = static_cast<A>(to_float(xr[i])), xs = xv * s.scale;
+        store(i, std::abs(xs) < kMinNormal ? (xv * rstd_y) * s.scale : xs * rstd_y);
+      }
+      continue;
+    }
+    for (std::int64_t i = 0; i < n; ++i) {
+      const A d = (static_cast<A>(to_float(xr[i])) * s.scale - s.shift_scaled) - s.mean_from_shift;
+      store(i, (d * rstd_y) * unscale);
     }
   }
 }

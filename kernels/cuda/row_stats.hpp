@@ -45,6 +45,9 @@ struct RowResult {
   float scale;       // x is used as x·scale
   float rstd_y;      // multiplies (x·scale − centre) − lo
   float mean, rstd;  // what is reported, in the row's own units
+  // RMSNorm rows scaled down (near overflow): an element whose x·scale falls among the subnormals takes
+  // (x·rstd_y)·scale instead (normalize), as kernels/cpu/scalar_rows.hpp does.
+  bool product_first = false;
 };
 
 // False for NaN and ±Inf (no isfinite: its host and device spellings differ).
@@ -64,9 +67,13 @@ LNORM_HD RowResult poisoned_row() {
   return RowResult{0.0f, 0.0f, 1.0f, nan, nan, nan};
 }
 
-// One output element: ((x·scale − centre) − lo)·rstd·γ + β, γ/β applied when present.
+// One output element: ((x·scale − centre) − lo)·rstd·γ + β, γ/β applied when present. On an RMSNorm row scaled
+// down, an x·scale below f32's normal range has lost bits that rstd·γ would amplify (6.6 ulps of a subnormal
+// output, measured against itself by RMSNorm's metric): x·rstd_y first there (x is small: no overflow), so the
+// rounding into the subnormals is the last one.
 LNORM_HD float normalize(float x, const RowResult& r, bool has_gamma, float g, bool has_beta, float b) {
-  const float t = ((x * r.scale - r.centre) - r.lo) * r.rstd_y;
+  const float xs = x * r.scale;
+  const float t = r.product_first && fabsf(xs) < 0x1p-126f ? (x * r.rstd_y) * r.scale : ((xs - r.centre) - r.lo) * r.rstd_y;
   if (has_gamma && has_beta) return fmaf(t, g, b);
   if (has_gamma) return t * g;
   if (has_beta) return t + b;
@@ -139,6 +146,7 @@ LNORM_HD RowResult row_statistics(const Row& row, float x0, std::int64_t n, floa
   r.rstd_y = static_cast<float>(rs);
   r.rstd = static_cast<float>(rs * sc);
   r.mean = centred ? static_cast<float>((static_cast<double>(centre) + static_cast<double>(lo)) / sc) : 0.0f;
+  r.product_first = !centred && scale < 1.0f;
   return r;
 }
 

@@ -23,6 +23,7 @@ std::string_view name(RowClass c) {
     case RowClass::exact_stats: return "exact_stats";
     case RowClass::bits: return "bits";
     case RowClass::nonfinite: return "nonfinite";
+    case RowClass::small: return "small";
   }
   return "?";
 }
@@ -204,6 +205,17 @@ std::vector<double> make_row(std::mt19937_64& rng, DType d, RowClass c, std::int
     case RowClass::bits:
       for (double& v : x) v = random_float_bits(rng, f, f.lsb_exponent() - 1, f.emax);
       break;
+    case RowClass::small: {
+      // One binade for the row (a row's values within a few binades of each other, as real activations are), drawn
+      // where squares leave the working format: f32 and bf16 2^-126..2^-50 (1.2e-38..8.9e-16, the subnormals below
+      // reached by the normal tail), f64 2^-1022..2^-500, f16 (whose squares fit in f32) its lowest binades,
+      // 2^-24..2^-12. With eps > 0 RMSNorm's outputs are then ~x/sqrt(eps): small, and measured against themselves.
+      const int lo = f.precision == 11 ? f.lsb_exponent() : f.precision == 53 ? f.emin : -126;
+      const int hi = f.precision == 11 ? f.emin + 2 : f.precision == 53 ? -500 : -50;
+      const double s = binade(lo, hi);
+      for (double& v : x) v = s * normal(rng);
+      break;
+    }
     case RowClass::nonfinite: {
       for (double& v : x) v = normal(rng);
       const double specials[] = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),

@@ -46,7 +46,7 @@ struct PropertyDef {
 // The profile and check of a property for a dtype and op (properties_for(op) lists which exist).
 PropertyDef definition(Property p, DType dtype, Op op);
 PropertyDef rmsnorm_definition(Property p, DType dtype);  // properties_rmsnorm.cpp
-PropertyDef add_definition(Property p, DType dtype);      // properties_add.cpp: the add_* properties
+PropertyDef add_definition(Property p, DType dtype, Op op);      // properties_add.cpp: the add_* properties
 PropertyDef backward_definition(Property p, DType dtype, Op op);  // properties_backward.cpp
 bool is_add_property(Property p);
 

@@ -166,13 +166,14 @@ bool is_add_property(Property p) {
          p == Property::add_residual_zero;
 }
 
-PropertyDef add_definition(Property p, DType dtype) {
+PropertyDef add_definition(Property p, DType dtype, Op op) {
   (void)dtype;
   using C = RowClass;
   Profile prof;
   // Every class but exact_stats, whose structure (pairs about a power of two) a residual would break
-  // while the budgets still claimed its exact mean.
+  // while the budgets still claimed its exact mean; Add & RMSNorm draws RMSNorm's small rows too.
   prof.classes = {C::normal, C::uniform, C::offset, C::constant, C::tiny, C::huge, C::subnormal, C::sparse, C::bits};
+  if (norm_of(op) == Op::rmsnorm) prof.classes.push_back(C::small);
   if (p == Property::add_rounding || p == Property::add_commutes) prof.classes.push_back(C::nonfinite);
   switch (p) {
     case Property::add_rounding: return {p, prof, &check_add_rounding};

@@ -101,8 +101,10 @@ class CheckResult:
 
     def __str__(self):
         b = self.budget
+        # RMSNorm has no mean, so no kappa (0 by definition): print the budget that applies, as `lnorm check`.
+        budget = f"{b['a']:g} + {b['b']:g}*kappa" if "layernorm" in self.op else f"{b['a']:g}"
         head = (f"{'PASS' if self.passed else 'FAIL'}  y max {self.max_ulp:.3g} scaled ulp "
-                f"(budget {b['a']:g} + {b['b']:g}*kappa)  correctly rounded {100 * self.correctly_rounded:.2f}%  "
+                f"(budget {budget})  correctly rounded {100 * self.correctly_rounded:.2f}%  "
                 f"non-finite mismatches {self.nonfinite_mismatches}")
         if self.mean is not None:
             head += f"  mean {self.mean['max_ulp']:g} ulp"

@@ -175,16 +175,17 @@ void row_dx(const Inputs& q, std::int64_t r, const RowStats& s, const std::vecto
   detail::normalize(P);
   const Dyadic W3 = s.W * s.W * s.W;
   const F160 Wf = to_float<F160>(s.W), denom = Wf * s.sqrtW;
-  // The scale's pieces (docs/DESIGN.md "Backward"): mean|g| and mean(|g|·max(1, |xhat|)), to double precision.
-  // max(1, |xhat|) as the forward's max(1, |z|): a kernel's xhat errs by ~u absolutely (its mean and rstd are
-  // rounded), so an xhat near 0 is measured against 1, not against itself.
+  // The scale's pieces (docs/DESIGN.md "Backward"): mean|g| and mean(|g|·xs(|xhat|)), to double precision.
+  // LayerNorm's xs(t) = max(1, t), as the forward's max(1, |z|): a kernel's xhat errs by ~u absolutely (its mean
+  // and rstd are rounded), so an xhat near 0 is measured against 1. RMSNorm's xs(t) = t: xhat = x·rstd is a
+  // product, relatively accurate, so a small xhat is measured against itself (as the forward's output_scale).
+  const auto xscale = [&](const F160& t) { return centred_op && t < 1 ? F160(1) : t; };
   F160 abs_g = 0, abs_gx = 0;
   if (elems) {
     for (std::size_t i = 0; i < g.size(); ++i) {
       const F160 ag = abs(to_float<F160>(g[i]));
       abs_g += ag;
-      const F160 xh = abs(to_float<F160>(D[i])) / s.sqrtW;
-      abs_gx += ag * (xh > 1 ? xh : F160(1));
+      abs_gx += ag * xscale(abs(to_float<F160>(D[i])) / s.sqrtW);
     }
     abs_g /= n;
     abs_gx /= n;
@@ -212,7 +213,7 @@ void row_dx(const Inputs& q, std::int64_t r, const RowStats& s, const std::vecto
     }
     set_bits_at(p.dtype, dx_out, r * n + i, bits);
     if (elems) {
-      const F160 xh = abs(to_float<F160>(D[ui])) / s.sqrtW, xhat = xh > 1 ? xh : F160(1);
+      const F160 xhat = xscale(abs(to_float<F160>(D[ui])) / s.sqrtW);
       const F160 scale = rstd * (abs(to_float<F160>(g[ui])) + (centred_op ? abs_g : F160(0)) + xhat * abs_gx);
       elems[i] = element(v, scale.convert_to<double>());
       elems[i].z = (to_float<F160>(D[ui]) / s.sqrtW).convert_to<double>();
@@ -324,11 +325,12 @@ void reference_backward(const Problem& p, const void* x, const void* gamma, cons
   }
   const std::uint64_t nan_x = double_to_bits(q.fmt, kNaN), nan_p = double_to_bits(q.pfmt, kNaN);
   std::vector<RowStats> stats(static_cast<std::size_t>(rows));
+  const bool centred_op = centred(p.op);
   // Pass 1, rows in parallel: the statistics and dx; dgamma's 192-bit partial sums per thread.
   const int threads = static_cast<int>(std::clamp<std::int64_t>(p.threads, 1, std::max<std::int64_t>(rows, 1)));
   struct Partial {
     std::vector<Float<192>> v, a;
-    std::vector<double> scale;  // Σ |dy|·max(1, |xhat|): the metric's scale (a is the bound's Σ|t|)
+    std::vector<double> scale;  // Σ |dy|·xs(|xhat|): the metric's scale (a is the bound's Σ|t|)
     std::vector<std::int64_t> terms;
   };
   std::vector<Partial> partial(static_cast<std::size_t>(threads));
@@ -359,15 +361,15 @@ void reference_backward(const Problem& p, const void* x, const void* gamma, cons
           if (d == 0 || !std::isfinite(d)) continue;  // a non-finite dy: its column is NaN (pass 2)
           const auto uj = static_cast<std::size_t>(j);
           const Dyadic term = Dyadic::from_double(d) * (xs[uj] * BigInt(n) - s.S);
-          // |dy|·max(1, |xhat|) = max(|dy|, |dy·xhat|).
-          if (term.sign() == 0) {  // xhat = 0 exactly (a width-1 LayerNorm row, x = mean)
-            part.scale[uj] += std::fabs(d);
+          if (term.sign() == 0) {  // xhat = 0 exactly (a width-1 LayerNorm row, x = mean; RMSNorm's x = 0)
+            if (centred_op) part.scale[uj] += std::fabs(d);
             continue;
           }
           const Float<192> t = to_float<Float<192>>(term) / root;
           part.v[uj] += t;
           part.a[uj] += abs(t);
-          part.scale[uj] += std::max(std::fabs(d), abs(t).convert_to<double>());
+          // LayerNorm: |dy|·max(1, |xhat|) = max(|dy|, |dy·xhat|); RMSNorm: |dy·xhat| (as row_dx's xs).
+          part.scale[uj] += centred_op ? std::max(std::fabs(d), abs(t).convert_to<double>()) : abs(t).convert_to<double>();
           ++part.terms[uj];
         }
       }

@@ -143,11 +143,9 @@ struct RowReferencer::Impl {
     }
   }
 
-  // docs/DESIGN.md "Measuring error": s = |w|·max(1, |z*|) + |β|, w = C + γ.
+  // docs/DESIGN.md "Measuring error" (output_scale: LayerNorm's floors |z*| at 1, RMSNorm's does not).
   double scale_of(std::size_t i, double z) const {
-    const double g = std::fabs(weight_dd(i).hi);
-    const double b = beta.empty() ? 0.0 : std::fabs(beta[i]);
-    return g * std::max(1.0, std::fabs(z)) + b;
+    return output_scale(centred, std::fabs(weight_dd(i).hi), std::fabs(z), beta.empty() ? 0.0 : std::fabs(beta[i]));
   }
 
   // sign(y* − m) for element i, exactly. D = n·x − S.

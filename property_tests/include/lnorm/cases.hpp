@@ -30,8 +30,10 @@ enum class RowClass : int {
   exact_stats,  // pairs x[i] + x[i+1] = 2·mean, mean a power of two: mean and var exact in any order
   bits,         // every element drawn by sign/exponent/mantissa over the whole finite range
   nonfinite,    // a normal row with NaN, +Inf or −Inf in it
+  small,        // |x| from 1e-38 to 1e-15 (f32, bf16; f16: its subnormals and lowest binades; f64: 2^-1022..2^-500):
+                // x² leaves the working format's range, and RMSNorm's outputs x/sqrt(ms + eps) are small with eps > 0
 };
-inline constexpr int kRowClassCount = 11;
+inline constexpr int kRowClassCount = 12;
 std::string_view name(RowClass c);
 
 enum class Affine : int { absent, identity, random, with_zeros };

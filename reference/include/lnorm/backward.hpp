@@ -27,12 +27,14 @@ namespace lnorm {
 
 // What the metrics need of each exact gradient: y_hi + y_lo ≈ the exact value (2^-100 relative; NaN where it
 // is NaN) and the scale its error is measured against (docs/DESIGN.md "Backward"):
-//   dx_i:     rstd·(|g_i| + mean|g| + max(1, |xhat_i|)·mean(|g|·max(1, |xhat|)))   (RMSNorm: without mean|g|) —
+//   dx_i:     rstd·(|g_i| + mean|g| + xs(|xhat_i|)·mean(|g|·xs(|xhat|)))   (RMSNorm: without mean|g|) —
 //             the sizes of the terms that cancel in dx_i's formula, whose rounding errors a kernel cannot avoid;
-//   dgamma_j: Σ_r |dy_rj|·max(1, |xhat_rj|);   dbeta_j: Σ_r |dy_rj|   (the terms summed).
-// max(1, |xhat|) as the forward's max(1, |z|): a kernel's xhat errs by ~u absolutely (its mean and rstd are
-// rounded), so an xhat near 0 is measured against 1 (with |xhat| alone, the mutants' long double control
-// read 49 ulps on a dgamma column whose only xhat was 1e-4).
+//   dgamma_j: Σ_r |dy_rj|·xs(|xhat_rj|);   dbeta_j: Σ_r |dy_rj|   (the terms summed).
+// xs is the forward's output_scale rule: LayerNorm's xs(t) = max(1, t), since a kernel's xhat errs by ~u
+// absolutely (its mean and rstd are rounded), so an xhat near 0 is measured against 1 (with |xhat| alone, the
+// mutants' long double control read 49 ulps on a dgamma column whose only xhat was 1e-4); RMSNorm's xs(t) = t,
+// since xhat = x·rstd is a product, relatively accurate (with the floor, a dx off by 2 ulps of its own terms
+// read 0.975 on a row of outputs near 1e-27).
 // A correctly rounded gradient reads at most 0.5 scaled ulp (|value| ≤ scale by the triangle inequality).
 // Budgets may have a kappa term, as the forward's (a kernel that rounds the mean loses about kappa ulps in
 // xhat, hence in dx and dgamma): row_kappa is each row's |mean|/sqrt(var + eps) (0 for RMSNorm, NaN for a

@@ -64,7 +64,7 @@ class RecipeReferencer {
   // x (problem.dtype), residual (problem.residual_dtype; Add & Norm only, else null), gamma/beta (cols
   // elements of problem.param_dtype or null): one row of n elements. y_out: the recipe's answer as bits of
   // y's dtype; elems: y_hi + y_lo = the recipe's value before its last rounding, z = z*, and the scale of
-  // that last step: s = |w|·max(1, |z|) + |β| with the recipe's own w and normalized value (llama: v, so a
+  // that last step: output_scale with the recipe's own w and normalized value (llama, an RMSNorm: |w|·|v|, so a
   // candidate that is the recipe's answer reads at most 0.5). Returns the number of elements whose unrounded sum x +
   // residual was not a double (unrounded_h only; the statistics then use the double nearest it, a relative
   // error below 2^-53 — only when |x| and |residual| are more than 2^29 apart in f32).

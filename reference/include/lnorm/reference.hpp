@@ -22,8 +22,17 @@ namespace lnorm {
 struct ElementReference {
   double y_hi = 0, y_lo = 0;  // y* ≈ y_hi + y_lo, relative error < 2^-90 (NaN where y* is NaN)
   double z = 0;               // z* = (x − mean)·rstd (x·rstd for RMSNorm), to double precision (NaN where y* is NaN)
-  double scale = 0;           // s = |C + γ|·max(1, |z*|) + |β|: the size the error is measured against
+  double scale = 0;           // output_scale(...): the size the error is measured against
 };
+
+// The size an output's error is measured against (docs/DESIGN.md "Measuring error"), w = C + γ:
+//   LayerNorm  s = |w|·max(1, |z*|) + |β|: x − mean carries an absolute error ~u·std into z, so a z near 0
+//              is measured against 1;
+//   RMSNorm    s = |w|·|z*| + |β|: z = x·rstd is a product, relatively accurate, so a small output is measured
+//              against itself (with the floor an all-zero row of outputs near 1e-27 read 9e-21 ulp and passed).
+inline double output_scale(bool centred, double abs_w, double abs_z, double abs_beta) {
+  return abs_w * (centred && abs_z < 1 ? 1.0 : abs_z) + abs_beta;
+}
 
 struct RowReference {
   double mean = 0;     // exact mean rounded once to the stats format (NaN for a non-finite row; 0 for RMSNorm)
