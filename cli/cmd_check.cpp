@@ -30,6 +30,7 @@ struct CheckFlags {
   // h's budget in ulps of h's format at the exact sum: --max-h-ulp, else --max-ulp when given, else 0.5
   // (the sum rounded once; every kernel here writes it, and one rounding of x + residual is all a sum needs).
   double max_h_ulp = -1;
+  bool strict_constant_rows = false;  // gate LayerNorm's constant rows at a + 0*kappa (CheckSummary::constant_rows)
   double h_budget() const { return max_h_ulp >= 0 ? max_h_ulp : max_ulp_given ? budget.a : 0.5; }
 };
 
@@ -56,6 +57,13 @@ std::string coords(std::int64_t flat, const std::vector<std::int64_t>& shape) {
   return s + "]";
 }
 
+template <class... A>
+std::string fmt_text(const char* format, A... args) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, format, args...);
+  return buf;
+}
+
 // An error as JSON: a number, or null where it is infinite (a non-finite mismatch; JSON has no Inf).
 nlohmann::json ulp_json(double e) { return std::isinf(e) ? nlohmann::json(nullptr) : nlohmann::json(e); }
 
@@ -71,6 +79,8 @@ int run_check(const CheckFlags& f) {
   if (!f.h.empty() && f.problem.residual.empty()) throw InputError("--h: needs --residual (the candidate h is x + residual)");
   if (f.max_h_ulp >= 0 && f.h.empty()) throw InputError("--max-h-ulp: needs --h (the candidate h it gates)");
   check_stat_flags(op_flag(f.problem.op), f.mean);
+  if (f.strict_constant_rows && !centred(op_flag(f.problem.op)))
+    throw InputError("--strict-constant-rows: LayerNorm only (RMSNorm has no mean, so no kappa term to lift)");
   if (f.max_mean_ulp >= 0 && f.mean.empty())
     throw InputError("--max-mean-ulp: needs --mean (the candidate mean it gates)");
   if (f.max_rstd_ulp >= 0 && f.rstd.empty())
@@ -110,8 +120,8 @@ int run_check(const CheckFlags& f) {
   const std::size_t es = size_of(p.dtype), ss = size_of(stats_dtype(p.dtype));
   const std::int64_t chunk = rows_per_chunk(p.cols, es);
   const int threads = p.threads;
-  ErrorSummary ey, eh, erec;
-  std::int64_t inexact_sums = 0;
+  ErrorSummary ey, eh, erec, econst;
+  std::int64_t inexact_sums = 0, constant_rows = 0;
   StatSummary em, er;
   std::vector<std::byte> xbuf, cbuf, mbuf, rbuf, resbuf, hbuf;
   for (std::int64_t r0 = 0; r0 < p.rows; r0 += chunk) {
@@ -142,6 +152,8 @@ int run_check(const CheckFlags& f) {
                                            RecipeInputs{recipe.empty() ? nullptr : &recipe, {f.max_recipe_ulp, 0}});
     ey.merge(part.y);
     erec.merge(part.recipe);
+    econst.merge(part.constant_rows);
+    constant_rows += part.constant_row_count;
     inexact_sums += part.recipe_inexact_sums;
     eh.merge(part.h);
     em.merge(part.mean);
@@ -152,13 +164,19 @@ int run_check(const CheckFlags& f) {
   const bool rstd_ok = !rstd_in || er.passes(f.max_rstd_ulp);
   const bool h_ok = !h_in || eh.within_budget();
   const bool recipe_ok = recipe.empty() || erec.within_budget();
-  const bool pass = ey.within_budget() && mean_ok && rstd_ok && h_ok && recipe_ok;
+  const bool constant_ok = !f.strict_constant_rows || econst.within_budget();
+  const bool pass = ey.within_budget() && mean_ok && rstd_ok && h_ok && recipe_ok && constant_ok;
+  // RMSNorm has no mean and so no kappa (0 by definition): its line prints the budget that applies.
+  const std::string budget_text = centred(p.op) ? fmt_text("%g + %g*kappa", f.budget.a, f.budget.b) : fmt_text("%g", f.budget.a);
 
   // One summary line first (scripts and the demo read it), then the details.
   // max is "inf" where any output is a non-finite mismatch (NaN or Inf where the answer is finite, ...).
-  std::printf("%s  y max %.3g scaled ulp (budget %g + %g*kappa)  correctly rounded %.2f%%  non-finite mismatches %lld",
-              pass ? "PASS" : "FAIL", ey.max_ulp, f.budget.a, f.budget.b, 100 * ey.correctly_rounded_fraction(),
+  std::printf("%s  y max %.3g scaled ulp (budget %s)  correctly rounded %.2f%%  non-finite mismatches %lld",
+              pass ? "PASS" : "FAIL", ey.max_ulp, budget_text.c_str(), 100 * ey.correctly_rounded_fraction(),
               static_cast<long long>(ey.nonfinite_mismatches));
+  if (constant_rows > 0)
+    std::printf("  constant rows %lld: max %.3g scaled ulp at kappa 0%s", static_cast<long long>(constant_rows),
+                econst.max_ulp, f.strict_constant_rows ? fmt_text(" (budget %g)", f.budget.a).c_str() : "");
   if (mean_in) std::printf("  mean %g ulp", em.max_ulp);
   if (rstd_in) std::printf("  rstd %g ulp", er.max_ulp);
   if (h_in) std::printf("  h max %.3g ulp (budget %g) correctly rounded %.2f%%", eh.max_ulp, h_budget.a,
@@ -195,6 +213,13 @@ int run_check(const CheckFlags& f) {
     std::printf("  finite    max %.4g scaled ulp over the elements without a non-finite mismatch\n", ey.max_finite_ulp);
   std::printf("  over budget %lld of %lld elements\n", static_cast<long long>(ey.over_budget),
               static_cast<long long>(ey.elements));
+  if (constant_rows > 0 && econst.max_ulp_index >= 0)
+    std::printf("  constant  %lld rows constant in storage (exact answer beta whatever their kappa): worst %s got %.17g, "
+                "exact %.17g, %.4g scaled ulp at kappa 0; %lld of %lld elements over %g%s\n",
+                static_cast<long long>(constant_rows), coords(econst.max_ulp_index, in.shape).c_str(), econst.max_ulp_got,
+                econst.max_ulp_exact, econst.max_ulp, static_cast<long long>(econst.over_budget),
+                static_cast<long long>(econst.elements), f.budget.a,
+                f.strict_constant_rows ? " (gated: --strict-constant-rows)" : " (reported; --strict-constant-rows gates them)");
   if (ey.first_nonfinite_mismatch_index >= 0)
     std::printf("  first non-finite mismatch at %s\n", coords(ey.first_nonfinite_mismatch_index, in.shape).c_str());
   if (mean_in && em.max_ulp_index >= 0)
@@ -225,6 +250,12 @@ int run_check(const CheckFlags& f) {
         {"over_budget", ey.over_budget}, {"budget", {{"a", f.budget.a}, {"b", f.budget.b}}}, {"pass", pass}};
     if (mean_in) j["mean"] = stat_json(em, f.max_mean_ulp, "ulps of max(|mean|, sqrt(var + eps))");
     if (rstd_in) j["rstd"] = stat_json(er, f.max_rstd_ulp, "ulps of rstd");
+    if (centred(p.op))
+      j["constant_rows"] = {{"count", constant_rows}, {"metric", "scaled ulps at kappa 0 (the exact answer is beta)"},
+                            {"max_ulp", ulp_json(econst.max_ulp)}, {"max_ulp_nonfinite", std::isinf(econst.max_ulp)},
+                            {"max_ulp_index", econst.max_ulp_index}, {"max_ulp_got", econst.max_ulp_got},
+                            {"max_ulp_exact", econst.max_ulp_exact}, {"over_budget", econst.over_budget},
+                            {"budget", f.budget.a}, {"strict", f.strict_constant_rows}, {"pass", econst.within_budget()}};
     if (fused) j["residual"] = f.problem.residual, j["residual_dtype"] = std::string(name(p.residual_dtype));
     if (h_in) {
       j["h"] = {{"candidate", f.h}, {"metric", "ulps of h's format at the exact sum x + residual"},
@@ -268,6 +299,9 @@ void add_check(CLI::App& app, int& exit_code) {
   for (const RecipeInfo& r : known_recipes()) recipe_help += std::string(" ") + r.name + " (" + r.ops + ": " + r.description + ");";
   cmd->add_option("--recipe", f->recipe, recipe_help);
   auto* max_recipe = cmd->add_option("--max-recipe-ulp", f->max_recipe_ulp, "Budget against the recipe's answer, scaled ulps per element (default 0.5: rounded like the recipe)")->default_val(0.5);
+  cmd->add_flag("--strict-constant-rows", f->strict_constant_rows,
+               "LayerNorm: also gate the rows constant in storage at --max-ulp with no kappa term (their exact answer is "
+               "beta whatever their kappa; the default reports them on the summary line and in the JSON)");
   cmd->add_option("--json", f->json, "Write the measurements as JSON here");
   cmd->add_option("--threads", f->problem.threads, "Threads for the reference (default: all cores)")
       ->default_val(std::max(1u, std::thread::hardware_concurrency()));
@@ -278,6 +312,7 @@ void add_check(CLI::App& app, int& exit_code) {
       for (const auto& [v, flag] : {std::pair{f->y, "--y"}, {f->mean, "--mean"}, {f->rstd, "--rstd"}, {f->h, "--h"},
                                     {f->recipe, "--recipe"}})
         if (!v.empty()) throw InputError(std::string(flag) + ": a forward flag; --dir bwd gates --dx, --dgamma, --dbeta");
+      if (f->strict_constant_rows) throw InputError("--strict-constant-rows: a forward flag (LayerNorm's y)");
       if (!(f->budget.a >= 0) || !(f->budget.b >= 0)) throw InputError("--max-ulp/--max-ulp-per-kappa: must be >= 0");
       exit_code = run_backward_check(f->problem, f->bwd, f->budget.a, f->budget.b, f->json);
       return;

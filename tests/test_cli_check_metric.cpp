@@ -113,3 +113,102 @@ TEST_CASE("check: a mean 1e-7 from an exact mean of 0 (std 1) is 0.84 ulp, withi
   budget.mean_ulp = 0.5;
   CHECK_THAT(verify::check_stats_within_budget({none, budget, worst}, c, got, exact), Contains("> allowed 0.5"));
 }
+
+// Issue 34: RMSNorm measured against itself. A 4x256 f32 RMSNorm of values ~1e-30: x² underflows f32 and eps
+// dominates, so every exact output is a normal f32 near 1e-27. welford wrote 0 for all of them (eps·scale²
+// overflowed, rstd_scaled = 0) and the old metric, floored at max(1, |z|), passed the zeros at 9e-21 ulp.
+TEST_CASE("check: RMSNorm's small outputs are measured against themselves: welford's row passes, all zeros FAIL (CLI)", "[cli][metric]") {
+  TempDir t;
+  std::vector<float> x(4 * 256);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((static_cast<int>(i * 37 % 101) - 50) * 2e-32);
+  save_f32(t / "x.npy", {4, 256}, x);
+  const std::string in = " --op rmsnorm --x " + (t / "x.npy");
+  REQUIRE(cli("run --kernel welford" + in + " --y " + (t / "y.npy")).code == 0);
+  const Result ok = cli("check" + in + " --y " + (t / "y.npy") + " --json " + (t / "ok.json"));
+  INFO(ok.out);
+  CHECK(ok.code == 0);
+  CHECK_THAT(ok.out, Contains("(budget 8)"));  // RMSNorm has no kappa: the budget that applies, not "8 + 1*kappa"
+  const auto j = load_json(t / "ok.json");
+  CHECK(j.at("max_ulp").get<double>() <= 2);  // welford.f32's measured worst here is 1.17
+  CHECK_FALSE(j.contains("constant_rows"));   // LayerNorm's notion
+
+  save_f32(t / "zeros.npy", {4, 256}, std::vector<float>(x.size(), 0.0f));
+  const Result zeros = cli("check" + in + " --y " + (t / "zeros.npy") + " --json " + (t / "zeros.json"));
+  INFO(zeros.out);
+  CHECK(zeros.code == 1);
+  std::int64_t nonzero = 0;
+  for (float v : x) nonzero += v != 0;
+  CHECK(load_json(t / "zeros.json").at("over_budget").get<std::int64_t>() == nonzero);  // y* ≠ 0 wherever x ≠ 0
+
+  // One step off: every output moved by 2 ulps of itself reads ~2 (the floor read ~2^-90 of that).
+  std::vector<float> y = load_f32(t / "y.npy");
+  for (float& v : y) v = std::nextafter(std::nextafter(v, INFINITY), INFINITY);
+  save_f32(t / "off.npy", {4, 256}, y);
+  const Result off = cli("check" + in + " --y " + (t / "off.npy") + " --max-ulp 1.5 --json " + (t / "off.json"));
+  CHECK(off.code == 1);
+  CHECK(load_json(t / "off.json").at("max_ulp").get<double>() > 1.5);
+  CHECK_THAT(cli("check" + in + " --y " + (t / "y.npy") + " --strict-constant-rows").out, Contains("LayerNorm only"));
+}
+
+// RMSNorm's backward: dx on the same small rows is measured against its own terms (rstd·(|g| + |xhat|·mean|g·xhat|)).
+TEST_CASE("check --dir bwd: RMSNorm's dx and dgamma on small rows: zeros FAIL, the exact ones pass (CLI)", "[cli][metric][backward]") {
+  TempDir t;
+  std::vector<float> x(4 * 64), dy(4 * 64), g(64, 1.5f);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<float>((static_cast<int>(i * 37 % 101) - 50) * 2e-32);
+    dy[i] = static_cast<float>((static_cast<int>(i * 53 % 97) - 48) * 0.01);
+  }
+  save_f32(t / "x.npy", {4, 64}, x);
+  save_f32(t / "dy.npy", {4, 64}, dy);
+  save_f32(t / "g.npy", {64}, g);
+  const std::string in = " --op rmsnorm --dir bwd --x " + (t / "x.npy") + " --gamma " + (t / "g.npy") + " --dy " + (t / "dy.npy");
+  REQUIRE(cli("reference" + in + " --dx " + (t / "dx.npy") + " --dgamma " + (t / "dg.npy")).code == 0);
+  CHECK(cli("check" + in + " --dx " + (t / "dx.npy") + " --dgamma " + (t / "dg.npy")).code == 0);
+  save_f32(t / "dg0.npy", {64}, std::vector<float>(64, 0.0f));
+  const Result dg0 = cli("check" + in + " --dgamma " + (t / "dg0.npy") + " --json " + (t / "dg0.json"));
+  INFO(dg0.out);
+  CHECK(dg0.code == 1);  // dgamma = Σ dy·xhat ~ 1e-27: 0 is not within 8 ulps of it
+  // The smallest nonzero dx (|dy| = 0.01 where mean|dy| is 0.24) moved by 2 ulps of itself reads 2 (its own terms:
+  // xhat·mean(g·xhat) is ~1e-54 of g here); the floor measured it against rstd·(|g| + mean|g|) and read ~0.1.
+  std::vector<float> dx = load_f32(t / "dx.npy");
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < dx.size(); ++i)
+    if (dx[i] != 0 && (dx[k] == 0 || std::fabs(dx[i]) < std::fabs(dx[k]))) k = i;
+  dx[k] = std::nextafter(std::nextafter(dx[k], INFINITY), INFINITY);
+  save_f32(t / "dx2.npy", {4, 64}, dx);
+  const Result dx2 = cli("check" + in + " --dx " + (t / "dx2.npy") + " --json " + (t / "dx2.json"));
+  INFO(dx2.out);
+  CHECK(dx2.code == 0);
+  const auto jd = load_json(t / "dx2.json").at("dx");
+  CHECK(jd.at("max_ulp").get<double>() > 1.5);
+  CHECK(jd.at("max_ulp_index").get<std::size_t>() == k);
+}
+
+// A real engine returned y ≡ −1 on rows constant in storage (exact answer β = 0) and passed at the default budget:
+// the kappa term (|mean|/sqrt(var + eps) = 3.2e8 here) models a mean's rounding, which a constant row does not have.
+TEST_CASE("check: LayerNorm's constant rows are named, and --strict-constant-rows gates them at kappa 0 (CLI)", "[cli][metric]") {
+  TempDir t;
+  std::vector<float> x(4 * 32);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = i < 32 ? 1e6f : static_cast<float>(static_cast<int>(i % 32) - 16);
+  save_f32(t / "x.npy", {4, 32}, x);
+  const std::string in = " --x " + (t / "x.npy") + " --eps 1e-5";
+  REQUIRE(cli("reference" + in + " --y " + (t / "y.npy")).code == 0);
+  std::vector<float> y = load_f32(t / "y.npy");
+  for (std::size_t i = 0; i < 32; ++i) y[i] = -1.0f;  // the engine's answer on the constant row
+  save_f32(t / "bad.npy", {4, 32}, y);
+  const Result def = cli("check" + in + " --y " + (t / "bad.npy") + " --json " + (t / "def.json"));
+  INFO(def.out);
+  CHECK(def.code == 0);  // default verdicts unchanged
+  CHECK_THAT(def.out, Contains("constant rows 1: max 8.39e+06 scaled ulp at kappa 0"));
+  const auto j = load_json(t / "def.json");
+  CHECK(j.at("constant_rows").at("count") == 1);
+  CHECK(j.at("constant_rows").at("max_ulp").get<double>() == 0x1p23);  // |−1 − 0| / ulp(1)
+  CHECK(j.at("constant_rows").at("pass") == false);
+  CHECK(j.at("constant_rows").at("strict") == false);
+  const Result strict = cli("check" + in + " --y " + (t / "bad.npy") + " --strict-constant-rows --json " + (t / "s.json"));
+  INFO(strict.out);
+  CHECK(strict.code == 1);
+  CHECK(load_json(t / "s.json").at("pass") == false);
+  // The exact answer passes strictly, constant row and all.
+  CHECK(cli("check" + in + " --y " + (t / "y.npy") + " --strict-constant-rows").code == 0);
+}

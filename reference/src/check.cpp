@@ -21,6 +21,16 @@ std::uint64_t load_bits(const std::byte* p, std::size_t es, std::int64_t i) {
   }
 }
 
+// Every element of the row has the same value (+0 and −0 alike: x − mean is 0 either way).
+bool constant_in_storage(const Format& f, const void* row, std::int64_t n) {
+  const std::size_t es = static_cast<std::size_t>(f.bits / 8);
+  const auto* b = static_cast<const std::byte*>(row);
+  const double first = bits_to_double(f, load_bits(b, es, 0));
+  for (std::int64_t i = 1; i < n; ++i)
+    if (bits_to_double(f, load_bits(b, es, i)) != first) return false;
+  return n > 0;
+}
+
 }  // namespace
 
 void CheckSummary::merge(const CheckSummary& other) {
@@ -29,6 +39,8 @@ void CheckSummary::merge(const CheckSummary& other) {
   mean.merge(other.mean);
   rstd.merge(other.rstd);
   recipe.merge(other.recipe);
+  constant_rows.merge(other.constant_rows);
+  constant_row_count += other.constant_row_count;
   recipe_inexact_sums += other.recipe_inexact_sums;
 }
 
@@ -80,10 +92,15 @@ CheckSummary measure_rows(const Problem& p, const void* x, const void* gamma, co
           }
         }
         const RowReference row = ref.run(in, gamma, beta, p.cols, exact.data(), elems.data());
+        const bool constant = centred(p.op) && !row.nonfinite && constant_in_storage(fused ? hfmt : fmt, in, p.cols);
+        part.constant_row_count += constant;
         for (std::int64_t i = 0; i < p.cols; ++i) {
           const std::uint64_t got = load_bits(yb + off, es, i);
           part.y.add(fmt, (first_row + r) * p.cols + i, bits_to_double(fmt, got), got, load_bits(exact.data(), es, i),
                      elems[static_cast<std::size_t>(i)], row.kappa, budget);
+          if (constant)
+            part.constant_rows.add(fmt, (first_row + r) * p.cols + i, bits_to_double(fmt, got), got,
+                                   load_bits(exact.data(), es, i), elems[static_cast<std::size_t>(i)], 0.0, {budget.a, 0});
         }
         if (recipe_ref) {
           const void* res = fused ? static_cast<const void*>(resb + static_cast<std::size_t>(r * p.cols) * hs) : nullptr;

@@ -16,6 +16,12 @@ struct CheckSummary {
   ErrorSummary h;          // Add & Norm's sum, when a candidate h was given (elements == 0 otherwise)
   StatSummary mean, rstd;  // empty (rows == 0) when that statistic was not given
   ErrorSummary recipe;     // y against the recipe's answer, when a recipe was given (elements == 0 otherwise)
+  // LayerNorm's rows that are constant in storage (x, or h for Add & Norm; finite): their exact answer is β
+  // whatever their kappa, and the budget's kappa term (a model of the mean's rounding error) would let any value
+  // pass there when eps dominates. Their y measured again at kappa 0 (the `budget` argument's a alone), so a
+  // caller can name them and gate them (`check --strict-constant-rows`). Empty for RMSNorm (no mean).
+  ErrorSummary constant_rows;
+  std::int64_t constant_row_count = 0;
   std::int64_t recipe_inexact_sums = 0;  // RecipeReferencer::run's count (unrounded_h)
   void merge(const CheckSummary& other);  // other's indices must already be global
 };
