@@ -67,8 +67,8 @@ void add_backward_flags(CLI::App& cmd, BackwardFlags& f, bool check) {
   cmd.add_option("--dy", f.dy, "--dir bwd: the upstream gradient (.npy, x's shape and dtype)");
   const char* what = check ? "--dir bwd: candidate " : "--dir bwd: write ";
   cmd.add_option("--dx", f.dx, std::string(what) + "dx (.npy, x's shape and dtype)");
-  cmd.add_option("--dgamma", f.dgamma, std::string(what) + "dgamma (.npy, the normalized dims' shape, gamma's dtype: x's, or f32 beside 16-bit x)");
-  cmd.add_option("--dbeta", f.dbeta, std::string(what) + "dbeta (.npy, as dgamma)");
+  cmd.add_option("--dgamma", f.dgamma, std::string(what) + "dgamma (.npy, the normalized dims' shape, gamma's dtype: x's, or f32 beside 16-bit x; needs --gamma)");
+  cmd.add_option("--dbeta", f.dbeta, std::string(what) + "dbeta (.npy, as dgamma; needs --beta, whose values are not read)");
   if (!check) return;
   cmd.add_option("--max-dx-ulp", f.max_dx_ulp, "--dir bwd: dx's budget in scaled ulps (default: --max-ulp)");
   cmd.add_option("--max-dgamma-ulp", f.max_dgamma_ulp, "--dir bwd: dgamma's budget in scaled ulps (default: --max-ulp)");
@@ -87,9 +87,18 @@ bool backward_asked(const BackwardFlags& f) {
   return bwd;
 }
 
+// One rule for reference, run and check: dgamma is the gradient of the weights --gamma gives, dbeta of the bias
+// --beta says there is (its values are not read). Without them there is no parameter to differentiate (reference
+// once wrote a dgamma of weight 1 in x's dtype where run refused the same flags).
+void check_param_gradients(const ProblemFlags& pf, const BackwardFlags& bf) {
+  if (!bf.dgamma.empty() && pf.gamma.empty()) throw InputError("--dgamma: needs --gamma (the weights it is the gradient of)");
+  if (!bf.dbeta.empty() && pf.beta.empty()) throw InputError("--dbeta: needs --beta (its values are not read: it says there is a bias)");
+}
+
 int run_backward_reference(const ProblemFlags& pf, const BackwardFlags& bf) {
   if (bf.dx.empty() && bf.dgamma.empty() && bf.dbeta.empty())
     throw InputError("--dir bwd: give at least one of --dx, --dgamma, --dbeta");
+  check_param_gradients(pf, bf);
   check_outputs({{bf.dx, "--dx"}, {bf.dgamma, "--dgamma"}, {bf.dbeta, "--dbeta"}}, {pf.x, pf.gamma, pf.beta, bf.dy});
   Loaded l = load(pf, bf);
   const Problem& p = l.in.problem;
@@ -120,8 +129,7 @@ int run_backward_reference(const ProblemFlags& pf, const BackwardFlags& bf) {
 int run_backward_kernel(const ProblemFlags& pf, const BackwardFlags& bf, const KernelInfo& kernel) {
   if (bf.dx.empty() && bf.dgamma.empty() && bf.dbeta.empty())
     throw InputError("--dir bwd: give at least one of --dx, --dgamma, --dbeta");
-  if (!bf.dgamma.empty() && pf.gamma.empty()) throw InputError("--dgamma: needs --gamma (the weights it is the gradient of)");
-  if (!bf.dbeta.empty() && pf.beta.empty()) throw InputError("--dbeta: needs --beta (its values are not read: it says there is a bias)");
+  check_param_gradients(pf, bf);
   check_outputs({{bf.dx, "--dx"}, {bf.dgamma, "--dgamma"}, {bf.dbeta, "--dbeta"}}, {pf.x, pf.gamma, pf.beta, bf.dy});
   Loaded l = load(pf, bf);
   const Problem fwd = l.in.problem;
@@ -164,6 +172,7 @@ int run_backward_kernel(const ProblemFlags& pf, const BackwardFlags& bf, const K
 int run_backward_check(const ProblemFlags& pf, const BackwardFlags& bf, double max_ulp, double per_kappa, const std::string& json) {
   if (bf.dx.empty() && bf.dgamma.empty() && bf.dbeta.empty())
     throw InputError("--dir bwd: give at least one candidate: --dx, --dgamma, --dbeta");
+  check_param_gradients(pf, bf);
   for (const auto& [flag, v, path] : {std::tuple{"--max-dx-ulp", bf.max_dx_ulp, bf.dx}, {"--max-dgamma-ulp", bf.max_dgamma_ulp, bf.dgamma},
                                       {"--max-dbeta-ulp", bf.max_dbeta_ulp, bf.dbeta}})
     if (v >= 0 && path.empty()) throw InputError(std::string(flag) + ": needs the candidate it gates");

@@ -23,7 +23,7 @@ TEST_CASE("reference in the backward direction writes dx, dgamma, dbeta, and che
   REQUIRE(cli("gen --out " + t / "x.npy" + " --shape 6x2x16 --dist offset --offset 3").code == 0);
   REQUIRE(cli("gen --out " + t / "g.npy" + " --shape 2x16").code == 0);  // gamma over the normalized dims (axis 1 on)
   REQUIRE(cli("gen --out " + t / "dy.npy" + " --shape 6x2x16").code == 0);
-  const std::string in = " --x " + t / "x.npy" + " --gamma " + t / "g.npy" + " --dy " + t / "dy.npy" + " --axis 1";
+  const std::string in = " --x " + t / "x.npy" + " --gamma " + t / "g.npy" + " --beta " + t / "g.npy" + " --dy " + t / "dy.npy" + " --axis 1";
   for (const char* op : {"layernorm", "rmsnorm"}) {
     INFO(op);
     const std::string p = std::string(" --op ") + op + in;
@@ -83,7 +83,12 @@ TEST_CASE("the backward direction refuses forward flags, a missing dy, Add & Nor
   expect_refused(t, "reference --dir sideways" + x + " --y " + t / "y.npy", "--dir sideways: expected fwd or bwd");
   expect_refused(t, "run --kernel avx2_cr --dir bwd" + x + " --dy " + t / "dy.npy" + " --dx " + t / "dx.npy",
                  "cannot run the backward here");
-  expect_refused(t, "run --kernel welford --dir bwd" + x + " --dy " + t / "dy.npy" + " --dgamma " + t / "dg.npy", "--dgamma: needs --gamma");
+  // dgamma and dbeta need the parameter they are the gradient of, in reference, run and check alike.
+  for (const char* cmd : {"reference --dir bwd", "run --kernel welford --dir bwd", "check --dir bwd"}) {
+    INFO(cmd);
+    expect_refused(t, cmd + x + " --dy " + t / "dy.npy" + " --dgamma " + t / "dg.npy", "--dgamma: needs --gamma");
+    expect_refused(t, cmd + x + " --dy " + t / "dy.npy" + " --dbeta " + t / "db.npy", "--dbeta: needs --beta");
+  }
   expect_refused(t, "run --kernel welford --op layernorm_bwd" + x + " --y " + t / "y.npy", "--op layernorm --dir bwd");
   expect_refused(t, "check --dir bwd" + x + " --dy " + t / "dy.npy" + " --y " + t / "x.npy", "--y: a forward flag");
   expect_refused(t, "check --dir bwd" + x + " --dy " + t / "dy.npy" + " --max-dgamma-ulp 1 --dx " + t / "x.npy",
