@@ -143,6 +143,31 @@ TEST_CASE("harness: a write before y, a y element never written, are reported", 
   CHECK(run_guarded(*find_kernel("welford"), c).violation.empty());
 }
 
+// Issue 34: a budget is a bound, a measurement over many seeds, or a policy, and the built-in file says which
+// for every numeric entry (a user's file may leave it out; a wrong word is refused).
+TEST_CASE("budgets: every numeric entry of the built-in file names its basis", "[budgets]") {
+  const Budgets b = Budgets::builtin();
+  int entries = 0;
+  for (const KernelBudget* kb : b.sections()) {
+    for (const auto& [key, basis] : kb->basis) {
+      INFO(kb->section << "." << key);
+      CHECK((basis == "bound" || basis == "measured" || basis == "policy"));
+      ++entries;
+    }
+  }
+  CHECK(entries > 300);
+  const std::string base = "[default.f32]\ny = { a = 8, b = 1, reason = \"r\", basis = \"%s\" }\nmean = { ulp = 8, reason = \"r\" }\n"
+                           "rstd = { ulp = 8, reason = \"r\" }\nexact_mean = { value = true, reason = \"r\" }\n";
+  const auto with = [&](const char* basis) {
+    char text[512];
+    std::snprintf(text, sizeof text, base.c_str(), basis);
+    return std::string(text);
+  };
+  CHECK(Budgets::parse(with("measured"), "t.toml").for_kernel("welford", DType::f32).basis.at("y") == "measured");
+  CHECK(Budgets::parse(with("policy"), "t.toml").for_kernel("welford", DType::f32).basis.at("mean").empty());
+  CHECK_THROWS_WITH(Budgets::parse(with("guess"), "t.toml"), Catch::Matchers::Contains("default.f32.y.basis"));
+}
+
 TEST_CASE("budgets: the built-in file covers every kernel x dtype with reasons", "[budgets]") {
   const Budgets b = Budgets::builtin();
   for (const KernelInfo& k : registry()) {

@@ -47,6 +47,18 @@ std::string reason_at(const toml::table& t, const std::string& source, const std
   return *r;
 }
 
+// A numeric budget's basis (optional in a user's file; the built-in file gives one for every entry, and
+// test_properties holds it to that): "bound" (the algorithm's proven error bound), "measured" (the worst over
+// many seeds, with a margin the reason states) or "policy" (a general budget a kernel is held to: the defaults,
+// and the textbook kernels measured against what a careful kernel achieves).
+std::string basis_at(const toml::table& t, const std::string& source, const std::string& where) {
+  if (!t.contains("basis")) return "";
+  const std::optional<std::string> v = t["basis"].value<std::string>();
+  if (!v || (*v != "bound" && *v != "measured" && *v != "policy"))
+    fail(source, where + ".basis", "expected \"bound\", \"measured\" or \"policy\"");
+  return *v;
+}
+
 bool bool_at(const toml::table& t, const std::string& key, const std::string& source, const std::string& where,
              std::string& reason) {
   const toml::table& v = table_at(t, key, source, where);
@@ -62,14 +74,16 @@ void parse_backward(const toml::table& t, const std::string& source, const std::
   only_keys(t, {"dx", "dgamma", "dbeta", "expected_failures"}, source, where);
   for (auto [key, budget, reason] : {std::tuple{"dx", &b.dx, &b.dx_reason}, std::tuple{"dgamma", &b.dgamma, &b.dgamma_reason}}) {
     const toml::table& e = table_at(t, key, source, where);
-    only_keys(e, {"a", "b", "reason"}, source, where + "." + key);
+    only_keys(e, {"a", "b", "reason", "basis"}, source, where + "." + key);
     *budget = Budget{number_at(e, "a", source, where + "." + key), number_at(e, "b", source, where + "." + key)};
     *reason = reason_at(e, source, where + "." + key);
+    b.basis[key] = basis_at(e, source, where + "." + key);
   }
   const toml::table& db = table_at(t, "dbeta", source, where);
-  only_keys(db, {"ulp", "reason"}, source, where + ".dbeta");
+  only_keys(db, {"ulp", "reason", "basis"}, source, where + ".dbeta");
   b.dbeta_ulp = number_at(db, "ulp", source, where + ".dbeta");
   b.dbeta_reason = reason_at(db, source, where + ".dbeta");
+  b.basis["dbeta"] = basis_at(db, source, where + ".dbeta");
 }
 
 void parse_expected_failures(const toml::table& t, const std::string& source, const std::string& where, Op op, KernelBudget& b);
@@ -90,27 +104,31 @@ KernelBudget parse_section(const toml::table& t, const std::string& source, cons
   b.section = where;
   b.op = op;
   const toml::table& y = table_at(t, "y", source, where);
-  only_keys(y, {"a", "b", "reason"}, source, where + ".y");
+  only_keys(y, {"a", "b", "reason", "basis"}, source, where + ".y");
   b.y = Budget{number_at(y, "a", source, where + ".y"), number_at(y, "b", source, where + ".y")};
   b.y_reason = reason_at(y, source, where + ".y");
+  b.basis["y"] = basis_at(y, source, where + ".y");
   if (centred(op)) {
     const toml::table& mean = table_at(t, "mean", source, where);
-    only_keys(mean, {"ulp", "reason"}, source, where + ".mean");
+    only_keys(mean, {"ulp", "reason", "basis"}, source, where + ".mean");
     b.mean_ulp = number_at(mean, "ulp", source, where + ".mean");
     b.mean_reason = reason_at(mean, source, where + ".mean");
+    b.basis["mean"] = basis_at(mean, source, where + ".mean");
   }
   const toml::table& rstd = table_at(t, "rstd", source, where);
-  only_keys(rstd, {"ulp", "reason"}, source, where + ".rstd");
+  only_keys(rstd, {"ulp", "reason", "basis"}, source, where + ".rstd");
   b.rstd_ulp = number_at(rstd, "ulp", source, where + ".rstd");
   b.rstd_reason = reason_at(rstd, source, where + ".rstd");
+  b.basis["rstd"] = basis_at(rstd, source, where + ".rstd");
   if (centred(op)) b.exact_mean = bool_at(t, "exact_mean", source, where, b.exact_mean_reason);
   else b.sign_symmetric = bool_at(t, "sign_symmetric", source, where, b.sign_symmetric_reason);
   if (t.contains("correctly_rounded")) {
     const toml::table& cr = table_at(t, "correctly_rounded", source, where);
-    only_keys(cr, {"min", "reason"}, source, where + ".correctly_rounded");
+    only_keys(cr, {"min", "reason", "basis"}, source, where + ".correctly_rounded");
     b.min_correctly_rounded = number_at(cr, "min", source, where + ".correctly_rounded");
     if (b.min_correctly_rounded > 1) fail(source, where + ".correctly_rounded.min", "a fraction: at most 1");
     b.correctly_rounded_reason = reason_at(cr, source, where + ".correctly_rounded");
+    b.basis["correctly_rounded"] = basis_at(cr, source, where + ".correctly_rounded");
   }
   parse_expected_failures(t, source, where, op, b);
   return b;
@@ -212,6 +230,12 @@ const KernelBudget& Budgets::for_kernel(Op op, std::string_view kernel, DType dt
                       level + "default." + std::string(name(dtype)) + "] section");
   }
   return it->second;
+}
+
+std::vector<const KernelBudget*> Budgets::sections() const {
+  std::vector<const KernelBudget*> out;
+  for (const auto& [key, b] : table_) out.push_back(&b);
+  return out;
 }
 
 }  // namespace lnorm::verify

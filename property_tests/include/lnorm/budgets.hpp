@@ -33,6 +33,9 @@
 //   dx     = { a = 4, b = 1, reason = "..." }    # a + b·kappa, kappa the row's
 //   dgamma = { a = 4, b = 1, reason = "..." }    # a + b·kappa, kappa the column's largest
 //   dbeta  = { ulp = 2, reason = "..." }         # a sum of dy: no kappa
+// Every numeric entry may say its basis: basis = "bound" (the algorithm's proven error bound), "measured" (the
+// worst over many seeds, with a margin) or "policy" (a general budget the kernel is held to); the built-in file
+// says it for every entry.
 // and [layernorm_bwd.default.<dtype>] (rmsnorm_bwd likewise) for kernels without a section.
 #pragma once
 
@@ -43,6 +46,7 @@
 #include <string_view>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "lnorm/metrics.hpp"
 #include "lnorm/problem.hpp"
@@ -63,6 +67,9 @@ struct KernelBudget {
   std::string y_reason, mean_reason, rstd_reason, exact_mean_reason, correctly_rounded_reason, sign_symmetric_reason;
   std::map<Property, std::string> expected_failures;  // property → why it is expected to fail
   std::set<Property> non_strict_failures;  // those of expected_failures that may hold on some seeds
+  // Each numeric budget's basis by key (y, mean, rstd, correctly_rounded, dx, dgamma, dbeta): "bound", "measured",
+  // "policy", or "" where the file gives none (budgets.cpp's basis_at).
+  std::map<std::string, std::string> basis;
   std::string section;      // "welford.f32", "default.f32", "rmsnorm.avx2.f32": where these numbers came from
   Op op = Op::layernorm;
 };
@@ -88,6 +95,7 @@ class Budgets {
   // RMSNorm existed has none of its sections, and `lnorm verify` then leaves RMSNorm out unless asked.
   bool covers(Op op) const;
   const std::string& source() const { return source_; }
+  std::vector<const KernelBudget*> sections() const;  // every section parsed, in the file's key order
 
  private:
   std::map<std::tuple<Op, std::string, DType>, KernelBudget> table_;
