@@ -5,7 +5,8 @@
 //                             max|g|, max|dy| and whether a dy is subnormal (the range checks)
 //                             mean_lo = Σd/n, mean(g·xhat) = (Σg·u − mean_lo·rstd·Σg)/n
 //   pass 2 (x, dy, w again, from L1/L2):  xhat = fma(d, rstd, −mean_lo·rstd),
-//                             dx = rstd·(g − mean(g) − xhat·mean(g·xhat)) in f32, rounded once to x's dtype
+//                             dx = rstd·(g − mean(g) − xhat·mean(g·xhat)) in f32 (RMSNorm: rstd·g −
+//                             xhat·(rstd·mean(g·xhat))), rounded once to x's dtype
 //                             (f16 by vcvtps2ph, bf16 by integer round-to-nearest-even) and stored
 //                             (non-temporal past 8 MiB);
 //                             the block's dgamma += dy·xhat and dbeta += dy in f64.
@@ -15,8 +16,8 @@
 // 2.4e5 scaled ulp on dx at kappa ~2e5). Rows the fast path declines go to a.careful_row (welford's careful
 // scalar row) in their turn: saved statistics not finite or rstd 0, subnormal or +Inf; sums not finite;
 // (2 + sqrt(n))·max(max|g|·max(1, rstd), max|dy|) ≥ 2^126 (f32 would overflow where dx is finite); 0 < max|g| < 2^-90 or a
-// subnormal dy (f32 would round g and dy·xhat on the 2^-149 grid); max|dy| ≥ 2^64; RMSNorm rows with rstd > 1 whose
-// xhat·mean(g·xhat) are all below 2^-100, or with rstd < 2^-60 — avx512_backward_body.hpp says why each.
+// subnormal dy (f32 would round g and dy·xhat on the 2^-149 grid); max|dy| ≥ 2^64; RMSNorm rows with a subnormal x
+// or rstd < 2^-60 — avx512_backward_body.hpp says why each.
 // Speed history and what limits it: docs/performance.md "Backward".
 // Generic code (the block reduction, threads, staging w) is in backward_simd.cpp; this file holds no template or
 // inline function shared with it (isa_objects_share_no_code).
@@ -116,18 +117,18 @@ inline const void* ahead(const void* p) { return reinterpret_cast<const void*>(r
 // One row's pass-1 sums (locals of the column loop: registers).
 struct Sums {
   __m256d d_lo, d_hi, g_lo, g_hi, gu_lo, gu_hi;
-  __m256 max_g, max_dy, sub_dy;  // sub_dy: lanes that saw a subnormal dy (all ones)
-  __m256 max_u;                  // max |d·rstd| (~max |xhat|): the range check's small-term test
+  __m256 max_g, max_dy, sub_dy;  // sub_dy: lanes that saw a subnormal dy, or (RMSNorm) x (all ones)
 };
 inline Sums zero_sums() {
   const __m256d z = _mm256_setzero_pd();
   const __m256 zf = _mm256_setzero_ps();
-  return {z, z, z, z, z, z, zf, zf, zf, zf};
+  return {z, z, z, z, z, z, zf, zf, zf};
 }
 
 // A row's statistics for pass 2.
 struct Row {
   float m = 0, rstd = 0, shift = 0, mean_g = 0, mean_gx = 0;
+  float rstd_mean_gx = 0;  // rstd·mean(g·xhat), rounded once from f64: RMSNorm's dx = rstd·g − xhat·(rstd·mean(g·xhat))
 };
 
 inline bool start_row(const BackwardRows& a, std::int64_t r, Row& row) {
@@ -148,10 +149,12 @@ inline void pass1(Sums& s, bool centred, __m256 d, __m256 vdy, __m256 vw, __m256
   if (centred) {
     add_f64(s.d_lo, s.d_hi, d);
     add_f64(s.g_lo, s.g_hi, g);
+  } else {  // RMSNorm: a subnormal x too (d = x): avx512_backward_body.hpp says why
+    const __m256 ax = abs_ps(d);
+    s.sub_dy = _mm256_or_ps(s.sub_dy, _mm256_and_ps(_mm256_cmp_ps(ax, _mm256_set1_ps(0x1p-126f), _CMP_LT_OQ),
+                                                     _mm256_cmp_ps(ax, _mm256_setzero_ps(), _CMP_GT_OQ)));
   }
-  const __m256 u = _mm256_mul_ps(d, vrstd);
-  s.max_u = _mm256_max_ps(s.max_u, abs_ps(u));
-  add_f64(s.gu_lo, s.gu_hi, _mm256_mul_ps(g, u));
+  add_f64(s.gu_lo, s.gu_hi, _mm256_mul_ps(g, _mm256_mul_ps(d, vrstd)));
 }
 
 // After pass 1: mean(g), mean(g·xhat) and xhat's shift, or false for the careful row.
@@ -169,12 +172,9 @@ inline bool finish_row(const BackwardRows& a, const Sums& s, Row& row) {
   if (max_dy >= 0x1p64f) return false;
   const double inv_n = 1.0 / nd, rstd = static_cast<double>(row.rstd);
   const double mean_lo = sd * inv_n;
-  row.mean_gx = static_cast<float>((sgu - mean_lo * rstd * sg) * inv_n);
-  // RMSNorm rows whose xhat are all small (eps dominates: rows of values ~1e-23 with eps 1e-4): every
-  // xhat·mean(g·xhat) may fall on f32's subnormal grid, and rstd > 1 multiplies that rounding (30 scaled ulp on
-  // a dx of 2.9e-40 whose g is 0, measured against its own terms). LayerNorm's metric floors xhat at 1.
-  if (!a.centred && rs > 1 && row.mean_gx != 0.0f && static_cast<double>(max_lane(s.max_u)) * std::fabs(row.mean_gx) < 0x1p-100)
-    return false;
+  const double mean_gx = (sgu - mean_lo * rstd * sg) * inv_n;
+  row.mean_gx = static_cast<float>(mean_gx);
+  row.rstd_mean_gx = static_cast<float>(rstd * mean_gx);
   // RMSNorm rows with rstd < 2^-60 (values past 2^60: verify's raw-bits rows): their small elements' xhat = x·rstd
   // falls on the subnormal grid, and dgamma's dy·xhat of such a column (measured against itself) lost 4.9 ulps.
   if (!a.centred && rs < 0x1p-60) return false;
@@ -226,7 +226,7 @@ void rows_of(const BackwardRows& a, std::int64_t r0, std::int64_t r1, double* dg
     B* dx = dxs + r * n;
     const bool stream = a.stream_dx && reinterpret_cast<std::uintptr_t>(dx) % (8 * sizeof(B)) == 0;
     const __m256 vrstd = _mm256_set1_ps(cur.rstd), vshift = _mm256_set1_ps(cur.shift);
-    const __m256 vmg = _mm256_set1_ps(cur.mean_g), vmgx = _mm256_set1_ps(cur.mean_gx);
+    const __m256 vmg = _mm256_set1_ps(cur.mean_g), vmgx = _mm256_set1_ps(cur.mean_gx), vrmgx = _mm256_set1_ps(cur.rstd_mean_gx);
     const __m256 vrstd_next = _mm256_set1_ps(next.rstd), vm_next = _mm256_set1_ps(next.m), vm = _mm256_set1_ps(cur.m);
     Sums s = zero_sums();
     // dx, and the block's dgamma += dy·xhat and dbeta += dy in f64, for lanes [at, at + k); with pass 1 of the
@@ -240,8 +240,13 @@ void rows_of(const BackwardRows& a, std::int64_t r0, std::int64_t r1, double* dg
       }
       const __m256 vx = load_as_f32<T>(x + at, k), vdy = load_as_f32<T>(dy + at, k);
       const __m256 xhat = centred ? _mm256_fmadd_ps(diff(vx, vm, k), vrstd, vshift) : _mm256_mul_ps(vx, vrstd);
-      // g − mean(g) − xhat·mean(g·xhat): one FMA for the last two terms, then rstd.
-      const __m256 v = _mm256_mul_ps(_mm256_sub_ps(_mm256_mul_ps(vdy, vw), _mm256_fmadd_ps(xhat, vmgx, vmg)), vrstd);
+      // LayerNorm: g − mean(g) − xhat·mean(g·xhat), one FMA for the last two terms, then rstd. RMSNorm: rstd·g −
+      // xhat·(rstd·mean(g·xhat)), each term of dx's own size, so where dx is small only its own rounding falls
+      // on the subnormal grid (rstd·(g − xhat·mean(g·xhat)) rounded xhat·mean(g·xhat) there first and rstd
+      // multiplied that: 30 scaled ulp on a dx of 2.9e-40 whose g is 0, 7471 on a 2-wide row beside a subnormal
+      // x, measured against dx's own terms as RMSNorm's metric does).
+      const __m256 v = centred ? _mm256_mul_ps(_mm256_sub_ps(_mm256_mul_ps(vdy, vw), _mm256_fmadd_ps(xhat, vmgx, vmg)), vrstd)
+                               : _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(vdy, vw), vrstd), _mm256_mul_ps(xhat, vrmgx));
       store_from_f32<T>(dx + at, v, k, stream);
       alignas(32) double t[8];
       for (int which = 0; which < 2; ++which) {

@@ -32,11 +32,13 @@
 //     error multiplied by rstd; at max|g| ≥ 2^-90 that grid is at most 2^-150·n/max|g| ≤ 2^-29 of dx's scale;
 //   max|dy| ≥ 2^64: dy·xhat and xhat·mean(g·xhat) multiply xhat's rounding on that grid by |dy| (and an xhat
 //     below 2^-149 is lost where dy·xhat is not);
-//   RMSNorm with rstd > 1 and max|xhat|·|mean(g·xhat)| < 2^-100 (eps dominating a row of small values): every
-//     xhat·mean(g·xhat) may round on the 2^-149 grid, times rstd, where g = 0 leaves it all of dx. Both found by
-//     RMSNorm's metric, which measures a small dx or dgamma against its own terms (30 scaled ulp before);
-//   RMSNorm with rstd < 2^-60 (values past 2^60): a small element's xhat = x·rstd is subnormal, and dgamma's
-//     dy·xhat of its column lost 4.9 ulps of itself.
+//   RMSNorm with a subnormal x, or with rstd < 2^-60 (values past 2^60): xhat = x·rstd may be subnormal, and
+//     dgamma's dy·xhat multiplies its rounding on the 2^-149 grid by |dy| (4.9 ulps of a subnormal dgamma, 1x4096
+//     subnormal row, eps 1e-3). All three found by RMSNorm's metric, which measures a small dx or dgamma against
+//     its own terms; subnormal inputs are rare in real data, so the careful row costs nothing there.
+// RMSNorm's dx is rstd·g − xhat·(rstd·mean(g·xhat)): each term of dx's own size, so where dx is small only its own
+// rounding falls on the subnormal grid (the form above rounded xhat·mean(g·xhat) there first, and rstd multiplied
+// that: 30 scaled ulp on a dx of 2.9e-40 whose g is 0).
 //
 // What limits it: the f32 → f64 conversions of the exact sums. vcvtps2pd zmm ← ymm issues about once per 1.6
 // cycles on this Zen 5 (a loop of 6 per iteration: 9.8-10.4 cycles), and a LayerNorm element needs 10 per 16
@@ -59,10 +61,9 @@ struct Sums {
   typename V::D d_lo, d_hi, g_lo, g_hi, gu_lo, gu_hi;
   typename V::F max_g, max_dy;
   typename V::M16 sub_dy;
-  typename V::F max_u;  // max |d·rstd| (~max |xhat|): the range check's small-term test
   static Sums zero() {
     const typename V::D z = V::zero_pd();
-    return {z, z, z, z, z, z, V::zero(), V::zero(), 0, V::zero()};
+    return {z, z, z, z, z, z, V::zero(), V::zero(), 0};
   }
 };
 
@@ -79,6 +80,7 @@ struct Row {
   float m = 0, rstd = 0;
   float shift = 0;  // −mean_lo·rstd: xhat = fma(d, rstd, shift) (LayerNorm)
   float mean_g = 0, mean_gx = 0;
+  float rstd_mean_gx = 0;  // rstd·mean(g·xhat) rounded once from f64 (RMSNorm's dx, avx2_backward.cpp's form)
 };
 
 // Whether row r's saved statistics can be used (avx2_backward.cpp's start_row says why each case is not).
@@ -102,13 +104,12 @@ inline void pass1(Sums<V>& s, typename V::F d, typename V::F vdy, typename V::F 
   s.max_g = V::max(s.max_g, V::abs(g));
   s.max_dy = V::max(s.max_dy, V::abs(vdy));
   s.sub_dy = static_cast<typename V::M16>(s.sub_dy | V::subnormal(vdy));
+  if (!Centred) s.sub_dy = static_cast<typename V::M16>(s.sub_dy | V::subnormal(d));  // RMSNorm: d = x (below)
   if (Centred) {  // RMSNorm needs neither: its mean and mean(g) are 0 (and each sum costs two vcvtps2pd, below)
     add_f64<V>(s.d_lo, s.d_hi, d);
     add_f64<V>(s.g_lo, s.g_hi, g);
   }
-  const typename V::F u = V::mul(d, vrstd);
-  s.max_u = V::max(s.max_u, V::abs(u));
-  add_f64<V>(s.gu_lo, s.gu_hi, V::mul(g, u));
+  add_f64<V>(s.gu_lo, s.gu_hi, V::mul(g, V::mul(d, vrstd)));
 }
 
 // The largest of the 16 lanes (finite rows: exact and in any order).
@@ -137,11 +138,9 @@ bool finish_row(const lnorm::cpu::BackwardRows& a, const Sums<V>& s, Row& row) {
   const double inv_n = 1.0 / static_cast<double>(a.cols), rstd = static_cast<double>(row.rstd);
   const double mean_lo = sd * inv_n;
   // Σ g·xhat = Σ g·(d − mean_lo)·rstd = Σg·u − mean_lo·rstd·Σg.
-  row.mean_gx = static_cast<float>((sgu - mean_lo * rstd * sg) * inv_n);
-  // RMSNorm rows whose xhat are all small (avx2_backward.cpp's finish_row says why).
-  if (!Centred && rs > 1 && row.mean_gx != 0.0f &&
-      static_cast<double>(max_lane<V>(s.max_u)) * std::fabs(row.mean_gx) < 0x1p-100)
-    return false;
+  const double mean_gx = (sgu - mean_lo * rstd * sg) * inv_n;
+  row.mean_gx = static_cast<float>(mean_gx);
+  row.rstd_mean_gx = static_cast<float>(rstd * mean_gx);
   if (!Centred && rs < 0x1p-60) return false;  // RMSNorm rows of values past 2^60: as avx2_backward.cpp
   row.mean_g = Centred ? static_cast<float>(sg * inv_n) : 0.0f;
   row.shift = static_cast<float>(-mean_lo * rstd);
@@ -211,7 +210,7 @@ void rows_of(const lnorm::cpu::BackwardRows& a, std::int64_t r0, std::int64_t r1
     // plainly. The same values.
     const bool stream = a.stream_dx && head_to_align(dx, 16 * static_cast<std::int64_t>(sizeof(B))) == 0;
     const F vm = V::set1(cur.m), vrstd = V::set1(cur.rstd), vshift = V::set1(cur.shift);
-    const F vmg = V::set1(cur.mean_g), vmgx = V::set1(cur.mean_gx);
+    const F vmg = V::set1(cur.mean_g), vmgx = V::set1(cur.mean_gx), vrmgx = V::set1(cur.rstd_mean_gx);
     const F vm_next = V::set1(next.m), vrstd_next = V::set1(next.rstd);
     Sums<V> s = Sums<V>::zero();
     // Pass 2 on lanes [at, at + 16) (k: those in the row), with pass 1 of the next row on the same lanes.
@@ -230,8 +229,10 @@ void rows_of(const lnorm::cpu::BackwardRows& a, std::int64_t r0, std::int64_t r1
       }
       const F vx = load(x + at), vdy = load(dy + at);
       const F xhat = Centred ? V::fmadd(diff(vx, vm, k, masked), vrstd, vshift) : V::mul(vx, vrstd);
-      // g − mean(g) − xhat·mean(g·xhat): one FMA for the last two terms, then rstd (avx2's order).
-      const F v = V::mul(V::sub(V::mul(vdy, vw), V::fmadd(xhat, vmgx, vmg)), vrstd);
+      // g − mean(g) − xhat·mean(g·xhat): one FMA for the last two terms, then rstd (avx2's order); RMSNorm:
+      // rstd·g − xhat·(rstd·mean(g·xhat)), each term of dx's own size (avx2_backward.cpp says why).
+      const F v = Centred ? V::mul(V::sub(V::mul(vdy, vw), V::fmadd(xhat, vmgx, vmg)), vrstd)
+                          : V::sub(V::mul(V::mul(vdy, vw), vrstd), V::mul(xhat, vrmgx));
       if (masked) V::template mask_store<T>(k, dx + at, v);
       else if (stream) V::template stream<T>(dx + at, v);
       else V::template store<T>(dx + at, v);
