@@ -97,7 +97,7 @@ if rc == 0:
     check(by[("onepass", "f32")]["max_ulp"] is None and by[("onepass", "f32")]["max_ulp_nonfinite"],
           "onepass f32's max_ulp is not null beside its non-finite mismatches (it would read as a finite error)")
     check(by[("welford", "f32")]["nonfinite_mismatches"] == 0, "welford f32 has non-finite mismatches")
-    check(by[("welford", "f32")]["max_ulp"] < 10, "welford f32 over its verify budget of 10 scaled ulps")
+    check(by[("welford", "f32")]["max_ulp"] < 12, "welford f32 over its verify budget of 12 scaled ulps")
     for c in r["cells"]:
         if c["implementation"] == "welford" and isinstance(c["bound_ulp"], (int, float)):
             check(c["max_ulp"] <= c["bound_ulp"], f"welford over its bound at {c['label']} {c['dtype']}")
