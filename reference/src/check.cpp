@@ -23,7 +23,7 @@ std::uint64_t load_bits(const std::byte* p, std::size_t es, std::int64_t i) {
 
 // Every element of the row has the same value (+0 and −0 alike: x − mean is 0 either way).
 bool constant_in_storage(const Format& f, const void* row, std::int64_t n) {
-  const std::size_t es = static_cast<std::size_t>(f.bits / 8);
+  const std::size_t es = size_of(f.dtype);
   const auto* b = static_cast<const std::byte*>(row);
   const double first = bits_to_double(f, load_bits(b, es, 0));
   for (std::int64_t i = 1; i < n; ++i)
