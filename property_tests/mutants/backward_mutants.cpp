@@ -82,9 +82,15 @@ void run_typed(BackwardDefect defect, const Problem& p, const Tensors& t) {
              : defect == BackwardDefect::eps_outside_sqrt ? L(1) / (std::sqrt(var) + static_cast<L>(p.eps))
                                                           : L(1) / std::sqrt(var + static_cast<L>(p.eps));
     }
+    // A sign row (eps = 0, a width-1 RMSNorm or width-2 LayerNorm row: y = ±1 whatever x is) has xhat = ±1
+    // exactly, and RMSNorm's bracket g − xhat·(g·xhat) is then 0 exactly. x·(1/|x|) in long double is ±(1 ± 2^-64),
+    // and on a row of one subnormal f64 (rstd ~2^1000) beside a huge dy, rstd·g·2^-64 overflowed to -Inf where dx
+    // is 0 (ctest mutants_bwd at the `small` rows of issue 34: rmsnorm_bwd f64 params, seed 1).
+    const bool sign_row = p.eps == 0 && std::isfinite(rstd) && n == (is_centred ? 2 : 1);
     L sum_g = 0, sum_gx = 0;
     for (std::int64_t i = 0; i < n; ++i) {
-      const L xh = (load<T>(t.x, r * n + i) - mean) * rstd;
+      const L d = load<T>(t.x, r * n + i) - mean;
+      const L xh = sign_row && d != 0 ? (d > 0 ? L(1) : L(-1)) : d * rstd;
       xhat[static_cast<std::size_t>(r * n + i)] = xh;
       const L g = load<T>(t.dy, r * n + i) * w[static_cast<std::size_t>(i)];
       sum_g += g;
