@@ -29,7 +29,38 @@ struct VerifyFlags {
   int cases = 0;
   std::uint64_t seed = 1;
   bool quick = false;
+  std::string shard;               // "K/N"
+  std::vector<std::string> merge;  // shard JSON files
 };
+
+// --shard K/N -> (K, N), 1 <= K <= N.
+std::pair<int, int> parse_shard(const std::string& s) {
+  const auto slash = s.find('/');
+  int k = 0, n = 0;
+  std::size_t used_k = 0, used_n = 0;
+  try {
+    if (slash != std::string::npos) {
+      k = std::stoi(s.substr(0, slash), &used_k);
+      n = std::stoi(s.substr(slash + 1), &used_n);
+    }
+  } catch (const std::exception&) {
+    k = n = 0;
+  }
+  if (slash == std::string::npos || used_k != slash || used_n != s.size() - slash - 1 || n < 1 || k < 1 || k > n)
+    throw InputError("--shard " + s + ": expected K/N with 1 <= K <= N (e.g. --shard 2/4)");
+  return {k, n};
+}
+
+void print_and_write(const std::vector<lnorm::verify::Outcome>& outcomes, const lnorm::verify::RunInfo& info,
+                     const VerifyFlags& f, int& exit_code) {
+  using namespace lnorm::verify;
+  std::fputs(table_text(outcomes, info).c_str(), stdout);
+  if (!f.json.empty()) write_text_atomically(f.json, json_text(outcomes, info));
+  if (!f.junit.empty()) write_text_atomically(f.junit, junit_text(outcomes, info));
+  bool failed = false;
+  for (const Outcome& o : outcomes) failed = failed || is_failure(o.status);
+  exit_code = failed ? 1 : 0;
+}
 
 }  // namespace
 
@@ -57,10 +88,31 @@ void add_verify(CLI::App& app, int& exit_code) {
   cmd->add_option("--json", f->json, "Write the results as JSON to this file");
   cmd->add_option("--junit", f->junit, "Write JUnit XML (one testcase per kernel x dtype x property) to this file");
   cmd->add_option("--dump-failures", f->dump, "Write each failing case's x/gamma/beta as .npy under this folder");
+  cmd->add_option("--shard", f->shard,
+                  "K/N: run only the cells (kernel x op x dtype x property, in the whole run's order) i with i mod N = K-1; "
+                  "same seeds and results as the whole run; --merge joins the N shards' --json files");
+  cmd->add_option("--merge", f->merge,
+                  "Join these shard --json files (verify --shard K/N of one run) into one verdict, table, --json and "
+                  "--junit, as the unsharded run would give; takes no other selection flag")
+      ->expected(1, -1);
   add_plugin_flag(cmd);
   cmd->callback([f, property_names, &exit_code] {
     using namespace lnorm::verify;
     check_outputs({{f->json, "--json"}, {f->junit, "--junit"}}, {});
+    if (!f->merge.empty()) {
+      if (!f->shard.empty() || f->kernels != std::vector<std::string>{"all"} || !f->ops.empty() || f->dir != "fwd" ||
+          !f->dtypes.empty() || !f->properties.empty() || !f->budgets.empty() || f->cases || f->seed != 1 || f->quick || !f->dump.empty())
+        throw InputError("--merge takes only --json and --junit: the shards' files say what was run");
+      MergedRun merged;
+      try {
+        merged = merge_json_shards(f->merge);
+      } catch (const std::runtime_error& e) {
+        throw InputError(e.what());
+      }
+      print_and_write(merged.outcomes, merged.info, *f, exit_code);
+      return;
+    }
+    const auto [shard, shards] = f->shard.empty() ? std::pair<int, int>{1, 1} : parse_shard(f->shard);
     const std::vector<const KernelInfo*> kernels = kernels_flag(f->kernels);
     std::vector<DType> dtypes;
     for (const std::string& d : f->dtypes) dtypes.push_back(dtype_flag(d));
@@ -105,21 +157,34 @@ void add_verify(CLI::App& app, int& exit_code) {
       }
       if (ops.empty()) throw InputError(budgets.source() + ": no section for any op");
     }
-    // The work list (kernel x op x dtype, op-major per kernel), so progress can say "n of m".
+    // The work list (kernel x op x dtype, op-major per kernel), so progress can say "n of m". Each property of
+    // a work item is a cell, numbered in this order; --shard K/N keeps the cells i with i mod N = K - 1. A cell's
+    // seed derives from its kernel, op, dtype and property alone (verify.cpp), so a shard's cells are the
+    // whole run's.
     struct Work {
       const KernelInfo* k;
       Op op;
       DType d;
+      std::vector<Property> props;       // this shard's
+      std::vector<std::int64_t> cells;   // their cell numbers
     };
     std::vector<Work> work;
-    std::size_t total = 0;
+    std::size_t total = 0, cells_total = 0;
     for (const KernelInfo* k : kernels) {
       for (Op o : ops) {
         if (!k->ops.contains(o)) continue;
         for (DType d : dtypes.empty() ? std::vector<DType>(std::begin(kAllDTypes), std::end(kAllDTypes)) : dtypes) {
           if (!k->dtypes.contains(d)) continue;
-          work.push_back({k, o, d});
-          for (Property p : settings.properties.empty() ? properties_for(o) : settings.properties) total += applies(p, o) ? 1 : 0;
+          Work w{k, o, d, {}, {}};
+          for (Property p : settings.properties.empty() ? properties_for(o) : settings.properties) {
+            if (!applies(p, o)) continue;
+            const std::size_t cell = cells_total++;
+            if (static_cast<int>(cell % static_cast<std::size_t>(shards)) != shard - 1) continue;
+            w.props.push_back(p);
+            w.cells.push_back(static_cast<std::int64_t>(cell));
+          }
+          total += w.props.size();
+          work.push_back(std::move(w));
         }
       }
     }
@@ -128,7 +193,15 @@ void add_verify(CLI::App& app, int& exit_code) {
     std::size_t done = 0;
     const auto start = std::chrono::steady_clock::now();
     std::vector<Outcome> outcomes;
-    for (const auto& [k, op, d] : work) {
+    for (const auto& [k, op, d, props, cells] : work) {
+      if (props.empty()) continue;  // none of this item's cells is this shard's
+      Settings cell_settings = settings;
+      cell_settings.properties = props;
+      std::size_t next_cell = 0;
+      const auto numbered = [&, cells = &cells](Outcome&& o) {
+        o.cell = (*cells)[next_cell++];
+        outcomes.push_back(std::move(o));
+      };
       KernelBudget budget;
       try {
         budget = budgets.for_kernel(op, k->name, d);
@@ -145,15 +218,15 @@ void add_verify(CLI::App& app, int& exit_code) {
       };
       if (const std::string* plugin = plugin_path_of(*k)) {
         // A plugin kernel runs in forked children: a crash fails one property, and the run goes on.
-        Settings with_plugin = settings;
+        Settings with_plugin = cell_settings;
         with_plugin.command = "lnorm verify --plugin " + *plugin;
         for (Outcome& o : verify_in_child(*k, op, d, budget, with_plugin, progress)) {
           if (o.check_command.rfind("lnorm run ", 0) == 0) o.check_command.insert(10, "--plugin " + *plugin + " ");
-          outcomes.push_back(std::move(o));
+          numbered(std::move(o));
         }
         continue;
       }
-      for (Outcome& o : verify_kernel(*k, op, d, budget, settings, progress)) outcomes.push_back(std::move(o));
+      for (Outcome& o : verify_kernel(*k, op, d, budget, cell_settings, progress)) numbered(std::move(o));
     }
     if (tty) std::fprintf(stderr, "\r\033[K");
     RunInfo info;
@@ -162,12 +235,20 @@ void add_verify(CLI::App& app, int& exit_code) {
     info.cases = settings.default_cases();
     info.budgets_source = budgets.source();
     info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fputs(table_text(outcomes, info).c_str(), stdout);
-    if (!f->json.empty()) write_text_atomically(f->json, json_text(outcomes, info));
-    if (!f->junit.empty()) write_text_atomically(f->junit, junit_text(outcomes, info));
-    bool failed = false;
-    for (const Outcome& o : outcomes) failed = failed || is_failure(o.status);
-    exit_code = failed ? 1 : 0;
+    info.shard = shard;
+    info.shards = shards;
+    info.cells_total = cells_total;
+    info.selection = "dir " + f->dir;
+    for (const char* what : {"kernels", "ops", "dtypes", "properties"}) {
+      std::string list;
+      const auto add = [&](std::string_view item) { list += (list.empty() ? "" : ",") + std::string(item); };
+      if (what == std::string("kernels")) for (const KernelInfo* k : kernels) add(k->name);
+      if (what == std::string("ops")) for (Op o : ops) add(name(o));
+      if (what == std::string("dtypes")) for (DType d : dtypes) add(name(d));
+      if (what == std::string("properties")) for (Property p : settings.properties) add(name(p));
+      info.selection += std::string("; ") + what + " " + (list.empty() ? "all" : list);
+    }
+    print_and_write(outcomes, info, *f, exit_code);
   });
 }
 

@@ -119,6 +119,10 @@ std::string table_text(const std::vector<Outcome>& outcomes, const RunInfo& info
                 failures ? "FAIL" : passes + xfails + unconfirmed == 0 && skipped > 0 ? "NOTHING VERIFIED" : "PASS", passes, failures, xfails + unconfirmed, unconfirmed, skipped, static_cast<unsigned long long>(info.seed),
                 info.quick ? "quick" : "full", info.budgets_source.c_str(), info.seconds);
   s << line;
+  if (info.shards > 1)
+    s << "(shard " << info.shard << "/" << info.shards << ": " << outcomes.size() << " of the run's " << info.cells_total
+      << " cells; lnorm verify --merge joins the shards' --json files into its verdict)\n";
+  if (info.merged_from > 0) s << "(merged from " << info.merged_from << " shards: " << outcomes.size() << " cells)\n";
   return s.str();
 }
 
@@ -127,7 +131,8 @@ std::string json_text(const std::vector<Outcome>& outcomes, const RunInfo& info)
   bool pass = true;
   for (const Outcome& o : outcomes) {
     pass = pass && !is_failure(o.status);
-    results.push_back({{"kernel", o.kernel},
+    results.push_back({{"cell", o.cell},
+                       {"kernel", o.kernel},
                        {"op", name(o.op)},
                        {"dtype", name(o.dtype)},
                        {"property", name(o.property)},
@@ -147,9 +152,13 @@ std::string json_text(const std::vector<Outcome>& outcomes, const RunInfo& info)
                        {"dumped", o.dumped},
                        {"check_command", o.check_command}});
   }
-  const nlohmann::json out = {{"pass", pass},     {"seed", info.seed},     {"quick", info.quick},
-                              {"cases", info.cases}, {"budgets", info.budgets_source}, {"seconds", info.seconds},
-                              {"results", results}};
+  nlohmann::json out = {{"pass", pass},     {"seed", info.seed},     {"quick", info.quick},
+                        {"cases", info.cases}, {"budgets", info.budgets_source}, {"seconds", info.seconds},
+                        {"selection", info.selection},
+                        {"shard", std::to_string(info.shard) + "/" + std::to_string(info.shards)},
+                        {"cells_total", info.cells_total}};
+  if (info.merged_from > 0) out["merged_from"] = info.merged_from;
+  out["results"] = results;
   return out.dump(2) + "\n";
 }
 

@@ -64,6 +64,7 @@ struct Outcome {
   std::vector<std::string> dumped;       // .npy files written for the counterexample
   std::string check_command;             // lnorm run + lnorm check on the dumped files
   std::shared_ptr<const Case> failing_case;  // the shrunk case's data (failures and expected failures)
+  std::int64_t cell = -1;                // index in the whole (unsharded) run's kernel × op × dtype × property order
 };
 
 // Called before each property with (kernel, dtype, property).
