@@ -3,6 +3,7 @@
 #include "lnorm/cases.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -68,9 +69,12 @@ std::string CaseSpec::describe() const {
   s << name(dtype);
   for (std::size_t i = 0; i < row_classes.size(); ++i) s << (i ? "+" : " ") << name(row_classes[i]);
   if (std::find(row_classes.begin(), row_classes.end(), RowClass::offset) != row_classes.end()) {
-    char k[32];
-    std::snprintf(k, sizeof k, " kappa=1e%.2g", log10_kappa);
-    s << k;
+    // Two digits where they are the value (the line stays short), all 17 where not: the line is the whole
+    // case (the regression corpus, lnorm/corpus.hpp, reads it back).
+    char k[48];
+    std::snprintf(k, sizeof k, "%.2g", log10_kappa);
+    if (std::strtod(k, nullptr) != log10_kappa) std::snprintf(k, sizeof k, "%.17g", log10_kappa);
+    s << " kappa=1e" << k;
   }
   s << " shape=[";
   for (std::size_t i = 0; i < shape.size(); ++i) s << (i ? "," : "") << shape[i];
