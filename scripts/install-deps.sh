@@ -33,6 +33,11 @@ if [ "${1:-}" = "--list" ]; then
   exit 0
 fi
 
+# .ci/run checks once and exports LNORM_DEPS_CHECKED=1: the scripts it runs then skip the check.
+if [ "${LNORM_DEPS_CHECKED:-}" = 1 ]; then
+  exit 0
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
