@@ -76,8 +76,7 @@ void add_backward_flags(CLI::App& cmd, BackwardFlags& f, bool check) {
 }
 
 bool backward_asked(const BackwardFlags& f) {
-  if (f.dir != "fwd" && f.dir != "bwd") throw InputError("--dir " + f.dir + ": expected fwd or bwd");
-  const bool bwd = f.dir == "bwd";
+  const bool bwd = dir_flag(f.dir) == Direction::bwd;
   if (!bwd) {
     for (const auto& [v, flag] : {std::pair{f.dy, "--dy"}, {f.dx, "--dx"}, {f.dgamma, "--dgamma"}, {f.dbeta, "--dbeta"}})
       if (!v.empty()) throw InputError(std::string(flag) + ": needs --dir bwd");
@@ -133,14 +132,14 @@ int run_backward_kernel(const ProblemFlags& pf, const BackwardFlags& bf, const K
   check_outputs({{bf.dx, "--dx"}, {bf.dgamma, "--dgamma"}, {bf.dbeta, "--dbeta"}}, {pf.x, pf.gamma, pf.beta, bf.dy});
   Loaded l = load(pf, bf);
   const Problem fwd = l.in.problem;
-  const Problem p = with_op(fwd, backward_of(fwd.op));
+  const Problem p = with_op(fwd, Op{.norm = fwd.op.norm, .direction = Direction::bwd});
   if (const auto why = unavailable_reason(kernel, p))
     throw InputError("--kernel " + std::string(kernel.name) + ": cannot run the backward here: " + *why);
   // The forward's saved statistics, as a framework saves them: the exact mean and rstd rounded once.
   const std::size_t ss = size_of(stats_dtype(p.dtype));
   std::vector<std::byte> y(l.x.size()), mean(static_cast<std::size_t>(p.rows) * ss), rstd(mean.size());
   const void* gamma = l.in.gamma_data.empty() ? nullptr : l.in.gamma_data.data();
-  reference(fwd, Tensors{l.x.data(), gamma, nullptr, y.data(), centred(p.op) ? mean.data() : nullptr, rstd.data()});
+  reference(fwd, Tensors{l.x.data(), gamma, nullptr, y.data(), p.op.norm == Norm::layernorm ? mean.data() : nullptr, rstd.data()});
   std::vector<std::byte> dx(l.x.size());
   const std::size_t pbytes = static_cast<std::size_t>(p.cols) * size_of(p.param_dtype);
   std::vector<std::byte> dg(p.has_gamma ? pbytes : 0), db(p.has_beta ? pbytes : 0);
@@ -148,7 +147,7 @@ int run_backward_kernel(const ProblemFlags& pf, const BackwardFlags& bf, const K
   t.x = l.x.data();
   t.gamma = gamma;
   t.dy = l.dy.data();
-  t.saved_mean = centred(p.op) ? mean.data() : nullptr;
+  t.saved_mean = p.op.norm == Norm::layernorm ? mean.data() : nullptr;
   t.saved_rstd = rstd.data();
   t.dx = dx.data();
   t.dgamma = dg.empty() ? nullptr : dg.data();

@@ -107,7 +107,7 @@ void print_copies(const std::vector<Result>& results, DType d, const Shape& s, O
   std::string line;
   for (const Result& r : results) {
     if (!bench::is_copy(r.entry.what) || r.entry.dtype != d || r.entry.shape.rows != s.rows || r.entry.shape.cols != s.cols) continue;
-    if (fused_add(r.entry.op) != fused_add(op) || !r.skipped.empty() || r.unavailable || !(r.bytes_per_second > 0)) continue;
+    if (r.entry.op.prologue != op.prologue || !r.skipped.empty() || r.unavailable || !(r.bytes_per_second > 0)) continue;
     char cell[64];
     std::snprintf(cell, sizeof cell, "%s%s %.2f", line.empty() ? "" : ", ", r.entry.what.c_str(), r.bytes_per_second / 1e9);
     line += cell;
@@ -121,13 +121,13 @@ void print_tables(const std::vector<Result>& results, const std::vector<Shape>& 
   const int w = name_width(names);
   for (const Op op : ops) {
     const std::string op_text = op == Op::layernorm ? "" : " " + std::string(name(op));
-    const char* params = centred(op) ? "gamma/beta" : "gamma";
-    const bool fused = fused_add(op);
+    const char* params = op.norm == Norm::layernorm ? "gamma/beta" : "gamma";
+    const bool fused = op.prologue == Prologue::residual_add;
     for (const Shape& s : shapes) {
       if (fused) {
         std::printf("\n%s%s (GB/s of x + residual read, h + y written + %s; single calls, median; copy = fastest "
                     "copy of x to y and residual to h)\n", s.text().c_str(), op_text.c_str(), params);
-      } else if (backward(op)) {
+      } else if (op.direction == Direction::bwd) {
         std::printf("\n%s%s (GB/s of x + dy read, dx written + %s and their gradients; single calls, median; copy = "
                     "fastest copy of x to y: the ceiling is its bandwidth)\n", s.text().c_str(), op_text.c_str(), params);
       } else {
@@ -140,7 +140,7 @@ void print_tables(const std::vector<Result>& results, const std::vector<Shape>& 
         if (r.entry.shape.rows != s.rows || r.entry.shape.cols != s.cols || r.unavailable) continue;
         const bool copy = bench::is_copy(r.entry.what);
         if (!copy && r.entry.op != op) continue;
-        if (copy && fused_add(r.entry.op) != fused) continue;
+        if (copy && (r.entry.op.prologue == Prologue::residual_add) != fused) continue;
         const std::string d(name(r.entry.dtype));
         const auto ceiling = bench::copy_ceiling(results, r.entry.dtype, s, op);
         const Result* od = find(results, "onednn", r.entry.dtype, s, op);
@@ -217,14 +217,10 @@ void add_bench(CLI::App& app, int& exit_code) {
     for (const std::string& s : f->shapes) shapes.push_back(shape_flag(s));
     if (shapes.empty()) shapes = bench::builtin_shapes(f->quick);
     const auto dtypes = dtypes_or(f->dtypes, {DType::f32, DType::bf16, DType::f16});
-    if (f->dir != "fwd" && f->dir != "bwd") throw InputError("--dir " + f->dir + ": expected fwd or bwd");
-    const bool bwd = f->dir == "bwd";
+    const Direction dir = dir_flag(f->dir);
+    const bool bwd = dir == Direction::bwd;
     std::vector<Op> ops;
-    for (const std::string& o : f->ops) {
-      const Op op = op_flag(o);
-      if (bwd && fused_add(op)) throw InputError("--op " + o + " --dir bwd: Add & Norm's backward is not built");
-      ops.push_back(bwd ? backward_of(op) : op);
-    }
+    for (const std::string& o : f->ops) ops.push_back(op_flag(o, dir));
     if (ops.empty()) ops.push_back(bwd ? Op::layernorm_bwd : Op::layernorm);
     std::vector<const KernelInfo*> kernels;
     for (const std::string& k : f->kernels) kernels.push_back(&kernel_flag(k));
@@ -238,17 +234,17 @@ void add_bench(CLI::App& app, int& exit_code) {
     for (const Shape& s : shapes) {
       for (DType d : dtypes) {
         // The copies once per stream count the ops need: x to y, and x to y with residual to h.
-        const bool plain = std::any_of(ops.begin(), ops.end(), [](Op o) { return !fused_add(o); });
-        const bool fused = std::any_of(ops.begin(), ops.end(), [](Op o) { return fused_add(o); });
+        const bool plain = std::any_of(ops.begin(), ops.end(), [](Op o) { return o.prologue != Prologue::residual_add; });
+        const bool fused = std::any_of(ops.begin(), ops.end(), [](Op o) { return o.prologue == Prologue::residual_add; });
         for (const std::string& c : bench::copy_names()) {
           if (plain) entries.push_back({c, nullptr, d, s});
           if (fused) entries.push_back({c, nullptr, d, s, Op::add_layernorm});
         }
         for (const Op op : ops) {
           // oneDNN has no fused residual add: no baseline for Add & Norm (its column shows "-").
-          if (!onednn_why && !fused_add(op) && !backward(op)) entries.push_back({"onednn", nullptr, d, s, op});
+          if (!onednn_why && op.prologue != Prologue::residual_add && op.direction != Direction::bwd) entries.push_back({"onednn", nullptr, d, s, op});
           for (const KernelInfo* k : kernels) {
-            if (k->dtypes.contains(d) && k->ops.contains(op)) entries.push_back({std::string(k->name), k, d, s, op});
+            if (k->takes.dtypes.contains(d) && k->implements(op)) entries.push_back({std::string(k->name), k, d, s, op});
           }
         }
       }
@@ -295,19 +291,14 @@ void add_select(CLI::App& app, int& exit_code) {
   add_plugin_flag(cmd);
   cmd->callback([f, &exit_code] {
     check_outputs({{f->json, "--json"}}, {});
-    if (f->dir != "fwd" && f->dir != "bwd") throw InputError("--dir " + f->dir + ": expected fwd or bwd");
-    Op op = op_flag(f->op);
-    if (f->dir == "bwd") {
-      if (fused_add(op)) throw InputError("--op " + f->op + " --dir bwd: Add & Norm's backward is not built");
-      op = backward_of(op);
-    }
+    const Op op = op_flag(f->op, dir_flag(f->dir));
     const bench::SelectRequest request{shape_flag(f->shape), dtype_flag(f->dtype), f->max_ulp, op};
     const verify::Budgets budgets = verify::Budgets::builtin();
     // The verified accuracy select qualifies kernels on: budgets.toml (plugins: its [default] sections); a
     // backward on the larger of its dx and dgamma budgets.
     const auto accuracy = [&](const KernelInfo& k) {
       const verify::KernelBudget& kb = budgets.for_kernel(request.op, k.name, request.dtype);
-      const Budget b = backward(request.op) ? Budget{std::max(kb.dx.a, kb.dgamma.a), std::max(kb.dx.b, kb.dgamma.b)} : kb.y;
+      const Budget b = request.op.direction == Direction::bwd ? Budget{std::max(kb.dx.a, kb.dgamma.a), std::max(kb.dx.b, kb.dgamma.b)} : kb.y;
       bench::Accuracy a{b.a, b.b, std::nullopt};
       if (const auto x = kb.expected_failures.find(verify::Property::accuracy); x != kb.expected_failures.end())
         a.accuracy_failure = x->second;
@@ -342,7 +333,7 @@ void add_select(CLI::App& app, int& exit_code) {
     }
     if (ceiling) {
       std::printf("  %-*s %-12s %8.2f %14s  fastest copy of x to y%s, %d thread(s): %s\n", w, "copy", "ceiling",
-                  ceiling->bytes_per_second / 1e9, "", fused_add(request.op) ? " and residual to h" : "", settings.threads,
+                  ceiling->bytes_per_second / 1e9, "", request.op.prologue == Prologue::residual_add ? " and residual to h" : "", settings.threads,
                   ceiling->winner.c_str());
     }
     std::printf("%s\n", best ? ("recommended: " + std::string(best->kernel->name)).c_str() : "recommended: none");

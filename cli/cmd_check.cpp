@@ -79,7 +79,7 @@ int run_check(const CheckFlags& f) {
   if (!f.h.empty() && f.problem.residual.empty()) throw InputError("--h: needs --residual (the candidate h is x + residual)");
   if (f.max_h_ulp >= 0 && f.h.empty()) throw InputError("--max-h-ulp: needs --h (the candidate h it gates)");
   check_stat_flags(op_flag(f.problem.op), f.mean);
-  if (f.strict_constant_rows && !centred(op_flag(f.problem.op)))
+  if (f.strict_constant_rows && op_flag(f.problem.op).norm != Norm::layernorm)
     throw InputError("--strict-constant-rows: LayerNorm only (RMSNorm has no mean, so no kappa term to lift)");
   if (f.max_mean_ulp >= 0 && f.mean.empty())
     throw InputError("--max-mean-ulp: needs --mean (the candidate mean it gates)");
@@ -104,7 +104,7 @@ int run_check(const CheckFlags& f) {
   std::optional<io::NpyReader> mean_in, rstd_in;
   if (!f.mean.empty()) mean_in.emplace(open_stats(f.mean, "--mean", in));
   if (!f.rstd.empty()) rstd_in.emplace(open_stats(f.rstd, "--rstd", in));
-  const bool fused = fused_add(p.op);
+  const bool fused = p.op.prologue == Prologue::residual_add;
   std::optional<io::NpyReader> h_in;
   if (!f.h.empty()) {
     h_in.emplace(f.h);
@@ -167,7 +167,7 @@ int run_check(const CheckFlags& f) {
   const bool constant_ok = !f.strict_constant_rows || econst.within_budget();
   const bool pass = ey.within_budget() && mean_ok && rstd_ok && h_ok && recipe_ok && constant_ok;
   // RMSNorm has no mean and so no kappa (0 by definition): its line prints the budget that applies.
-  const std::string budget_text = centred(p.op) ? fmt_text("%g + %g*kappa", f.budget.a, f.budget.b) : fmt_text("%g", f.budget.a);
+  const std::string budget_text = p.op.norm == Norm::layernorm ? fmt_text("%g + %g*kappa", f.budget.a, f.budget.b) : fmt_text("%g", f.budget.a);
 
   // One summary line first (scripts and the demo read it), then the details.
   // max is "inf" where any output is a non-finite mismatch (NaN or Inf where the answer is finite, ...).
@@ -250,7 +250,7 @@ int run_check(const CheckFlags& f) {
         {"over_budget", ey.over_budget}, {"budget", {{"a", f.budget.a}, {"b", f.budget.b}}}, {"pass", pass}};
     if (mean_in) j["mean"] = stat_json(em, f.max_mean_ulp, "ulps of max(|mean|, sqrt(var + eps))");
     if (rstd_in) j["rstd"] = stat_json(er, f.max_rstd_ulp, "ulps of rstd");
-    if (centred(p.op))
+    if (p.op.norm == Norm::layernorm)
       j["constant_rows"] = {{"count", constant_rows}, {"metric", "scaled ulps at kappa 0 (the exact answer is beta)"},
                             {"max_ulp", ulp_json(econst.max_ulp)}, {"max_ulp_nonfinite", std::isinf(econst.max_ulp)},
                             {"max_ulp_index", econst.max_ulp_index}, {"max_ulp_got", econst.max_ulp_got},

@@ -24,7 +24,7 @@ void add_list(CLI::App& app, int& exit_code) {
     for (const KernelInfo& k : registry()) {
       std::size_t len = 0;
       for (Op o : kAllOps)
-        if (k.ops.contains(o)) len += name(o).size() + (len ? 1 : 0);
+        if (k.implements(o)) len += name(o).size() + (len ? 1 : 0);
       ops_width = std::max(ops_width, len);
     }
     const int ow = static_cast<int>(ops_width);
@@ -34,7 +34,7 @@ void add_list(CLI::App& app, int& exit_code) {
       nlohmann::json ops = nlohmann::json::array();
       Op first = Op::layernorm;
       for (Op o : kAllOps) {
-        if (!k.ops.contains(o)) continue;
+        if (!k.implements(o)) continue;
         if (ops.empty()) first = o;
         ops.push_back(std::string(name(o)));
         ops_text += (ops_text.empty() ? "" : ",") + std::string(name(o));
@@ -43,7 +43,7 @@ void add_list(CLI::App& app, int& exit_code) {
       nlohmann::json per_dtype = nlohmann::json::object();
       std::optional<std::string> reason;
       for (DType d : kAllDTypes) {
-        if (!k.dtypes.contains(d)) continue;
+        if (!k.takes.dtypes.contains(d)) continue;
         dtypes += (dtypes.empty() ? "" : ",") + std::string(name(d));
         const auto why = unavailable_reason(k, with_op(make_problem(1, 1024, d, 1e-5, false, false), first));
         per_dtype[std::string(name(d))] = why ? nlohmann::json(*why) : nlohmann::json(nullptr);

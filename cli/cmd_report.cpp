@@ -91,8 +91,8 @@ void run_report(const ReportFlags& f, int& exit_code) {
   for (const std::string& d : f.dtypes) dtype_flag(d);
   for (const std::string& o : f.ops) norm_op_flag(o, "report");
   for (const std::string& p : f.peers) peer_flag(p);
-  if (f.dir != "fwd" && f.dir != "bwd") throw InputError("--dir " + f.dir + ": expected fwd or bwd");
-  if (f.dir == "bwd" && !f.peers.empty()) throw InputError("--peer: a peer command computes the LayerNorm forward; not with --dir bwd");
+  const Direction dir = dir_flag(f.dir);
+  if (dir == Direction::bwd && !f.peers.empty()) throw InputError("--peer: a peer command computes the LayerNorm forward; not with --dir bwd");
   // The folder is created with its parents, like `cmake -B`; only a failure to create it is an error.
   std::error_code ec;
   fs::create_directories(f.out, ec);
@@ -119,11 +119,8 @@ void run_report(const ReportFlags& f, int& exit_code) {
     s.threads = f.threads > 0 ? f.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     s.kernels = kernels_flag(f.kernels);
     for (const std::string& d : f.dtypes) s.dtypes.push_back(dtype_flag(d));
-    for (const std::string& o : f.ops) s.ops.push_back(norm_op_flag(o, "report"));
-    if (f.dir == "bwd") {  // the backward of the asked norms (default both)
-      if (s.ops.empty()) s.ops.assign(std::begin(kNormOps), std::end(kNormOps));
-      for (Op& op : s.ops) op = backward_of(op);
-    }
+    for (const std::string& o : f.ops) s.ops.push_back(op_flag(o, dir));  // plain norms: checked above
+    if (dir == Direction::bwd && s.ops.empty()) s.ops.assign(std::begin(kBackwardOps), std::end(kBackwardOps));  // both norms' backward
     for (const std::string& p : f.peers) s.peers.push_back(peer_flag(p));
     s.scratch_dir = f.out + "/.scratch";
     const bool tty = isatty(fileno(stderr));

@@ -40,7 +40,7 @@ int run_problem(const RunFlags& f, const KernelInfo* kernel) {
   if (!f.h.empty() && f.problem.residual.empty()) throw InputError("--h: needs --residual (h = x + residual)");
   ProblemInputs in = load_problem(f.problem);
   const Problem& p = in.problem;
-  const bool fused = fused_add(p.op);
+  const bool fused = p.op.prologue == Prologue::residual_add;
   const std::size_t hs = size_of(p.residual_dtype);
   if (kernel) {
     if (const auto why = unavailable_reason(*kernel, p))
@@ -80,7 +80,7 @@ int run_problem(const RunFlags& f, const KernelInfo* kernel) {
     // The mean only for an op that has one (rmsnorm's kernels get a null mean, and must not write one).
     Tensors t{xbuf.data(), in.gamma_data.empty() ? nullptr : in.gamma_data.data(),
               in.beta_data.empty() ? nullptr : in.beta_data.data(), ybuf.data(),
-              centred(p.op) ? mbuf.data() : nullptr, rbuf.data()};
+              p.op.norm == Norm::layernorm ? mbuf.data() : nullptr, rbuf.data()};
     if (fused) {
       t.residual = resbuf.data();
       t.h = hbuf.data();

@@ -132,14 +132,10 @@ void add_verify(CLI::App& app, int& exit_code) {
     } catch (const BudgetError& e) {
       throw InputError(e.what());
     }
-    if (f->dir != "fwd" && f->dir != "bwd") throw InputError("--dir " + f->dir + ": expected fwd or bwd");
-    const bool bwd = f->dir == "bwd";
+    const Direction dir = dir_flag(f->dir);
+    const bool bwd = dir == Direction::bwd;
     std::vector<Op> ops;
-    for (const std::string& o : f->ops) {
-      const Op op = op_flag(o);
-      if (bwd && fused_add(op)) throw InputError("--op " + o + " --dir bwd: Add & Norm's backward is not built (--dir bwd takes layernorm and rmsnorm)");
-      ops.push_back(bwd ? backward_of(op) : op);
-    }
+    for (const std::string& o : f->ops) ops.push_back(op_flag(o, dir));
     if (ops.empty()) {
       // Every op of the direction, but only those the budgets speak of: a budgets file from before RMSNorm
       // existed is a LayerNorm gate and keeps working as one (said once; --op rmsnorm then names the missing section).
@@ -150,7 +146,7 @@ void add_verify(CLI::App& app, int& exit_code) {
         } else {
           const std::string op_name(name(o)), level = o == Op::layernorm ? "" : op_name + ".";
           // Add & Norm falls back to its norm's sections (budgets.hpp): say which are missing.
-          const std::string also = fused_add(o) ? " nor " + std::string(name(norm_of(o))) + " sections to fall back to" : "";
+          const std::string also = o.prologue == Prologue::residual_add ? " nor " + std::string(name(plain(o.norm))) + " sections to fall back to" : "";
           std::fprintf(stderr, "lnorm: %s has no %s sections ([%s<kernel>.<dtype>] or [%sdefault.<dtype>])%s: %s not verified\n",
                        budgets.source().c_str(), op_name.c_str(), level.c_str(), level.c_str(), also.c_str(), op_name.c_str());
         }
@@ -172,9 +168,9 @@ void add_verify(CLI::App& app, int& exit_code) {
     std::size_t total = 0, cells_total = 0;
     for (const KernelInfo* k : kernels) {
       for (Op o : ops) {
-        if (!k->ops.contains(o)) continue;
+        if (!k->implements(o)) continue;
         for (DType d : dtypes.empty() ? std::vector<DType>(std::begin(kAllDTypes), std::end(kAllDTypes)) : dtypes) {
-          if (!k->dtypes.contains(d)) continue;
+          if (!k->takes.dtypes.contains(d)) continue;
           Work w{k, o, d, {}, {}};
           for (Property p : settings.properties.empty() ? properties_for(o) : settings.properties) {
             if (!applies(p, o)) continue;

@@ -57,23 +57,38 @@ const KernelInfo& kernel_flag(const std::string& name) {
   throw InputError(msg + ")");
 }
 
-Op op_flag(const std::string& name) {
+Direction dir_flag(const std::string& dir) {
+  if (dir == "fwd") return Direction::fwd;
+  if (dir == "bwd") return Direction::bwd;
+  throw InputError("--dir " + dir + ": expected fwd or bwd");
+}
+
+Op op_flag(const std::string& name, Direction dir) {
   const auto o = parse_op(name);
   if (!o) throw InputError("--op " + name + ": expected layernorm, rmsnorm, add_layernorm or add_rmsnorm (backward: --dir bwd)");
-  if (backward(*o))
-    throw InputError("--op " + name + ": the backward is asked as --op " + std::string(lnorm::name(norm_of(*o))) + " --dir bwd");
-  return *o;
+  if (o->direction == Direction::bwd)
+    throw InputError("--op " + name + ": the backward is asked as --op " + std::string(lnorm::name(plain(o->norm))) + " --dir bwd");
+  if (dir == Direction::fwd) return *o;
+  Op bwd = *o;
+  bwd.direction = Direction::bwd;
+  if (!find_op(bwd)) {  // a composition without a row in lnorm/op.hpp's table
+    std::string takes;
+    for (Op b : kBackwardOps) takes += (takes.empty() ? "" : " and ") + std::string(lnorm::name(plain(b.norm)));
+    throw InputError("--op " + name + " --dir bwd: " + (o->prologue == Prologue::residual_add ? "Add & Norm's backward" : name + "'s backward") +
+                     " is not built (--dir bwd takes " + takes + ")");
+  }
+  return bwd;
 }
 
 Op norm_op_flag(const std::string& name, const char* command) {
   const Op o = op_flag(name);
-  if (fused_add(o))
+  if (o.prologue == Prologue::residual_add)
     throw InputError("--op " + name + ": `lnorm " + command + "` does not take Add & Norm yet (run, reference, check, verify, bench and select do)");
   return o;
 }
 
 void check_stat_flags(Op op, const std::string& mean_path, const char* mean_flag) {
-  if (!centred(op) && !mean_path.empty())
+  if (op.norm != Norm::layernorm && !mean_path.empty())
     throw InputError(std::string(mean_flag) + ": " + std::string(name(op)) +
                      " has no mean output (it takes the mean as 0); drop " + mean_flag);
 }
@@ -153,7 +168,7 @@ ProblemInputs load_problem(const ProblemFlags& f) {
   Op op = op_flag(f.op);
   std::optional<DType> residual_dtype;
   if (!f.residual.empty()) {  // Add & Norm: --op names the norm (or its add_ form)
-    op = with_add(op);
+    op = Op{.norm = op.norm, .prologue = Prologue::residual_add};
     in.residual.emplace(f.residual);
     const auto& rh = in.residual->header();
     if (rh.shape != in.shape)
@@ -163,7 +178,7 @@ ProblemInputs load_problem(const ProblemFlags& f) {
     else
       throw InputError(f.residual + ": --residual holds '" + rh.descr + "' but x holds '" + in.x.header().descr + "' (" +
                        std::string(name(dtype)) + "): the residual is x's dtype, or '<f4' (f32) with f16/bf16 x");
-  } else if (fused_add(op)) {
+  } else if (op.prologue == Prologue::residual_add) {
     throw InputError("--op " + f.op + ": needs --residual (h = x + residual, then the norm of h)");
   }
   std::optional<DType> param_dtype;

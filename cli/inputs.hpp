@@ -32,8 +32,13 @@ struct ProblemFlags {
   std::string residual;  // Add & Norm: given, the op is add_<op>
 };
 
-// --op value; throws InputError "--op O: expected layernorm, rmsnorm, add_layernorm or add_rmsnorm".
-Op op_flag(const std::string& name);
+// --dir value: fwd or bwd; throws InputError "--dir D: expected fwd or bwd".
+Direction dir_flag(const std::string& dir);
+// --op value in --dir's direction (the one place both are read): the forward op of that name, or with
+// Direction::bwd its backward. Throws InputError for a name lnorm does not know ("--op O: expected
+// layernorm, rmsnorm, add_layernorm or add_rmsnorm"), a backward name given to --op, and a composition
+// lnorm has no op for (Add & Norm's backward).
+Op op_flag(const std::string& name, Direction dir = Direction::fwd);
 // --op for a command that does not take Add & Norm yet (bench, select, report): a plain norm, or an
 // InputError naming the command.
 Op norm_op_flag(const std::string& name, const char* command);

@@ -2,10 +2,13 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdio>
 #include <deque>
 #include <utility>
+#include <vector>
 
 #include "crash_guard.hpp"
 #include "inputs.hpp"
@@ -34,7 +37,8 @@ struct PluginKernel {
   std::string summary;
   std::string path;     // the file it came from
   std::uint32_t abi_version = LNORM_PLUGIN_ABI_VERSION;
-  std::uint32_t dtypes = 0, ops = 0;
+  std::uint32_t dtypes = 0;
+  std::vector<Op> ops;  // exactly the ops it declared
   int (*why_not)(const lnorm_problem*, char*, size_t) = nullptr;
   void (*run)(const lnorm_problem*, const lnorm_tensors*) = nullptr;
 };
@@ -47,11 +51,10 @@ std::deque<PluginKernel>& slots() {
 static_assert(static_cast<int>(DType::f32) == LNORM_F32 && static_cast<int>(DType::f64) == LNORM_F64 &&
                   static_cast<int>(DType::f16) == LNORM_F16 && static_cast<int>(DType::bf16) == LNORM_BF16,
               "lnorm/plugin.h numbers dtypes as lnorm::DType does (the dtype masks are passed through)");
-static_assert(static_cast<int>(Op::layernorm) == LNORM_LAYERNORM && static_cast<int>(Op::rmsnorm) == LNORM_RMSNORM &&
-                  static_cast<int>(Op::add_layernorm) == LNORM_ADD_LAYERNORM &&
-                  static_cast<int>(Op::add_rmsnorm) == LNORM_ADD_RMSNORM &&
-                  static_cast<int>(Op::layernorm_bwd) == LNORM_LAYERNORM_BWD && static_cast<int>(Op::rmsnorm_bwd) == LNORM_RMSNORM_BWD,
-              "lnorm/plugin.h numbers ops as lnorm::Op does (the op masks are passed through)");
+static_assert(code(Op::layernorm) == LNORM_LAYERNORM && code(Op::rmsnorm) == LNORM_RMSNORM &&
+                  code(Op::add_layernorm) == LNORM_ADD_LAYERNORM && code(Op::add_rmsnorm) == LNORM_ADD_RMSNORM &&
+                  code(Op::layernorm_bwd) == LNORM_LAYERNORM_BWD && code(Op::rmsnorm_bwd) == LNORM_RMSNORM_BWD,
+              "lnorm/plugin.h numbers ops as lnorm/op.hpp's table codes them (the op masks are passed through)");
 
 lnorm_problem to_c(const Problem& p) {
   lnorm_problem c{};
@@ -62,14 +65,21 @@ lnorm_problem to_c(const Problem& p) {
   c.eps = p.eps;
   c.has_gamma = p.has_gamma ? 1 : 0;
   c.has_beta = p.has_beta ? 1 : 0;
-  c.op = static_cast<std::int32_t>(p.op);
+  c.op = find_op(p.op) ? code(p.op) : -1;  // the number of versions 2-4's six ops; the parts below say the rest
   c.param_dtype = static_cast<std::int32_t>(p.param_dtype);
   c.gamma_offset = p.gamma_offset;
-  c.residual_dtype = static_cast<std::int32_t>(fused_add(p.op) ? p.residual_dtype : p.dtype);
+  c.residual_dtype = static_cast<std::int32_t>(p.op.prologue == Prologue::residual_add ? p.residual_dtype : p.dtype);
+  c.struct_size = sizeof(lnorm_problem);
+  c.norm = static_cast<std::int32_t>(p.op.norm);
+  c.prologue = static_cast<std::int32_t>(p.op.prologue);
+  c.epilogue = static_cast<std::int32_t>(p.op.epilogue);
+  c.direction = static_cast<std::int32_t>(p.op.direction);
   return c;
 }
 
 std::optional<std::string> plugin_why_not(const PluginKernel& k, const Problem& p) {
+  // The declared ops exactly (the registry's declaration is their closure over norm, prologue, direction).
+  if (std::find(k.ops.begin(), k.ops.end(), p.op) == k.ops.end()) return k.name + " does not implement " + std::string(name(p.op));
   // A version-1 kernel knows neither f32 parameters nor the offset: it is never handed them.
   if (k.abi_version == 1 && (p.param_dtype != p.dtype || p.gamma_offset != 0))
     return "a version-1 plugin kernel takes gamma/beta in x's dtype without an offset";
@@ -84,8 +94,8 @@ std::optional<std::string> plugin_why_not(const PluginKernel& k, const Problem& 
 
 void plugin_run(const PluginKernel& k, const Problem& p, const Tensors& t) {
   const lnorm_problem c = to_c(p);
-  const lnorm_tensors ct{t.x,  t.gamma, t.beta, t.y,      t.mean,   t.rstd,       t.residual,
-                         t.h,  t.dy,    t.dx,   t.dgamma, t.dbeta,  t.saved_mean, t.saved_rstd};
+  const lnorm_tensors ct{t.x,  t.gamma, t.beta,   t.y,     t.mean,       t.rstd,       t.residual,         t.h,
+                         t.dy, t.dx,    t.dgamma, t.dbeta, t.saved_mean, t.saved_rstd, sizeof(lnorm_tensors)};
   const RunningPluginKernel running(k.name.c_str());
   k.run(&c, &ct);
 }
@@ -107,6 +117,32 @@ constexpr std::array<Trampolines, sizeof...(I)> make_trampolines(std::index_sequ
   return {Trampolines{&why_not_slot<I>, &run_slot<I>}...};
 }
 constexpr auto kTrampolines = make_trampolines(std::make_index_sequence<kMaxAppendedKernels>{});
+
+// A version-5 op declaration as lnorm's Op; an op this lnorm does not know is refused, named as the plugin
+// names it and by its parts.
+Op declared_op(const lnorm_op_desc& d, const std::string& where) {
+  // A part's name, or its number when this lnorm does not know the value.
+  const auto part = [](std::int32_t v, int known, std::string_view (*name_of)(int)) {
+    return v >= 0 && v < known ? std::string(name_of(v)) : std::to_string(v);
+  };
+  const std::string parts =
+      "norm " + part(d.norm, 2, [](int v) { return name(static_cast<Norm>(v)); }) + ", prologue " +
+      part(d.prologue, 2, [](int v) { return std::string_view(v ? "residual_add" : "none"); }) + ", epilogue " +
+      part(d.epilogue, 1, [](int) { return std::string_view("y"); }) + ", direction " +
+      part(d.direction, 2, [](int v) { return name(static_cast<Direction>(v)); });
+  const std::string op_name = d.name ? "'" + std::string(d.name) + "' (" + parts + ")" : "(" + parts + ")";
+  const bool parts_known = d.norm >= 0 && d.norm < 2 && d.prologue >= 0 && d.prologue < 2 && d.epilogue == 0 &&
+                           d.direction >= 0 && d.direction < 2;
+  if (parts_known) {
+    const Op op{static_cast<Norm>(d.norm), static_cast<Prologue>(d.prologue), static_cast<Epilogue>(d.epilogue),
+                static_cast<Direction>(d.direction)};
+    if (find_op(op)) return op;
+  }
+  std::string known;
+  for (const OpEntry& e : kOpTable) known += (known.empty() ? "" : ", ") + std::string(e.name);
+  throw InputError(where + "declares the op " + op_name + ", which this lnorm does not know (it knows " + known +
+                   "); a newer lnorm may, or leave the op out of its declaration");
+}
 
 bool valid_name(const char* s) {
   if (!s || !*s) return false;
@@ -139,9 +175,9 @@ void load_plugin(const std::string& path) {
     plugin = reinterpret_cast<lnorm_plugin_entry_fn>(sym)();
   }
   if (!plugin) throw InputError(what + LNORM_PLUGIN_ENTRY_SYMBOL "() returned NULL");
-  // The version is the first member in every ABI version: read it before anything else. Versions 1 to 3
-  // are read (1: LayerNorm kernels, the v1 kernel struct's stride; 2: the plain norms, whose problem struct is
-  // a prefix of version 3's).
+  // The version is the first member in every ABI version: read it before anything else. Versions 1 to 4 are
+  // read as they were (1: LayerNorm kernels, the v1 kernel struct's stride; 2-4: the v4 stride, the ops mask);
+  // version 5 by the sizes it declares.
   const std::uint32_t version = plugin->abi_version;
   if (version < 1 || version > LNORM_PLUGIN_ABI_VERSION) {
     throw InputError(what + "plugin ABI version " + std::to_string(version) + ", but this lnorm reads versions 1 to " +
@@ -149,6 +185,8 @@ void load_plugin(const std::string& path) {
   }
   if (!valid_name(plugin->name)) throw InputError(what + "plugin name must be letters, digits, '_' or '-' (and not empty)");
   if (plugin->kernel_count == 0 || !plugin->kernels) throw InputError(what + "plugin " + plugin->name + " declares no kernels");
+  // Version 5's field of lnorm_plugin is read from a version-5 plugin only (older structs end at `kernels`).
+  const lnorm_kernel_decl* const* decls = version >= 5 ? plugin->kernel_decls : nullptr;
   constexpr std::uint32_t kKnownDTypes = (1u << LNORM_F32) | (1u << LNORM_F64) | (1u << LNORM_F16) | (1u << LNORM_BF16);
   constexpr std::uint32_t kNormOpBits = LNORM_OP_BIT(LNORM_LAYERNORM) | LNORM_OP_BIT(LNORM_RMSNORM);
   constexpr std::uint32_t kAddOpBits = LNORM_OP_BIT(LNORM_ADD_LAYERNORM) | LNORM_OP_BIT(LNORM_ADD_RMSNORM);
@@ -159,36 +197,47 @@ void load_plugin(const std::string& path) {
   for (std::size_t i = 0; i < plugin->kernel_count; ++i) {
     PluginKernel pk;
     const char* kname = nullptr;
-    const char* summary = nullptr;
+    std::uint32_t mask = 0;
     if (version == 1) {
       const lnorm_plugin_kernel_v1& k = reinterpret_cast<const lnorm_plugin_kernel_v1*>(plugin->kernels)[i];
-      kname = k.name, summary = k.summary;
-      pk.dtypes = k.dtypes, pk.why_not = k.why_not, pk.run = k.run, pk.ops = LNORM_OP_BIT(LNORM_LAYERNORM);
+      kname = k.name, pk.summary = k.summary ? k.summary : "";
+      pk.dtypes = k.dtypes, pk.why_not = k.why_not, pk.run = k.run, mask = LNORM_OP_BIT(LNORM_LAYERNORM);
     } else {
       const lnorm_plugin_kernel& k = plugin->kernels[i];
-      kname = k.name, summary = k.summary;
-      pk.dtypes = k.dtypes, pk.why_not = k.why_not, pk.run = k.run, pk.ops = k.ops;
+      kname = k.name, pk.summary = k.summary ? k.summary : "";
+      pk.dtypes = k.dtypes, pk.why_not = k.why_not, pk.run = k.run, mask = k.ops;
     }
+    // A declaration's field is read only when it lies inside the size the declaration gives.
+    const lnorm_kernel_decl* decl = decls ? decls[i] : nullptr;
+    const auto decl_has = [&](std::size_t end) { return decl && end <= decl->struct_size; };
+    const bool listed = decl_has(offsetof(lnorm_kernel_decl, op_count) + sizeof(size_t)) && decl->op_count > 0;
     pk.abi_version = version;
-    // A version-1 source rebuilt against this header leaves ops zero: it is what it was, a LayerNorm
-    // kernel that knows no parameter conventions (treated as version 1).
-    if (version >= 2 && pk.ops == 0) pk.ops = LNORM_OP_BIT(LNORM_LAYERNORM), pk.abi_version = 1;
     const std::string where = what + "kernel #" + std::to_string(i) + (kname ? std::string(" (") + kname + ")" : "") + ": ";
     if (!valid_name(kname)) throw InputError(where + "name must be letters, digits, '_' or '-' (and not empty)");
     if (!pk.run) throw InputError(where + "run is NULL");
     if (pk.dtypes == 0 || (pk.dtypes & ~kKnownDTypes)) throw InputError(where + "dtypes must be a nonempty set of LNORM_DTYPE_BIT(...)");
-    if (pk.ops & ~known_ops)
-      throw InputError(where + "ops must be a set of LNORM_OP_BIT(...) (" +
-                       (version >= 4   ? "LNORM_LAYERNORM, LNORM_RMSNORM, LNORM_ADD_LAYERNORM, LNORM_ADD_RMSNORM, "
-                                           "LNORM_LAYERNORM_BWD, LNORM_RMSNORM_BWD"
-                        : version == 3 ? "LNORM_LAYERNORM, LNORM_RMSNORM, LNORM_ADD_LAYERNORM, LNORM_ADD_RMSNORM in a "
-                                           "version-3 plugin"
-                                       : "LNORM_LAYERNORM, LNORM_RMSNORM in a version-2 plugin") + ")");
+    if (listed) {
+      if (!decl->ops) throw InputError(where + "op_count is " + std::to_string(decl->op_count) + " but ops is NULL");
+      for (std::size_t j = 0; j < decl->op_count; ++j) pk.ops.push_back(declared_op(decl->ops[j], where));
+    } else {
+      if (mask & ~known_ops)
+        throw InputError(where + "ops must be a set of LNORM_OP_BIT(...) (" +
+                         (version >= 4   ? "LNORM_LAYERNORM, LNORM_RMSNORM, LNORM_ADD_LAYERNORM, LNORM_ADD_RMSNORM, "
+                                             "LNORM_LAYERNORM_BWD, LNORM_RMSNORM_BWD"
+                          : version == 3 ? "LNORM_LAYERNORM, LNORM_RMSNORM, LNORM_ADD_LAYERNORM, LNORM_ADD_RMSNORM in a "
+                                             "version-3 plugin"
+                                         : "LNORM_LAYERNORM, LNORM_RMSNORM in a version-2 plugin") + ")");
+      for (Op o : kAllOps)
+        if ((mask >> code(o)) & 1u) pk.ops.push_back(o);
+      // A version-1 source rebuilt against a later header leaves ops zero: it is what it was, a LayerNorm
+      // kernel that knows no parameter conventions (treated as version 1).
+      if (version >= 2 && mask == 0) pk.ops = {Op::layernorm}, pk.abi_version = 1;
+    }
     const std::string full = std::string(plugin->name) + ":" + kname;
     if (find_kernel(full)) throw InputError(where + full + " is already loaded");
     for (const PluginKernel& f : found)
       if (f.name == full) throw InputError(where + "two kernels named " + full);
-    pk.name = full, pk.summary = summary ? summary : "", pk.path = path;
+    pk.name = full, pk.path = path;
     found.push_back(std::move(pk));
   }
   if (slots().size() + found.size() > kMaxAppendedKernels)
@@ -200,10 +249,19 @@ void load_plugin(const std::string& path) {
     KernelInfo info;
     info.name = stored.name;
     info.summary = stored.summary;
-    info.dtypes.bits = static_cast<std::uint8_t>(stored.dtypes);
-    info.ops.bits = static_cast<std::uint8_t>(stored.ops);
+    info.takes.dtypes.bits = static_cast<std::uint8_t>(stored.dtypes);
+    info.takes.prologues = PrologueSet{};
+    for (Op o : stored.ops) {  // the closure of its ops over the parts; plugin_why_not refuses the rest by name
+      if (o.direction == Direction::bwd) info.takes.backward_norms.bits |= NormSet{o.norm}.bits;
+      else info.takes.forward_norms.bits |= NormSet{o.norm}.bits, info.takes.prologues.bits |= PrologueSet{o.prologue}.bits;
+    }
+    // The plugin's run takes every op whole (the fused add too) and declines storage it does not take in
+    // why_not; a version-1 kernel's conventions are refused there by name.
+    info.takes.fuses_add = true;
+    info.takes.f32_residual = true;
+    info.forward = kTrampolines[slot].run;
+    info.backward = kTrampolines[slot].run;
     info.why_not = kTrampolines[slot].why_not;
-    info.run = kTrampolines[slot].run;
     append_kernel(info);
   }
 }

@@ -25,7 +25,7 @@ using verify::Status;
 // The child's one message to the parent, as CBOR (which keeps NaN and Inf; JSON text would turn a
 // worst error of Inf into null). Enums travel as numbers: both ends are this binary.
 nlohmann::json to_json(const Outcome& o) {
-  return {{"kernel", o.kernel}, {"op", static_cast<int>(o.op)}, {"dtype", static_cast<int>(o.dtype)}, {"property", static_cast<int>(o.property)},
+  return {{"kernel", o.kernel}, {"op", static_cast<int>(code(o.op))}, {"dtype", static_cast<int>(o.dtype)}, {"property", static_cast<int>(o.property)},
           {"status", static_cast<int>(o.status)}, {"cases", o.cases}, {"seconds", o.seconds}, {"seed", o.seed},
           {"worst", o.worst}, {"classes", o.classes}, {"totals", o.totals}, {"correctly_rounded", o.correctly_rounded},
           {"message", o.message}, {"counterexample", o.counterexample}, {"reproduce", o.reproduce},
@@ -35,7 +35,7 @@ nlohmann::json to_json(const Outcome& o) {
 Outcome from_json(const nlohmann::json& j) {
   Outcome o;
   o.kernel = j.at("kernel").get<std::string>();
-  o.op = static_cast<Op>(j.at("op").get<int>());
+  o.op = *op_of_code(j.at("op").get<unsigned>());
   o.dtype = static_cast<DType>(j.at("dtype").get<int>());
   o.property = static_cast<Property>(j.at("property").get<int>());
   o.status = static_cast<Status>(j.at("status").get<int>());

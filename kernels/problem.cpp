@@ -1,4 +1,3 @@
-#include "lnorm/kernel.hpp"
 #include "lnorm/problem.hpp"
 
 #include <stdexcept>
@@ -28,8 +27,14 @@ Problem make_problem(std::int64_t rows, std::int64_t cols, DType dtype, double e
 }
 
 std::optional<Op> parse_op(std::string_view s) {
-  for (Op o : kAllOps)
-    if (name(o) == s) return o;
+  for (const OpEntry& e : kOpTable)
+    if (e.name == s) return e.op;
+  return std::nullopt;
+}
+
+std::optional<Op> op_of_code(unsigned code) {
+  for (const OpEntry& e : kOpTable)
+    if (e.code == code) return e.op;
   return std::nullopt;
 }
 
@@ -55,19 +60,12 @@ Problem set_params(Problem p, DType param_dtype, double gamma_offset) {
 }
 
 Problem set_residual(Problem p, DType residual_dtype) {
-  if (!fused_add(p.op)) throw std::invalid_argument(std::string(name(p.op)) + " has no residual (Add & Norm is add_" + std::string(name(p.op)) + ")");
+  if (p.op.prologue != Prologue::residual_add) throw std::invalid_argument(std::string(name(p.op)) + " has no residual (Add & Norm is add_" + std::string(name(p.op)) + ")");
   if (const std::string why = param_dtype_problem(p.dtype, residual_dtype); !why.empty())
     throw std::invalid_argument("residual in " + std::string(name(residual_dtype)) + " with " + std::string(name(p.dtype)) +
                                 " x: the residual is x's dtype, or f32 with f16/bf16 x");
   p.residual_dtype = residual_dtype;
   return p;
-}
-
-std::optional<std::string> unavailable_reason(const KernelInfo& k, const Problem& p) {
-  if (!k.ops.contains(p.op)) return std::string(k.name) + " does not implement " + std::string(name(p.op));
-  if (!k.dtypes.contains(p.dtype))
-    return std::string(k.name) + " does not support dtype " + std::string(name(p.dtype));
-  return k.why_not ? k.why_not(p) : std::nullopt;
 }
 
 }  // namespace lnorm

@@ -47,7 +47,7 @@ const KernelInfo* find_kernel(std::string_view name) {
 std::vector<const KernelInfo*> kernels_for(Op op) {
   std::vector<const KernelInfo*> out;
   for (const KernelInfo& k : registry())
-    if (k.ops.contains(op)) out.push_back(&k);
+    if (k.implements(op)) out.push_back(&k);
   return out;
 }
 

@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
     const Case probe = materialize(e.spec);
     std::string ran;
     for (const KernelInfo& k : registry()) {
-      if (!k.ops.contains(e.spec.op) || !k.dtypes.contains(e.spec.dtype) || unavailable_reason(k, probe.problem())) continue;
+      if (!k.implements(e.spec.op) || !k.takes.dtypes.contains(e.spec.dtype) || unavailable_reason(k, probe.problem())) continue;
       const KernelBudget budget = budgets.for_kernel(e.spec.op, k.name, e.spec.dtype);
       const std::string broke = replay(k, budget, e);
       ++runs;

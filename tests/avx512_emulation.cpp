@@ -10,7 +10,6 @@
 #include "../kernels/cpu/isa.hpp"
 #include "lnorm/params.hpp"
 #include "../kernels/cpu/row_split.hpp"
-#include "../kernels/cpu/add_norm.hpp"
 #include "../kernels/cpu/backward.hpp"
 #include "lnorm/half.hpp"
 #include "../kernels/cpu/avx2_cr_exact.hpp"  // avx512_cr's scalar slow paths (generic f16 conversions here)
@@ -34,34 +33,27 @@ void backward_rows(const lnorm::cpu::BackwardRows& a, std::int64_t r0, std::int6
 
 // Rows split as the native kernels' (and every CPU kernel's) are: cpu::split_rows.
 // Parameters staged as avx512_kernel.cpp stages them.
-// Add & Norm as avx512_kernel.cpp runs it: the body's sum (sum_rows), then the plain rows on h.
-void run_fast(const Problem& p, const Tensors& t) {
-  if (backward(p.op)) return lnorm::cpu::simd_backward(p, t, &backward_rows);
+// Add & Norm as the native kernels declare it: the adaptor with the body's sum (sum_rows).
+void backward(const Problem& p, const Tensors& t) { lnorm::cpu::simd_backward(p, t, &backward_rows); }
+void forward_fast(const Problem& p, const Tensors& t) {
   lnorm::cpu::StagedParams<float> staged;
   if (!lnorm::cpu::params_in_place(p)) staged = lnorm::cpu::stage_params<float>(p, t);
   const lnorm::cpu::Staged s{staged.gamma(), staged.beta()};
-  const auto norm = [&](const Problem& np, const Tensors& nt, std::int64_t b, std::int64_t e) { fast_rows<EmulatedOps>(np, nt, b, e, s); };
-  if (fused_add(p.op)) return lnorm::cpu::add_then_norm(p, t, &sum_rows<EmulatedOps>, norm);
-  lnorm::cpu::split_rows(p, [&](std::int64_t begin, std::int64_t end) { norm(p, t, begin, end); });
+  lnorm::cpu::split_rows(p, [&](std::int64_t begin, std::int64_t end) { fast_rows<EmulatedOps>(p, t, begin, end, s); });
 }
-void run_cr(const Problem& p, const Tensors& t) {
-  const auto norm = [](const Problem& np, const Tensors& nt, std::int64_t b, std::int64_t e) { cr_rows<EmulatedOps>(np, nt, b, e); };
-  if (fused_add(p.op)) return lnorm::cpu::add_then_norm(p, t, &sum_rows<EmulatedOps>, norm);
-  lnorm::cpu::split_rows(p, [&](std::int64_t begin, std::int64_t end) { norm(p, t, begin, end); });
+void forward_cr(const Problem& p, const Tensors& t) {
+  lnorm::cpu::split_rows(p, [&](std::int64_t begin, std::int64_t end) { cr_rows<EmulatedOps>(p, t, begin, end); });
 }
-// Add & Norm: the residual in x's dtype, as the native kernels (avx512_add_why_not).
-std::optional<std::string> residual_in_x_dtype(const Problem& p) {
-  if (fused_add(p.op) && p.residual_dtype != p.dtype) return "the avx512 kernels take the residual in x's dtype";
-  return std::nullopt;
-}
+// The residual in x's dtype, as the native kernels'.
+constexpr Takes kFastTakes{.dtypes = {DType::f32, DType::f16, DType::bf16}, .forward_norms = kBothNorms,
+                           .backward_norms = kBothNorms, .prologues = kWithAdd};
+constexpr Takes kCrTakes{.dtypes = {DType::f32, DType::f16, DType::bf16}, .forward_norms = kBothNorms, .prologues = kWithAdd};
 }  // namespace
 
 const KernelInfo kAvx512Emu{"avx512_emu", "avx512 with every AVX-512 operation emulated lane by lane (test kernel)",
-                            DTypeSet{DType::f32, DType::f16, DType::bf16}, &residual_in_x_dtype, &run_fast, false,
-                            OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm, Op::layernorm_bwd, Op::rmsnorm_bwd}};
+                            kFastTakes, &forward_fast, &backward, &sum_rows<EmulatedOps>};
 const KernelInfo kAvx512CrEmu{"avx512_cr_emu", "avx512_cr with every AVX-512 operation emulated lane by lane (test kernel)",
-                              DTypeSet{DType::f32, DType::f16, DType::bf16}, &residual_in_x_dtype, &run_cr, false,
-                              OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
+                              kCrTakes, &forward_cr, nullptr, &sum_rows<EmulatedOps>};
 
 std::uint16_t emu_bf16(float f) { return EmulatedOps::narrow<BF16>(f); }
 std::uint16_t emu_f16(float f) { return EmulatedOps::narrow<F16>(f); }

@@ -102,7 +102,7 @@ void run_typed(cuda::Algorithm algorithm, const Problem& p, const Tensors& t) {
     const bool block = c.strategy == cuda::Strategy::block_per_row;
     const HostRow share{row.data(), p.cols, block ? c.block_threads : c.threads_per_row, c.vec, block};
     const cuda::rowstats::RowResult s =
-        cuda::rowstats::row_statistics(share, row[0], p.cols, static_cast<float>(p.eps), centred(p.op));
+        cuda::rowstats::row_statistics(share, row[0], p.cols, static_cast<float>(p.eps), p.op.norm == Norm::layernorm);
     if (t.mean) static_cast<float*>(t.mean)[r] = s.mean;
     if (t.rstd) static_cast<float*>(t.rstd)[r] = s.rstd;
     for (std::size_t i = 0; i < n; ++i) {
@@ -143,7 +143,7 @@ void run_backward_typed(cuda::Algorithm algorithm, const Problem& p, const Tenso
   const HostTeam team{block ? c.block_threads : c.threads_per_row, block};
   const int size = team.size, vec = c.vec;
   const std::int64_t n = p.cols, accesses = n / vec;
-  const bool is_centred = centred(p.op);
+  const bool is_centred = p.op.norm == Norm::layernorm;
   const cpu::StagedParams<double> staged = cpu::stage_params<double>(p, t);  // as cuda_kernels.cpp stages w
   const double* w = staged.gamma();
   const T* x = static_cast<const T*>(t.x);
@@ -199,23 +199,20 @@ void run_backward_typed(cuda::Algorithm algorithm, const Problem& p, const Tenso
   }
 }
 
-// As cuda_kernels.cpp's why_not, without the device check.
-inline std::optional<std::string> residual_in_x_dtype(const Problem& p) {
-  if (fused_add(p.op) && p.residual_dtype != p.dtype) return "the CUDA kernels take the residual in x's dtype";
-  return std::nullopt;
+template <cuda::Algorithm kAlgorithm>
+void backward(const Problem& p, const Tensors& t) {
+  if (p.rows == 0 || p.cols == 0) return;
+  switch (p.dtype) {
+    case DType::f32: return run_backward_typed<float>(kAlgorithm, p, t);
+    case DType::f16: return run_backward_typed<f16>(kAlgorithm, p, t);
+    case DType::bf16: return run_backward_typed<bf16>(kAlgorithm, p, t);
+    case DType::f64: return;  // not offered
+  }
 }
 
+// The forward, Add & Norm's add fused as on the device.
 template <cuda::Algorithm kAlgorithm>
-void run(const Problem& p, const Tensors& t) {
-  if (backward(p.op) && p.rows > 0 && p.cols > 0) {
-    switch (p.dtype) {
-      case DType::f32: return run_backward_typed<float>(kAlgorithm, p, t);
-      case DType::f16: return run_backward_typed<f16>(kAlgorithm, p, t);
-      case DType::bf16: return run_backward_typed<bf16>(kAlgorithm, p, t);
-      case DType::f64: return;  // not offered
-    }
-  }
-  if (backward(p.op)) return;
+void forward(const Problem& p, const Tensors& t) {
   switch (p.dtype) {
     case DType::f32: return run_typed<float>(kAlgorithm, p, t);
     case DType::f16: return run_typed<f16>(kAlgorithm, p, t);
@@ -224,11 +221,12 @@ void run(const Problem& p, const Tensors& t) {
   }
 }
 
-inline const KernelInfo kWarp{"cuda_warp", "cuda_warp emulated on the CPU (tests/cuda_emulation.hpp)",
-                              DTypeSet{DType::f32, DType::f16, DType::bf16}, &residual_in_x_dtype, &run<cuda::Algorithm::warp>,
-                              false, OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm, Op::layernorm_bwd, Op::rmsnorm_bwd}};
-inline const KernelInfo kBlock{"cuda_block", "cuda_block emulated on the CPU (tests/cuda_emulation.hpp)",
-                               DTypeSet{DType::f32, DType::f16, DType::bf16}, &residual_in_x_dtype, &run<cuda::Algorithm::block>,
-                               false, OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm, Op::layernorm_bwd, Op::rmsnorm_bwd}};
+// As cuda_kernels.cpp declares them (the residual in x's dtype), without the device check.
+inline constexpr Takes kTakes{.dtypes = {DType::f32, DType::f16, DType::bf16}, .forward_norms = kBothNorms,
+                              .backward_norms = kBothNorms, .prologues = kWithAdd, .fuses_add = true};
+inline const KernelInfo kWarp{"cuda_warp", "cuda_warp emulated on the CPU (tests/cuda_emulation.hpp)", kTakes,
+                              &forward<cuda::Algorithm::warp>, &backward<cuda::Algorithm::warp>};
+inline const KernelInfo kBlock{"cuda_block", "cuda_block emulated on the CPU (tests/cuda_emulation.hpp)", kTakes,
+                               &forward<cuda::Algorithm::block>, &backward<cuda::Algorithm::block>};
 
 }  // namespace lnorm::testing::cuda_emulation

@@ -39,7 +39,7 @@ inline BigGrads textbook_gradients(const Problem& p, const std::vector<double>& 
     Big mean = 0, var = 0;
     for (std::int64_t i = 0; i < n; ++i) mean += Big(x[r * n + i]);
     mean /= n;
-    if (!centred(p.op)) mean = 0;
+    if (p.op.norm != Norm::layernorm) mean = 0;
     for (std::int64_t i = 0; i < n; ++i) var += (Big(x[r * n + i]) - mean) * (Big(x[r * n + i]) - mean);
     var /= n;
     const Big rstd = 1 / sqrt(var + Big(p.eps));
@@ -55,7 +55,7 @@ inline BigGrads textbook_gradients(const Problem& p, const std::vector<double>& 
     mg /= n;
     mgx /= n;
     for (std::int64_t i = 0; i < n; ++i) {
-      g.dx[r * n + i] = rstd * (gg[i] - (centred(p.op) ? mg : Big(0)) - xhat[i] * mgx);
+      g.dx[r * n + i] = rstd * (gg[i] - (p.op.norm == Norm::layernorm ? mg : Big(0)) - xhat[i] * mgx);
       g.dgamma[i] += Big(dy[r * n + i]) * xhat[i];
       g.dbeta[i] += Big(dy[r * n + i]);
     }

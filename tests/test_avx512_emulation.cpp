@@ -49,14 +49,14 @@ void run_suite(bool quick, std::uint64_t seed, const std::vector<Op>& ops = test
   settings.command = "ctest -R avx512_emulation (lane-by-lane emulation of the AVX-512 kernels)";
   for (const KernelInfo* k : {&emu::kAvx512Emu, &emu::kAvx512CrEmu}) {
     for (Op op : ops) {
-      if (!k->ops.contains(op)) continue;  // avx512_cr_emu has no backward
+      if (!k->implements(op)) continue;  // avx512_cr_emu has no backward
       for (DType d : kDTypes) {
         const verify::KernelBudget& budget = budgets.for_kernel(op, native_name(*k), d);
         // Add & Norm falls back to its norm's sections (budgets.toml has no [add_*.avx512.*] of its own); the
         // backward ops have their own.
-        const std::string level = backward(op) ? std::string(name(op)) + "."
-                                  : norm_of(op) == Op::layernorm ? ""
-                                                                 : std::string(name(norm_of(op))) + ".";
+        const std::string level = op.direction == Direction::bwd ? std::string(name(op)) + "."
+                                  : op.norm == Norm::layernorm ? ""
+                                                                 : std::string(name(plain(op.norm))) + ".";
         REQUIRE(budget.section == level + native_name(*k) + "." + std::string(name(d)));
         for (const verify::Outcome& o : verify::verify_kernel(*k, op, d, budget, settings)) {
           std::string worst;

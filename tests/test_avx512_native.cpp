@@ -88,12 +88,11 @@ void compare_backward(const Problem& p, const Tensors& t) {
   record_mismatch(p, "dbeta", t.dbeta, db, db.size());
 }
 
-void compare_run(const Problem& p, const Tensors& t) {
-  if (backward(p.op)) return compare_backward(p, t);
+void compare_forward(const Problem& p, const Tensors& t) {
   const std::size_t bytes = static_cast<std::size_t>(p.elements()) * size_of(p.dtype);
   const std::size_t stats = static_cast<std::size_t>(p.rows) * size_of(stats_dtype(p.dtype));
   // Add & Norm: residual and h in x's dtype (the kernels decline others), h compared like y.
-  const bool fused = fused_add(p.op);
+  const bool fused = p.op.prologue == Prologue::residual_add;
   std::vector<std::byte> x(bytes), y(bytes), mean(stats), rstd(stats), res(fused ? bytes : 0), h(fused ? bytes : 0);
   if (bytes) std::memcpy(x.data(), t.x, bytes);  // y may alias x
   if (fused && bytes) std::memcpy(res.data(), t.residual, bytes);
@@ -108,9 +107,11 @@ void compare_run(const Problem& p, const Tensors& t) {
   if (fused) record_mismatch(p, "h", t.h, h, bytes);
 }
 
-const KernelInfo kCompare{"avx512_native_vs_emulated", "runs both, records differences", DTypeSet{DType::f32, DType::f16, DType::bf16},
-                          [](const Problem&) -> std::optional<std::string> { return std::nullopt; }, &compare_run,
-                          false, OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm, Op::layernorm_bwd, Op::rmsnorm_bwd}};
+// Hands each whole problem (Add & Norm too: fuses_add) to both kernels' own dispatch.
+const KernelInfo kCompare{"avx512_native_vs_emulated", "runs both, records differences",
+                          {.dtypes = {DType::f32, DType::f16, DType::bf16}, .forward_norms = kBothNorms,
+                           .backward_norms = kBothNorms, .prologues = kWithAdd, .fuses_add = true},
+                          &compare_forward, &compare_backward};
 
 void bits_equal_on_suite(const char* native, const KernelInfo& emulated, bool quick) {
   const KernelInfo* k = find_kernel(native);
@@ -120,12 +121,12 @@ void bits_equal_on_suite(const char* native, const KernelInfo& emulated, bool qu
   settings.quick = quick;
   settings.command = "test_avx512_native";
   for (Op op : kAllOps) {
-    if (!k->ops.contains(op)) continue;  // avx512_cr has no backward
+    if (!k->implements(op)) continue;  // avx512_cr has no backward
     // Add & Norm: 12 cases per property in the quick run, as ctest verify_quick_add (the sum is the only new
     // code; the norm of h is the plain rows' checked above), so the test stays cheap where CI has AVX-512.
     // The backward's quick suite at 12 cases too, as ctest verify_quick_bwd (its determinism property tiles each
     // case to 2^18 elements at four thread counts, and the emulation runs every one).
-    settings.cases = quick && (fused_add(op) || backward(op)) ? 12 : 0;
+    settings.cases = quick && (op.prologue == Prologue::residual_add || op.direction == Direction::bwd) ? 12 : 0;
     for (DType d : {DType::f32, DType::f16, DType::bf16}) {
       g_pair = Pair{};
       g_pair.native = find_kernel(native);

@@ -138,9 +138,9 @@ TEST_CASE("cli plugin: load failures name the file and the problem (exit 2)", "[
   expect_refused(t, "list --plugin " + t / "text.so", "cannot load");
   expect_refused(t, "list --plugin " + std::string(NO_ENTRY_PLUGIN), "no symbol lnorm_plugin_entry");
   expect_refused(t, "list --plugin " + std::string(OLD_ABI_PLUGIN),
-                 "plugin ABI version 0, but this lnorm reads versions 1 to 4");
+                 "plugin ABI version 0, but this lnorm reads versions 1 to 5");
   expect_refused(t, "list --plugin " + std::string(NEW_ABI_PLUGIN),
-                 "plugin ABI version 5, but this lnorm reads versions 1 to 4");
+                 "plugin ABI version 6, but this lnorm reads versions 1 to 5");
   expect_refused(t, "list --plugin " + std::string(OLD_ABI_PLUGIN), OLD_ABI_PLUGIN);
   expect_refused(t, "list --plugin " + kDemo + " --plugin " + kDemo, "demo:two_pass is already loaded");
   expect_refused(t, "verify --kernel plugins", "no --plugin was given");
@@ -318,4 +318,28 @@ TEST_CASE("cli plugin: a version-4 backward kernel (examples/plugin/layer_norm_b
   const Result c = cli("check" + common + outs);
   INFO(c.out);
   CHECK(c.code == 0);
+}
+
+TEST_CASE("cli plugin: a version-5 kernel declares its ops as parts, and an op this lnorm does not know is refused by name",
+          "[cli][plugin]") {
+  TempDir t;
+  const Result l = cli("list --json --plugin " + std::string(DECL_PLUGIN));
+  REQUIRE(l.code == 0);
+  bool listed = false;
+  for (const auto& k : nlohmann::json::parse(l.out)) {
+    if (k["name"] != "decl:two_pass") continue;
+    listed = true;
+    CHECK(k["ops"] == nlohmann::json::array({"layernorm"}));  // the declaration, not the (zero) ops mask
+  }
+  CHECK(listed);
+  const Result v = cli("verify --quick --plugin " + std::string(DECL_PLUGIN) + " --kernel decl:two_pass --json " + t / "v.json");
+  INFO(v.out);
+  CHECK(v.code == 0);
+  const nlohmann::json vj = load_json(t / "v.json");
+  std::size_t passed = 0;
+  for (const auto& o : vj["results"]) passed += o["status"] == "pass";
+  CHECK(passed > 0);
+  expect_refused(t, "list --plugin " + std::string(UNKNOWN_OP_PLUGIN),
+                 "declares the op 'rmsnorm_nvfp4' (norm rmsnorm, prologue none, epilogue 7, direction fwd), which this "
+                 "lnorm does not know");
 }

@@ -62,7 +62,7 @@ TEST_CASE("concurrency: two kernels on two problems at once give the bits each g
   for (const KernelInfo* a : kernels) {
     for (const KernelInfo* b : kernels) {
       if (a == b) continue;
-      const DType da = a->dtypes.contains(DType::bf16) ? DType::bf16 : DType::f32;
+      const DType da = a->takes.dtypes.contains(DType::bf16) ? DType::bf16 : DType::f32;
       const DType db = DType::f32;
       const Job ja(*a, da, 48, 1027, 1, 1), jb(*b, db, 96, 263, 2, 2);
       if (unavailable_reason(*a, ja.problem) || unavailable_reason(*b, jb.problem)) continue;

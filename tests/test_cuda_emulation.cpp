@@ -50,8 +50,8 @@ static void run_suite(bool quick, const std::vector<Op>& ops = testing::ops_from
     for (Op op : ops) {
       for (DType d : kDTypes) {
         const verify::KernelBudget& budget = budgets.for_kernel(op, k->name, d);
-        const Op norm = norm_of(op);  // Add & Norm falls back to its norm's sections; the backward has its own
-        const std::string level = backward(op) ? std::string(name(op)) + "." : norm == Op::layernorm ? "" : std::string(name(norm)) + ".";
+        const Op norm = plain(op.norm);  // Add & Norm falls back to its norm's sections; the backward has its own
+        const std::string level = op.direction == Direction::bwd ? std::string(name(op)) + "." : norm == Op::layernorm ? "" : std::string(name(norm)) + ".";
         REQUIRE(budget.section == level + std::string(k->name) + "." + std::string(name(d)));
         for (const verify::Outcome& o : verify::verify_kernel(*k, op, d, budget, settings)) {
           std::string worst;

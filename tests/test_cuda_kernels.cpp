@@ -46,7 +46,7 @@ Output run(const KernelInfo& k, const Problem& p, const std::vector<std::byte>& 
   Output o{std::vector<std::byte>(x.size()), std::vector<float>(static_cast<std::size_t>(p.rows)),
            std::vector<float>(static_cast<std::size_t>(p.rows)), std::vector<std::byte>(residual ? x.size() : 0)};
   k.run(p, Tensors{x.data(), gamma ? gamma->data() : nullptr, beta ? beta->data() : nullptr, o.y.data(),
-                   centred(p.op) ? o.mean.data() : nullptr, o.rstd.data(), residual ? residual->data() : nullptr,
+                   p.op.norm == Norm::layernorm ? o.mean.data() : nullptr, o.rstd.data(), residual ? residual->data() : nullptr,
                    residual ? o.h.data() : nullptr});
   return o;
 }

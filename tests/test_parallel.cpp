@@ -102,7 +102,7 @@ TEST_CASE("parallel_rows: every kernel gives the same bits at 1..8 threads", "[p
   int compared = 0;
   for (const KernelInfo& k : registry()) {
     for (const DType d : {DType::f32, DType::bf16}) {
-      if (!k.dtypes.contains(d)) continue;
+      if (!k.takes.dtypes.contains(d)) continue;
       const Problem p1 = make_problem(rows, cols, d, 1e-5, true, true, 1);
       if (unavailable_reason(k, p1)) continue;
       std::mt19937 rng(7);

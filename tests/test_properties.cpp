@@ -53,9 +53,9 @@ void copies_x(const Problem& p, const Tensors& t) {
   std::memcpy(t.y, t.x, static_cast<std::size_t>(p.elements()) * size_of(p.dtype));
 }
 
-const KernelInfo kWritesBefore{"writes_before_y", "test", DTypeSet{DType::f32}, nullptr, &writes_before_y};
-const KernelInfo kSkipsLast{"skips_last_y", "test", DTypeSet{DType::f32}, nullptr, &skips_last_y};
-const KernelInfo kCopiesX{"copies_x", "test", DTypeSet{DType::f32}, nullptr, &copies_x};
+const KernelInfo kWritesBefore{"writes_before_y", "test", {.dtypes = {DType::f32}, .forward_norms = {Norm::layernorm}}, &writes_before_y};
+const KernelInfo kSkipsLast{"skips_last_y", "test", {.dtypes = {DType::f32}, .forward_norms = {Norm::layernorm}}, &skips_last_y};
+const KernelInfo kCopiesX{"copies_x", "test", {.dtypes = {DType::f32}, .forward_norms = {Norm::layernorm}}, &copies_x};
 
 Case one_row_case(std::int64_t n) {
   CaseSpec s;
@@ -172,7 +172,7 @@ TEST_CASE("budgets: the built-in file covers every kernel x dtype with reasons",
   const Budgets b = Budgets::builtin();
   for (const KernelInfo& k : registry()) {
     for (DType d : kAllDTypes) {
-      if (!k.dtypes.contains(d)) continue;
+      if (!k.takes.dtypes.contains(d)) continue;
       INFO(k.name << " " << name(d));
       CHECK(b.has_own(k.name, d));
       const KernelBudget& kb = b.for_kernel(k.name, d);

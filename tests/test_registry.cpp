@@ -17,8 +17,8 @@ lnorm::KernelInfo fake(std::string_view name) {
   lnorm::KernelInfo k;
   k.name = name;
   k.summary = "test kernel";
-  k.dtypes = {lnorm::DType::f32};
-  k.run = untouched;
+  k.takes = {.dtypes = {lnorm::DType::f32}, .forward_norms = {lnorm::Norm::layernorm}};
+  k.forward = untouched;
   return k;
 }
 

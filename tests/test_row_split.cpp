@@ -40,7 +40,7 @@ std::uint64_t splits_of(const KernelInfo& k, const Problem& p) {
 
 TEST_CASE("row split: every CPU kernel keeps a small problem on one thread and splits a large one", "[parallel][kernels]") {
   for (const KernelInfo* k : cpu_kernels()) {
-    if (!k->dtypes.contains(DType::f32)) continue;
+    if (!k->takes.dtypes.contains(DType::f32)) continue;
     const Problem large = make_problem(64, 4096, DType::f32, 1e-5, false, false, 2);  // 4 x kMinElementsPerThread
     if (const auto why = unavailable_reason(*k, large)) {
       WARN(std::string(k->name) << " skipped: " << *why);

@@ -19,14 +19,14 @@ void nothing(const Problem&, const Tensors&) {}
 
 const DTypeSet kF32{DType::f32};
 const std::vector<KernelInfo> kKernels = {
-    {"exact", "", kF32, &runs, &nothing},             // a = 0.5, no kappa term
-    {"fast", "", kF32, &runs, &nothing},              // a = 6, no kappa term
-    {"kappa", "", kF32, &runs, &nothing},             // a = 4, b = 1
-    {"broken", "", kF32, &runs, &nothing},            // fails its own accuracy property
-    {"wrong", "", kF32, &runs, &nothing, true},       // cautionary
-    {"gpu", "", kF32, &never, &nothing},              // cannot run here
-    {"f16_only", "", DTypeSet{DType::f16}, &runs, &nothing},
-    {"rms_only", "", kF32, &runs, &nothing, false, OpSet{Op::rmsnorm}},
+    {"exact", "", {.dtypes = kF32, .forward_norms = {Norm::layernorm}}, &nothing, nullptr, nullptr, &runs, false},             // a = 0.5, no kappa term
+    {"fast", "", {.dtypes = kF32, .forward_norms = {Norm::layernorm}}, &nothing, nullptr, nullptr, &runs, false},              // a = 6, no kappa term
+    {"kappa", "", {.dtypes = kF32, .forward_norms = {Norm::layernorm}}, &nothing, nullptr, nullptr, &runs, false},             // a = 4, b = 1
+    {"broken", "", {.dtypes = kF32, .forward_norms = {Norm::layernorm}}, &nothing, nullptr, nullptr, &runs, false},            // fails its own accuracy property
+    {"wrong", "", {.dtypes = kF32, .forward_norms = {Norm::layernorm}}, &nothing, nullptr, nullptr, &runs, true},       // cautionary
+    {"gpu", "", {.dtypes = kF32, .forward_norms = {Norm::layernorm}}, &nothing, nullptr, nullptr, &never, false},              // cannot run here
+    {"f16_only", "", {.dtypes = DTypeSet{DType::f16}, .forward_norms = {Norm::layernorm}}, &nothing, nullptr, nullptr, &runs, false},
+    {"rms_only", "", {.dtypes = kF32, .forward_norms = {Norm::rmsnorm}}, &nothing, nullptr, nullptr, &runs, false},
 };
 
 Accuracy accuracy_of(const KernelInfo& k) {

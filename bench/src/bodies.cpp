@@ -51,20 +51,20 @@ struct Operands {
   std::vector<std::byte> dy, dgamma, dbeta;
   Operands(const Entry& e, const Settings& s) {
     // RMSNorm as the transformers that use it: gamma, no beta, no mean.
-    const bool beta = s.affine && centred(e.op);
+    const bool beta = s.affine && e.op.norm == Norm::layernorm;
     p = with_op(make_problem(e.shape.rows, e.shape.cols, e.dtype, 1e-5, s.affine, beta, s.threads), e.op);
     x = random_data(e.dtype, p.elements(), 1);
     if (s.affine) g = random_data(e.dtype, p.cols, 2);
     if (beta) b = random_data(e.dtype, p.cols, 3);
     y.resize(x.size());
-    if (centred(e.op)) mean.resize(static_cast<std::size_t>(p.rows) * size_of(stats_dtype(e.dtype)));
+    if (e.op.norm == Norm::layernorm) mean.resize(static_cast<std::size_t>(p.rows) * size_of(stats_dtype(e.dtype)));
     rstd.resize(mean.size());
-    if (fused_add(e.op)) {
+    if (e.op.prologue == Prologue::residual_add) {
       p = set_residual(p, e.dtype);
       residual = random_data(e.dtype, p.elements(), 4);
       h.resize(x.size());
     }
-    if (backward(e.op)) {
+    if (e.op.direction == Direction::bwd) {
       dy = random_data(e.dtype, p.elements(), 5);
       if (!g.empty()) dgamma.resize(g.size());
       if (beta) dbeta.resize(g.size());
@@ -78,7 +78,7 @@ struct Operands {
     for (std::int64_t r = 0; r < p.rows; ++r) {
       double s = 0, q = 0;
       for (std::int64_t i = 0; i < p.cols; ++i) s += value(r * p.cols + i);
-      const double m = centred(p.op) ? s / static_cast<double>(p.cols) : 0.0;
+      const double m = p.op.norm == Norm::layernorm ? s / static_cast<double>(p.cols) : 0.0;
       for (std::int64_t i = 0; i < p.cols; ++i) q += (value(r * p.cols + i) - m) * (value(r * p.cols + i) - m);
       const double rs = 1.0 / std::sqrt(q / static_cast<double>(p.cols) + p.eps);
       if (sd == DType::f64) {
@@ -107,12 +107,12 @@ struct KernelBody : Body {
   Operands o;
   KernelBody(const Entry& e, const Settings& s) : k(e.kernel), o(e, s) {}
   void call() override {
-    if (backward(o.p.op)) {
+    if (o.p.op.direction == Direction::bwd) {
       Tensors t;
       t.x = o.x.data();
       t.gamma = o.g.empty() ? nullptr : o.g.data();
       t.dy = o.dy.data();
-      t.saved_mean = centred(o.p.op) ? o.mean.data() : nullptr;
+      t.saved_mean = o.p.op.norm == Norm::layernorm ? o.mean.data() : nullptr;
       t.saved_rstd = o.rstd.data();
       t.dx = o.y.data();
       t.dgamma = o.dgamma.empty() ? nullptr : o.dgamma.data();

@@ -10,7 +10,7 @@ std::optional<Ceiling> copy_ceiling(const std::vector<Result>& results, DType d,
   std::optional<Ceiling> best;
   for (const Result& r : results) {
     if (!is_copy(r.entry.what) || r.entry.dtype != d || r.entry.shape.rows != s.rows || r.entry.shape.cols != s.cols) continue;
-    if (fused_add(r.entry.op) != fused_add(op)) continue;  // two streams or four
+    if (r.entry.op.prologue != op.prologue) continue;  // two streams or four
     if (!r.skipped.empty() || !(r.bytes_per_second > 0)) continue;
     if (!best || r.bytes_per_second > best->bytes_per_second) best = Ceiling{r.bytes_per_second, r.entry.what};
   }

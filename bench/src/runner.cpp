@@ -46,7 +46,7 @@ std::vector<Shape> builtin_shapes(bool quick) {
 }
 
 std::string Entry::name() const {
-  const std::string op_part = is_copy(what) ? (fused_add(op) ? "add/" : "")
+  const std::string op_part = is_copy(what) ? (op.prologue == Prologue::residual_add ? "add/" : "")
                               : op == Op::layernorm ? "" : std::string(lnorm::name(op)) + "/";
   return what + "/" + op_part + std::string(lnorm::name(dtype)) + "/" + shape.text();
 }
@@ -57,11 +57,11 @@ double bytes_per_call(const Entry& e, const Settings& s) {
   const double es = static_cast<double>(size_of(e.dtype));
   // x read, y written (and residual read, h written: Add & Norm and its copy; the backward: x and dy read,
   // dx written)
-  const double streams = fused_add(e.op) ? 4.0 : backward(e.op) && !is_copy(e.what) ? 3.0 : 2.0;
+  const double streams = e.op.prologue == Prologue::residual_add ? 4.0 : e.op.direction == Direction::bwd && !is_copy(e.what) ? 3.0 : 2.0;
   double bytes = streams * static_cast<double>(e.shape.rows * e.shape.cols) * es;
   // gamma (and beta for LayerNorm) once; the backward reads gamma and writes dgamma (and dbeta)
   if (s.affine && !is_copy(e.what))
-    bytes += (backward(e.op) ? (centred(e.op) ? 3.0 : 2.0) : (centred(e.op) ? 2.0 : 1.0)) * static_cast<double>(e.shape.cols) * es;
+    bytes += (e.op.direction == Direction::bwd ? (e.op.norm == Norm::layernorm ? 3.0 : 2.0) : (e.op.norm == Norm::layernorm ? 2.0 : 1.0)) * static_cast<double>(e.shape.cols) * es;
   return bytes;
 }
 
@@ -160,8 +160,8 @@ std::vector<Result> run(const std::vector<Entry>& entries, const Settings& setti
     Result r;
     r.entry = e;
     if (e.kernel) {
-      Problem p = with_op(make_problem(e.shape.rows, e.shape.cols, e.dtype, 1e-5, true, centred(e.op)), e.op);
-      if (fused_add(e.op)) p = set_residual(p, e.dtype);
+      Problem p = with_op(make_problem(e.shape.rows, e.shape.cols, e.dtype, 1e-5, true, e.op.norm == Norm::layernorm), e.op);
+      if (e.op.prologue == Prologue::residual_add) p = set_residual(p, e.dtype);
       if (auto why = unavailable_reason(*e.kernel, p)) r.skipped = *why;
     } else if (e.what == "onednn") {
       r.skipped = onednn_unavailable(e.dtype, e.op);

@@ -9,12 +9,12 @@ std::vector<Candidate> qualify(std::span<const KernelInfo> kernels, const Select
                                const std::function<Accuracy(const KernelInfo&)>& accuracy) {
   std::vector<Candidate> out;
   for (const KernelInfo& k : kernels) {
-    if (!k.dtypes.contains(request.dtype) || !k.ops.contains(request.op)) continue;
+    if (!k.takes.dtypes.contains(request.dtype) || !k.implements(request.op)) continue;
     const Accuracy acc = accuracy(k);
     Candidate c{&k, acc.a, acc.b, "", "", 0};
-    Problem p = with_op(make_problem(request.shape.rows, request.shape.cols, request.dtype, 1e-5, true, centred(request.op)),
+    Problem p = with_op(make_problem(request.shape.rows, request.shape.cols, request.dtype, 1e-5, true, request.op.norm == Norm::layernorm),
                         request.op);
-    if (fused_add(request.op)) p = set_residual(p, request.dtype);  // as bench times it: the residual in x's dtype
+    if (request.op.prologue == Prologue::residual_add) p = set_residual(p, request.dtype);  // as bench times it: the residual in x's dtype
     const auto why = unavailable_reason(k, p);
     if (why) {
       c.status = "unavailable", c.reason = *why;
@@ -37,7 +37,7 @@ std::vector<Entry> entries_to_time(const std::vector<Candidate>& candidates, con
   for (const Candidate& c : candidates)
     if (c.status.empty()) entries.push_back({std::string(c.kernel->name), c.kernel, request.dtype, request.shape, request.op});
   // The copies of the op's streams (x to y; with Add & Norm also residual to h).
-  const Op copy_op = fused_add(request.op) ? Op::add_layernorm : Op::layernorm;
+  const Op copy_op = request.op.prologue == Prologue::residual_add ? Op::add_layernorm : Op::layernorm;
   for (const std::string& copy : copy_names()) entries.push_back({copy, nullptr, request.dtype, request.shape, copy_op});
   return entries;
 }

@@ -445,7 +445,7 @@ void rows_loop(const Problem& p, const Tensors& t, std::int64_t begin, std::int6
   const float eps = static_cast<float>(p.eps);
   const bool stream = 2 * p.rows * p.cols * static_cast<std::int64_t>(sizeof(B)) > kStreamBytes;
   Normalizer<T, G, kGamma, kBeta, kNaN> norm{gamma, beta, {}, {}, {}};
-  const bool is_centred = centred(p.op);  // one row driver for both ops: only the statistics differ
+  const bool is_centred = p.op.norm == Norm::layernorm;  // one row driver for both ops: only the statistics differ
   // Row + 1's statistics before row's output pass: see kPipeline.
   Stats next = begin < end ? stats_of<T>(x + begin * n, n, eps, is_centred) : Stats{};
   for (std::int64_t row = begin; row < end; ++row) {

@@ -372,7 +372,7 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
   float* mean = static_cast<float*>(t.mean);
   float* rstd = static_cast<float*>(t.rstd);
   const std::int64_t n = p.cols;
-  const bool is_centred = centred(p.op);
+  const bool is_centred = p.op.norm == Norm::layernorm;
   // scratch (isa.hpp): x's row, w = C + gamma, beta and w's low parts in f64, each n + 8 long.
   double* xd = scratch;
   double* gd = p.has_gamma ? scratch + (n + 8) : nullptr;

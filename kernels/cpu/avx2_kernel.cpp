@@ -4,7 +4,6 @@
 
 #include <vector>
 
-#include "add_norm.hpp"
 #include "backward.hpp"
 #include "isa.hpp"
 #include "kernels.hpp"
@@ -29,26 +28,15 @@ std::optional<std::string> avx2_why_not(const Problem&) {
   return std::nullopt;
 }
 
-// Add & Norm: the residual in x's dtype (the SIMD drivers read their input as x's dtype; an f32
-// residual beside 16-bit x is the scalar kernels' for now).
-std::optional<std::string> avx2_add_why_not(const Problem& p) {
-  if (auto why = avx2_why_not(p)) return why;
-  if (fused_add(p.op) && p.residual_dtype != p.dtype)
-    return "the avx2 kernels take the residual in x's dtype (an f32 residual beside 16-bit x: welford, naive)";
-  return std::nullopt;
-}
+void avx2_backward(const Problem& p, const Tensors& t) { simd_backward(p, t, &avx2::backward_rows); }
 
-void avx2_run(const Problem& p, const Tensors& t) {
-  if (backward(p.op)) return simd_backward(p, t, &avx2::backward_rows);
+// The forward of the rows at t.x (x, or Add & Norm's h from the fused-add adaptor: in x's dtype, as the
+// SIMD drivers read their input; an f32 residual beside 16-bit x is the scalar kernels' for now).
+void avx2_forward(const Problem& p, const Tensors& t) {
   // f32 gamma/beta with 16-bit x, or an offset: w = C + gamma and beta staged in f32 once per call.
   StagedParams<float> staged;
   if (!params_in_place(p)) staged = stage_params<float>(p, t);
   const Staged s{staged.gamma(), staged.beta()};
-  if (fused_add(p.op)) {
-    add_then_norm(p, t, &avx2::add_rows,
-                  [&](const Problem& np, const Tensors& nt, std::int64_t b, std::int64_t e) { avx2::rows(np, nt, b, e, s); });
-    return;
-  }
   split_rows(p, [&](std::int64_t begin, std::int64_t end) { avx2::rows(p, t, begin, end, s); });
 }
 
@@ -60,26 +48,23 @@ double* avx2_cr_scratch(std::int64_t cols) {
   return scratch.data();
 }
 
-void avx2_cr_run(const Problem& p, const Tensors& t) {
-  if (fused_add(p.op)) {  // the same correctly rounded sum as avx2's, then the correctly rounded norm of h
-    add_then_norm(p, t, &avx2::add_rows, [&](const Problem& np, const Tensors& nt, std::int64_t b, std::int64_t e) {
-      avx2_cr::rows(np, nt, b, e, avx2_cr_scratch(np.cols));
-    });
-    return;
-  }
+void avx2_cr_forward(const Problem& p, const Tensors& t) {
   split_rows(p, [&](std::int64_t begin, std::int64_t end) { avx2_cr::rows(p, t, begin, end, avx2_cr_scratch(p.cols)); });
 }
 
+constexpr DTypeSet kSimdDTypes{DType::f32, DType::f16, DType::bf16};
+
 }  // namespace
 
+// Add & Norm through the adaptor with avx2's add: the same correctly rounded sum for both.
 const KernelInfo kAvx2Cr{"avx2_cr",
                          "AVX2+FMA, correctly rounded: f64 math with a proven error bound (Ziv's test), double-double near midpoints",
-                         DTypeSet{DType::f32, DType::f16, DType::bf16}, &avx2_add_why_not, &avx2_cr_run, false,
-                         OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
+                         {.dtypes = kSimdDTypes, .forward_norms = kBothNorms, .prologues = kWithAdd},
+                         &avx2_cr_forward, nullptr, &avx2::add_rows, &avx2_why_not};
 
 const KernelInfo kAvx2{"avx2",
                        "AVX2+FMA, 8 f32 lanes: one fused read of shifted sums (corrected two-pass if they cancel), two-float mean (RMSNorm: the sum of squares); streamed y at DRAM sizes; f32 math for f16/bf16; backward (f32 math on f32/f16/bf16) from the saved statistics, the mean made exact, f64 sums",
-                       DTypeSet{DType::f32, DType::f16, DType::bf16}, &avx2_add_why_not, &avx2_run, false,
-                       OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm, Op::layernorm_bwd, Op::rmsnorm_bwd}};
+                       {.dtypes = kSimdDTypes, .forward_norms = kBothNorms, .backward_norms = kBothNorms, .prologues = kWithAdd},
+                       &avx2_forward, &avx2_backward, &avx2::add_rows, &avx2_why_not};
 
 }  // namespace lnorm::cpu

@@ -254,7 +254,7 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
   float* rstd = static_cast<float*>(t.rstd);
   const std::int64_t n = p.cols;
   const float eps = static_cast<float>(p.eps);
-  const bool is_centred = centred(p.op);  // one row driver for both ops: only the statistics differ
+  const bool is_centred = p.op.norm == Norm::layernorm;  // one row driver for both ops: only the statistics differ
   // Row + 1's statistics before row's output pass (avx2.cpp's kPipeline): the scalar tail of one row's
   // statistics (f64 divisions and sqrt) overlaps the other row's output loop.
   Stats next = begin < end ? stats_of<V, T>(x + begin * n, n, eps, is_centred) : Stats{};
@@ -557,7 +557,7 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
   float* mean = static_cast<float*>(t.mean);
   float* rstd = static_cast<float*>(t.rstd);
   const std::int64_t n = p.cols;
-  const Params pr{G ? p.gamma_offset : 0.0, centred(p.op)};
+  const Params pr{G ? p.gamma_offset : 0.0, p.op.norm == Norm::layernorm};
   // max |w| ≤ |C| + max |γ|; w_rel = u when some C + γ does not fit one f64 (its rounding, in the bound).
   double w_rel = 0;
   if (G && pr.offset != 0) {

@@ -3,7 +3,6 @@
 // avx512_cr.cpp and avx512_bf16.cpp, compiled for AVX-512; this file is generic code.
 #include <cpuid.h>
 
-#include "add_norm.hpp"
 #include "backward.hpp"
 #include "isa.hpp"
 #include "kernels.hpp"
@@ -52,38 +51,31 @@ std::optional<std::string> avx512_why_not(const Problem&) {
   return std::nullopt;
 }
 
-// Add & Norm: the residual in x's dtype, as avx2's (the row drivers read their input as x's dtype).
-std::optional<std::string> avx512_add_why_not(const Problem& p) {
-  if (auto why = avx512_why_not(p)) return why;
-  if (fused_add(p.op) && p.residual_dtype != p.dtype)
-    return "the avx512 kernels take the residual in x's dtype (an f32 residual beside 16-bit x: welford, naive)";
-  return std::nullopt;
-}
+void avx512_backward(const Problem& p, const Tensors& t) { simd_backward(p, t, &avx512::backward_rows); }
 
-void avx512_run(const Problem& p, const Tensors& t) {
-  if (backward(p.op)) return simd_backward(p, t, &avx512::backward_rows);
+// The forward of the rows at t.x (x, or Add & Norm's h from the fused-add adaptor: in x's dtype, as the row
+// drivers read their input).
+void avx512_forward(const Problem& p, const Tensors& t) {
   const bool hw_bf16 = p.dtype == DType::bf16 && features().bf16;
   // f32 gamma/beta with 16-bit x, or an offset: w = C + gamma and beta staged in f32 once per call.
   StagedParams<float> staged;
   if (!params_in_place(p)) staged = stage_params<float>(p, t);
   const Staged s{staged.gamma(), staged.beta()};
-  const auto norm = [&](const Problem& np, const Tensors& nt, std::int64_t begin, std::int64_t end) {
-    if (hw_bf16) avx512_bf16::rows_fast(np, nt, begin, end, s);
-    else avx512::rows(np, nt, begin, end, s);
-  };
-  if (fused_add(p.op)) return add_then_norm(p, t, &avx512::add_rows, norm);
-  split_rows(p, [&](std::int64_t begin, std::int64_t end) { norm(p, t, begin, end); });
+  split_rows(p, [&](std::int64_t begin, std::int64_t end) {
+    if (hw_bf16) avx512_bf16::rows_fast(p, t, begin, end, s);
+    else avx512::rows(p, t, begin, end, s);
+  });
 }
 
-void avx512_cr_run(const Problem& p, const Tensors& t) {
+void avx512_cr_forward(const Problem& p, const Tensors& t) {
   const bool hw_bf16 = p.dtype == DType::bf16 && features().bf16;
-  const auto norm = [&](const Problem& np, const Tensors& nt, std::int64_t begin, std::int64_t end) {
-    if (hw_bf16) avx512_bf16::rows_cr(np, nt, begin, end);
-    else avx512_cr::rows(np, nt, begin, end);
-  };
-  if (fused_add(p.op)) return add_then_norm(p, t, &avx512::add_rows, norm);
-  split_rows(p, [&](std::int64_t begin, std::int64_t end) { norm(p, t, begin, end); });
+  split_rows(p, [&](std::int64_t begin, std::int64_t end) {
+    if (hw_bf16) avx512_bf16::rows_cr(p, t, begin, end);
+    else avx512_cr::rows(p, t, begin, end);
+  });
 }
+
+constexpr DTypeSet kSimdDTypes{DType::f32, DType::f16, DType::bf16};
 
 }  // namespace
 
@@ -91,12 +83,12 @@ bool cpu_has_avx512_bf16() { return features().bf16 && !avx512_why_not(Problem{}
 
 const KernelInfo kAvx512Cr{"avx512_cr",
                            "AVX-512, 8 f64 lanes, correctly rounded: avx2_cr's Ziv test (proven f64 bound, double-double slow path)",
-                           DTypeSet{DType::f32, DType::f16, DType::bf16}, &avx512_add_why_not, &avx512_cr_run, false,
-                           OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm}};
+                           {.dtypes = kSimdDTypes, .forward_norms = kBothNorms, .prologues = kWithAdd},
+                           &avx512_cr_forward, nullptr, &avx512::add_rows, &avx512_why_not};
 
 const KernelInfo kAvx512{"avx512",
                          "AVX-512, 16 f32 lanes: avx2's fused shifted sums (RMSNorm: the sum of squares), corrected two-pass (two-float mean), masked tails; backward (f32 math, f32/f16/bf16 data) from the saved statistics, f64 sums",
-                         DTypeSet{DType::f32, DType::f16, DType::bf16}, &avx512_add_why_not, &avx512_run, false,
-                         OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm, Op::layernorm_bwd, Op::rmsnorm_bwd}};
+                         {.dtypes = kSimdDTypes, .forward_norms = kBothNorms, .backward_norms = kBothNorms, .prologues = kWithAdd},
+                         &avx512_forward, &avx512_backward, &avx512::add_rows, &avx512_why_not};
 
 }  // namespace lnorm::cpu

@@ -49,7 +49,7 @@ void textbook(const Problem& p, const Tensors& t) {
   const T* dy = static_cast<const T*>(t.dy);
   T* dx = static_cast<T*>(t.dx);
   const std::int64_t n = p.cols;
-  const bool is_centred = centred(p.op);
+  const bool is_centred = p.op.norm == Norm::layernorm;
   // w = C + γ in A, as the forward reads it (params.hpp); null without gamma (weight 1).
   const StagedParams<A> staged = stage_params<A>(p, t);
   const A* w = staged.gamma();
@@ -110,7 +110,7 @@ T narrow(CarefulAcc<T> v) {
 template <class T, class A>
 void careful_row(const Problem& p, const T* xr, const T* dyr, const A* w, T* dxr, A* dg, A* db, std::vector<A>& d) {
   const std::int64_t n = p.cols;
-  const bool is_centred = centred(p.op);
+  const bool is_centred = p.op.norm == Norm::layernorm;
   d.resize(static_cast<std::size_t>(n));
   // d_i = x_i − mean (RMSNorm: x_i) from the shifted two-pass: x_i − x_0 is exact in A unless their
   // exponents are more than 29 apart (then within 2^-53 of the larger).

@@ -18,12 +18,12 @@ bool stream_dx(const Problem& p) { return p.elements() * static_cast<std::int64_
 }  // namespace
 
 void simd_backward(const Problem& p, const Tensors& t, BackwardRowsFnPtr rows_fn) {
-  if (!t.saved_rstd || (centred(p.op) && !t.saved_mean)) return careful_backward(p, t);
+  if (!t.saved_rstd || (p.op.norm == Norm::layernorm && !t.saved_mean)) return careful_backward(p, t);
   StagedParams<float> staged = stage_params<float>(p, t);  // w = C + gamma rounded once to f32
   // Without gamma the weight is 1: staged as ones, so the row loops load w unconditionally (dy·1 = dy exactly).
   if (!staged.gamma()) staged.w.assign(static_cast<std::size_t>(p.cols), 1.0f);
   const BackwardRows a{t.x, t.dy, staged.gamma(), static_cast<const float*>(t.saved_mean), static_cast<const float*>(t.saved_rstd),
-                       t.dx, p.cols, centred(p.op), p.dtype, stream_dx(p), &careful_backward_row, &p};
+                       t.dx, p.cols, p.op.norm == Norm::layernorm, p.dtype, stream_dx(p), &careful_backward_row, &p};
   backward_blocks<double>(p, t, [&](std::int64_t r0, std::int64_t r1, double* dg, double* db) { rows_fn(a, r0, r1, dg, db); });
 }
 

@@ -4,6 +4,8 @@
 #include "lnorm/kernel.hpp"
 
 namespace lnorm::cpu {
+// Every dtype: the scalar kernels'.
+inline constexpr DTypeSet kScalarDTypes{DType::f32, DType::f64, DType::f16, DType::bf16};
 extern const KernelInfo kNaive;
 extern const KernelInfo kOnePass;
 extern const KernelInfo kWelford;

@@ -31,16 +31,11 @@ struct TwoPassStats {
   }
 };
 
-void run_naive(const Problem& p, const Tensors& t) {
-  if (backward(p.op)) return naive_backward(p, t);
-  run_scalar<TwoPassStats>(p, t);
-}
-
 }  // namespace
 
 const KernelInfo kNaive{
     "naive", "scalar textbook: two-pass mean and centred variance (RMSNorm: sum of squares); sequential f32 sums (f64 for f64); backward from the saved statistics",
-    DTypeSet{DType::f32, DType::f64, DType::f16, DType::bf16}, nullptr, &run_naive, false,
-    OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm, Op::layernorm_bwd, Op::rmsnorm_bwd}};
+    {.dtypes = kScalarDTypes, .forward_norms = kBothNorms, .backward_norms = kBothNorms, .prologues = kWithAdd, .f32_residual = true},
+    &run_scalar<TwoPassStats>, &naive_backward};
 
 }  // namespace lnorm::cpu

@@ -28,7 +28,7 @@ struct OnePassStats {
 
 const KernelInfo kOnePass{
     "onepass", "CAUTIONARY one-pass var = E[x^2] - E[x]^2 in f32; cancels on offset rows",
-    DTypeSet{DType::f32, DType::f64, DType::f16, DType::bf16}, nullptr, &run_scalar<OnePassStats>,
+    {.dtypes = kScalarDTypes, .forward_norms = {Norm::layernorm}}, &run_scalar<OnePassStats>, nullptr, nullptr, nullptr,
     /*cautionary=*/true};
 
 }  // namespace lnorm::cpu

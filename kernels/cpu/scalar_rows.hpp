@@ -13,7 +13,6 @@
 
 #include "lnorm/half.hpp"
 #include "lnorm/params.hpp"
-#include "add_norm.hpp"
 #include "row_split.hpp"
 #include "lnorm/problem.hpp"
 
@@ -46,7 +45,7 @@ void normalize_range(const Problem& p, const Tensors& t, StatsFn stats, const Ac
   using A = Acc<T>;
   static_assert(std::is_same_v<A, Acc<TIn>>);
   const TIn* x = static_cast<const TIn*>(t.x);
-  const bool is_centred = centred(p.op);
+  const bool is_centred = p.op.norm == Norm::layernorm;
   T* y = static_cast<T*>(t.y);
   A* mean_out = static_cast<A*>(t.mean);
   A* rstd_out = static_cast<A*>(t.rstd);
@@ -105,44 +104,21 @@ void normalize_range(const Problem& p, const Tensors& t, StatsFn stats, const Ac
   }
 }
 
-// Add & Norm's sum for rows [begin, end): h (TH) = x (T) + residual (TH), rounded once. The sum is formed
-// in Acc<TH> (f32, or f64 for f64) and rounded to TH: correctly rounded, since f32 and f64 sums are IEEE's
-// and f16/bf16 values are exact in f32, whose 24 bits are at least 2p + 2 of theirs (Figueroa 1995: the
-// second rounding is then innocuous).
-template <class T, class TH>
-void add_range(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
-  const T* x = static_cast<const T*>(t.x);
-  const TH* res = static_cast<const TH*>(t.residual);
-  TH* h = static_cast<TH*>(t.h);
-  for (std::int64_t i = begin * p.cols; i < end * p.cols; ++i) {
-    const Acc<TH> v = static_cast<Acc<TH>>(to_float(x[i])) + static_cast<Acc<TH>>(to_float(res[i]));
-    if constexpr (std::is_same_v<TH, double> || std::is_same_v<TH, float>) h[i] = v;
-    else h[i] = from_float<TH>(v);
-  }
-}
-
+// The forward of rows of TIn (x, or Add & Norm's h from the fused-add adaptor) into y of T.
 template <class T, class TIn, class Stats>
 void run_typed(const Problem& p, const Tensors& t, Stats stats) {
   using A = Acc<T>;
   const StagedParams<A> params = stage_params<A>(p, t);
-  if (fused_add(p.op)) {
-    add_then_norm(p, t, &add_range<T, TIn>, [&](const Problem& np, const Tensors& nt, std::int64_t b, std::int64_t e) {
-      normalize_range<T, TIn>(np, nt, stats, params.gamma(), params.beta(), b, e);
-    });
-    return;
-  }
-  if constexpr (std::is_same_v<T, TIn>) {  // the plain norm (run_scalar picks TIn = T for it)
-    split_rows(p, [&](std::int64_t begin, std::int64_t end) {
-      normalize_range<T, T>(p, t, stats, params.gamma(), params.beta(), begin, end);
-    });
-  }
+  split_rows(p, [&](std::int64_t begin, std::int64_t end) {
+    normalize_range<T, TIn>(p, t, stats, params.gamma(), params.beta(), begin, end);
+  });
 }
 
-// Dispatches on p.dtype (and for Add & Norm the residual's dtype: x's, or f32 beside 16-bit x) to
-// run_typed with Stats::template of the input type.
+// Dispatches on p.dtype and the rows' storage (input_dtype: x's, or Add & Norm's f32 h beside 16-bit x)
+// to run_typed with Stats::template of the input type.
 template <template <class> class Stats>
 void run_scalar(const Problem& p, const Tensors& t) {
-  const bool f32_h = fused_add(p.op) && p.residual_dtype == DType::f32 && p.dtype != DType::f32;
+  const bool f32_h = input_dtype(p) == DType::f32 && p.dtype != DType::f32;
   switch (p.dtype) {
     case DType::f32: return run_typed<float, float>(p, t, Stats<float>{});
     case DType::f64: return run_typed<double, double>(p, t, Stats<double>{});

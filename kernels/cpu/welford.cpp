@@ -177,11 +177,6 @@ struct WelfordStats {
   }
 };
 
-void run_welford(const Problem& p, const Tensors& t) {
-  if (backward(p.op)) return careful_backward(p, t);
-  run_scalar<WelfordStats>(p, t);
-}
-
 }  // namespace
 
 void welford_row(const Problem& p, const Tensors& t, std::int64_t row) {
@@ -198,7 +193,7 @@ void welford_row(const Problem& p, const Tensors& t, std::int64_t row) {
 
 const KernelInfo kWelford{
     "welford", "scalar careful: Welford updates in blocks of 32, Chan pairwise merge (RMSNorm: Neumaier-compensated sum of squares, range-scaled); f32 (f64 for f64); backward recomputes the statistics, in f64 (long double for f64)",
-    DTypeSet{DType::f32, DType::f64, DType::f16, DType::bf16}, nullptr, &run_welford, false,
-    OpSet{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm, Op::layernorm_bwd, Op::rmsnorm_bwd}};
+    {.dtypes = kScalarDTypes, .forward_norms = kBothNorms, .backward_norms = kBothNorms, .prologues = kWithAdd, .f32_residual = true},
+    &run_scalar<WelfordStats>, &careful_backward};
 
 }  // namespace lnorm::cpu

@@ -140,7 +140,7 @@ void launch_rows(const LaunchConfig& c, const Problem& p, const Tensors& t, doub
   const auto go = [&](auto kernel) {
     kernel<<<static_cast<unsigned>(c.grid), c.block_threads, 0, stream>>>(
         static_cast<const T*>(t.x), static_cast<const T*>(t.dy), static_cast<const double*>(p.has_gamma ? t.gamma : nullptr),
-        static_cast<T*>(t.dx), part_g, part_b, p.rows, p.cols, c.threads_per_row, static_cast<float>(p.eps), centred(p.op));
+        static_cast<T*>(t.dx), part_g, part_b, p.rows, p.cols, c.threads_per_row, static_cast<float>(p.eps), p.op.norm == Norm::layernorm);
   };
   if (block) go(&backward_rows<T, kVec, true>);
   else go(&backward_rows<T, kVec, false>);

@@ -132,7 +132,7 @@ void launch_with(const LaunchConfig& c, const Problem& p, const Tensors& t, cuda
         static_cast<const T*>(t.x), static_cast<const T*>(t.residual), static_cast<T*>(t.h),
         static_cast<const G*>(p.has_gamma ? t.gamma : nullptr),
         static_cast<const G*>(p.has_beta ? t.beta : nullptr), static_cast<T*>(t.y), static_cast<float*>(t.mean),
-        static_cast<float*>(t.rstd), p.rows, p.cols, static_cast<float>(p.eps), c.row_in_smem, centred(p.op));
+        static_cast<float*>(t.rstd), p.rows, p.cols, static_cast<float>(p.eps), c.row_in_smem, p.op.norm == Norm::layernorm);
   };
   if (p.param_dtype == DType::f32) go(float{});  // f32 parameters (for f32 x: the same as T)
   else go(T{});

@@ -21,14 +21,18 @@ DeviceLimits device_limits();
 
 // Host buffers in and out (KernelInfo::run): copies x, gamma, beta to the device, launches, copies y,
 // mean and rstd back. Throws std::runtime_error with the CUDA error string on any CUDA failure.
-// The backward ops (cuda_warp, cuda_block): x, dy and gamma in, dx, dgamma and dbeta out, where gamma holds
-// w = C + gamma staged in f64 (cols doubles; null: weight 1) and dgamma/dbeta are in p.param_dtype.
+// Add & Norm when host.residual is given: residual in, h out as well.
 void run_host(Algorithm algorithm, const Problem& p, const Tensors& host);
+// The backward (cuda_warp, cuda_block): x, dy and gamma in, dx, dgamma and dbeta out, where gamma holds
+// w = C + gamma staged in f64 (cols doubles; null: weight 1) and dgamma/dbeta are in p.param_dtype.
+void run_host_backward(Algorithm algorithm, const Problem& p, const Tensors& host);
 
 // Device buffers (from cudaMalloc; mean/rstd may be null), launch only, asynchronous on `stream` (a
 // cudaStream_t; nullptr for the default stream). For benchmarks: nothing is copied or synchronized.
-// Throws on a launch error. The backward as run_host's (gamma: w in f64); its f64 partials are allocated and
-// freed stream-ordered inside.
+// Throws on a launch error.
 void launch_device(Algorithm algorithm, const Problem& p, const Tensors& device, void* stream);
+// The backward as run_host_backward's (gamma: w in f64); its f64 partials are allocated and freed
+// stream-ordered inside.
+void launch_backward_device(Algorithm algorithm, const Problem& p, const Tensors& device, void* stream);
 
 }  // namespace lnorm::cuda

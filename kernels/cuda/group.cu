@@ -129,7 +129,7 @@ void launch_with(const LaunchConfig& c, const Problem& p, const Tensors& t, cuda
         static_cast<const G*>(p.has_gamma ? t.gamma : nullptr),
         static_cast<const G*>(p.has_beta ? t.beta : nullptr), static_cast<T*>(t.y), static_cast<float*>(t.mean),
         static_cast<float*>(t.rstd), p.rows, static_cast<int>(p.cols), c.threads_per_row, static_cast<float>(p.eps),
-        centred(p.op));
+        p.op.norm == Norm::layernorm);
   };
   if (p.param_dtype == DType::f32) go(float{});  // f32 parameters (for f32 x: the same as T)
   else go(T{});

@@ -69,10 +69,10 @@ DeviceLimits device_limits() {
   return limits;
 }
 
-namespace {
 
 // The backward on device buffers: its f64 partials stream-ordered (cudaMallocAsync), freed after the launches.
-void launch_backward_device(Algorithm algorithm, const Problem& p, const Tensors& t, cudaStream_t s) {
+void launch_backward_device(Algorithm algorithm, const Problem& p, const Tensors& t, void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
   const bool aligned = aligned16(t.x) && aligned16(t.dy) && aligned16(t.dx);
   const LaunchConfig c = plan_backward_launch(algorithm, p.rows, p.cols, p.dtype, aligned, device_limits());
   if (c.grid == 0) return;
@@ -88,6 +88,7 @@ void launch_backward_device(Algorithm algorithm, const Problem& p, const Tensors
 }
 
 void run_host_backward(Algorithm algorithm, const Problem& p, const Tensors& host) {
+  if (p.rows == 0 || p.cols == 0) return;
   // gamma: w = C + gamma in f64 (cuda_kernels.cpp stages it); dgamma/dbeta in p.param_dtype.
   const std::size_t data_bytes = static_cast<std::size_t>(p.rows) * static_cast<std::size_t>(p.cols) * size_of(p.dtype);
   const std::size_t w_bytes = static_cast<std::size_t>(p.cols) * sizeof(double);
@@ -111,10 +112,7 @@ void run_host_backward(Algorithm algorithm, const Problem& p, const Tensors& hos
   if (want_b) check(cudaMemcpy(host.dbeta, db.get(), param_bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(dbeta to host)");
 }
 
-}  // namespace
-
 void launch_device(Algorithm algorithm, const Problem& p, const Tensors& t, void* stream) {
-  if (backward(p.op)) return launch_backward_device(algorithm, p, t, static_cast<cudaStream_t>(stream));
   const bool aligned = aligned16(t.x) && aligned16(t.y) && aligned16(p.has_gamma ? t.gamma : nullptr) &&
                        aligned16(p.has_beta ? t.beta : nullptr) && aligned16(t.residual) && aligned16(t.h);
   const LaunchConfig c = plan_launch(algorithm, p.rows, p.cols, p.dtype, aligned, device_limits());
@@ -130,14 +128,13 @@ void launch_device(Algorithm algorithm, const Problem& p, const Tensors& t, void
 
 void run_host(Algorithm algorithm, const Problem& p, const Tensors& host) {
   if (p.rows == 0 || p.cols == 0) return;
-  if (backward(p.op)) return run_host_backward(algorithm, p, host);
   // gamma/beta in p.param_dtype (cuda_kernels.cpp stages f32 parameters and the offset; no offset here).
   const std::size_t es = size_of(p.dtype);
   const std::size_t data_bytes = static_cast<std::size_t>(p.rows) * static_cast<std::size_t>(p.cols) * es;
   const std::size_t row_bytes = static_cast<std::size_t>(p.cols) * size_of(p.param_dtype);
   const std::size_t stat_bytes = static_cast<std::size_t>(p.rows) * sizeof(float);
-  // Add & Norm: residual and h in x's dtype (cuda_kernels.cpp declines others), x's size.
-  const bool fused = fused_add(p.op);
+  // Add & Norm (its operands given): residual and h in x's dtype (cuda_kernels.cpp declines others), x's size.
+  const bool fused = host.residual != nullptr;
   DeviceBuffer x(data_bytes), y(data_bytes), gamma(host.gamma ? row_bytes : 0), beta(host.beta ? row_bytes : 0),
       mean(host.mean ? stat_bytes : 0), rstd(host.rstd ? stat_bytes : 0), residual(fused ? data_bytes : 0),
       h(fused ? data_bytes : 0);

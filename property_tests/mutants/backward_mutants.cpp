@@ -51,7 +51,7 @@ L saved(const Problem& p, const void* s, std::int64_t r) {
 template <class T>
 void run_typed(BackwardDefect defect, const Problem& p, const Tensors& t) {
   const std::int64_t n = p.cols, rows = p.rows;
-  const bool is_centred = centred(p.op);
+  const bool is_centred = p.op.norm == Norm::layernorm;
   std::vector<L> w(static_cast<std::size_t>(n), 1);
   if (p.has_gamma && t.gamma)
     for (std::int64_t j = 0; j < n; ++j) w[static_cast<std::size_t>(j)] = static_cast<L>(p.gamma_offset) + static_cast<L>(cpu::param_value(p.param_dtype, t.gamma, j));

@@ -171,7 +171,7 @@ void run_typed(const Problem& p, const Tensors& t) {
   const cpu::StagedParams<double> staged = cpu::stage_params<double>(params, t);
   const double* gamma = staged.gamma();
   const double* beta = staged.beta();
-  const bool centred = lnorm::centred(p.op);
+  const bool centred = p.op.norm == lnorm::Norm::layernorm;
   T* y = static_cast<T*>(t.y);
   Stat<T>* mean_out = static_cast<Stat<T>*>(t.mean);
   Stat<T>* rstd_out = static_cast<Stat<T>*>(t.rstd);
@@ -295,12 +295,12 @@ void run_add_typed(const Problem& p, const Tensors& t) {
     nt.x = t.h;
     nt.residual = nullptr;
     nt.h = nullptr;
-    return run<Defect::none>(with_op(p, norm_of(p.op)), nt);
+    return run<Defect::none>(with_op(p, plain(p.op.norm)), nt);
   }
   const cpu::StagedParams<double> staged = cpu::stage_params<double>(p, t);
   const double* gamma = staged.gamma();
   const double* beta = staged.beta();
-  const bool centred = lnorm::centred(p.op);
+  const bool centred = p.op.norm == lnorm::Norm::layernorm;
   T* y = static_cast<T*>(t.y);
   Stat<T>* mean_out = static_cast<Stat<T>*>(t.mean);
   Stat<T>* rstd_out = static_cast<Stat<T>*>(t.rstd);
@@ -356,7 +356,7 @@ void run_add(const Problem& p, const Tensors& t);
 // An Add & Norm mutant: the defect in the fused ops, the control in the plain norms.
 template <AddDefect D>
 void run_add_defect(const Problem& p, const Tensors& t) {
-  if (fused_add(p.op)) return run_add<D>(p, t);
+  if (p.op.prologue == Prologue::residual_add) return run_add<D>(p, t);
   run<Defect::none>(p, t);
 }
 
@@ -371,37 +371,40 @@ void run_add(const Problem& p, const Tensors& t) {
   }
 }
 
-// The control for every op: the plain norm's two-pass, or Add & Norm's.
-void run_control(const Problem& p, const Tensors& t) {
-  if (backward(p.op)) return run_backward_mutant(BackwardDefect::none, p, t);
-  if (fused_add(p.op)) return run_add<AddDefect::none>(p, t);
-  run<Defect::none>(p, t);
-}
+// The control's forward: the plain norm's two-pass, or Add & Norm's (fuses_add).
+void control_forward(const Problem& p, const Tensors& t) { run_add_defect<AddDefect::none>(p, t); }
 
 constexpr DTypeSet kAll{DType::f32, DType::f64, DType::f16, DType::bf16};
-constexpr OpSet kEveryOp{Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm, Op::layernorm_bwd, Op::rmsnorm_bwd};
-constexpr OpSet kBackward{Op::layernorm_bwd, Op::rmsnorm_bwd};
 
 template <BackwardDefect D>
 void run_bwd(const Problem& p, const Tensors& t) {
   run_backward_mutant(D, p, t);
 }
 
-constexpr KernelInfo mutant(std::string_view id, std::string_view summary,
-                            void (*fn)(const Problem&, const Tensors&), OpSet ops = OpSet{Op::layernorm, Op::rmsnorm}) {
-  return KernelInfo{id, summary, kAll, nullptr, fn, false, ops};
+// A defect in the forward of the plain norms.
+constexpr KernelInfo mutant(std::string_view id, std::string_view summary, ForwardFn fn, NormSet norms = kBothNorms) {
+  return KernelInfo{id, summary, {.dtypes = kAll, .forward_norms = norms}, fn};
+}
+// A defect in Add & Norm's fusion (the plain norms are the control's): the forward takes the whole problem.
+constexpr KernelInfo add_mutant(std::string_view id, std::string_view summary, ForwardFn fn) {
+  return KernelInfo{id, summary, {.dtypes = kAll, .forward_norms = kBothNorms, .prologues = kWithAdd, .fuses_add = true, .f32_residual = true}, fn};
+}
+// A defect in the backward.
+constexpr KernelInfo bwd_mutant(std::string_view id, std::string_view summary, BackwardFn fn, NormSet norms = kBothNorms) {
+  return KernelInfo{id, summary, {.dtypes = kAll, .backward_norms = norms}, nullptr, fn};
 }
 
 }  // namespace
 
 bool defect_in(const KernelInfo& mutant, Op op) {
-  return mutant.name.substr(0, 11) != "mutant_add_" || fused_add(op);
+  return mutant.name.substr(0, 11) != "mutant_add_" || op.prologue == Prologue::residual_add;
 }
 
 const KernelInfo& control() {
-  static const KernelInfo kControl =
-      mutant("mutant_control", "no defect: two-pass in double (long double for f64), rounded once; Add & Norm: h rounded once, then the same in long double",
-             &run_control, kEveryOp);
+  static const KernelInfo kControl{
+      "mutant_control", "no defect: two-pass in double (long double for f64), rounded once; Add & Norm: h rounded once, then the same in long double",
+      {.dtypes = kAll, .forward_norms = kBothNorms, .backward_norms = kBothNorms, .prologues = kWithAdd, .fuses_add = true, .f32_residual = true},
+      &control_forward, &run_bwd<BackwardDefect::none>};
   return kControl;
 }
 
@@ -432,27 +435,26 @@ std::span<const KernelInfo> all() {
              &run<Defect::bf16_accumulation>),
       mutant("mutant_ignores_offset", "y uses gamma instead of (gamma_offset + gamma)", &run<Defect::ignores_offset>),
       mutant("mutant_subtracts_mean", "RMSNorm that subtracts the row's mean (a LayerNorm)", &run<Defect::subtracts_mean>,
-             OpSet{Op::rmsnorm}),
-      mutant("mutant_add_unrounded_h", "Add & Norm: statistics and y from x + residual unrounded (h written rounded)",
-             &run_add_defect<AddDefect::unrounded_h>, kEveryOp),
-      mutant("mutant_add_residual_ignored", "Add & Norm: statistics from x alone, y from h", &run_add_defect<AddDefect::residual_ignored>,
-             kEveryOp),
-      mutant("mutant_add_h_in_x_dtype", "Add & Norm: h rounded to x's dtype, then stored in the residual's",
-             &run_add_defect<AddDefect::h_in_x_dtype>, kEveryOp),
-      mutant("mutant_add_h_truncated", "Add & Norm: h rounded toward zero", &run_add_defect<AddDefect::h_truncated>, kEveryOp),
+             NormSet{lnorm::Norm::rmsnorm}),
+      add_mutant("mutant_add_unrounded_h", "Add & Norm: statistics and y from x + residual unrounded (h written rounded)",
+             &run_add_defect<AddDefect::unrounded_h>),
+      add_mutant("mutant_add_residual_ignored", "Add & Norm: statistics from x alone, y from h", &run_add_defect<AddDefect::residual_ignored>),
+      add_mutant("mutant_add_h_in_x_dtype", "Add & Norm: h rounded to x's dtype, then stored in the residual's",
+             &run_add_defect<AddDefect::h_in_x_dtype>),
+      add_mutant("mutant_add_h_truncated", "Add & Norm: h rounded toward zero", &run_add_defect<AddDefect::h_truncated>),
       // The backward's (backward_mutants.cpp).
-      mutant("mutant_bwd_drops_mean_g", "backward: LayerNorm's dx without mean(g)", &run_bwd<BackwardDefect::drops_mean_g>,
-             OpSet{Op::layernorm_bwd}),
-      mutant("mutant_bwd_drops_xhat_term", "backward: dx without xhat*mean(g*xhat)", &run_bwd<BackwardDefect::drops_xhat_term>, kBackward),
-      mutant("mutant_bwd_dgamma_wrong_axis", "backward: dgamma summed along a row instead of down the column",
-             &run_bwd<BackwardDefect::dgamma_wrong_axis>, kBackward),
-      mutant("mutant_bwd_var_unbiased", "backward: statistics with var divided by n-1", &run_bwd<BackwardDefect::var_unbiased>, kBackward),
-      mutant("mutant_bwd_eps_outside_sqrt", "backward: rstd = 1/(sqrt(var) + eps)", &run_bwd<BackwardDefect::eps_outside_sqrt>, kBackward),
-      mutant("mutant_bwd_dbeta_wrong_rows", "backward: dbeta leaves out the first row", &run_bwd<BackwardDefect::dbeta_wrong_rows>, kBackward),
-      mutant("mutant_bwd_drops_tail_block", "backward: dgamma/dbeta leave out the rows past the last full 64-row block",
-             &run_bwd<BackwardDefect::drops_tail_block>, kBackward),
-      mutant("mutant_bwd_saved_wrong_row", "backward: row r uses the saved mean/rstd of row r+1",
-             &run_bwd<BackwardDefect::saved_wrong_row>, kBackward),
+      bwd_mutant("mutant_bwd_drops_mean_g", "backward: LayerNorm's dx without mean(g)", &run_bwd<BackwardDefect::drops_mean_g>,
+             NormSet{lnorm::Norm::layernorm}),
+      bwd_mutant("mutant_bwd_drops_xhat_term", "backward: dx without xhat*mean(g*xhat)", &run_bwd<BackwardDefect::drops_xhat_term>),
+      bwd_mutant("mutant_bwd_dgamma_wrong_axis", "backward: dgamma summed along a row instead of down the column",
+             &run_bwd<BackwardDefect::dgamma_wrong_axis>),
+      bwd_mutant("mutant_bwd_var_unbiased", "backward: statistics with var divided by n-1", &run_bwd<BackwardDefect::var_unbiased>),
+      bwd_mutant("mutant_bwd_eps_outside_sqrt", "backward: rstd = 1/(sqrt(var) + eps)", &run_bwd<BackwardDefect::eps_outside_sqrt>),
+      bwd_mutant("mutant_bwd_dbeta_wrong_rows", "backward: dbeta leaves out the first row", &run_bwd<BackwardDefect::dbeta_wrong_rows>),
+      bwd_mutant("mutant_bwd_drops_tail_block", "backward: dgamma/dbeta leave out the rows past the last full 64-row block",
+             &run_bwd<BackwardDefect::drops_tail_block>),
+      bwd_mutant("mutant_bwd_saved_wrong_row", "backward: row r uses the saved mean/rstd of row r+1",
+             &run_bwd<BackwardDefect::saved_wrong_row>),
   };
   return kMutants;
 }

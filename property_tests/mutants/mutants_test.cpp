@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   // otherwise hide behind the other op's failures).
   for (const KernelInfo& mutant : mutants::all()) {
     for (Op op : ops) {
-      if (!mutant.ops.contains(op) || !mutants::defect_in(mutant, op)) continue;
+      if (!mutant.implements(op) || !mutants::defect_in(mutant, op)) continue;
       std::string caught_by, first;
       int failures = 0, runs = 0;
       for (DType d : kAllDTypes) {

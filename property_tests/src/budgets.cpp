@@ -89,7 +89,7 @@ void parse_backward(const toml::table& t, const std::string& source, const std::
 void parse_expected_failures(const toml::table& t, const std::string& source, const std::string& where, Op op, KernelBudget& b);
 
 KernelBudget parse_section(const toml::table& t, const std::string& source, const std::string& where, Op op) {
-  if (backward(op)) {
+  if (op.direction == Direction::bwd) {
     KernelBudget b;
     b.section = where;
     b.op = op;
@@ -98,7 +98,7 @@ KernelBudget parse_section(const toml::table& t, const std::string& source, cons
     return b;
   }
   // LayerNorm has a mean (and exact-statistics rows); RMSNorm has none, and a sign-symmetry claim.
-  if (centred(op)) only_keys(t, {"y", "mean", "rstd", "exact_mean", "correctly_rounded", "expected_failures"}, source, where);
+  if (op.norm == Norm::layernorm) only_keys(t, {"y", "mean", "rstd", "exact_mean", "correctly_rounded", "expected_failures"}, source, where);
   else only_keys(t, {"y", "rstd", "sign_symmetric", "correctly_rounded", "expected_failures"}, source, where);
   KernelBudget b;
   b.section = where;
@@ -108,7 +108,7 @@ KernelBudget parse_section(const toml::table& t, const std::string& source, cons
   b.y = Budget{number_at(y, "a", source, where + ".y"), number_at(y, "b", source, where + ".y")};
   b.y_reason = reason_at(y, source, where + ".y");
   b.basis["y"] = basis_at(y, source, where + ".y");
-  if (centred(op)) {
+  if (op.norm == Norm::layernorm) {
     const toml::table& mean = table_at(t, "mean", source, where);
     only_keys(mean, {"ulp", "reason", "basis"}, source, where + ".mean");
     b.mean_ulp = number_at(mean, "ulp", source, where + ".mean");
@@ -120,7 +120,7 @@ KernelBudget parse_section(const toml::table& t, const std::string& source, cons
   b.rstd_ulp = number_at(rstd, "ulp", source, where + ".rstd");
   b.rstd_reason = reason_at(rstd, source, where + ".rstd");
   b.basis["rstd"] = basis_at(rstd, source, where + ".rstd");
-  if (centred(op)) b.exact_mean = bool_at(t, "exact_mean", source, where, b.exact_mean_reason);
+  if (op.norm == Norm::layernorm) b.exact_mean = bool_at(t, "exact_mean", source, where, b.exact_mean_reason);
   else b.sign_symmetric = bool_at(t, "sign_symmetric", source, where, b.sign_symmetric_reason);
   if (t.contains("correctly_rounded")) {
     const toml::table& cr = table_at(t, "correctly_rounded", source, where);
@@ -141,7 +141,7 @@ void parse_expected_failures(const toml::table& t, const std::string& source, co
       const std::optional<Property> p = parse_property(k.str());
       if (!p) fail(source, key, "not a property name");
       // A norm's section also speaks for its Add & Norm form (which falls back to it): add_* properties.
-      if (!applies(*p, op) && !applies(*p, with_add(op))) fail(source, key, "not a property of " + std::string(name(op)));
+      if (!applies(*p, op) && !applies(*p, Op{.norm = op.norm, .prologue = Prologue::residual_add})) fail(source, key, "not a property of " + std::string(name(op)));
       // "reason" (strict), or { reason = "...", strict = false } (may hold on some seeds).
       std::optional<std::string> reason = v.value<std::string>();
       if (const toml::table* entry = v.as_table()) {
@@ -216,14 +216,14 @@ bool Budgets::has_own(Op op, std::string_view kernel, DType dtype) const {
 bool Budgets::covers(Op op) const {
   for (const auto& entry : table_)
     if (std::get<0>(entry.first) == op) return true;
-  return fused_add(op) && covers(norm_of(op));
+  return op.prologue == Prologue::residual_add && covers(plain(op.norm));
 }
 
 const KernelBudget& Budgets::for_kernel(Op op, std::string_view kernel, DType dtype) const {
   auto it = table_.find({op, std::string(kernel), dtype});
   if (it == table_.end()) it = table_.find({op, "default", dtype});
   // Add & Norm without sections of its own is held to its norm's: y, mean and rstd are the norm's of h.
-  if (it == table_.end() && fused_add(op)) return for_kernel(norm_of(op), kernel, dtype);
+  if (it == table_.end() && op.prologue == Prologue::residual_add) return for_kernel(plain(op.norm), kernel, dtype);
   if (it == table_.end()) {
     const std::string level = op == Op::layernorm ? "" : std::string(name(op)) + ".";
     throw BudgetError(source_ + ": no [" + level + std::string(kernel) + "." + std::string(name(dtype)) + "] and no [" +

@@ -57,7 +57,7 @@ namespace {
 // f32 overflowing and underflowing there, where dy at 2^-3..2^3 never showed it.
 enum class DyRange { usual, huge, tiny };
 DyRange dy_range(const CaseSpec& s) {
-  if (!backward(s.op) || !s.dy_range_edges) return DyRange::usual;
+  if (s.op.direction != Direction::bwd || !s.dy_range_edges) return DyRange::usual;
   std::mt19937_64 rng(s.data_seed ^ 0x9E3779B97F4A7C15ull);
   const auto pick = rng() % 16;
   return pick == 0 ? DyRange::huge : pick == 1 ? DyRange::tiny : DyRange::usual;
@@ -97,7 +97,7 @@ std::string CaseSpec::describe() const {
 Problem Case::problem(int threads) const {
   const Problem p = with_op(make_problem(spec.rows(), spec.cols(), spec.dtype, spec.eps, !gamma.empty(), !beta.empty(), threads), spec.op);
   const Problem q = set_params(p, spec.params(), gamma.empty() ? 0.0 : spec.gamma_offset);
-  return fused_add(spec.op) ? set_residual(q, spec.residual()) : q;
+  return spec.op.prologue == Prologue::residual_add ? set_residual(q, spec.residual()) : q;
 }
 
 double random_float_bits(std::mt19937_64& rng, const Format& f, int exp_lo, int exp_hi) {
@@ -180,7 +180,7 @@ std::vector<double> make_row(std::mt19937_64& rng, DType d, RowClass c, std::int
       // RMSNorm's tiny rows are tiny about 0 (mean(x²) ≪ eps): the draw is made either way, so the
       // random stream is the same for both ops.
       const bool zero_centre = (rng() & 1) || f.precision < 12;
-      const double centre = zero_centre || !centred(op) ? 0.0 : binade(-2, 2);
+      const double centre = zero_centre || op.norm != Norm::layernorm ? 0.0 : binade(-2, 2);
       const double s = std::sqrt(eps > 0 ? eps : 1e-5) * 0x1p-12;
       for (double& v : x) v = centre + s * normal(rng);
       break;
@@ -269,7 +269,7 @@ Case materialize(const CaseSpec& spec) {
   const Format pf = format_of(spec.params());
   c.gamma = make_affine(rng, pf, spec.gamma, cols, true, spec.gamma_offset);
   c.beta = make_affine(rng, pf, spec.beta, cols, false, 0.0);
-  if (backward(spec.op)) {
+  if (spec.op.direction == Direction::bwd) {
     const Format f = format_of(spec.dtype);
     double k = std::ldexp(1.0, static_cast<int>(rng() % 7) - 3);
     // huge: |dy·w| and the terms of dx near overflow where dx is finite; tiny: subnormal dy, dy·w under the normal range.

@@ -115,7 +115,7 @@ CaseSpec parse_case(std::string_view line) {
   // A backward case's dy sits at its range's edges when its seed says so (dy_range); "dy=" only names it.
   // Where the line names no edge but the seed would draw one, the case came from dy_linearity's profile,
   // which keeps dy at its usual scales.
-  if (backward(s.op) && dy.empty()) {
+  if (s.op.direction == Direction::bwd && dy.empty()) {
     s.dy_range_edges = true;
     if (s.describe().find(" dy=") != std::string::npos) s.dy_range_edges = false;
   }

@@ -64,7 +64,7 @@ bool Buffer::guards_intact() const {
 
 KernelInputs kernel_inputs(const Case& c) {
   KernelInputs in;
-  if (!fused_add(c.spec.op)) {
+  if (c.spec.op.prologue != Prologue::residual_add) {
     in.x = c.x;
     return in;
   }
@@ -96,7 +96,7 @@ KernelInputs kernel_inputs(const Case& c) {
 }
 
 std::vector<double> norm_input(const Case& c) {
-  if (!fused_add(c.spec.op)) return c.x;
+  if (c.spec.op.prologue != Prologue::residual_add) return c.x;
   const KernelInputs in = kernel_inputs(c);
   const Format hf = format_of(c.spec.residual());
   std::vector<double> h(in.x.size());
@@ -108,9 +108,9 @@ Outputs run_guarded(const KernelInfo& k, const Case& c, int threads, bool explic
   const DType d = c.spec.dtype, sd = stats_dtype(d), pd = c.spec.params();
   const Problem p0 = c.problem(threads);
   const auto rows = static_cast<std::size_t>(p0.rows), n = static_cast<std::size_t>(p0.elements());
-  const bool has_mean = centred(c.spec.op);  // rmsnorm has no mean: its kernels get a null mean
+  const bool has_mean = c.spec.op.norm == Norm::layernorm;  // rmsnorm has no mean: its kernels get a null mean
   const int mis = c.spec.misalign;
-  const bool fused = fused_add(c.spec.op);
+  const bool fused = c.spec.op.prologue == Prologue::residual_add;
   const KernelInputs in = kernel_inputs(c);
   const DType rd = c.spec.residual();
   const Buffer x(d, in.x, mis), res(rd, in.residual, mis);
@@ -228,7 +228,7 @@ Exact exact_answer(const Case& c) {
   const DType d = c.spec.dtype, pd = c.spec.params();
   const auto n = static_cast<std::size_t>(p.cols);
   // The norm reads h (Add & Norm, in the residual's dtype) or x.
-  const DType in_dtype = fused_add(c.spec.op) ? c.spec.residual() : d;
+  const DType in_dtype = c.spec.op.prologue == Prologue::residual_add ? c.spec.residual() : d;
   const Buffer x(in_dtype, norm_input(c), 0), g(pd, c.gamma, 0), b(pd, c.beta, 0);
   Buffer y(d, static_cast<std::size_t>(p.elements()), 0);
   Exact e;

@@ -13,7 +13,7 @@ namespace lnorm::verify {
 
 SavedStats saved_stats(const Case& c) {
   Problem p = c.problem();
-  p.op = norm_of(c.spec.op);
+  p.op = plain(c.spec.op.norm);
   const DType d = c.spec.dtype;
   const auto n = static_cast<std::size_t>(p.cols);
   const Buffer x(d, c.x, 0);
@@ -33,7 +33,7 @@ BackwardOutputs run_guarded_backward(const KernelInfo& k, const Case& c, const S
   const Problem p = c.problem(threads);
   const auto n = static_cast<std::size_t>(p.elements()), cols = static_cast<std::size_t>(p.cols);
   const int mis = c.spec.misalign;
-  const bool has_mean = centred(c.spec.op);
+  const bool has_mean = c.spec.op.norm == Norm::layernorm;
   BackwardOutputs out;
   if (const auto why = unavailable_reason(k, p)) {
     out.violation = "harness: the kernel declines this case: " + *why;

@@ -159,7 +159,7 @@ std::string check_shape(const CheckContext& ctx, const Case& c) {
   if (!got.violation.empty()) return got.violation;
   std::int64_t elements = 1;
   for (std::int64_t d : c.spec.shape) elements *= d;
-  const bool mean_ok = centred(c.spec.op) ? static_cast<std::int64_t>(got.mean.size()) == c.spec.rows() : got.mean.empty();
+  const bool mean_ok = c.spec.op.norm == Norm::layernorm ? static_cast<std::int64_t>(got.mean.size()) == c.spec.rows() : got.mean.empty();
   if (static_cast<std::int64_t>(got.y.size()) != elements || !mean_ok ||
       static_cast<std::int64_t>(got.rstd.size()) != c.spec.rows()) {
     return "output sizes do not match x's shape";

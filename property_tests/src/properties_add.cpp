@@ -102,7 +102,7 @@ std::string compare_norm_outputs(const Outputs& fused, const Outputs& plain, con
 // The same case as a plain norm of `x` (values of x's dtype).
 Case plain_case(const Case& c, std::vector<double> x) {
   Case p = c;
-  p.spec.op = norm_of(c.spec.op);
+  p.spec.op = plain(c.spec.op.norm);
   p.spec.residual_dtype.reset();
   p.residual.clear();
   p.x = std::move(x);
@@ -173,7 +173,7 @@ PropertyDef add_definition(Property p, DType dtype, Op op) {
   // Every class but exact_stats, whose structure (pairs about a power of two) a residual would break
   // while the budgets still claimed its exact mean; Add & RMSNorm draws RMSNorm's small rows too.
   prof.classes = {C::normal, C::uniform, C::offset, C::constant, C::tiny, C::huge, C::subnormal, C::sparse, C::bits};
-  if (norm_of(op) == Op::rmsnorm) prof.classes.push_back(C::small);
+  if (op.norm == Norm::rmsnorm) prof.classes.push_back(C::small);
   if (p == Property::add_rounding || p == Property::add_commutes) prof.classes.push_back(C::nonfinite);
   switch (p) {
     case Property::add_rounding: return {p, prof, &check_add_rounding};

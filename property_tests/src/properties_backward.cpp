@@ -211,7 +211,7 @@ std::string check_bwd_determinism(const CheckContext& ctx, const Case& c) {
   const Saved base = saved_stats(c);
   Saved saved;
   for (std::int64_t r : order) {
-    if (centred(c.spec.op)) saved.mean.push_back(base.mean[static_cast<std::size_t>(r)]);
+    if (c.spec.op.norm == Norm::layernorm) saved.mean.push_back(base.mean[static_cast<std::size_t>(r)]);
     saved.rstd.push_back(base.rstd[static_cast<std::size_t>(r)]);
   }
   const Gradients first = run_backward(ctx.kernel, big, saved, 1);
@@ -286,7 +286,7 @@ std::string check_dx_orthogonal(const CheckContext& ctx, const Case& c) {
   for (std::int64_t r = 0; r < c.spec.rows(); ++r) {
     if (!exact_row_finite(c, e, r)) continue;
     long double mean = 0;
-    if (centred(c.spec.op)) {
+    if (c.spec.op.norm == Norm::layernorm) {
       for (std::int64_t i = r * n; i < (r + 1) * n; ++i) mean += static_cast<long double>(c.x[static_cast<std::size_t>(i)]);
       mean /= static_cast<long double>(n);
     }
@@ -392,12 +392,12 @@ std::string check_dy_linearity(const CheckContext& ctx, const Case& c) {
 // per kernel on the 2-core machine). Rows up to 4096 wide (determinism tiles its case to 2^18 elements).
 PropertyDef backward_definition(Property p, DType dtype, Op op) {
   (void)dtype;
-  // Both norms draw the same inputs (their laws differ in the checks, centred(c.spec.op)), and RMSNorm its small
+  // Both norms draw the same inputs (their laws differ in the checks, c.spec.op.norm == Norm::layernorm), and RMSNorm its small
   // rows besides: its metric measures a small xhat, dx and dgamma against themselves.
   using C = RowClass;
   std::vector<RowClass> finite = {C::normal, C::uniform, C::offset, C::constant, C::tiny, C::huge,
                                   C::subnormal, C::sparse, C::exact_stats, C::bits};
-  if (norm_of(op) == Op::rmsnorm) finite.push_back(C::small);
+  if (op.norm == Norm::rmsnorm) finite.push_back(C::small);
   Profile prof;
   prof.max_rows = 160;
   prof.max_elements = 1 << 12;

@@ -221,9 +221,9 @@ std::string check_nonfinite(const CheckContext& ctx, const Case& c) {
 }
 
 PropertyDef definition(Property p, DType dtype, Op op) {
-  if (backward(op)) return backward_definition(p, dtype, op);
+  if (op.direction == Direction::bwd) return backward_definition(p, dtype, op);
   if (is_add_property(p)) return add_definition(p, dtype, op);
-  if (norm_of(op) == Op::rmsnorm) return rmsnorm_definition(p, dtype);
+  if (op.norm == Norm::rmsnorm) return rmsnorm_definition(p, dtype);
   using C = RowClass;
   const std::vector<RowClass> all = {C::normal, C::uniform, C::offset, C::constant, C::tiny, C::huge,
                                      C::subnormal, C::sparse, C::exact_stats, C::bits, C::nonfinite};

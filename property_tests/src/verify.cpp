@@ -39,30 +39,27 @@ std::string_view name(Status s) {
 
 bool is_failure(Status s) { return s == Status::fail || s == Status::unexpected_pass || s == Status::mistrusted; }
 
+// An op's properties from its parts: the direction's laws, the norm's own, then the prologue's.
 std::vector<Property> properties_for(Op op) {
   using P = Property;
-  switch (op) {
-    case Op::layernorm:
-      return {P::shape, P::normalized, P::accuracy, P::eps_edges, P::row_independence, P::determinism,
-              P::affine_identity, P::invariance, P::permutation, P::nonfinite, P::params};
-    case Op::rmsnorm:
-      return {P::shape, P::normalized, P::accuracy, P::eps_edges, P::row_independence, P::determinism,
-              P::affine_identity, P::scale_invariance, P::oddness, P::permutation, P::nonfinite, P::params};
-    case Op::add_layernorm:
-    case Op::add_rmsnorm: {
-      // The norm's laws (run through the harness's exact split of each value), then the fused op's own.
-      std::vector<Property> ps = properties_for(norm_of(op));
-      ps.insert(ps.end(), {P::add_rounding, P::add_h_then_norm, P::add_commutes, P::add_residual_zero});
-      return ps;
-    }
-    case Op::layernorm_bwd:
-      return {P::shape, P::accuracy, P::row_independence, P::determinism, P::nonfinite, P::params,
-              P::dx_sum_zero, P::dx_orthogonal, P::width_one, P::dy_zero, P::dy_linearity};
-    case Op::rmsnorm_bwd:
-      return {P::shape, P::accuracy, P::row_independence, P::determinism, P::nonfinite, P::params,
-              P::dx_orthogonal, P::dy_zero, P::dy_linearity};
+  const bool layernorm = op.norm == Norm::layernorm;
+  std::vector<Property> ps;
+  if (op.direction == Direction::bwd) {
+    ps = {P::shape, P::accuracy, P::row_independence, P::determinism, P::nonfinite, P::params};
+    if (layernorm) ps.push_back(P::dx_sum_zero);  // the mean's gradient: RMSNorm's dx does not sum to 0
+    ps.push_back(P::dx_orthogonal);
+    if (layernorm) ps.push_back(P::width_one);    // a width-1 LayerNorm row has dx = 0; RMSNorm's does not
+    ps.insert(ps.end(), {P::dy_zero, P::dy_linearity});
+    return ps;
   }
-  return {};
+  ps = {P::shape, P::normalized, P::accuracy, P::eps_edges, P::row_independence, P::determinism, P::affine_identity};
+  if (layernorm) ps.push_back(P::invariance);
+  else ps.insert(ps.end(), {P::scale_invariance, P::oddness});
+  ps.insert(ps.end(), {P::permutation, P::nonfinite, P::params});
+  // Add & Norm: the norm's laws (run through the harness's exact split of each value), then the fused op's own.
+  if (op.prologue == Prologue::residual_add)
+    ps.insert(ps.end(), {P::add_rounding, P::add_h_then_norm, P::add_commutes, P::add_residual_zero});
+  return ps;
 }
 
 bool applies(Property p, Op op) {
@@ -95,8 +92,8 @@ std::string_view backward_summary(Property p, bool rms) {
 }  // namespace
 
 std::string_view summary(Property p, Op op) {
-  const bool rms = norm_of(op) == Op::rmsnorm;
-  if (backward(op)) return backward_summary(p, rms);
+  const bool rms = op.norm == Norm::rmsnorm;
+  if (op.direction == Direction::bwd) return backward_summary(p, rms);
   switch (p) {
     case Property::shape: return "y has x's shape; every output written, nothing outside it; inputs untouched";
     case Property::normalized:
@@ -194,8 +191,8 @@ std::vector<std::string> dump_case(const Case& c, const std::string& dir) {
   // Add & Norm: the kernel's inputs as it received them (harness.hpp, kernel_inputs), the residual in its dtype.
   const KernelInputs in = kernel_inputs(c);
   write("x.npy", in.x, c.spec.shape);
-  if (backward(c.spec.op) && !c.dy.empty()) write("dy.npy", c.dy, c.spec.shape);  // the backward's upstream gradient
-  if (fused_add(c.spec.op)) {
+  if (c.spec.op.direction == Direction::bwd && !c.dy.empty()) write("dy.npy", c.dy, c.spec.shape);  // the backward's upstream gradient
+  if (c.spec.op.prologue == Prologue::residual_add) {
     const DType rd = c.spec.residual();
     const Format rf = format_of(rd);
     std::vector<std::byte> out(in.residual.size() * size_of(rd));
@@ -239,8 +236,8 @@ std::string check_command(const std::string& kernel, const KernelBudget& budgets
   const auto path = [&](const char* f) { return (std::filesystem::path(dir) / f).string(); };
   char eps[32];
   std::snprintf(eps, sizeof eps, c.spec.dtype == DType::f64 ? "%.17g" : "%.9g", c.spec.eps);
-  if (backward(c.spec.op)) {
-    std::string common = " --op " + std::string(name(norm_of(c.spec.op))) + " --dir bwd --x " + path("x.npy") + " --dy " + path("dy.npy");
+  if (c.spec.op.direction == Direction::bwd) {
+    std::string common = " --op " + std::string(name(plain(c.spec.op.norm))) + " --dir bwd --x " + path("x.npy") + " --dy " + path("dy.npy");
     if (!c.gamma.empty()) common += " --gamma " + path("gamma.npy");
     common += " --axis " + std::to_string(c.spec.axis) + " --eps " + eps + " --dtype " + std::string(name(c.spec.dtype));
     if (c.spec.gamma_offset != 0) common += " --gamma-offset " + num(c.spec.gamma_offset);
@@ -256,12 +253,12 @@ std::string check_command(const std::string& kernel, const KernelBudget& budgets
   if (!c.beta.empty()) common += " --beta " + path("beta.npy");
   common += " --axis " + std::to_string(c.spec.axis) + " --eps " + eps + " --dtype " + std::string(name(c.spec.dtype));
   if (c.spec.gamma_offset != 0) common += " --gamma-offset " + num(c.spec.gamma_offset);
-  if (fused_add(c.spec.op)) common += " --residual " + path("residual.npy");
-  const std::string mean = (centred(c.spec.op) ? " --mean " + path("mean.npy") : "") +
-                           (fused_add(c.spec.op) ? " --h " + path("h.npy") : "");
+  if (c.spec.op.prologue == Prologue::residual_add) common += " --residual " + path("residual.npy");
+  const std::string mean = (c.spec.op.norm == Norm::layernorm ? " --mean " + path("mean.npy") : "") +
+                           (c.spec.op.prologue == Prologue::residual_add ? " --h " + path("h.npy") : "");
   return "lnorm run --kernel " + kernel + common + " --y " + path("y.npy") + mean + " --rstd " + path("rstd.npy") +
          " && lnorm check" + common + " --y " + path("y.npy") + mean + " --rstd " + path("rstd.npy") + " --max-ulp " +
-         num(budget.a) + " --max-ulp-per-kappa " + num(budget.b) + (fused_add(c.spec.op) ? " --max-h-ulp 0.5" : "");
+         num(budget.a) + " --max-ulp-per-kappa " + num(budget.b) + (c.spec.op.prologue == Prologue::residual_add ? " --max-h-ulp 0.5" : "");
 }
 
 // Every case allocates its tensors, guard zones and exact answers afresh (tens of KiB to a few MiB each).
@@ -305,7 +302,7 @@ std::vector<Outcome> verify_kernel(const KernelInfo& kernel, Op op, DType dtype,
     std::ostringstream repro;
     // The CLI asks a backward op as its norm with --dir bwd (it refuses --op layernorm_bwd).
     const std::string op_flags = op == Op::layernorm ? ""
-                                 : backward(op)      ? " --op " + std::string(name(norm_of(op))) + " --dir bwd"
+                                 : op.direction == Direction::bwd      ? " --op " + std::string(name(plain(op.norm))) + " --dir bwd"
                                                      : " --op " + std::string(name(op));
     repro << settings.command << op_flags << " --kernel " << kernel.name
           << " --dtype " << name(dtype) << " --property " << name(p) << " --seed " << settings.seed << " --cases "
@@ -314,8 +311,8 @@ std::vector<Outcome> verify_kernel(const KernelInfo& kernel, Op op, DType dtype,
     // add_h_then_norm and add_residual_zero compare the fused op with the kernel's own plain norm.
     const bool needs_plain = p == Property::add_h_then_norm || p == Property::add_residual_zero;
     const std::optional<std::string> plain_why_not =
-        needs_plain && !kernel.ops.contains(norm_of(op))
-            ? std::optional<std::string>(std::string(kernel.name) + " has no plain " + std::string(name(norm_of(op))) +
+        needs_plain && !kernel.implements(plain(op.norm))
+            ? std::optional<std::string>(std::string(kernel.name) + " has no plain " + std::string(name(plain(op.norm))) +
                                          " to compare its " + std::string(name(op)) + " with")
             : std::nullopt;
     if (why_not || (p == Property::params && params_why_not) || plain_why_not) {
@@ -377,7 +374,7 @@ std::vector<Outcome> verify_kernel(const KernelInfo& kernel, Op op, DType dtype,
     o.worst = worst.values;
     o.totals = worst.totals;
     // The primary output's: y, or a backward op's dx.
-    const std::string primary = backward(op) ? "dx_ulp" : "y_ulp";
+    const std::string primary = op.direction == Direction::bwd ? "dx_ulp" : "y_ulp";
     if (const double checked = worst.totals[primary + ".elements"]; checked > 0) {
       o.correctly_rounded = worst.totals[primary + ".correctly_rounded"] / checked;
     }
@@ -404,7 +401,7 @@ std::vector<Outcome> verify_kernel(const KernelInfo& kernel, Op op, DType dtype,
         // A norm's strict entry claims its own suite's draws at every seed; Add & Norm borrowing the section
         // (budgets.cpp's fallback) draws other cases, so there it is not strict (measured: naive's RMSNorm f64
         // permutation held on add_rmsnorm's draws at seed 5).
-        const bool borrowed = fused_add(op) && budget.section.rfind("add_", 0) != 0;
+        const bool borrowed = op.prologue == Prologue::residual_add && budget.section.rfind("add_", 0) != 0;
         const bool non_strict = budget.non_strict_failures.count(p) != 0 || borrowed;
         o.status = settings.quick || non_strict ? Status::unconfirmed : Status::unexpected_pass;
         o.message = "listed as expected to fail in " + budget.section + " but held on every case" +

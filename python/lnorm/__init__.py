@@ -17,8 +17,8 @@ Contiguous inputs are read in place; non-contiguous or byte-swapped ones are cop
 README.md "Python" has the details.
 """
 
-from ._lnorm import (AFFINE_KINDS, BACKWARD_PROPERTIES, EDGE_EPS, EDGE_WIDTHS, PROPERTIES, RMSNORM_BACKWARD_PROPERTIES,
-                     RMSNORM_PROPERTIES, ROW_CLASSES)
+from ._lnorm import (AFFINE_KINDS, BACKWARD_PROPERTIES, EDGE_EPS, EDGE_WIDTHS, OPS, PROPERTIES, PROPERTIES_OF,
+                     RMSNORM_BACKWARD_PROPERTIES, RMSNORM_PROPERTIES, ROW_CLASSES)
 from ._cases import Case, case, cases
 from ._check import CheckResult, assert_layernorm_close, assert_rmsnorm_close, check, reference
 from ._backward import BackwardCheckResult, check_backward, reference_backward
@@ -27,7 +27,7 @@ from ._torch import torch_kernel
 from ._verify import Outcome, VerifyResult, verify
 
 __all__ = [
-    "AFFINE_KINDS", "BACKWARD_PROPERTIES", "RMSNORM_BACKWARD_PROPERTIES", "EDGE_EPS", "EDGE_WIDTHS", "PROPERTIES", "RMSNORM_PROPERTIES", "ROW_CLASSES",
+    "AFFINE_KINDS", "BACKWARD_PROPERTIES", "OPS", "PROPERTIES_OF", "RMSNORM_BACKWARD_PROPERTIES", "EDGE_EPS", "EDGE_WIDTHS", "PROPERTIES", "RMSNORM_PROPERTIES", "ROW_CLASSES",
     "Case", "case", "cases", "CheckResult", "assert_layernorm_close", "assert_rmsnorm_close", "check", "reference",
     "Kernel", "kernels", "run", "torch_kernel", "Outcome", "VerifyResult", "verify",
     "BackwardCheckResult", "check_backward", "reference_backward",

@@ -125,12 +125,12 @@ ProblemArrays problem_arrays(py::handle x, py::handle gamma, py::handle beta, in
   for (int i = 0; i < rank; ++i) (i < in.axis ? rows : cols) *= in.shape[static_cast<std::size_t>(i)];
   if (cols == 0) throw py::value_error("x's normalized dims (axis " + std::to_string(in.axis) + " on) have zero width");
   std::optional<Op> op = parse_op(op_name);
-  if (!op || backward(*op))
+  if (!op || (*op).direction == Direction::bwd)
     throw py::value_error("op='" + op_name + "': expected 'layernorm', 'rmsnorm', 'add_layernorm' or 'add_rmsnorm' "
                           "(the backward: lnorm.reference_backward, lnorm.check_backward)");
-  if (fused_add(*op) && residual.is_none())
+  if ((*op).prologue == Prologue::residual_add && residual.is_none())
     throw py::value_error("op='" + op_name + "' is Add & Norm: give residual= (h = x + residual, then the norm of h)");
-  if (!residual.is_none()) op = with_add(*op);
+  if (!residual.is_none()) op = Op{.norm = (*op).norm, .prologue = Prologue::residual_add};
   if (!std::isfinite(gamma_offset)) throw py::value_error("gamma_offset must be finite");
   if (gamma_offset != 0 && gamma.is_none())
     throw py::value_error("gamma_offset needs gamma (y uses gamma_offset + gamma; without gamma the weight is 1)");

@@ -25,7 +25,7 @@ BackwardArrays backward_arrays(py::handle x, py::handle dy, py::handle gamma, in
   BackwardArrays b{problem_arrays(x, gamma, py::none(), axis, eps, dtype, threads.is_none() ? default_threads() : threads.cast<int>(),
                                   op, gamma_offset),
                    py::array(), {}};
-  if (fused_add(b.in.problem.op)) throw py::value_error("op='" + op + "': Add & Norm's backward is not built");
+  if (b.in.problem.op.prologue == Prologue::residual_add) throw py::value_error("op='" + op + "': Add & Norm's backward is not built");
   b.dy = contiguous(dy, "dy");
   if (!holds(b.dy, b.in.problem.dtype)) throw py::type_error("dy holds " + dtype_text(b.dy) + " but x holds " + dtype_text(b.in.x));
   if (shape_of(b.dy) != b.in.shape)

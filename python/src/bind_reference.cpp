@@ -18,15 +18,15 @@ struct Outputs {
   py::array y, mean, rstd;  // mean: empty (size 0) for RMSNorm
   py::object h;             // Add & Norm: x's shape in the residual's dtype; None otherwise
   Tensors tensors(const ProblemArrays& in) {
-    const bool fused = fused_add(in.problem.op);
+    const bool fused = in.problem.op.prologue == Prologue::residual_add;
     return Tensors{in.x.data(), in.gamma_ptr(), in.beta_ptr(), y.mutable_data(),
-                   centred(in.problem.op) ? mean.mutable_data() : nullptr, rstd.mutable_data(),
+                   in.problem.op.norm == Norm::layernorm ? mean.mutable_data() : nullptr, rstd.mutable_data(),
                    in.residual_ptr(), fused ? py::array(h).mutable_data() : nullptr};
   }
   // (y, mean, rstd) for LayerNorm, (y, rstd) for RMSNorm; Add & Norm appends h.
   py::tuple result(const ProblemArrays& in) const {
-    const bool c = centred(in.problem.op);
-    if (fused_add(in.problem.op)) return c ? py::make_tuple(y, mean, rstd, h) : py::make_tuple(y, rstd, h);
+    const bool c = in.problem.op.norm == Norm::layernorm;
+    if (in.problem.op.prologue == Prologue::residual_add) return c ? py::make_tuple(y, mean, rstd, h) : py::make_tuple(y, rstd, h);
     return c ? py::make_tuple(y, mean, rstd) : py::make_tuple(y, rstd);
   }
 };
@@ -36,7 +36,7 @@ Outputs allocate(const ProblemArrays& in) {
   return Outputs{py::array(numpy_dtype(in.problem.dtype), shape(in.shape)),
                  py::array(numpy_dtype(stats_dtype(in.problem.dtype)), shape(in.stats_shape())),
                  py::array(numpy_dtype(stats_dtype(in.problem.dtype)), shape(in.stats_shape())),
-                 fused_add(in.problem.op) ? py::object(py::array(numpy_dtype(in.problem.residual_dtype), shape(in.shape)))
+                 in.problem.op.prologue == Prologue::residual_add ? py::object(py::array(numpy_dtype(in.problem.residual_dtype), shape(in.shape)))
                                           : py::object(py::none())};
 }
 
@@ -90,7 +90,7 @@ py::dict check_py(py::handle x, py::handle y, py::handle gamma, py::handle beta,
     }
   }
   if (!(max_recipe_ulp >= 0)) throw py::value_error("max_recipe_ulp must be >= 0");
-  if (!centred(in.problem.op) && !mean.is_none())
+  if (in.problem.op.norm != Norm::layernorm && !mean.is_none())
     throw py::value_error("mean: " + op + " has no mean output (it takes the mean as 0); drop mean=");
   const py::array cand = contiguous(y, "y");
   if (!holds(cand, in.problem.dtype)) throw py::type_error("y holds " + dtype_text(cand) + " but x holds " + dtype_text(in.x));
@@ -187,7 +187,7 @@ py::dict check_py(py::handle x, py::handle y, py::handle gamma, py::handle beta,
     hd = r;
   }
   d["h"] = hd;
-  d["residual_dtype"] = fused_add(in.problem.op) ? py::object(py::str(std::string(name(in.problem.residual_dtype)))) : py::object(py::none());
+  d["residual_dtype"] = in.problem.op.prologue == Prologue::residual_add ? py::object(py::str(std::string(name(in.problem.residual_dtype)))) : py::object(py::none());
   d["y_pass"] = e.within_budget();
   d["pass"] = e.within_budget() && mean_ok && rstd_ok && (recipe.empty() || s.recipe.within_budget()) &&
               (!hp || s.h.within_budget());
@@ -200,7 +200,7 @@ py::list kernels_py() {
     py::list dtypes;
     py::dict unavailable;
     for (DType d : kAllDTypes) {
-      if (!k.dtypes.contains(d)) continue;
+      if (!k.takes.dtypes.contains(d)) continue;
       dtypes.append(std::string(name(d)));
       if (auto why = unavailable_reason(k, make_problem(1, 8, d, 1e-5, false, false))) unavailable[py::str(std::string(name(d)))] = *why;
     }
@@ -212,7 +212,7 @@ py::list kernels_py() {
     e["cautionary"] = k.cautionary;
     py::list ops;
     for (Op o : kAllOps)
-      if (k.ops.contains(o)) ops.append(std::string(name(o)));
+      if (k.implements(o)) ops.append(std::string(name(o)));
     e["ops"] = py::tuple(ops);
     out.append(e);
   }

@@ -93,7 +93,7 @@ void call_python(Body&& body) {
 void python_kernel(const Problem& p, const Tensors& t) {
   call_python([&] {
     const DType d = p.dtype, sd = stats_dtype(d), pd = p.param_dtype;
-    const bool has_mean = centred(p.op);
+    const bool has_mean = p.op.norm == Norm::layernorm;
     const py::object g = t.gamma ? py::object(copy_in(pd, t.gamma, {p.cols})) : py::object(py::none());
     const py::object b = t.beta ? py::object(copy_in(pd, t.beta, {p.cols})) : py::object(py::none());
     const py::object x = copy_in(d, t.x, {p.rows, p.cols});
@@ -224,12 +224,12 @@ py::dict verify_py(py::object fn, const std::string& kernel_name, const std::vec
                    bool takes_stats) {
   using namespace lnorm::verify;
   const std::optional<Op> op = parse_op(op_name);
-  if (op && fused_add(*op))  // a callable for Add & Norm would take the residual: not yet
+  if (op && (*op).prologue == Prologue::residual_add)  // a callable for Add & Norm would take the residual: not yet
     throw py::value_error("op='" + op_name + "': lnorm.verify takes 'layernorm' or 'rmsnorm' (Add & Norm: `lnorm verify "
                           "--op " + op_name + "` for a plugin, lnorm.check(..., residual=, h=) for outputs)");
   if (!op) throw py::value_error("op='" + op_name + "': expected 'layernorm', 'rmsnorm', 'layernorm_bwd' or 'rmsnorm_bwd'");
   if (!PyCallable_Check(fn.ptr())) {
-    throw py::type_error(backward(*op) ? "fn must be callable: fn(x, dy, gamma, beta, eps) -> (dx, dgamma, dbeta)"
+    throw py::type_error((*op).direction == Direction::bwd ? "fn must be callable: fn(x, dy, gamma, beta, eps) -> (dx, dgamma, dbeta)"
                                        : "fn must be callable: fn(x, gamma, beta, eps) -> y or (y, mean, rstd)");
   }
   if (in_verify) throw std::runtime_error("lnorm.verify called from inside the callable it is verifying");
@@ -277,8 +277,15 @@ py::dict verify_py(py::object fn, const std::string& kernel_name, const std::vec
   }
 
   const std::string kname = kernel_name;
-  KernelInfo k{kname, "a Python callable", DTypeSet{DType::f32, DType::f64, DType::f16, DType::bf16},
-               &python_why_not, backward(*op) ? &python_backward_kernel : &python_kernel, false, OpSet{*op}};
+  // fn is the whole op as given (fuses_add), its one norm, direction and prologue.
+  const bool bwd = op->direction == Direction::bwd;
+  const Takes takes{.dtypes = {DType::f32, DType::f64, DType::f16, DType::bf16},
+                    .forward_norms = bwd ? NormSet{} : NormSet{op->norm},
+                    .backward_norms = bwd ? NormSet{op->norm} : NormSet{},
+                    .prologues = PrologueSet{op->prologue},
+                    .fuses_add = true,
+                    .f32_residual = true};
+  KernelInfo k{kname, "a Python callable", takes, &python_kernel, &python_backward_kernel, nullptr, &python_why_not};
   Slot s{fn, false, takes_offset, f32_params, takes_stats};
   std::vector<Outcome> outcomes;
   double seconds = 0;
@@ -308,9 +315,9 @@ py::dict verify_py(py::object fn, const std::string& kernel_name, const std::vec
   // The reproduction line is a Python call.
   for (Outcome& o : outcomes) {
     std::ostringstream r;
-    const Op norm = norm_of(*op);
+    const Op norm = plain((*op).norm);
     r << "lnorm.verify(" << kname << (norm == Op::layernorm ? "" : ", op=\"" + std::string(name(norm)) + "\"")
-      << (backward(*op) ? ", dir=\"bwd\"" : "") << ", dtypes="
+      << ((*op).direction == Direction::bwd ? ", dir=\"bwd\"" : "") << ", dtypes="
       << quoted_list({std::string(name(o.dtype))})
       << ", properties=" << quoted_list({std::string(name(o.property))}) << ", seed=" << seed
       << ", cases=" << settings.default_cases() << ")";
@@ -367,7 +374,7 @@ py::dict case_py(const std::string& dtype, const std::vector<std::string>& class
                  std::uint64_t seed, const std::string& op_name) {
   using namespace lnorm::verify;
   const std::optional<Op> op = parse_op(op_name);
-  if (!op || fused_add(*op) || backward(*op))  // Add & Norm: the CLI has it (--residual); the Python module does not yet
+  if (!op || (*op).prologue == Prologue::residual_add || (*op).direction == Direction::bwd)  // Add & Norm: the CLI has it (--residual); the Python module does not yet
     throw py::value_error("op='" + op_name + "': expected 'layernorm' or 'rmsnorm'");
   const auto d = parse_dtype(dtype);
   if (!d) throw py::value_error("dtype='" + dtype + "': expected 'f32', 'f64', 'f16' or 'bf16'");
@@ -403,7 +410,7 @@ py::dict case_py(const std::string& dtype, const std::vector<std::string>& class
 
 py::dict budget_dict(const verify::KernelBudget& b) {
   py::dict d;
-  if (backward(b.op)) {
+  if (b.op.direction == Direction::bwd) {
     d["dx"] = py::dict(py::arg("a") = b.dx.a, py::arg("b") = b.dx.b, py::arg("reason") = b.dx_reason);
     d["dgamma"] = py::dict(py::arg("a") = b.dgamma.a, py::arg("b") = b.dgamma.b, py::arg("reason") = b.dgamma_reason);
     d["dbeta"] = py::dict(py::arg("ulp") = b.dbeta_ulp, py::arg("reason") = b.dbeta_reason);
@@ -413,9 +420,9 @@ py::dict budget_dict(const verify::KernelBudget& b) {
     return d;
   }
   d["y"] = py::dict(py::arg("a") = b.y.a, py::arg("b") = b.y.b, py::arg("reason") = b.y_reason);
-  if (centred(b.op)) d["mean"] = py::dict(py::arg("ulp") = b.mean_ulp, py::arg("reason") = b.mean_reason);
+  if (b.op.norm == Norm::layernorm) d["mean"] = py::dict(py::arg("ulp") = b.mean_ulp, py::arg("reason") = b.mean_reason);
   d["rstd"] = py::dict(py::arg("ulp") = b.rstd_ulp, py::arg("reason") = b.rstd_reason);
-  if (centred(b.op)) d["exact_mean"] = py::dict(py::arg("value") = b.exact_mean, py::arg("reason") = b.exact_mean_reason);
+  if (b.op.norm == Norm::layernorm) d["exact_mean"] = py::dict(py::arg("value") = b.exact_mean, py::arg("reason") = b.exact_mean_reason);
   else d["sign_symmetric"] = py::dict(py::arg("value") = b.sign_symmetric, py::arg("reason") = b.sign_symmetric_reason);
   if (!b.correctly_rounded_reason.empty())
     d["correctly_rounded"] = py::dict(py::arg("min") = b.min_correctly_rounded, py::arg("reason") = b.correctly_rounded_reason);
@@ -437,7 +444,7 @@ void bind_verify(py::module_& m) {
     const auto d = parse_dtype(dtype);
     if (!d) throw py::value_error("dtype='" + dtype + "': expected 'f32', 'f64', 'f16' or 'bf16'");
     const auto op = parse_op(op_name);
-    if (!op || fused_add(*op))  // Add & Norm: the CLI has it (--residual); the Python module does not yet
+    if (!op || (*op).prologue == Prologue::residual_add)  // Add & Norm: the CLI has it (--residual); the Python module does not yet
       throw py::value_error("op='" + op_name + "': expected 'layernorm', 'rmsnorm', 'layernorm_bwd' or 'rmsnorm_bwd'");
     try {
       return budget_dict(verify::Budgets::builtin().for_kernel(*op, kernel, *d));
@@ -445,20 +452,25 @@ void bind_verify(py::module_& m) {
       throw py::value_error(e.what());
     }
   }, "kernel"_a, "dtype"_a, "op"_a = "layernorm");
-  py::list classes, properties, affine;
+  py::list classes, affine;
   for (int i = 0; i < verify::kRowClassCount; ++i) classes.append(std::string(verify::name(static_cast<verify::RowClass>(i))));
-  for (verify::Property p : verify::properties_for(Op::layernorm)) properties.append(std::string(verify::name(p)));
-  py::list rms_properties;
-  for (verify::Property p : verify::properties_for(Op::rmsnorm)) rms_properties.append(std::string(verify::name(p)));
-  m.attr("RMSNORM_PROPERTIES") = py::tuple(rms_properties);
-  py::list bwd_properties, rms_bwd_properties;
-  for (verify::Property p : verify::properties_for(Op::layernorm_bwd)) bwd_properties.append(std::string(verify::name(p)));
-  for (verify::Property p : verify::properties_for(Op::rmsnorm_bwd)) rms_bwd_properties.append(std::string(verify::name(p)));
-  m.attr("BACKWARD_PROPERTIES") = py::tuple(bwd_properties);
-  m.attr("RMSNORM_BACKWARD_PROPERTIES") = py::tuple(rms_bwd_properties);
+  // Every op of lnorm/op.hpp's table with its properties; the four per-op tuples are entries of it.
+  py::list ops;
+  py::dict properties_of;
+  for (const OpEntry& e : kOpTable) {
+    py::list ps;
+    for (verify::Property p : verify::properties_for(e.op)) ps.append(std::string(verify::name(p)));
+    ops.append(std::string(e.name));
+    properties_of[py::str(std::string(e.name))] = py::tuple(ps);
+  }
+  m.attr("OPS") = py::tuple(ops);
+  m.attr("PROPERTIES_OF") = properties_of;
+  m.attr("PROPERTIES") = properties_of["layernorm"];
+  m.attr("RMSNORM_PROPERTIES") = properties_of["rmsnorm"];
+  m.attr("BACKWARD_PROPERTIES") = properties_of["layernorm_bwd"];
+  m.attr("RMSNORM_BACKWARD_PROPERTIES") = properties_of["rmsnorm_bwd"];
   for (int i = 0; i < 4; ++i) affine.append(std::string(verify::name(static_cast<verify::Affine>(i))));
   m.attr("ROW_CLASSES") = py::tuple(classes);
-  m.attr("PROPERTIES") = py::tuple(properties);
   m.attr("AFFINE_KINDS") = py::tuple(affine);
   m.attr("EDGE_WIDTHS") = py::tuple(py::cast(std::vector<std::int64_t>(std::begin(verify::kEdgeWidths), std::end(verify::kEdgeWidths))));
   m.attr("EDGE_EPS") = py::tuple(py::cast(std::vector<double>(std::begin(verify::kEdgeEps), std::end(verify::kEdgeEps))));

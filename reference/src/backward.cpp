@@ -140,7 +140,7 @@ RowStats row_stats(const Inputs& q, std::int64_t r, std::vector<Dyadic>& xs) {
     dy_finite = dy_finite && std::isfinite(value_at(p.dtype, q.dy, r * n + i));
     if (!std::isfinite(v)) return s;
     xs[static_cast<std::size_t>(i)] = Dyadic::from_double(v);
-    if (centred(p.op)) s.S = s.S + xs[static_cast<std::size_t>(i)];
+    if (p.op.norm == Norm::layernorm) s.S = s.S + xs[static_cast<std::size_t>(i)];
     Q = Q + xs[static_cast<std::size_t>(i)] * xs[static_cast<std::size_t>(i)];
   }
   const BigInt nb = n;
@@ -161,7 +161,7 @@ void row_dx(const Inputs& q, std::int64_t r, const RowStats& s, const std::vecto
   const Problem& p = q.p;
   const std::int64_t n = p.cols;
   const BigInt nb = n;
-  const bool centred_op = centred(p.op);
+  const bool centred_op = p.op.norm == Norm::layernorm;
   std::vector<Dyadic> g(static_cast<std::size_t>(n)), D(static_cast<std::size_t>(n));
   Dyadic G, P;
   for (std::int64_t i = 0; i < n; ++i) {
@@ -325,7 +325,7 @@ void reference_backward(const Problem& p, const void* x, const void* gamma, cons
   }
   const std::uint64_t nan_x = double_to_bits(q.fmt, kNaN), nan_p = double_to_bits(q.pfmt, kNaN);
   std::vector<RowStats> stats(static_cast<std::size_t>(rows));
-  const bool centred_op = centred(p.op);
+  const bool centred_op = p.op.norm == Norm::layernorm;
   // Pass 1, rows in parallel: the statistics and dx; dgamma's 192-bit partial sums per thread.
   const int threads = static_cast<int>(std::clamp<std::int64_t>(p.threads, 1, std::max<std::int64_t>(rows, 1)));
   struct Partial {

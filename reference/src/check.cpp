@@ -50,7 +50,7 @@ CheckSummary measure_rows(const Problem& p, const void* x, const void* gamma, co
                           const RecipeInputs& rin) {
   const Format fmt = format_of(p.dtype), sfmt = format_of(stats_dtype(p.dtype));
   const std::size_t es = size_of(p.dtype), ss = size_of(sfmt.dtype);
-  const bool fused = fused_add(p.op);
+  const bool fused = p.op.prologue == Prologue::residual_add;
   const Format hfmt = format_of(p.residual_dtype);
   const std::size_t hs = size_of(p.residual_dtype);
   const auto* resb = static_cast<const std::byte*>(add.residual);
@@ -92,7 +92,7 @@ CheckSummary measure_rows(const Problem& p, const void* x, const void* gamma, co
           }
         }
         const RowReference row = ref.run(in, gamma, beta, p.cols, exact.data(), elems.data());
-        const bool constant = centred(p.op) && !row.nonfinite && constant_in_storage(fused ? hfmt : fmt, in, p.cols);
+        const bool constant = p.op.norm == Norm::layernorm && !row.nonfinite && constant_in_storage(fused ? hfmt : fmt, in, p.cols);
         part.constant_row_count += constant;
         for (std::int64_t i = 0; i < p.cols; ++i) {
           const std::uint64_t got = load_bits(yb + off, es, i);

@@ -105,8 +105,8 @@ struct RowReferencer::Impl {
   bool fast_ok = false;
 
   explicit Impl(const Problem& p)
-      : dtype(p.dtype), param_dtype(p.param_dtype), in_dtype(fused_add(p.op) ? p.residual_dtype : p.dtype),
-        centred(lnorm::centred(p.op)), offset(p.gamma_offset),
+      : dtype(p.dtype), param_dtype(p.param_dtype), in_dtype(input_dtype(p)),
+        centred(p.op.norm == Norm::layernorm), offset(p.gamma_offset),
         fmt(format_of(p.dtype)), stats_fmt(format_of(stats_dtype(p.dtype))), eps_dyadic(Dyadic::from_double(p.eps)),
         offset_dyadic(Dyadic::from_double(p.gamma_offset)), top_gap(std::ldexp(1.0, fmt.emax - fmt.precision + 1)) {}
 

@@ -60,11 +60,11 @@ Recipe parse_recipe(std::string_view s) {
 Problem recipe_problem(const Problem& p, const Recipe& r) {
   const std::string who = "recipe '" + r.name + "': ";
   if (p.dtype == DType::f64) throw std::invalid_argument(who + "recipes model f32, f16 and bf16 kernels (the data is f64)");
-  if (r.round_normalized && norm_of(p.op) != Op::rmsnorm)
+  if (r.round_normalized && p.op.norm != Norm::rmsnorm)
     throw std::invalid_argument(who + "llama is an RMSNorm recipe (op rmsnorm or add_rmsnorm; this is " + std::string(name(p.op)) + ")");
   if (r.round_normalized && p.has_beta)
     throw std::invalid_argument(who + "llama has no beta (y = weight * round(x*rstd))");
-  if (r.unrounded_sum && !fused_add(p.op))
+  if (r.unrounded_sum && p.op.prologue != Prologue::residual_add)
     throw std::invalid_argument(who + "unrounded_h is an Add & Norm recipe (give --residual)");
   Problem q = p;
   if (r.weight_in_f32) {
@@ -98,7 +98,7 @@ struct RecipeReferencer::Impl {
                    void* y_out, ElementReference* elems) {
     std::int64_t inexact = 0;
     const void* in = x;
-    if (fused_add(p.op)) {
+    if (p.op.prologue == Prologue::residual_add) {
       if (r.unrounded_sum) {
         sums.resize(static_cast<std::size_t>(n));
         for (std::int64_t i = 0; i < n; ++i) {

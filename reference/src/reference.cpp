@@ -15,7 +15,7 @@ void reference(const Problem& p, const Tensors& t, double* kappa) {
     for (std::int64_t r = begin; r < end; ++r) {
       const auto off = static_cast<std::size_t>(r * p.cols) * es;
       const void* in = static_cast<const char*>(t.x) + off;
-      if (fused_add(p.op)) {  // h first, rounded once; the norm reads h as stored
+      if (p.op.prologue == Prologue::residual_add) {  // h first, rounded once; the norm reads h as stored
         const auto hoff = static_cast<std::size_t>(r * p.cols) * size_of(p.residual_dtype);
         void* h = t.h ? static_cast<char*>(t.h) + hoff : nullptr;
         if (!h) {

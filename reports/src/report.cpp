@@ -191,7 +191,7 @@ json run(const Settings& settings, const Progress& progress) {
       const Task& task = tasks[t];
       const verify::Case& input = task.point.input;
       const DType d = input.spec.dtype;
-      const bool bwd = backward(task.op);
+      const bool bwd = task.op.direction == Direction::bwd;
       // The backward's exact gradients, or the forward's exact answer (one of them per point).
       const verify::ExactBackward exact_bwd = bwd ? verify::exact_backward(input) : verify::ExactBackward{};
       const verify::Exact exact = bwd ? verify::Exact{} : verify::exact_answer(input);

@@ -186,7 +186,7 @@ std::vector<SweepPoint> sweep_points(Op op, DType d, bool quick, std::uint64_t s
   std::vector<SweepPoint> points;
   // LayerNorm's seeds are those of the reports before ops existed, so its numbers are unchanged.
   std::uint64_t point_seed = seed * 1000003 + static_cast<std::uint64_t>(d) * 7919 +
-                             static_cast<std::uint64_t>(op) * 0x9e3779b97f4a7c15ull;
+                             static_cast<std::uint64_t>(code(op)) * 0x9e3779b97f4a7c15ull;
   const auto add = [&](std::string sweep, int index, std::string label, double nominal, XAxis x, Case c) {
     points.push_back({std::move(sweep), index, std::move(label), nominal, x, std::move(c)});
   };
@@ -195,7 +195,7 @@ std::vector<SweepPoint> sweep_points(Op op, DType d, bool quick, std::uint64_t s
     s.op = op;
     return s;
   };
-  if (backward(op)) {
+  if (op.direction == Direction::bwd) {
     backward_points(op, d, quick, spec, add);
     return points;
   }

@@ -1,7 +1,7 @@
 // Test plugins that misbehave on purpose, for test_cli_plugin.cpp. One source, several builds:
 //   (default)            plugin "crashy": crashy:segv dereferences null in run; crashy:picky is the
 //                        example's correct two_pass but declines rows narrower than 4 (why_not)
-//   -DLNORM_TEST_ABI=N   the same with abi_version N (0: older, 5: newer), which lnorm must refuse
+//   -DLNORM_TEST_ABI=N   the same with abi_version N (0: older, 6: newer), which lnorm must refuse
 //   -DLNORM_TEST_NO_ENTRY a shared library without lnorm_plugin_entry
 #include <cstdio>
 

@@ -6,9 +6,17 @@
  *     const lnorm_plugin* lnorm_plugin_entry(void);   (declared below with C linkage)
  *
  * returning a pointer to static data that stays valid until the library is unloaded. lnorm reads
- * `abi_version` first and refuses a plugin whose version is not the one it was built with, naming the
- * file and both versions, before it reads any other field: the first member never moves, everything
- * after it may change when LNORM_PLUGIN_ABI_VERSION changes.
+ * `abi_version` first and refuses a version it does not know, naming the file and both versions, before it
+ * reads any other field: the first member never moves.
+ *
+ * The rule from version 5 on: the version stays 5. lnorm_plugin_kernel is frozen (the stride of every plugin's
+ * kernel array, so a source written for versions 2-4 rebuilt against this header is what it was); what a
+ * kernel declares beyond it goes in an lnorm_kernel_decl, which carries its own size. lnorm_problem and
+ * lnorm_tensors grow by appending fields and carry lnorm's size of them. Each side reads a field of the
+ * other's struct only when it lies inside the size that struct gives; zero in an appended field means "not
+ * given". A new op is new values of the parts an op is made of (norm, prologue, epilogue, direction), which a
+ * kernel declares in its decl's ops; lnorm refuses a plugin that declares an op it does not know, naming the
+ * op, and never hands a kernel an op it did not declare. New operands and parameters are appended fields.
  *
  * The kernels see exactly what lnorm's own kernels see (kernels/include/lnorm/problem.hpp): a
  * rows x cols row-major matrix normalized along its rows, host buffers, eps already rounded to the
@@ -16,13 +24,15 @@
  * "What LayerNorm means here" and "Ops"; `lnorm verify --plugin PATH.so` checks them against the exact
  * reference.
  *
- * Versions. 4 (this header): the backward ops (LNORM_LAYERNORM_BWD, LNORM_RMSNORM_BWD) and the forward's saved
+ * Versions. 5 (this header, the last number): the growth rule above; the op as its parts (lnorm_problem.norm,
+ * prologue, epilogue, direction; lnorm_kernel_decl.ops); struct sizes. 4: the backward ops (LNORM_LAYERNORM_BWD, LNORM_RMSNORM_BWD) and the forward's saved
  * statistics they read (lnorm_tensors.saved_mean, saved_rstd, appended). 3: Add & Norm (LNORM_ADD_LAYERNORM,
  * LNORM_ADD_RMSNORM) and the residual's storage (lnorm_problem.residual_dtype, appended). 2: the op (LayerNorm or RMSNorm), gamma/beta storage and
  * the gamma offset in lnorm_problem, the operands of the ops to come in lnorm_tensors, and each kernel's ops;
  * all appended to version 1's structs, so an older kernel reads what it always read. lnorm still loads
- * versions 1 to 3: a version-3 kernel is offered the forward ops, a version-2 kernel LayerNorm and RMSNorm
- * only, a version-1 kernel LayerNorm with gamma/beta in x's dtype and no offset.
+ * versions 1 to 4: a version-4 kernel is offered the ops of its `ops` mask, a version-3 kernel the forward ops,
+ * a version-2 kernel LayerNorm and RMSNorm only, a version-1 kernel LayerNorm with gamma/beta in x's dtype and
+ * no offset.
  *
  * Kernel names appear as "<plugin name>:<kernel name>" (e.g. "demo:two_pass"), so they never collide
  * with lnorm's own or another plugin's. Both names: letters, digits, '_' and '-' only.
@@ -37,8 +47,8 @@
 extern "C" {
 #endif
 
-/* Version 4: the layout below. Bump on any change to the structs or the meaning of a field. */
-#define LNORM_PLUGIN_ABI_VERSION 4u
+/* Version 5: the layout below, grown by appending from now on (the rule above); never bumped again. */
+#define LNORM_PLUGIN_ABI_VERSION 5u
 
 /* Storage types, with the same numbers as lnorm::DType. */
 enum lnorm_dtype { LNORM_F32 = 0, LNORM_F64 = 1, LNORM_F16 = 2, LNORM_BF16 = 3 };
@@ -66,6 +76,21 @@ enum lnorm_op {
 };
 #define LNORM_OP_BIT(o) (1u << (unsigned)(o))
 
+/* Version 5: an op as its parts (lnorm/op.hpp; docs/DESIGN.md "Ops"). The six ops above are
+ *   LNORM_LAYERNORM = {LAYERNORM, NONE, Y, FWD}, LNORM_ADD_RMSNORM = {RMSNORM, RESIDUAL_ADD, Y, FWD},
+ *   LNORM_LAYERNORM_BWD = {LAYERNORM, NONE, Y, BWD}, ... Later ops are new values of these parts. */
+enum lnorm_norm { LNORM_NORM_LAYERNORM = 0, LNORM_NORM_RMSNORM = 1 };
+enum lnorm_prologue { LNORM_PROLOGUE_NONE = 0, LNORM_PROLOGUE_RESIDUAL_ADD = 1 };
+enum lnorm_epilogue { LNORM_EPILOGUE_Y = 0 /* y in x's dtype */ };
+enum lnorm_direction { LNORM_DIRECTION_FWD = 0, LNORM_DIRECTION_BWD = 1 };
+typedef struct lnorm_op_desc {
+  const char* name;   /* optional (NULL), for messages: what the plugin calls the op */
+  int32_t norm;       /* an lnorm_norm */
+  int32_t prologue;   /* an lnorm_prologue */
+  int32_t epilogue;   /* an lnorm_epilogue */
+  int32_t direction;  /* an lnorm_direction */
+} lnorm_op_desc;
+
 /* The problem: mirrors lnorm::Problem. */
 typedef struct lnorm_problem {
   int64_t rows;      /* rows >= 1 */
@@ -82,6 +107,12 @@ typedef struct lnorm_problem {
   /* version 3 */
   int32_t residual_dtype; /* Add & Norm: storage of residual and h, dtype or LNORM_F32 with f16/bf16 x (flash-attn's
                              residual_in_fp32); a kernel declines what it does not take through why_not */
+  /* version 5 */
+  uint32_t struct_size; /* sizeof(lnorm_problem) as lnorm was built: fields past it are not given */
+  int32_t norm;         /* the op as its parts (op above keeps the number of the six ops of versions 2-4, */
+  int32_t prologue;     /*   -1 for an op without one) */
+  int32_t epilogue;
+  int32_t direction;
 } lnorm_problem;
 
 /* Host buffers, C order. x, y: rows*cols elements of dtype; gamma, beta: cols elements of param_dtype or
@@ -109,6 +140,8 @@ typedef struct lnorm_tensors {
    * saved_mean NULL for RMSNorm; both NULL in a forward problem */
   const void* saved_mean;
   const void* saved_rstd;
+  /* version 5 */
+  size_t struct_size; /* sizeof(lnorm_tensors) as lnorm was built: operands past it are not given */
 } lnorm_tensors;
 
 typedef struct lnorm_plugin_kernel {
@@ -124,13 +157,24 @@ typedef struct lnorm_plugin_kernel {
   /* version 2: LNORM_OP_BIT(...) of every op it implements (nonempty); problem->op is one of them. A kernel
    * declines parameter conventions it does not take (f32 gamma/beta, an offset) through why_not. */
   uint32_t ops;
+  /* frozen here from version 5 on: what a kernel declares beyond these fields is in its lnorm_kernel_decl */
 } lnorm_plugin_kernel;
+
+/* Version 5: a kernel's declaration beyond lnorm_plugin_kernel, grown by appending fields. */
+typedef struct lnorm_kernel_decl {
+  size_t struct_size;        /* sizeof(lnorm_kernel_decl) as the plugin was built */
+  const lnorm_op_desc* ops;  /* the ops it implements as their parts (op_count entries); when given, the */
+  size_t op_count;           /*   kernel's `ops` mask is not read. It is handed only these ops, and declines */
+                             /*   (why_not) storage and conventions it does not take */
+} lnorm_kernel_decl;
 
 typedef struct lnorm_plugin {
   uint32_t abi_version;  /* LNORM_PLUGIN_ABI_VERSION as the plugin was built; always the first member */
   const char* name;      /* the prefix of its kernels' names, e.g. "demo" */
   size_t kernel_count;
   const lnorm_plugin_kernel* kernels;
+  /* version 5: NULL, or kernel_count pointers, kernel i's declaration (NULL: its `ops` mask says it all) */
+  const lnorm_kernel_decl* const* kernel_decls;
 } lnorm_plugin;
 
 #if defined(__GNUC__)

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "lnorm/op.hpp"
+
 namespace lnorm {
 
 enum class DType : std::uint8_t { f32 = 0, f64 = 1, f16 = 2, bf16 = 3 };
@@ -43,64 +45,6 @@ constexpr std::size_t size_of(DType d) {
 // mean and rstd are f32, except for f64 data (DESIGN.md "What LayerNorm means here").
 constexpr DType stats_dtype(DType d) { return d == DType::f64 ? DType::f64 : DType::f32; }
 
-// The operation, an axis of the whole harness like the dtype (docs/DESIGN.md "Ops"):
-//   layernorm  y = (x − mean)·rstd·(C + γ) + β,  rstd = 1/sqrt(var + eps),   var = Σ(x − mean)²/n
-//   rmsnorm    y = x·rstd·(C + γ) (+ β when given), rstd = 1/sqrt(Σx²/n + eps)   — no mean, no mean output
-//   add_layernorm, add_rmsnorm   Add & Norm: h = x + residual rounded once to the residual's dtype
-//              (written out), then the norm of h as stored; y, mean and rstd as the plain norm's of h
-//   layernorm_bwd, rmsnorm_bwd   the norm's backward (`--dir bwd`): from x, γ and the upstream dy, the
-//              exact gradients dx, dγ = Σ_rows dy·xhat, dβ = Σ_rows dy (lnorm/backward.hpp)
-enum class Op : std::uint8_t { layernorm = 0, rmsnorm = 1, add_layernorm = 2, add_rmsnorm = 3, layernorm_bwd = 4, rmsnorm_bwd = 5 };
-inline constexpr Op kAllOps[] = {Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm, Op::layernorm_bwd, Op::rmsnorm_bwd};
-// The plain norms (no fused add, forward).
-inline constexpr Op kNormOps[] = {Op::layernorm, Op::rmsnorm};
-// The forward ops (what bench's table, report and the fused-op tools take).
-inline constexpr Op kForwardOps[] = {Op::layernorm, Op::rmsnorm, Op::add_layernorm, Op::add_rmsnorm};
-inline constexpr Op kBackwardOps[] = {Op::layernorm_bwd, Op::rmsnorm_bwd};
-
-constexpr std::string_view name(Op o) {
-  switch (o) {
-    case Op::layernorm: return "layernorm";
-    case Op::rmsnorm: return "rmsnorm";
-    case Op::add_layernorm: return "add_layernorm";
-    case Op::add_rmsnorm: return "add_rmsnorm";
-    case Op::layernorm_bwd: return "layernorm_bwd";
-    case Op::rmsnorm_bwd: return "rmsnorm_bwd";
-  }
-  return "?";
-}
-std::optional<Op> parse_op(std::string_view s);
-// Add & Norm: the op reads a residual and writes h = x + residual.
-constexpr bool fused_add(Op o) { return o == Op::add_layernorm || o == Op::add_rmsnorm; }
-// The backward ops: they read dy (and the forward's saved statistics) and write dx, dgamma, dbeta.
-constexpr bool backward(Op o) { return o == Op::layernorm_bwd || o == Op::rmsnorm_bwd; }
-// The norm an op applies (to x, or to h for Add & Norm) or differentiates (a backward op).
-constexpr Op norm_of(Op o) {
-  return o == Op::add_layernorm || o == Op::layernorm_bwd ? Op::layernorm
-         : o == Op::add_rmsnorm || o == Op::rmsnorm_bwd   ? Op::rmsnorm
-                                                           : o;
-}
-// The Add & Norm form of a norm (itself for an op that already has the add).
-constexpr Op with_add(Op o) {
-  return o == Op::layernorm ? Op::add_layernorm : o == Op::rmsnorm ? Op::add_rmsnorm : o;
-}
-// The backward of a plain norm (itself for a backward op; Add & Norm has none here).
-constexpr Op backward_of(Op o) {
-  return o == Op::layernorm ? Op::layernorm_bwd : o == Op::rmsnorm ? Op::rmsnorm_bwd : o;
-}
-// LayerNorm subtracts the row's mean (and reports it); RMSNorm takes the mean as 0.
-constexpr bool centred(Op o) { return norm_of(o) == Op::layernorm; }
-
-// A set of ops as a bit mask, for KernelInfo::ops.
-struct OpSet {
-  std::uint8_t bits = 0;
-  constexpr OpSet() = default;
-  constexpr OpSet(std::initializer_list<Op> os) {
-    for (Op o : os) bits |= static_cast<std::uint8_t>(1u << static_cast<unsigned>(o));
-  }
-  constexpr bool contains(Op o) const { return (bits >> static_cast<unsigned>(o)) & 1u; }
-};
-
 // A set of dtypes as a bit mask, for KernelInfo::dtypes.
 struct DTypeSet {
   std::uint8_t bits = 0;
@@ -120,7 +64,7 @@ struct Problem {
   bool has_gamma = false;
   bool has_beta = false;
   int threads = 1;  // rows may be split across this many threads; results must not depend on it
-  Op op = Op::layernorm;
+  Op op = Op::layernorm;  // lnorm/op.hpp: norm, prologue, epilogue, direction
   // Storage of gamma and beta: dtype, or f32 with f16/bf16 x (Apex's mixed LayerNorm, FlashInfer and
   // TE keep weights in f32). y keeps x's dtype.
   DType param_dtype = DType::f32;
@@ -148,6 +92,11 @@ Problem set_params(Problem p, DType param_dtype, double gamma_offset);
 Problem set_residual(Problem p, DType residual_dtype);
 // "" when param_dtype may hold gamma/beta for x of dtype d; otherwise why not.
 std::string param_dtype_problem(DType d, DType param_dtype);
+// The storage of the rows the norm reads: h in residual_dtype when the op adds a residual first, else x in
+// dtype. (The fused-add adaptor hands a kernel's forward the rows of h as its x: kernels/dispatch.cpp.)
+constexpr DType input_dtype(const Problem& p) {
+  return p.op.prologue == Prologue::residual_add ? p.residual_dtype : p.dtype;
+}
 
 // Host buffers, C order: named, optional operands (docs/DESIGN.md "Ops"); a kernel reads and writes
 // exactly the ones its op has, and every other pointer is null.

@@ -46,7 +46,7 @@ struct BackwardReference {
   std::int64_t dgamma_undecided = 0;  // columns rounded from the top precision (see above); 0 in every test
 };
 
-// The backward of problem.op (layernorm or rmsnorm; norm_of(op) for an Add & Norm problem is not asked):
+// The backward of problem.op (layernorm or rmsnorm; plain(op.norm) for an Add & Norm problem is not asked):
 // x and dy rows*cols of problem.dtype, gamma cols of problem.param_dtype or null (weight 1; the offset applies
 // only with gamma, as forward). Writes dx (x's dtype), dgamma and dbeta (param_dtype) where non-null; `out`
 // (may be null) receives the per-element references. Rows are split over problem.threads; the answer does
