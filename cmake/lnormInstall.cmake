@@ -1,7 +1,7 @@
 # The installed package. `cmake --install build/release --prefix P` puts in P:
 #   bin/lnorm                                 the command (budgets.toml built in)
 #   include/lnorm/plugin.h                    the plugin C ABI
-#   include/lnorm/{problem,half,format,reference,metrics}.hpp, lib/liblnorm_{reference,problem}.a
+#   include/lnorm/{problem,op,half,format,reference,metrics}.hpp, lib/liblnorm_{reference,problem}.a
 #                                             the exact reference and the error metrics
 #   lib/cmake/lnorm/lnormConfig.cmake (+ Version, Targets, lnormTest.cmake)
 # so a project can find_package(lnorm) and use lnorm::lnorm (the executable), lnorm::plugin_api,
@@ -19,6 +19,7 @@ install(TARGETS lnorm_reference lnorm_problem lnorm_plugin_api EXPORT lnormTarge
 install(FILES
   ${PROJECT_SOURCE_DIR}/kernels/include/lnorm/plugin.h
   ${PROJECT_SOURCE_DIR}/kernels/include/lnorm/problem.hpp
+  ${PROJECT_SOURCE_DIR}/kernels/include/lnorm/op.hpp
   ${PROJECT_SOURCE_DIR}/kernels/include/lnorm/half.hpp
   ${PROJECT_SOURCE_DIR}/reference/include/lnorm/format.hpp
   ${PROJECT_SOURCE_DIR}/reference/include/lnorm/reference.hpp
