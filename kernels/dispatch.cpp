@@ -1,18 +1,21 @@
 // The one dispatch from an op to a kernel's entries, and the fused-add adaptor (docs/DESIGN.md "Kernels").
 //
-// Add & Norm through a kernel's forward (unless it fuses the add itself): rows in chunks small enough that h stays in cache;
-// per chunk, h = x + residual rounded once (the kernel's add_rows, or the scalar add below: the sum is
-// correctly rounded either way, so the bits are the same), then the kernel's forward on those rows with h as
-// their x. The norm therefore reads h exactly as stored, so y, mean and rstd are bit for bit what the plain
-// kernel gives on h (verify's add_h_then_norm), and the bytes moved are x, residual, h and y: h is written
-// once and re-read from cache.
+// Add & Norm through a kernel's forward (unless it fuses the add itself): the forward gets the whole problem
+// with h as x, and its row driver (cpu::split_rows, which every CPU kernel uses) takes the pending add
+// (lnorm/kernel.hpp PendingAdd): rows in chunks small enough that h stays in cache; per chunk, h = x + residual
+// rounded once (the kernel's add_rows, or the scalar add below: the sum is correctly rounded either way, so the
+// bits are the same), then the kernel's rows on that chunk. The norm therefore reads h exactly as stored, so y,
+// mean and rstd are bit for bit what the plain kernel gives on h (verify's add_h_then_norm), the bytes moved
+// are x, residual, h and y (h written once, re-read from cache), and the kernel stages its parameters and
+// chooses streaming stores once, for the whole problem.
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include "lnorm/half.hpp"
 #include "lnorm/kernel.hpp"
-#include "lnorm/parallel.hpp"
 
 namespace lnorm {
 namespace {
@@ -50,38 +53,36 @@ void scalar_add(const Problem& p, const Tensors& t, std::int64_t begin, std::int
   }
 }
 
-template <class P>
-P* offset(P* base, std::int64_t elements, DType d) {
-  if (!base) return nullptr;
-  using Byte = std::conditional_t<std::is_const_v<P>, const char, char>;
-  return static_cast<P*>(static_cast<Byte*>(base) + elements * static_cast<std::int64_t>(size_of(d)));
-}
+// Sets this thread's pending add for one forward call; the forward's split_rows takes it.
+class PendingAddScope {
+ public:
+  explicit PendingAddScope(const PendingAdd& add) { pending_add() = &add; }
+  ~PendingAddScope() { pending_add() = nullptr; }
+  PendingAddScope(const PendingAddScope&) = delete;
+  PendingAddScope& operator=(const PendingAddScope&) = delete;
+};
 
 void add_then_forward(const KernelInfo& k, const Problem& p, const Tensors& t) {
-  const AddRowsFn add = k.add_rows ? k.add_rows : &scalar_add;
   const std::int64_t row_bytes = std::max<std::int64_t>(1, p.cols * static_cast<std::int64_t>(size_of(p.residual_dtype)));
-  const std::int64_t chunk = std::max<std::int64_t>(1, kAddChunkBytes / row_bytes);
-  const DType stats = stats_dtype(p.dtype);
-  parallel_rows(p.rows, p.threads, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t r0 = begin; r0 < end; r0 += chunk) {
-      const std::int64_t r1 = std::min(end, r0 + chunk);
-      add(p, t, r0, r1);
-      Problem part = p;
-      part.rows = r1 - r0;
-      part.threads = 1;
-      Tensors rows;  // the forward's operands for these rows, h as x
-      rows.x = offset(static_cast<const void*>(t.h), r0 * p.cols, p.residual_dtype);
-      rows.gamma = t.gamma;
-      rows.beta = t.beta;
-      rows.y = offset(t.y, r0 * p.cols, p.dtype);
-      rows.mean = offset(t.mean, r0, stats);
-      rows.rstd = offset(t.rstd, r0, stats);
-      k.forward(part, rows);
-    }
-  }, p.cols);
+  const PendingAdd pending{k.add_rows ? k.add_rows : &scalar_add, &p, &t, std::max<std::int64_t>(1, kAddChunkBytes / row_bytes)};
+  Tensors rows = t;  // the forward's operands: h as x
+  rows.x = t.h;
+  rows.residual = nullptr;
+  rows.h = nullptr;
+  {
+    const PendingAddScope scope(pending);
+    k.forward(p, rows);
+    if (pending_add() == &pending && p.rows > 0)  // the forward never split its rows: h was never formed
+      throw std::logic_error(std::string(k.name) + " takes Add & Norm through the adaptor, but its forward does not split its rows with cpu::split_rows");
+  }
 }
 
 }  // namespace
+
+const PendingAdd*& pending_add() {
+  thread_local const PendingAdd* pending = nullptr;
+  return pending;
+}
 
 bool KernelInfo::implements(Op op) const {
   if (!find_op(op)) return false;

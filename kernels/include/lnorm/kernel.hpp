@@ -59,14 +59,27 @@ using BackwardFn = void (*)(const Problem&, const Tensors&);
 // h = x + residual rounded once, for rows [begin, end) of an Add & Norm problem.
 using AddRowsFn = void (*)(const Problem&, const Tensors&, std::int64_t begin, std::int64_t end);
 
+// The fused-add adaptor's hand-off to the row driver: KernelInfo::run sets it (on the calling thread) around
+// a forward it hands h as x, and the forward's first cpu::split_rows takes it and, per chunk of rows that
+// keeps h in cache, forms h before handing the chunk to the kernel's rows. The kernel sees one call on the
+// whole problem: its parameters are staged once, its stores streamed by the whole problem's size.
+struct PendingAdd {
+  AddRowsFn add;            // h = x + residual for rows [begin, end) (the kernel's add_rows, or a scalar add)
+  const Problem* problem;   // the Add & Norm problem as asked
+  const Tensors* tensors;   //   and its operands (x, residual, h)
+  std::int64_t chunk_rows;  // rows per chunk
+};
+// The pending add of this thread's current forward call, or null.
+const PendingAdd*& pending_add();
+
 struct KernelInfo {
   std::string_view name;     // "naive", "welford", ...
   std::string_view summary;  // one line: algorithm, accumulation type
   Takes takes;
   // Host pointers in, host pointers out; results must not depend on problem.threads bitwise.
   // forward: the norm of the rows of input_dtype(problem) at tensors.x, into y, mean, rstd. An Add & Norm
-  //   problem arrives with x pointing at h (already written), residual and h null; with fuses_add, as the
-  //   op states it.
+  //   problem arrives with x pointing at h, residual and h null, and h is formed chunk by chunk inside the
+  //   forward's cpu::split_rows (PendingAdd); with fuses_add, as the op states it.
   // backward: dx, dgamma, dbeta from x, gamma, dy and the saved statistics.
   ForwardFn forward = nullptr;
   BackwardFn backward = nullptr;
