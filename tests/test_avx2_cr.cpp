@@ -158,7 +158,7 @@ TEST_CASE("avx2_cr kernels: y near 0 where the mean is far below the spread (exa
 }
 
 // The point of the design: on ordinary rows (normal x, gamma, beta) nearly every element leaves
-// through the vector path. Measured here (path counts printed): see avx2_cr.cpp's header. The check
+// through the vector path. Measured here (path counts printed): see cr_exact.hpp's header. The check
 // is loose (2^-8 of elements to the double-double path) but fails if the bound is ever as wide as
 // an output ulp.
 TEST_CASE("avx2_cr kernels: correctly rounded on 64x4096 normal rows, slow paths rare (counts printed)",
@@ -167,10 +167,10 @@ TEST_CASE("avx2_cr kernels: correctly rounded on 64x4096 normal rows, slow paths
   if (!k) return;
   const std::int64_t rows = 64, n = 4096;
   for (DType d : kCrTypes) {
-    const auto before = cpu::avx2_cr::path_counts();
+    const auto before = cpu::cr_paths();
     const RunResult r = run_against_reference(*k, d, rows, n, testing::normal(d, rows * n, 0.5, 2, 5),
                                               testing::normal(d, n, 1, 0.25, 6), testing::normal(d, n, 0, 1, 7), 1e-5);
-    const auto after = cpu::avx2_cr::path_counts();
+    const auto after = cpu::cr_paths();
     const long long elements = after.elements - before.elements, medium = after.medium - before.medium;
     const long long exact = after.exact - before.exact, exact_rows = after.exact_rows - before.exact_rows;
     std::printf("avx2_cr %s %lldx%lld: %lld elements, %lld by the scalar f64 test (%.3g), %lld by double-double "

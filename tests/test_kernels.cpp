@@ -13,7 +13,7 @@
 #include "lnorm/registry.hpp"
 
 // F16C from cpuid leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports does not know "f16c" (the asan
-// preset builds with clang), as in kernels/cpu/avx2_kernel.cpp.
+// preset builds with clang), as in kernels/cpu/simd_kernels.cpp.
 static bool cpu_has_f16c() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;

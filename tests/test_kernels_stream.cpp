@@ -1,5 +1,5 @@
-// avx2's non-temporal path: a problem above the streaming threshold (kStreamBytes in
-// kernels/cpu/avx2.cpp, 16 MiB of x + y) writes y with streaming stores after a head that aligns each
+// avx2's non-temporal path: a problem above the streaming threshold (fast::kStreamBytes in
+// kernels/cpu/simd_body.hpp, 8 MiB of y) writes y with streaming stores after a head that aligns each
 // row; the values must be the bits of the same rows computed one small problem at a time.
 #include <algorithm>
 #include <cstdint>

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "avx512_emulation.hpp"
+#include "simd_emulation.hpp"
 #include "lnorm/parallel.hpp"
 #include "lnorm/registry.hpp"
 
@@ -21,8 +21,10 @@ std::vector<const KernelInfo*> cpu_kernels() {
   std::vector<const KernelInfo*> out;
   for (const KernelInfo& k : registry())
     if (std::string_view(k.name).rfind("cuda", 0) != 0) out.push_back(&k);
-  out.push_back(&testing::avx512_emulation::kAvx512Emu);
-  out.push_back(&testing::avx512_emulation::kAvx512CrEmu);
+  out.push_back(&testing::simd_emulation::kAvx512Emu);
+  out.push_back(&testing::simd_emulation::kAvx512CrEmu);
+  out.push_back(&testing::simd_emulation::kAvx2Emu);
+  out.push_back(&testing::simd_emulation::kAvx2CrEmu);
   return out;
 }
 

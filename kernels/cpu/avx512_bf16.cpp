@@ -1,7 +1,7 @@
 // bf16 rows of avx512 and avx512_cr with AVX512-BF16's vcvtneps2bf16 for the narrowing (the rest as
 // avx512.cpp / avx512_cr.cpp). Its own TU because it alone is built with -mavx512bf16; called only
-// where cpuid reports AVX512-BF16 (avx512_kernel.cpp). Same bits as the integer path (subnormal lanes
-// redone, see avx512_native_ops.hpp; tested in tests/test_avx512_emulation.cpp).
+// where cpuid reports AVX512-BF16 (simd_kernels.cpp). Same bits as the integer path (subnormal lanes
+// redone, see avx512_ops.hpp; tested in tests/test_simd_native.cpp).
 #include <immintrin.h>
 
 #include <cmath>
@@ -9,22 +9,22 @@
 #include <cstring>
 #include <type_traits>
 
-#include "avx2_cr_exact.hpp"  // avx512_body.hpp's cr:: slow paths (internal linkage)
+#include "cr_exact.hpp"  // the body's cr:: slow paths (internal linkage)
 #include "isa.hpp"
 
 namespace lnorm::cpu::avx512_bf16 {
 namespace {
-#include "avx512_types.hpp"
-#include "avx512_native_ops.hpp"
-#include "avx512_body.hpp"
+#include "simd_types.hpp"
+#include "avx512_ops.hpp"
+#include "simd_body.hpp"
 }  // namespace
 
 void rows_fast(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged& staged) {
-  fast::rows<NativeOps<true>, BF16>(p, t, begin, end, staged);
+  fast::rows<Avx512Ops<true>, BF16>(p, t, begin, end, staged);
 }
 
 void rows_cr(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
-  cr::rows<NativeOps<true>, BF16>(p, t, begin, end);
+  cr::rows<Avx512Ops<true>, BF16>(p, t, begin, end);
 }
 
 }  // namespace lnorm::cpu::avx512_bf16

@@ -8,7 +8,7 @@
 namespace lnorm::cpu {
 namespace {
 
-// dx is written with non-temporal stores when it exceeds kStreamDxBytes, the forward's y threshold (avx2.cpp's
+// dx is written with non-temporal stores when it exceeds kStreamDxBytes, the forward's y threshold (simd_body.hpp's
 // kStreamBytes: 8 MiB, past a 2-core EPYC's share of L3). A plain store reads dx's line before writing it:
 // a third read stream. Measured on this AVX-512 EPYC at 16384x4096 f32 (x and dy read, x·dy written, 7 runs):
 // 79% of the copy's bandwidth with plain stores, 106% with non-temporal ones.

@@ -1,4 +1,4 @@
-// Entry points of the ISA-specific translation units (avx2.cpp, ...), compiled with their own target
+// Entry points of the ISA-specific translation units (avx2.cpp, avx512.cpp, ...), compiled with their own target
 // flags. They take a row range and nothing from the C++ library: everything that allocates, spawns
 // threads or is shared with generic code stays in the generic TUs, so no inline function compiled for
 // AVX2 can be picked by the linker for generic code (ctest `isa_objects_share_no_code` checks this).
@@ -43,37 +43,30 @@ struct BackwardRows {
 // or null) in row order.
 using BackwardRowsFn = void (*)(const BackwardRows& a, std::int64_t r0, std::int64_t r1, double* dg, double* db);
 
+// The SIMD kernels: one body per algorithm (simd_body.hpp, simd_backward_body.hpp) instantiated per ISA on its
+// operations layer (avx2_ops.hpp: 8 f32 lanes; avx512_ops.hpp: 16), each in its own translation unit.
+// Forward rows: y in p.dtype (f32, f16 or bf16; layernorm or rmsnorm), x in input_dtype(p) (p.dtype, or f32:
+// Add & Norm's f32 h beside 16-bit y). Rows whose statistics leave the fast path's safe range (near overflow,
+// subnormal spread, NaN/Inf) are handed to welford_row.
 namespace avx2 {
-// The backward of rows [r0, r1) (avx2_backward.cpp; f32, f16 or bf16).
-void backward_rows(const BackwardRows& a, std::int64_t r0, std::int64_t r1, double* dg, double* db);
-// Rows [begin, end) of p (f32, f16 or bf16; layernorm or rmsnorm). Rows whose statistics leave the fast
-// path's safe range (near overflow, subnormal spread, NaN/Inf) are handed to welford_row.
+// AVX2 + FMA + F16C, 8 f32 lanes (avx2.cpp).
 void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged& staged);
-// Add & Norm's sum for rows [begin, end): t.h = t.x + t.residual rounded once, residual in x's dtype.
+// The backward of rows [r0, r1) (f32, f16 or bf16).
+void backward_rows(const BackwardRows& a, std::int64_t r0, std::int64_t r1, double* dg, double* db);
+// Add & Norm's sum for rows [begin, end): t.h = t.x + t.residual rounded once (the residual and h in x's dtype,
+// or f32 beside 16-bit x); avx2_cr's too (the sum is the same correctly rounded one).
 void add_rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end);
 }  // namespace avx2
 
 namespace avx2_cr {
-// The same contract, correctly rounded (avx2_cr.cpp). scratch: scratch_doubles(p.cols) doubles, owned by
-// the caller (f64 copies of the row, of w = C + gamma (and its low part where C + gamma does not fit one
-// f64) and of beta: conversions done once, not once per pass). gamma/beta in p.param_dtype.
-void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, double* scratch);
-inline std::int64_t scratch_doubles(std::int64_t cols) { return 4 * (cols + 8); }
-// How often avx2_cr left its vector path, summed over the process (all threads): elements computed,
-// elements settled by the scalar f64 test, elements and rows that needed the double-double path.
-struct PathCounts {
-  long long elements, medium, exact, exact_rows;
-};
-PathCounts path_counts();
+// Correctly rounded, 4 f64 lanes (avx2_cr.cpp; simd_body.hpp's cr::). Same contract as avx2::rows.
+void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end);
 }  // namespace avx2_cr
 
 namespace avx512 {
-// AVX-512 F/BW/VL/DQ, 16 f32 lanes (avx512.cpp; algorithm in avx512_body.hpp). Same contract as avx2.
+// AVX-512 F/BW/VL/DQ, 16 f32 lanes (avx512.cpp). Same contracts as avx2's.
 void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged& staged);
-// The backward of rows [r0, r1), 16 lanes, f32, f16 or bf16 (avx512_backward_body.hpp).
 void backward_rows(const BackwardRows& a, std::int64_t r0, std::int64_t r1, double* dg, double* db);
-// Add & Norm's sum for rows [begin, end), 16 lanes: t.h = t.x + t.residual rounded once, residual in x's dtype
-// (avx512_cr's too: the sum is the same correctly rounded one).
 void add_rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end);
 }  // namespace avx512
 
@@ -87,6 +80,16 @@ namespace avx512_bf16 {
 void rows_fast(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged& staged);
 void rows_cr(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end);
 }  // namespace avx512_bf16
+
+// How often the correctly rounded kernels left their vector path: elements computed, elements settled by the
+// scalar f64 test, elements and rows that needed the exact statistics. Each rows() call adds its counts once
+// (cr_paths_add, generic code: simd_kernels.cpp); cr_paths() reads the sums over the process, all threads and
+// both widths.
+struct CrPaths {
+  long long elements = 0, medium = 0, exact = 0, exact_rows = 0;
+};
+void cr_paths_add(const CrPaths& counts);
+CrPaths cr_paths();
 
 // The scalar welford kernel on one row: the exact-range fallback of the SIMD kernels (welford.cpp).
 void welford_row(const Problem& p, const Tensors& t, std::int64_t row);

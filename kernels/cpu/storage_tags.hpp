@@ -1,4 +1,4 @@
-// Storage-type tags of the CPU ISA kernels (avx2_cr, the AVX-512 family and their emulation): the bits
+// Storage-type tags of the CPU ISA kernels (the SIMD kernels and their emulation): the bits
 // an element is stored in and the output format's precision in bits (significand with the hidden bit),
 // which the correctly rounded paths round to. Types only, no code: sharing them across ISA translation
 // units emits no symbol (ctest isa_objects_share_no_code).

@@ -180,12 +180,13 @@ struct WelfordStats {
 }  // namespace
 
 void welford_row(const Problem& p, const Tensors& t, std::int64_t row) {
-  const std::size_t es = size_of(p.dtype), ss = size_of(stats_dtype(p.dtype));
-  const auto offset = static_cast<std::size_t>(row * p.cols) * es;
+  // x in input_dtype(p) (Add & Norm's f32 h beside 16-bit y), y in p.dtype.
+  const std::size_t xs = size_of(input_dtype(p)), es = size_of(p.dtype), ss = size_of(stats_dtype(p.dtype));
+  const auto at = static_cast<std::size_t>(row * p.cols);
   Problem one = p;
   one.rows = 1;
   one.threads = 1;
-  const Tensors t1{static_cast<const std::byte*>(t.x) + offset, t.gamma, t.beta, static_cast<std::byte*>(t.y) + offset,
+  const Tensors t1{static_cast<const std::byte*>(t.x) + at * xs, t.gamma, t.beta, static_cast<std::byte*>(t.y) + at * es,
                    t.mean ? static_cast<std::byte*>(t.mean) + static_cast<std::size_t>(row) * ss : nullptr,
                    t.rstd ? static_cast<std::byte*>(t.rstd) + static_cast<std::size_t>(row) * ss : nullptr};
   run_scalar<WelfordStats>(one, t1);

@@ -11,7 +11,7 @@
 //   y = ((x − centre) − lo) · rstd · γ + β,   rstd = 1/sqrt(var + eps) in f64, rounded once
 // x − centre is exact on offset rows (Sterbenz), so no kappa term; a constant row gives s = 0,
 // centre = x0, every difference 0 and y = β exactly; on exact-statistics rows (every partial sum
-// representable) centre is the mean and c = 0, so the mean is exact. This is kernels/cpu/avx2.cpp's
+// representable) centre is the mean and c = 0, so the mean is exact. This is kernels/cpu/simd_body.hpp's
 // scheme with a third pass instead of var = q/n − lo² (no cancellation when x0 is an outlier).
 // Range, NaN and Inf follow kernels/cpu/welford.cpp and scalar_rows.hpp:
 //   - a NaN or Inf anywhere in the row makes y, mean and rstd NaN for that row;

@@ -63,7 +63,7 @@ double work_units(Algorithm a, std::int64_t n_int, double kappa, double u_w) {
       return from_variance(e_mean, (c + 3) * std::sqrt(2.0) + e_mean * e_mean * u_w, 1);
     }
     case Algorithm::corrected_two_pass: {
-      // avx2.cpp: per 256-element block each of 32 f32 lanes adds 8 values, then 2 + 3 reduction
+      // simd_body.hpp on 8 lanes (avx2): per 256-element block each of 32 f32 lanes adds 8 values, then 2 + 3 reduction
       // levels; blocks fold in f64 (negligible). The correction c/n makes the centre m + mean_lo
       // accurate to the error of Σ(x − m) alone: no kappa term. One more output rounding for
       // (x − m) − mean_lo.
@@ -72,7 +72,8 @@ double work_units(Algorithm a, std::int64_t n_int, double kappa, double u_w) {
       return from_variance(e_mean, c + 3 + e_mean * e_mean * u_w, 1);
     }
     case Algorithm::correctly_rounded: {
-      // avx2_cr.cpp: TwoSum mean (error-free), Σ((x − m_hi) − m_lo)² in 4 f64 lanes (c = n/4 + 2).
+      // simd_body.hpp's cr:: (avx2_cr): TwoSum mean (error-free), Σ(x − m)² in blocked f64 lanes; c = n/4 + 2 (one
+      // accumulation of 4 lanes) is above what the blocked sums go through (cr_exact.hpp's k): a safe curve.
       const double c = std::ceil(n / 4) + 2;
       return from_variance(2, c + 3 + 4 * u_w, 1);
     }
@@ -110,7 +111,7 @@ std::optional<Algorithm> algorithm_of(std::string_view kernel) {
   if (kernel == "welford") return Algorithm::shifted_welford;
   if (kernel == "avx2") return Algorithm::corrected_two_pass;
   if (kernel == "avx2_cr") return Algorithm::correctly_rounded;
-  // avx512 (avx512_body.hpp): blocks of 512 on 4 x 16 lanes, ceil(min(n, 512)/64) + 2 f32 additions
+  // avx512 (simd_body.hpp on 16 lanes): blocks of 512 on 4 x 16 lanes, ceil(min(n, 512)/64) + 2 f32 additions
   // per lane, never more than avx2's ceil(min(n, 256)/32) + 5: avx2's bound holds for it. avx512_cr:
   // avx2_cr's algorithm on 4 x 8 lanes (fewer additions per lane than the 4 lanes assumed above).
   if (kernel == "avx512") return Algorithm::corrected_two_pass;

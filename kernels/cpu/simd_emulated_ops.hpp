@@ -1,26 +1,29 @@
-// The operations of avx512_native_ops.hpp, emulated lane by lane in plain C++ (no -mavx512 flags):
-// each function computes, lane by lane, exactly what its intrinsic twin computes (IEEE operations
-// rounded once to nearest even, x86's rules where IEEE leaves a choice: MAXPS-style masks, NaN
-// quieting in conversions, round-to-odd by truncation). The kernel bodies (avx512_body.hpp) compiled
-// against this layer are the test kernels avx512_emu and avx512_cr_emu: the AVX-512 kernels' algorithm,
-// verified on every machine; tests/test_avx512_emulation.cpp checks the bits against the native ones
-// where the CPU has AVX-512.
+// The operations of avx512_ops.hpp (L = 16 f32 lanes) and avx2_ops.hpp (L = 8), emulated lane by lane in
+// plain C++ (no ISA flags): each function computes, lane by lane, exactly what its intrinsic twins compute
+// (IEEE operations rounded once to nearest even, x86's rules where IEEE leaves a choice: MAXPS-style
+// masks, NaN quieting in conversions, round-to-odd by truncation). The kernel bodies (simd_body.hpp,
+// simd_backward_body.hpp) compiled against this layer are the test kernels avx512_emu, avx512_cr_emu,
+// avx2_emu and avx2_cr_emu: the SIMD kernels' algorithm at both widths, verified on every machine;
+// tests/test_simd_native.cpp checks the bits against the native ones where the CPU has the ISA.
 //
 // Compiled with -ffp-contract=off, as the native TUs: a contracted a*b + c would change bits.
 // Included inside an anonymous namespace, after <cmath>, <cstdint>, <cstring>, lnorm/half.hpp and
-// avx512_types.hpp.
-#ifndef LNORM_AVX512_EMULATED_OPS_INCLUDED
-#define LNORM_AVX512_EMULATED_OPS_INCLUDED
+// simd_types.hpp.
+#ifndef LNORM_SIMD_EMULATED_OPS_INCLUDED
+#define LNORM_SIMD_EMULATED_OPS_INCLUDED
 
+template <int L>
 struct EmulatedOps {
+  static constexpr int kLanes = L, kDLanes = L / 2;
   struct F {
-    float v[16];
+    float v[L];
   };
   struct D {
-    double v[8];
+    double v[L / 2];
   };
-  using M16 = std::uint16_t;
-  using M8 = std::uint8_t;
+  using M = std::conditional_t<(L > 8), std::uint16_t, std::uint8_t>;  // one bit per f32 lane
+  using MD = std::uint8_t;                                             // one bit per f64 lane
+  static constexpr unsigned kAll = (1u << L) - 1, kAllD = (1u << (L / 2)) - 1;
 
   static bool on(unsigned k, int i) { return (k >> i) & 1u; }
   static std::uint32_t bits32(float f) {
@@ -44,7 +47,7 @@ struct EmulatedOps {
     return d;
   }
 
-  // ---- 16 f32 lanes ----
+  // ---- L f32 lanes ----
   static F zero() { return F{}; }
   static F set1(float x) {
     F r;
@@ -52,31 +55,31 @@ struct EmulatedOps {
     return r;
   }
   static F add(F a, F b) {
-    for (int i = 0; i < 16; ++i) a.v[i] = a.v[i] + b.v[i];
+    for (int i = 0; i < L; ++i) a.v[i] = a.v[i] + b.v[i];
     return a;
   }
   static F sub(F a, F b) {
-    for (int i = 0; i < 16; ++i) a.v[i] = a.v[i] - b.v[i];
+    for (int i = 0; i < L; ++i) a.v[i] = a.v[i] - b.v[i];
     return a;
   }
   static F mul(F a, F b) {
-    for (int i = 0; i < 16; ++i) a.v[i] = a.v[i] * b.v[i];
+    for (int i = 0; i < L; ++i) a.v[i] = a.v[i] * b.v[i];
     return a;
   }
   static F fmadd(F a, F b, F c) {
-    for (int i = 0; i < 16; ++i) a.v[i] = std::fma(a.v[i], b.v[i], c.v[i]);
+    for (int i = 0; i < L; ++i) a.v[i] = std::fma(a.v[i], b.v[i], c.v[i]);
     return a;
   }
-  static F maskz_sub(M16 k, F a, F b) {
-    for (int i = 0; i < 16; ++i) a.v[i] = on(k, i) ? a.v[i] - b.v[i] : 0.0f;
+  static F maskz_sub(M k, F a, F b) {
+    for (int i = 0; i < L; ++i) a.v[i] = on(k, i) ? a.v[i] - b.v[i] : 0.0f;
     return a;
   }
-  static M16 cmp_neq(F a, F b) { return mask_cmp_neq(0xFFFF, a, b); }
-  static M16 mask_cmp_neq(M16 k, F a, F b) {
+  static M cmp_neq(F a, F b) { return mask_cmp_neq(static_cast<M>(kAll), a, b); }
+  static M mask_cmp_neq(M k, F a, F b) {
     unsigned m = 0;
-    for (int i = 0; i < 16; ++i)
+    for (int i = 0; i < L; ++i)
       if (on(k, i) && !(a.v[i] == b.v[i])) m |= 1u << i;
-    return static_cast<M16>(m);
+    return static_cast<M>(m);
   }
   static float first(F a) { return a.v[0]; }
   static F abs(F a) {
@@ -84,24 +87,47 @@ struct EmulatedOps {
     return a;
   }
   static F max(F a, F b) {  // MAXPS: b where either is NaN or both are zeros
-    for (int i = 0; i < 16; ++i) a.v[i] = a.v[i] > b.v[i] ? a.v[i] : b.v[i];
+    for (int i = 0; i < L; ++i) a.v[i] = a.v[i] > b.v[i] ? a.v[i] : b.v[i];
     return a;
   }
-  static M16 subnormal(F a) {
+  static M subnormal(F a) {
     unsigned m = 0;
-    for (int i = 0; i < 16; ++i)
+    for (int i = 0; i < L; ++i)
       if (std::fpclassify(a.v[i]) == FP_SUBNORMAL) m |= 1u << i;
-    return static_cast<M16>(m);
+    return static_cast<M>(m);
   }
   static void store_ps(float* p, F a) { std::memcpy(p, a.v, sizeof a.v); }
+  static F join_ps(D lo, D hi) {
+    F r;
+    for (int i = 0; i < L / 2; ++i) r.v[i] = static_cast<float>(lo.v[i]), r.v[L / 2 + i] = static_cast<float>(hi.v[i]);
+    return r;
+  }
+  static M differ_bits(F a, F b) {
+    unsigned m = 0;
+    for (int i = 0; i < L; ++i)
+      if (bits32(a.v[i]) != bits32(b.v[i])) m |= 1u << i;
+    return static_cast<M>(m);
+  }
+  template <class T>
+  static M near_mid16_f(F y32, float y_min) {
+    constexpr std::int32_t kLow = std::is_same_v<T, F16> ? 0x1FFF : 0xFFFF, kMid = std::is_same_v<T, F16> ? 0x1000 : 0x8000;
+    unsigned m = 0;
+    for (int i = 0; i < L; ++i) {
+      const std::int32_t low = static_cast<std::int32_t>(bits32(y32.v[i]) & static_cast<std::uint32_t>(kLow));
+      const bool far = (low > kMid ? low - kMid : kMid - low) > 1;
+      const bool big = std::fabs(y32.v[i]) >= y_min;  // false for NaN, as _CMP_GE_OQ
+      if (!(far && big)) m |= 1u << i;
+    }
+    return static_cast<M>(m);
+  }
   static D lo_pd(F a) {
     D r;
-    for (int i = 0; i < 8; ++i) r.v[i] = a.v[i];
+    for (int i = 0; i < L / 2; ++i) r.v[i] = a.v[i];
     return r;
   }
   static D hi_pd(F a) {
     D r;
-    for (int i = 0; i < 8; ++i) r.v[i] = a.v[8 + i];
+    for (int i = 0; i < L / 2; ++i) r.v[i] = a.v[L / 2 + i];
     return r;
   }
 
@@ -128,12 +154,12 @@ struct EmulatedOps {
 
   template <class T>
   static F load(const typename T::Bits* p) {
-    return maskz_load<T>(0xFFFF, p);
+    return maskz_load<T>(static_cast<M>(kAll), p);
   }
   template <class T>
-  static F maskz_load(M16 k, const typename T::Bits* p) {
+  static F maskz_load(M k, const typename T::Bits* p) {
     F r{};
-    for (int i = 0; i < 16; ++i) {
+    for (int i = 0; i < L; ++i) {
       if (!on(k, i)) continue;
       if constexpr (std::is_same_v<T, F32>) r.v[i] = p[i];
       else r.v[i] = widen<T>(p[i]);
@@ -141,8 +167,8 @@ struct EmulatedOps {
     return r;
   }
   template <class T>
-  static void mask_store(M16 k, typename T::Bits* p, F v) {
-    for (int i = 0; i < 16; ++i) {
+  static void mask_store(M k, typename T::Bits* p, F v) {
+    for (int i = 0; i < L; ++i) {
       if (!on(k, i)) continue;
       if constexpr (std::is_same_v<T, F32>) p[i] = v.v[i];
       else p[i] = narrow<T>(v.v[i]);
@@ -150,17 +176,17 @@ struct EmulatedOps {
   }
   template <class T>
   static void store(typename T::Bits* p, F v) {
-    mask_store<T>(0xFFFF, p, v);
+    mask_store<T>(static_cast<M>(kAll), p, v);
   }
   template <class T>
   static void stream(typename T::Bits* p, F v) {
-    mask_store<T>(0xFFFF, p, v);
+    mask_store<T>(static_cast<M>(kAll), p, v);
   }
   static void sfence() {}
   static void prefetch_l2(const void*) {}
   static void prefetch_l1(const void*) {}
 
-  // ---- 8 f64 lanes ----
+  // ---- L/2 f64 lanes ----
   static D zero_pd() { return D{}; }
   static D set1_pd(double x) {
     D r;
@@ -168,71 +194,52 @@ struct EmulatedOps {
     return r;
   }
   static D add_pd(D a, D b) {
-    for (int i = 0; i < 8; ++i) a.v[i] = a.v[i] + b.v[i];
+    for (int i = 0; i < L / 2; ++i) a.v[i] = a.v[i] + b.v[i];
     return a;
   }
   static D sub_pd(D a, D b) {
-    for (int i = 0; i < 8; ++i) a.v[i] = a.v[i] - b.v[i];
+    for (int i = 0; i < L / 2; ++i) a.v[i] = a.v[i] - b.v[i];
     return a;
   }
   static D mul_pd(D a, D b) {
-    for (int i = 0; i < 8; ++i) a.v[i] = a.v[i] * b.v[i];
+    for (int i = 0; i < L / 2; ++i) a.v[i] = a.v[i] * b.v[i];
     return a;
   }
   static D fmsub_pd(D a, D b, D c) {
-    for (int i = 0; i < 8; ++i) a.v[i] = std::fma(a.v[i], b.v[i], -c.v[i]);
+    for (int i = 0; i < L / 2; ++i) a.v[i] = std::fma(a.v[i], b.v[i], -c.v[i]);
     return a;
   }
   static D fmadd_pd(D a, D b, D c) {
-    for (int i = 0; i < 8; ++i) a.v[i] = std::fma(a.v[i], b.v[i], c.v[i]);
+    for (int i = 0; i < L / 2; ++i) a.v[i] = std::fma(a.v[i], b.v[i], c.v[i]);
     return a;
   }
   static D max_pd(D a, D b) {  // vmaxpd: a > b ? a : b, so b where either is NaN or both are zeros
-    for (int i = 0; i < 8; ++i) a.v[i] = a.v[i] > b.v[i] ? a.v[i] : b.v[i];
+    for (int i = 0; i < L / 2; ++i) a.v[i] = a.v[i] > b.v[i] ? a.v[i] : b.v[i];
     return a;
-  }
-  static M8 cvt_differ_f32(D a, D b) {
-    unsigned m = 0;
-    for (int i = 0; i < 8; ++i)
-      if (bits32(static_cast<float>(a.v[i])) != bits32(static_cast<float>(b.v[i]))) m |= 1u << i;
-    return static_cast<M8>(m);
-  }
-  template <class T>
-  static M8 near_mid16(D y, float y_min) {
-    constexpr std::int32_t kLow = std::is_same_v<T, F16> ? 0x1FFF : 0xFFFF, kMid = std::is_same_v<T, F16> ? 0x1000 : 0x8000;
-    unsigned m = 0;
-    for (int i = 0; i < 8; ++i) {
-      const float y32 = static_cast<float>(y.v[i]);
-      const std::int32_t low = static_cast<std::int32_t>(bits32(y32) & static_cast<std::uint32_t>(kLow));
-      const bool far = (low > kMid ? low - kMid : kMid - low) > 1;
-      const bool big = std::fabs(y32) >= y_min;  // false for NaN, as _CMP_GE_OQ
-      if (!(far && big)) m |= 1u << i;
-    }
-    return static_cast<M8>(m);
   }
   static D abs_pd(D a) {
     for (double& l : a.v) l = from_bits64(bits64(l) & 0x7FFFFFFFFFFFFFFFull);
     return a;
   }
-  static D maskz_mov_pd(M8 k, D a) {
-    for (int i = 0; i < 8; ++i)
+  static D maskz_mov_pd(MD k, D a) {
+    for (int i = 0; i < L / 2; ++i)
       if (!on(k, i)) a.v[i] = 0.0;
     return a;
   }
-  static D maskz_sub_pd(M8 k, D a, D b) {
-    for (int i = 0; i < 8; ++i) a.v[i] = on(k, i) ? a.v[i] - b.v[i] : 0.0;
+  static D maskz_sub_pd(MD k, D a, D b) {
+    for (int i = 0; i < L / 2; ++i) a.v[i] = on(k, i) ? a.v[i] - b.v[i] : 0.0;
     return a;
   }
-  static D blend_pd(M8 k, D a, D b) {
-    for (int i = 0; i < 8; ++i)
+  static D blend_pd(MD k, D a, D b) {
+    for (int i = 0; i < L / 2; ++i)
       if (on(k, i)) a.v[i] = b.v[i];
     return a;
   }
-  static M8 cmp_le_pd(D a, D b) {
+  static MD cmp_le_pd(D a, D b) {
     unsigned m = 0;
-    for (int i = 0; i < 8; ++i)
+    for (int i = 0; i < L / 2; ++i)
       if (a.v[i] <= b.v[i]) m |= 1u << i;
-    return static_cast<M8>(m);
+    return static_cast<MD>(m);
   }
   static double first_pd(D a) { return a.v[0]; }
   static void store_pd(double* p, D a) { std::memcpy(p, a.v, sizeof a.v); }
@@ -249,21 +256,21 @@ struct EmulatedOps {
     for (double& l : a.v) l = from_bits64(bits64(l) & static_cast<std::uint64_t>(b));
     return a;
   }
-  static M8 bits_test(D a, std::int64_t b) {
+  static MD bits_test(D a, std::int64_t b) {
     unsigned m = 0;
-    for (int i = 0; i < 8; ++i)
+    for (int i = 0; i < L / 2; ++i)
       if (bits64(a.v[i]) & static_cast<std::uint64_t>(b)) m |= 1u << i;
-    return static_cast<M8>(m);
+    return static_cast<MD>(m);
   }
 
   template <class T>
-  static D load8(const typename T::Bits* p) {
-    return maskz_load8<T>(0xFF, p);
+  static D load_d(const typename T::Bits* p) {
+    return maskz_load_d<T>(static_cast<MD>(kAllD), p);
   }
   template <class T>
-  static D maskz_load8(M8 k, const typename T::Bits* p) {
+  static D maskz_load_d(MD k, const typename T::Bits* p) {
     D r{};
-    for (int i = 0; i < 8; ++i) {
+    for (int i = 0; i < L / 2; ++i) {
       if (!on(k, i)) continue;
       if constexpr (std::is_same_v<T, F32>) r.v[i] = p[i];
       else r.v[i] = widen<T>(p[i]);
@@ -281,32 +288,16 @@ struct EmulatedOps {
     return f;
   }
   template <class T>
-  static std::uint16_t narrow8_one(double d) {
+  static std::uint16_t narrow_d_one(double d) {
     return narrow<T>(f32_odd(d));
   }
   template <class T>
-  static void mask_store8(M8 k, typename T::Bits* p, D v) {
-    for (int i = 0; i < 8; ++i) {
+  static void mask_store_d(MD k, typename T::Bits* p, D v) {
+    for (int i = 0; i < L / 2; ++i) {
       if (!on(k, i)) continue;
       if constexpr (std::is_same_v<T, F32>) p[i] = static_cast<float>(v.v[i]);
-      else p[i] = narrow8_one<T>(v.v[i]);
+      else p[i] = narrow_d_one<T>(v.v[i]);
     }
-  }
-  template <class T>
-  static void store8(typename T::Bits* p, D v) {
-    mask_store8<T>(0xFF, p, v);
-  }
-  template <class T>
-  static void store8_near(typename T::Bits* p, D v) {  // f16/bf16: nearest f32, then nearest T
-    for (int i = 0; i < 8; ++i) p[i] = narrow<T>(static_cast<float>(v.v[i]));
-  }
-  template <class T>
-  static void stream8_near(typename T::Bits* p, D v) {
-    store8_near<T>(p, v);
-  }
-  template <class T>
-  static void stream8(typename T::Bits* p, D v) {
-    mask_store8<T>(0xFF, p, v);
   }
 };
 

@@ -1,8 +1,9 @@
-// avx512's backward rows (layernorm_bwd, rmsnorm_bwd; f32, f16 and bf16 storage, f32 math), written once
-// against an operations layer V as avx512_body.hpp is: NativeOps (avx512.cpp) and EmulatedOps (the test
-// kernel avx512_emu, tests/avx512_emulation.cpp), the same bits (tests/test_avx512_native.cpp).
+// The SIMD kernels' backward rows (avx2, avx512: layernorm_bwd, rmsnorm_bwd; f32, f16 and bf16 storage, f32
+// math), written once against an operations layer V as simd_body.hpp is: Avx2Ops (avx2.cpp), Avx512Ops
+// (avx512.cpp) and EmulatedOps<8>/<16> (the test kernels avx2_emu, avx512_emu, tests/simd_emulation.cpp), the
+// same bits (tests/test_simd_native.cpp).
 //
-// avx2_backward.cpp's algorithm on 16 lanes, from the forward's saved f32 mean m and rstd, with the mean made
+// On L lanes, from the forward's saved f32 mean m and rstd, with the mean made
 // exact (a two-float mean, as the forward avx512's): m is the exact mean rounded to f32, and on offset rows
 // its error |mean − m| ≤ |mean|·2^-24 would cost xhat kappa·2^-24 absolutely, kappa = |mean|/std (the
 // kappa ulps avx2's backward and PyTorch's lose, measured 2.5e5 scaled ulp on dx at seed 1). Pass 1 sums
@@ -18,7 +19,7 @@
 // RMSNorm has mean 0: d = x, no Σd, xhat = x·rstd. What is left of the error is f32's few roundings per
 // element (xhat's fma, g, dx's three operations) and the saved rstd's own rounding: no kappa term.
 // Pass 2 of row r shares its column loop with pass 1 of row r + 1 (DRAM reads of the next row overlap this
-// row's arithmetic; avx2_backward.cpp measured it). Rows whose saved statistics are not finite, or whose rstd
+// row's arithmetic; measured on the AVX2 kernel when it was written apart). Rows whose saved statistics are not finite, or whose rstd
 // is 0, subnormal or +Inf, and rows whose sums are not finite (x − m overflowing, NaN/Inf in dy or gamma),
 // go to a.careful_row (welford's careful scalar row) before any of their partials is added.
 // Tails are masked: lanes past the row read nothing and add +0 to every sum (d is masked to +0 there).
@@ -46,10 +47,10 @@
 // element. At DRAM sizes the loads of the next row wait besides (software prefetch, kAheadBytes). Measured
 // with `lnorm bench --dir bwd` (README "Backward"; docs/performance.md).
 //
-// Included inside an anonymous namespace after the layer's header and avx512_body.hpp's helpers (hsum_pd):
+// Included inside an anonymous namespace after the layer's header and simd_body.hpp's helpers (hsum_pd):
 // internal linkage in every TU (ctest isa_objects_share_no_code).
-#ifndef LNORM_AVX512_BACKWARD_BODY_INCLUDED
-#define LNORM_AVX512_BACKWARD_BODY_INCLUDED
+#ifndef LNORM_SIMD_BACKWARD_BODY_INCLUDED
+#define LNORM_SIMD_BACKWARD_BODY_INCLUDED
 
 namespace bwd {
 
@@ -60,7 +61,7 @@ template <class V>
 struct Sums {
   typename V::D d_lo, d_hi, g_lo, g_hi, gu_lo, gu_hi;
   typename V::F max_g, max_dy;
-  typename V::M16 sub_dy;
+  typename V::M sub_dy;
   static Sums zero() {
     const typename V::D z = V::zero_pd();
     return {z, z, z, z, z, z, V::zero(), V::zero(), 0};
@@ -80,10 +81,10 @@ struct Row {
   float m = 0, rstd = 0;
   float shift = 0;  // −mean_lo·rstd: xhat = fma(d, rstd, shift) (LayerNorm)
   float mean_g = 0, mean_gx = 0;
-  float rstd_mean_gx = 0;  // rstd·mean(g·xhat) rounded once from f64 (RMSNorm's dx, avx2_backward.cpp's form)
+  float rstd_mean_gx = 0;  // rstd·mean(g·xhat) rounded once from f64 (RMSNorm's dx)
 };
 
-// Whether row r's saved statistics can be used (avx2_backward.cpp's start_row says why each case is not).
+// Whether row r's saved statistics can be used (this file's header says why each case is not).
 inline bool start_row(const lnorm::cpu::BackwardRows& a, std::int64_t r, Row& row) {
   row.m = a.centred ? a.mean[r] : 0.0f;
   row.rstd = a.rstd[r];
@@ -96,15 +97,15 @@ inline void add_f64(typename V::D& lo, typename V::D& hi, typename V::F v) {
   hi = V::add_pd(hi, V::hi_pd(v));
 }
 
-// Pass 1 on 16 lanes: d = x − m (RMSNorm: x; +0 past the row), g = dy·w, u = d·rstd; Σd and Σg (LayerNorm) and
+// Pass 1 on L lanes: d = x − m (RMSNorm: x; +0 past the row), g = dy·w, u = d·rstd; Σd and Σg (LayerNorm) and
 // Σg·u in f64.
 template <class V, bool Centred>
 inline void pass1(Sums<V>& s, typename V::F d, typename V::F vdy, typename V::F vw, typename V::F vrstd) {
   const typename V::F g = V::mul(vdy, vw);
   s.max_g = V::max(s.max_g, V::abs(g));
   s.max_dy = V::max(s.max_dy, V::abs(vdy));
-  s.sub_dy = static_cast<typename V::M16>(s.sub_dy | V::subnormal(vdy));
-  if (!Centred) s.sub_dy = static_cast<typename V::M16>(s.sub_dy | V::subnormal(d));  // RMSNorm: d = x (below)
+  s.sub_dy = static_cast<typename V::M>(s.sub_dy | V::subnormal(vdy));
+  if (!Centred) s.sub_dy = static_cast<typename V::M>(s.sub_dy | V::subnormal(d));  // RMSNorm: d = x (below)
   if (Centred) {  // RMSNorm needs neither: its mean and mean(g) are 0 (and each sum costs two vcvtps2pd, below)
     add_f64<V>(s.d_lo, s.d_hi, d);
     add_f64<V>(s.g_lo, s.g_hi, g);
@@ -112,13 +113,13 @@ inline void pass1(Sums<V>& s, typename V::F d, typename V::F vdy, typename V::F 
   add_f64<V>(s.gu_lo, s.gu_hi, V::mul(g, V::mul(d, vrstd)));
 }
 
-// The largest of the 16 lanes (finite rows: exact and in any order).
+// The largest of the L lanes (finite rows: exact and in any order).
 template <class V>
 inline float max_lane(typename V::F a) {
-  float l[16];
+  float l[V::kLanes];
   V::store_ps(l, a);
   float m = l[0];
-  for (int i = 1; i < 16; ++i) m = l[i] > m ? l[i] : m;
+  for (int i = 1; i < V::kLanes; ++i) m = l[i] > m ? l[i] : m;
   return m;
 }
 
@@ -134,14 +135,14 @@ bool finish_row(const lnorm::cpu::BackwardRows& a, const Sums<V>& s, Row& row) {
   const double rs = static_cast<double>(row.rstd), g_terms = static_cast<double>(max_g) * (rs > 1 ? rs : 1.0);
   if (!((2.0 + std::sqrt(nd)) * (g_terms > max_dy ? g_terms : static_cast<double>(max_dy)) < 0x1p126)) return false;
   if ((max_g != 0.0f && max_g < 0x1p-90f) || s.sub_dy != 0) return false;
-  if (max_dy >= 0x1p64f) return false;  // huge dy: avx2_backward.cpp's finish_row says why
+  if (max_dy >= 0x1p64f) return false;  // huge dy: this file's header says why
   const double inv_n = 1.0 / static_cast<double>(a.cols), rstd = static_cast<double>(row.rstd);
   const double mean_lo = sd * inv_n;
   // Σ g·xhat = Σ g·(d − mean_lo)·rstd = Σg·u − mean_lo·rstd·Σg.
   const double mean_gx = (sgu - mean_lo * rstd * sg) * inv_n;
   row.mean_gx = static_cast<float>(mean_gx);
   row.rstd_mean_gx = static_cast<float>(rstd * mean_gx);
-  if (!Centred && rs < 0x1p-60) return false;  // RMSNorm rows of values past 2^60: as avx2_backward.cpp
+  if (!Centred && rs < 0x1p-60) return false;  // RMSNorm rows of values past 2^60: this file's header says why
   row.mean_g = Centred ? static_cast<float>(sg * inv_n) : 0.0f;
   row.shift = static_cast<float>(-mean_lo * rstd);
   return std::isfinite(row.mean_gx) && std::isfinite(row.shift);
@@ -150,15 +151,16 @@ bool finish_row(const lnorm::cpu::BackwardRows& a, const Sums<V>& s, Row& row) {
 // acc[at + j] += p's lane j for j < count (the block's f64 partials).
 template <class V>
 inline void add_partials(double* acc, std::int64_t at, std::int64_t count, typename V::F p) {
+  constexpr int DL = V::kDLanes;
   const typename V::D lo = V::lo_pd(p), hi = V::hi_pd(p);
-  if (count == 16) {
+  if (count == V::kLanes) {
     V::store_pd(acc + at, V::add_pd(V::load_pd(acc + at), lo));
-    V::store_pd(acc + at + 8, V::add_pd(V::load_pd(acc + at + 8), hi));
+    V::store_pd(acc + at + DL, V::add_pd(V::load_pd(acc + at + DL), hi));
     return;
   }
-  double t[16];
+  double t[V::kLanes];
   V::store_pd(t, lo);
-  V::store_pd(t + 8, hi);
+  V::store_pd(t + DL, hi);
   for (std::int64_t j = 0; j < count; ++j) acc[at + j] += t[j];
 }
 
@@ -167,16 +169,17 @@ inline void add_partials(double* acc, std::int64_t at, std::int64_t count, typen
 template <class V, class T, bool Centred>
 void rows_of(const lnorm::cpu::BackwardRows& a, std::int64_t r0, std::int64_t r1, double* dg, double* db) {
   using F = typename V::F;
-  using M16 = typename V::M16;
+  using M = typename V::M;
   using B = typename T::Bits;
-  const std::int64_t n = a.cols, full = n / 16 * 16, rest = n - full;
-  const M16 tail = static_cast<M16>((1u << rest) - 1);
+  constexpr int L = V::kLanes;
+  const std::int64_t n = a.cols, full = n / L * L, rest = n - full;
+  const M tail = static_cast<M>((1u << rest) - 1);
   const B* xs = static_cast<const B*>(a.x);
   const B* dys = static_cast<const B*>(a.dy);
   B* dxs = static_cast<B*>(a.dx);
   const float* w = a.w;
-  // d = x − m on 16 lanes (all of them, or the tail's: +0 past the row).
-  const auto diff = [](F vx, F vm, M16 k, bool masked) { return !Centred ? vx : masked ? V::maskz_sub(k, vx, vm) : V::sub(vx, vm); };
+  // d = x − m on L lanes (all of them, or the tail's: +0 past the row).
+  const auto diff = [](F vx, F vm, M k, bool masked) LNORM_ALWAYS_INLINE { return !Centred ? vx : masked ? V::maskz_sub(k, vx, vm) : V::sub(vx, vm); };
   // Pass 1 of row r alone (the first row of the range, and the row after one the careful row took).
   const auto pass1_row = [&](std::int64_t r, Row& row) {
     if (!start_row(a, r, row)) return false;
@@ -184,7 +187,7 @@ void rows_of(const lnorm::cpu::BackwardRows& a, std::int64_t r0, std::int64_t r1
     const B* x = xs + r * n;
     const B* dy = dys + r * n;
     const F vm = V::set1(row.m), vr = V::set1(row.rstd);
-    for (std::int64_t i = 0; i < full; i += 16)
+    for (std::int64_t i = 0; i < full; i += L)
       pass1<V, Centred>(s, diff(V::template load<T>(x + i), vm, 0, false), V::template load<T>(dy + i), V::template load<F32>(w + i), vr);
     if (rest)
       pass1<V, Centred>(s, diff(V::template maskz_load<T>(tail, x + full), vm, tail, true), V::template maskz_load<T>(tail, dy + full),
@@ -208,15 +211,15 @@ void rows_of(const lnorm::cpu::BackwardRows& a, std::int64_t r0, std::int64_t r1
     // Non-temporal stores for the row's whole vectors when dx is large and the row starts aligned to
     // 16·sizeof(B) bytes (every row when n is a multiple of 16 and dx is); the tail and unaligned rows store
     // plainly. The same values.
-    const bool stream = a.stream_dx && head_to_align(dx, 16 * static_cast<std::int64_t>(sizeof(B))) == 0;
+    const bool stream = a.stream_dx && head_to_align(dx, L * static_cast<std::int64_t>(sizeof(B))) == 0;
     const F vm = V::set1(cur.m), vrstd = V::set1(cur.rstd), vshift = V::set1(cur.shift);
     const F vmg = V::set1(cur.mean_g), vmgx = V::set1(cur.mean_gx), vrmgx = V::set1(cur.rstd_mean_gx);
     const F vm_next = V::set1(next.m), vrstd_next = V::set1(next.rstd);
     Sums<V> s = Sums<V>::zero();
     // Pass 2 on lanes [at, at + 16) (k: those in the row), with pass 1 of the next row on the same lanes.
-    const auto step = [&](std::int64_t at, M16 k, std::int64_t count, bool with_next) {
-      const bool masked = count < 16;
-      const auto load = [&](const auto* p) {
+    const auto step = [&](std::int64_t at, M k, std::int64_t count, bool with_next) LNORM_ALWAYS_INLINE {
+      const bool masked = count < L;
+      const auto load = [&](const auto* p) LNORM_ALWAYS_INLINE {
         using P = std::remove_cv_t<std::remove_pointer_t<decltype(p)>>;
         using S = std::conditional_t<std::is_same_v<P, float>, F32, T>;
         return masked ? V::template maskz_load<S>(k, p) : V::template load<S>(p);
@@ -230,7 +233,7 @@ void rows_of(const lnorm::cpu::BackwardRows& a, std::int64_t r0, std::int64_t r1
       const F vx = load(x + at), vdy = load(dy + at);
       const F xhat = Centred ? V::fmadd(diff(vx, vm, k, masked), vrstd, vshift) : V::mul(vx, vrstd);
       // g − mean(g) − xhat·mean(g·xhat): one FMA for the last two terms, then rstd (avx2's order); RMSNorm:
-      // rstd·g − xhat·(rstd·mean(g·xhat)), each term of dx's own size (avx2_backward.cpp says why).
+      // rstd·g − xhat·(rstd·mean(g·xhat)), each term of dx's own size (this file's header says why).
       const F v = Centred ? V::mul(V::sub(V::mul(vdy, vw), V::fmadd(xhat, vmgx, vmg)), vrstd)
                           : V::sub(V::mul(V::mul(vdy, vw), vrstd), V::mul(xhat, vrmgx));
       if (masked) V::template mask_store<T>(k, dx + at, v);
@@ -240,12 +243,12 @@ void rows_of(const lnorm::cpu::BackwardRows& a, std::int64_t r0, std::int64_t r1
       if (db) add_partials<V>(db, at, count, vdy);
     };
     if (next_started) {
-      for (std::int64_t at = 0; at < full; at += 16) step(at, static_cast<M16>(0xFFFFu), 16, true);
+      for (std::int64_t at = 0; at < full; at += L) step(at, static_cast<M>((1u << L) - 1), L, true);
       if (rest) step(full, tail, rest, true);
       cur_ok = finish_row<V, Centred>(a, s, next);
       cur = next;
     } else {
-      for (std::int64_t at = 0; at < full; at += 16) step(at, static_cast<M16>(0xFFFFu), 16, false);
+      for (std::int64_t at = 0; at < full; at += L) step(at, static_cast<M>((1u << L) - 1), L, false);
       if (rest) step(full, tail, rest, false);
       cur_ok = false;  // the next row (if any) has unusable statistics: the careful row takes it
     }

@@ -1,7 +1,8 @@
-// The AVX-512 kernels' algorithm on every machine (tests/avx512_emulation.hpp: avx512_body.hpp compiled
-// against the lane-by-lane emulation of the AVX-512 operations): the verify suite with avx512's and
-// avx512_cr's budgets.toml sections, and constant rows giving beta bit for bit. The full suite is the
-// hidden test "[full]", run by ctest avx512_emulation_verify_full (label slow; scripts/test.sh runs it).
+// The SIMD kernels' algorithms on every machine, at both widths (tests/simd_emulation.hpp: simd_body.hpp and
+// simd_backward_body.hpp compiled against the lane-by-lane emulation): the verify suite with the native twins'
+// budgets.toml sections (avx512_emu with avx512's, avx2_cr_emu with avx2_cr's, ...), and constant rows giving
+// beta bit for bit. The full suites are the hidden tests "[full]" (16 lanes) and "[avx2_full]" (8 lanes), run
+// by ctest avx512_emulation_verify_full and avx2_emulation_verify_full (label slow; scripts/test.sh runs them).
 // LNORM_VERIFY_SEED=S and LNORM_VERIFY_OP=rmsnorm run it at another seed or for one op (by hand: the
 // seeds 1-5 runs of an op's budgets).
 #include <catch2/catch.hpp>
@@ -10,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "avx512_emulation.hpp"
+#include "simd_emulation.hpp"
 #include "env_settings.hpp"
 #include "kernel_cases.hpp"
 #include "lnorm/budgets.hpp"
@@ -18,13 +19,14 @@
 #include "lnorm/verify.hpp"
 
 using namespace lnorm;
-namespace emu = lnorm::testing::avx512_emulation;
+namespace emu = lnorm::testing::simd_emulation;
 
 namespace {
 const DType kDTypes[] = {DType::f32, DType::f16, DType::bf16};
 
-// The native kernel whose budgets the emulated one is held to.
-std::string native_name(const KernelInfo& k) { return k.name == "avx512_emu" ? "avx512" : "avx512_cr"; }
+using emu::native_name;  // the native kernel whose budgets the emulated one is held to
+using Kernels = std::vector<const KernelInfo*>;
+const Kernels kWide{&emu::kAvx512Emu, &emu::kAvx512CrEmu}, kNarrow{&emu::kAvx2Emu, &emu::kAvx2CrEmu};
 
 // The slow suites here (ctest avx512_emulation_verify_full/_add/_bwd) verify the AVX-512 code where the CPU
 // cannot run it. Where it can, verify_full/_add/_bwd verify the native kernels and ctest
@@ -40,16 +42,16 @@ bool skipped_on_native(const char* suite) {
   return true;
 }
 
-void run_suite(bool quick, std::uint64_t seed, const std::vector<Op>& ops = testing::ops_from_env(), int cases = 0) {
+void run_suite(const Kernels& kernels, bool quick, std::uint64_t seed, const std::vector<Op>& ops = testing::ops_from_env(), int cases = 0) {
   const auto budgets = verify::Budgets::builtin();
   verify::Settings settings;
   settings.quick = quick;
   settings.seed = testing::seed_from_env(seed);
   settings.cases = cases;
-  settings.command = "ctest -R avx512_emulation (lane-by-lane emulation of the AVX-512 kernels)";
-  for (const KernelInfo* k : {&emu::kAvx512Emu, &emu::kAvx512CrEmu}) {
+  settings.command = "ctest -R emulation (lane-by-lane emulation of the SIMD kernels)";
+  for (const KernelInfo* k : kernels) {
     for (Op op : ops) {
-      if (!k->implements(op)) continue;  // avx512_cr_emu has no backward
+      if (!k->implements(op)) continue;  // the _cr kernels have no backward
       for (DType d : kDTypes) {
         const verify::KernelBudget& budget = budgets.for_kernel(op, native_name(*k), d);
         // Add & Norm falls back to its norm's sections (budgets.toml has no [add_*.avx512.*] of its own); the
@@ -75,24 +77,37 @@ void run_suite(bool quick, std::uint64_t seed, const std::vector<Op>& ops = test
 
 TEST_CASE("avx512_emu and avx512_cr_emu: the quick verify suite holds with avx512's and avx512_cr's budgets",
           "[avx512][emulation][verify]") {
-  run_suite(true, 1);
+  run_suite(kWide, true, 1);
+}
+
+TEST_CASE("avx2_emu and avx2_cr_emu: the quick verify suite holds with avx2's and avx2_cr's budgets", "[avx2][emulation][verify]") {
+  run_suite(kNarrow, true, 1);
 }
 
 TEST_CASE("avx512_emu and avx512_cr_emu: the full verify suite (seed 1) holds with avx512's and avx512_cr's budgets",
           "[.full][avx512][emulation]") {
   if (skipped_on_native("the full suite")) return;
-  run_suite(false, 1);
+  run_suite(kWide, false, 1);
 }
 
-// Add & Norm (the body's 16-lane sum, then the plain rows on h), quick at 12 cases per property as ctest
+// Never skipped: every machine lnorm has met runs AVX2 natively, so this is where the 8-lane emulation's own
+// verdicts come from (the native avx2 kernels are verified by verify_full*, and avx2_native_equals_emulation_quick
+// shows the two compute the same bits).
+TEST_CASE("avx2_emu and avx2_cr_emu: the full verify suite (seed 1) holds with avx2's and avx2_cr's budgets",
+          "[.avx2_full][avx2][emulation]") {
+  run_suite(kNarrow, false, 1);
+}
+
+// Add & Norm (the body's sum, then the plain rows on h), quick at 12 cases per property as ctest
 // verify_quick_add runs the registry's kernels: ctest avx512_emulation_verify_add, label slow (run once, in
 // the release suite; the emulation is slow under the sanitizers). LNORM_VERIFY_OP picks one fused op.
-TEST_CASE("avx512_emu and avx512_cr_emu: the quick verify suite of Add & Norm holds with avx512's budgets",
+TEST_CASE("the emulated SIMD kernels: the quick verify suite of Add & Norm holds with their twins' budgets",
           "[.add][avx512][emulation]") {
   const char* one = std::getenv("LNORM_VERIFY_OP");
   const std::vector<Op> ops = one && *one ? testing::ops_from_env() : std::vector<Op>{Op::add_layernorm, Op::add_rmsnorm};
+  run_suite(kNarrow, true, 1, ops, 12);
   if (skipped_on_native("Add & Norm's suite")) return;
-  run_suite(true, 1, ops, 12);
+  run_suite(kWide, true, 1, ops, 12);
 }
 
 // The backward (avx512_emu only: avx512_cr has none), quick at 12 cases per property as ctest verify_quick_bwd:
@@ -104,19 +119,20 @@ std::vector<Op> backward_ops_from_env() {
   return one && *one ? testing::ops_from_env() : std::vector<Op>{std::begin(kBackwardOps), std::end(kBackwardOps)};
 }
 
-TEST_CASE("avx512_emu: the quick backward verify suite holds with avx512's backward budgets", "[.bwd][avx512][emulation]") {
+TEST_CASE("avx2_emu and avx512_emu: the quick backward verify suite holds with their twins' backward budgets", "[.bwd][avx512][emulation]") {
+  run_suite(kNarrow, true, 1, backward_ops_from_env(), 12);
   if (skipped_on_native("the backward suite")) return;
-  run_suite(true, 1, backward_ops_from_env(), 12);
+  run_suite(kWide, true, 1, backward_ops_from_env(), 12);
 }
 
-TEST_CASE("avx512_emu: the full backward verify suite (seed 1, 80 cases) holds with avx512's backward budgets",
+TEST_CASE("avx2_emu and avx512_emu: the full backward verify suite (seed 1, 80 cases) holds with their twins' backward budgets",
           "[.bwd_full][avx512][emulation]") {
-  run_suite(false, 1, backward_ops_from_env(), 80);
+  run_suite(kWide, false, 1, backward_ops_from_env(), 80);
+  run_suite(kNarrow, false, 1, backward_ops_from_env(), 80);
 }
 
-TEST_CASE("avx512_emu and avx512_cr_emu: constant rows give beta bit-exactly at every tail length",
-          "[avx512][emulation]") {
-  for (const KernelInfo* k : {&emu::kAvx512Emu, &emu::kAvx512CrEmu}) {
+TEST_CASE("the emulated SIMD kernels: constant rows give beta bit-exactly at every tail length", "[avx512][avx2][emulation]") {
+  for (const KernelInfo* k : {&emu::kAvx512Emu, &emu::kAvx512CrEmu, &emu::kAvx2Emu, &emu::kAvx2CrEmu}) {
     for (DType d : kDTypes) {
       for (std::int64_t cols : {1, 3, 8, 15, 16, 17, 63, 64, 65, 511, 512, 513, 1031, 4097}) {
         const Format f = format_of(d);
@@ -160,7 +176,7 @@ TEST_CASE("avx512 emulated conversions: f32 -> bf16/f16 round to nearest even, f
   CHECK(std::isinf(emu::emu_f32_odd(INFINITY)));
 }
 
-TEST_CASE("avx512 emulated f64 ops of avx512_cr: fmadd_pd, max_pd (x86 NaN rule), cvt_differ_f32, near_mid16",
+TEST_CASE("avx512 emulated ops of avx512_cr: fmadd_pd, max_pd (x86 NaN rule), differ_bits, near_mid16_f",
           "[avx512][emulation]") {
   double a[8] = {1.0, NAN, 1.0, -0.0, 1.0 + 0x1p-24, 1.0 + 0x1p-24, 0x1p-20, 2.0};
   double b[8] = {2.0, 1.0, NAN, 0.0, 1.0 + 0x1p-24 + 0x1p-52, 1.0 + 0x1p-24 - 0x1p-52, 0x1p-20, 2.0};
@@ -168,7 +184,7 @@ TEST_CASE("avx512 emulated f64 ops of avx512_cr: fmadd_pd, max_pd (x86 NaN rule)
   double fma[8], mx[8];
   std::uint8_t masks[3];
   std::uint16_t near16[16];
-  emu::emu_ops8(a, b, c, 0x1p-14f, fma, mx, masks, near16);
+  emu::emu_ops_d(16, a, b, c, 0x1p-14f, fma, mx, masks, near16);
   CHECK(near16[0] == 0x3C00);  // f16 1.0
   CHECK(near16[8] == 0x3F80);  // bf16 1.0
   CHECK(near16[4] == 0x3C00);  // 1 + 2^-24: nearest f32 (tie, even) is 1.0, then f16 1.0
@@ -178,12 +194,12 @@ TEST_CASE("avx512 emulated f64 ops of avx512_cr: fmadd_pd, max_pd (x86 NaN rule)
   CHECK(mx[1] == 1.0);          // a NaN: b
   CHECK(std::isnan(mx[2]));     // b NaN: b
   CHECK(!std::signbit(mx[3]));  // equal zeros: b
-  // cvt_differ_f32: lane 4 is just above the f32 tie 1 + 2^-24 (rounds up) against the tie itself
+  // differ_bits of the f32 roundings: lane 4 is just above the f32 tie 1 + 2^-24 (rounds up) against the tie itself
   // (rounds to even, 1.0); lane 5 just below against above-tie; lane 0 1.0 vs 2.0; lanes 6, 7 equal.
   CHECK((masks[0] & 0x01) != 0);
   CHECK((masks[0] & 0x30) == 0x10);  // lane 4: 1 + 2^-24 + 2^-52 → up, a (tie) → 1: differ; lane 5: a tie, b below: both 1
   CHECK((masks[0] & 0xC0) == 0);
-  // near_mid16: 1.0 (f32 pattern 0x3F800000: low 13 bits 0, far from 0x1000) passes for f16 and bf16;
+  // near_mid16_f: 1.0 (f32 pattern 0x3F800000: low 13 bits 0, far from 0x1000) passes for f16 and bf16;
   // NaN fails; 2^-20 < y_min fails; 1 + 2^-11 (an f16 midpoint, f32 pattern low 13 bits 0x1000) fails for f16,
   // passes for bf16 (low 16 bits 0x1000, far from 0x8000).
   CHECK((masks[1] & 0x01) == 0);
@@ -192,7 +208,7 @@ TEST_CASE("avx512 emulated f64 ops of avx512_cr: fmadd_pd, max_pd (x86 NaN rule)
   CHECK((masks[1] & 0x40) != 0);
   CHECK((masks[2] & 0x40) != 0);
   double m[8] = {1.0 + 0x1p-11, 1.0 + 0x1p-11 + 0x1p-22, 1.0 + 0x1p-11 + 0x1p-23, 1.0 + 0x1p-8, 1.0 + 0x1p-8 + 0x1p-22, -(1.0 + 0x1p-8), 3.0, -3.0};
-  emu::emu_ops8(m, m, m, 0x1p-14f, fma, mx, masks, near16);
+  emu::emu_ops_d(16, m, m, m, 0x1p-14f, fma, mx, masks, near16);
   CHECK(near16[8 + 1] == 0x3F80);  // bf16 of 1 + 2^-11 + 2^-22: 1.0
   CHECK(near16[8 + 4] == 0x3F81);  // bf16 of 1 + 2^-8 + 2^-22 (above the midpoint): up
   CHECK(masks[1] == 0x05);  // f16: the midpoint itself and 1 f32 ulp from it fail; 2 ulps (lane 1) pass

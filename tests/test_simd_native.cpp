@@ -1,7 +1,8 @@
-// On a CPU with AVX-512: the native avx512 and avx512_cr kernels compute the emulation's bits (y, mean,
-// rstd) on every case the verify suite generates (every input class, width and dtype), and the native
-// conversions equal the emulated ones. Elsewhere the executable exits 77 with the reason and ctest
-// reports it skipped (SKIP_RETURN_CODE 77), never passed.
+// On a CPU with the ISA: the native SIMD kernels (avx512 and avx512_cr; avx2 and avx2_cr with a test spec naming
+// avx2) compute the emulation's bits (y, mean, rstd, h; dx, dgamma, dbeta) on every case the verify suite
+// generates (every input class, width and dtype), and the native conversions and f64 operations equal the
+// emulated ones. Elsewhere the executable exits 77 with the reason and ctest reports it skipped
+// (SKIP_RETURN_CODE 77), never passed.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -13,33 +14,41 @@
 #include <string>
 #include <vector>
 
-#include "avx512_emulation.hpp"
+#include "simd_emulation.hpp"
 #include "lnorm/budgets.hpp"
 #include "lnorm/registry.hpp"
 #include "lnorm/verify.hpp"
 
+// The probes' exports (avx512_native_probe.cpp, avx2_native_probe.cpp): the same functions at each width.
+#define LNORM_PROBE_DECLS                                                                                              \
+  void bf16_f(const float* in, std::uint16_t* out, std::int64_t n, bool hw);                                          \
+  void f16_f(const float* in, std::uint16_t* out, std::int64_t n);                                                    \
+  void bf16_d(const double* in, std::uint16_t* out, std::int64_t n, bool hw);                                         \
+  void f16_d(const double* in, std::uint16_t* out, std::int64_t n);                                                   \
+  void widen_f16(const std::uint16_t* in, float* out, std::int64_t n);                                                \
+  void ops_d(const double* a, const double* b, const double* c, float y_min, double* fma, double* mx, std::uint8_t* masks, \
+             std::uint16_t* near16);
 namespace lnorm::testing::avx512_probe {
-void bf16_16(const float* in, std::uint16_t* out, std::int64_t n, bool hw);
-void f16_16(const float* in, std::uint16_t* out, std::int64_t n);
-void bf16_8(const double* in, std::uint16_t* out, std::int64_t n, bool hw);
-void f16_8(const double* in, std::uint16_t* out, std::int64_t n);
-void widen_f16(const std::uint16_t* in, float* out, std::int64_t n);
+LNORM_PROBE_DECLS
 void bf16_raw(const float* in, std::uint16_t* out, std::int64_t n);
-void ops8(const double* a, const double* b, const double* c, float y_min, double* fma, double* mx, std::uint8_t* masks, std::uint16_t* near16);
 }  // namespace lnorm::testing::avx512_probe
+namespace lnorm::testing::avx2_probe {
+LNORM_PROBE_DECLS
+}  // namespace lnorm::testing::avx2_probe
 namespace lnorm::cpu {
 bool cpu_has_avx512_bf16();
 }
 
 using namespace lnorm;
-namespace emu = lnorm::testing::avx512_emulation;
-namespace probe = lnorm::testing::avx512_probe;
+namespace emu = lnorm::testing::simd_emulation;
 
+// A test spec naming avx2 ("[avx2]", "[avx2_quick]", ...) needs the AVX2 kernels; any other, the AVX-512 ones.
 int main(int argc, char** argv) {
-  const KernelInfo* k = find_kernel("avx512");
+  const bool avx2 = argc > 1 && std::string(argv[1]).find("avx2") != std::string::npos;
+  const KernelInfo* k = find_kernel(avx2 ? "avx2" : "avx512");
   if (!k) return 1;
   if (const auto why = k->why_not(make_problem(1, 1, DType::f32, 1e-5, false, false))) {
-    std::printf("skipped: the native AVX-512 kernels cannot run here (%s)\n", why->c_str());
+    std::printf("skipped: the native %s kernels cannot run here (%s)\n", avx2 ? "AVX2" : "AVX-512", why->c_str());
     return 77;
   }
   return Catch::Session().run(argc, argv);
@@ -93,9 +102,10 @@ void compare_forward(const Problem& p, const Tensors& t) {
   const std::size_t stats = static_cast<std::size_t>(p.rows) * size_of(stats_dtype(p.dtype));
   // Add & Norm: residual and h in x's dtype (the kernels decline others), h compared like y.
   const bool fused = p.op.prologue == Prologue::residual_add;
-  std::vector<std::byte> x(bytes), y(bytes), mean(stats), rstd(stats), res(fused ? bytes : 0), h(fused ? bytes : 0);
+  const std::size_t res_bytes = fused ? static_cast<std::size_t>(p.elements()) * size_of(p.residual_dtype) : 0;  // residual and h
+  std::vector<std::byte> x(bytes), y(bytes), mean(stats), rstd(stats), res(res_bytes), h(res_bytes);
   if (bytes) std::memcpy(x.data(), t.x, bytes);  // y may alias x
-  if (fused && bytes) std::memcpy(res.data(), t.residual, bytes);
+  if (res_bytes) std::memcpy(res.data(), t.residual, res_bytes);
   g_pair.emulated->run(p, Tensors{x.data(), t.gamma, t.beta, y.data(), t.mean ? mean.data() : nullptr, t.rstd ? rstd.data() : nullptr,
                                   fused ? res.data() : nullptr, fused ? h.data() : nullptr});
   g_pair.native->run(p, t);
@@ -104,13 +114,13 @@ void compare_forward(const Problem& p, const Tensors& t) {
   record_mismatch(p, "y", t.y, y, bytes);
   record_mismatch(p, "mean", t.mean, mean, stats);
   record_mismatch(p, "rstd", t.rstd, rstd, stats);
-  if (fused) record_mismatch(p, "h", t.h, h, bytes);
+  if (fused) record_mismatch(p, "h", t.h, h, res_bytes);
 }
 
 // Hands each whole problem (Add & Norm too: fuses_add) to both kernels' own dispatch.
-const KernelInfo kCompare{"avx512_native_vs_emulated", "runs both, records differences",
+const KernelInfo kCompare{"simd_native_vs_emulated", "runs both, records differences",
                           {.dtypes = {DType::f32, DType::f16, DType::bf16}, .forward_norms = kBothNorms,
-                           .backward_norms = kBothNorms, .prologues = kWithAdd, .fuses_add = true},
+                           .backward_norms = kBothNorms, .prologues = kWithAdd, .fuses_add = true, .f32_residual = true},
                           &compare_forward, &compare_backward};
 
 void bits_equal_on_suite(const char* native, const KernelInfo& emulated, bool quick) {
@@ -119,9 +129,9 @@ void bits_equal_on_suite(const char* native, const KernelInfo& emulated, bool qu
   const auto budgets = verify::Budgets::builtin();
   verify::Settings settings;
   settings.quick = quick;
-  settings.command = "test_avx512_native";
+  settings.command = "test_simd_native";
   for (Op op : kAllOps) {
-    if (!k->implements(op)) continue;  // avx512_cr has no backward
+    if (!k->implements(op)) continue;  // the _cr kernels have no backward
     // Add & Norm: 12 cases per property in the quick run, as ctest verify_quick_add (the sum is the only new
     // code; the norm of h is the plain rows' checked above), so the test stays cheap where CI has AVX-512.
     // The backward's quick suite at 12 cases too, as ctest verify_quick_bwd (its determinism property tiles each
@@ -161,6 +171,16 @@ TEST_CASE("native avx512_cr computes the emulation's bits on every case of the q
   bits_equal_on_suite("avx512_cr", emu::kAvx512CrEmu, true);
 }
 
+TEST_CASE("native avx2 and avx2_cr compute the emulation's bits on every case of the quick verify suite", "[.avx2_quick][avx2][native]") {
+  bits_equal_on_suite("avx2", emu::kAvx2Emu, true);
+  bits_equal_on_suite("avx2_cr", emu::kAvx2CrEmu, true);
+}
+
+TEST_CASE("native avx2 and avx2_cr compute the emulation's bits on every case of the full verify suite", "[.avx2_full][avx2][native]") {
+  bits_equal_on_suite("avx2", emu::kAvx2Emu, false);
+  bits_equal_on_suite("avx2_cr", emu::kAvx2CrEmu, false);
+}
+
 // The full suite (160 cases per property): ctest avx512_native_equals_emulation_full, label slow.
 TEST_CASE("native avx512 computes the emulation's bits on every case of the full verify suite", "[.full][avx512][native]") {
   bits_equal_on_suite("avx512", emu::kAvx512Emu, false);
@@ -184,7 +204,27 @@ std::vector<float> conversion_inputs() {
 }
 }  // namespace
 
-TEST_CASE("native f32 -> bf16 (AVX512-BF16 and integer) and f32 -> f16 equal the emulated conversions", "[avx512][native]") {
+namespace {
+// One width's probe functions (avx512_native_probe.cpp or avx2_native_probe.cpp) and whether its bf16 narrowing has
+// a hardware path (AVX512-BF16) besides the integer one.
+struct Probe {
+  int lanes;
+  bool hw_bf16;
+  void (*bf16_f)(const float*, std::uint16_t*, std::int64_t, bool);
+  void (*f16_f)(const float*, std::uint16_t*, std::int64_t);
+  void (*bf16_d)(const double*, std::uint16_t*, std::int64_t, bool);
+  void (*f16_d)(const double*, std::uint16_t*, std::int64_t);
+  void (*widen_f16)(const std::uint16_t*, float*, std::int64_t);
+  void (*ops_d)(const double*, const double*, const double*, float, double*, double*, std::uint8_t*, std::uint16_t*);
+};
+namespace p512 = lnorm::testing::avx512_probe;
+namespace p2 = lnorm::testing::avx2_probe;
+Probe avx512_probe() {
+  return {16, cpu::cpu_has_avx512_bf16(), &p512::bf16_f, &p512::f16_f, &p512::bf16_d, &p512::f16_d, &p512::widen_f16, &p512::ops_d};
+}
+const Probe kAvx2Probe{8, false, &p2::bf16_f, &p2::f16_f, &p2::bf16_d, &p2::f16_d, &p2::widen_f16, &p2::ops_d};
+
+void narrowing_equals_emulation(const Probe& probe) {
   const auto in = conversion_inputs();
   const auto n = static_cast<std::int64_t>(in.size());
   std::vector<std::uint16_t> out(in.size());
@@ -196,24 +236,24 @@ TEST_CASE("native f32 -> bf16 (AVX512-BF16 and integer) and f32 -> f16 equal the
               << out[first] << " emulated 0x" << emulated(in[first]));
     CHECK(bad == 0);
   };
-  probe::bf16_16(in.data(), out.data(), n, false);
+  probe.bf16_f(in.data(), out.data(), n, false);
   same(emu::emu_bf16, "bf16, integer path");
-  if (cpu::cpu_has_avx512_bf16()) {
-    probe::bf16_16(in.data(), out.data(), n, true);
+  if (probe.hw_bf16) {
+    probe.bf16_f(in.data(), out.data(), n, true);
     same(emu::emu_bf16, "bf16, AVX512-BF16 path");
     // Without the repair, vcvtneps2bf16 would differ on subnormal inputs (if this CPU flushes them).
-    probe::bf16_raw(in.data(), out.data(), n / 16 * 16);
+    p512::bf16_raw(in.data(), out.data(), n / 16 * 16);
     std::size_t flushed = 0;
     for (std::size_t i = 0; i < static_cast<std::size_t>(n / 16 * 16); ++i) flushed += out[i] != emu::emu_bf16(in[i]);
     WARN("raw vcvtneps2bf16 differs from round-to-nearest-even on " << flushed << " inputs (subnormals)");
-  } else {
+  } else if (probe.lanes == 16) {
     WARN("CPU lacks AVX512-BF16: only the integer bf16 path checked");
   }
-  probe::f16_16(in.data(), out.data(), n);
+  probe.f16_f(in.data(), out.data(), n);
   same(emu::emu_f16, "f16");
 }
 
-TEST_CASE("native f64 -> f16/bf16 through round-to-odd f32 equals the emulation, and f16 -> f32 too", "[avx512][native]") {
+void odd_narrowing_equals_emulation(const Probe& probe) {
   std::vector<double> in;
   std::mt19937_64 rng(2);
   for (float f : conversion_inputs()) {
@@ -234,24 +274,24 @@ TEST_CASE("native f64 -> f16/bf16 through round-to-odd f32 equals the emulation,
     INFO(what << ": " << bad << " differ; first input " << in[first]);
     CHECK(bad == 0);
   };
-  probe::bf16_8(in.data(), out.data(), n, false);
+  probe.bf16_d(in.data(), out.data(), n, false);
   same([](double d) { return emu::emu_bf16(emu::emu_f32_odd(d)); }, "bf16 via odd, integer");
-  if (cpu::cpu_has_avx512_bf16()) {
-    probe::bf16_8(in.data(), out.data(), n, true);
+  if (probe.hw_bf16) {
+    probe.bf16_d(in.data(), out.data(), n, true);
     same([](double d) { return emu::emu_bf16(emu::emu_f32_odd(d)); }, "bf16 via odd, AVX512-BF16");
   }
-  probe::f16_8(in.data(), out.data(), n);
+  probe.f16_d(in.data(), out.data(), n);
   same([](double d) { return emu::emu_f16(emu::emu_f32_odd(d)); }, "f16 via odd");
   std::vector<std::uint16_t> h(65536);
   for (std::uint32_t i = 0; i < 65536; ++i) h[i] = static_cast<std::uint16_t>(i);
   std::vector<float> w(65536);
-  probe::widen_f16(h.data(), w.data(), 65536);
+  probe.widen_f16(h.data(), w.data(), 65536);
   std::size_t bad = 0;
   for (std::uint32_t i = 0; i < 65536; ++i) bad += std::bit_cast<std::uint32_t>(w[i]) != std::bit_cast<std::uint32_t>(emu::emu_widen_f16(h[i]));
   CHECK(bad == 0);
 }
 
-TEST_CASE("native fmadd_pd, max_pd, cvt_differ_f32, near_mid16 (avx512_cr's test) and store8_near equal the emulation", "[avx512][native]") {
+void ops_d_equal_emulation(const Probe& probe) {
   // Operands: f64 values near f32/f16/bf16 midpoints and ties (a and b one or two f64/f32 ulps apart),
   // zeros of both signs, NaN, Inf, subnormals, and random patterns; y_min from 0 to 2^-14.
   std::mt19937_64 rng(3);
@@ -267,6 +307,7 @@ TEST_CASE("native fmadd_pd, max_pd, cvt_differ_f32, near_mid16 (avx512_cr's test
     pool.push_back(d);
   for (int i = 0; i < 200000; ++i) pool.push_back(std::bit_cast<double>(rng()));
   const float y_mins[] = {0.0f, 0x1p-126f, 0x1p-14f, 1.0f};
+  const int lanes = probe.lanes / 2;  // f64 lanes
   std::size_t bad = 0, groups = 0, first = 0;
   for (std::size_t g = 0; g + 8 <= pool.size(); g += 8, ++groups) {
     double a[8], b[8], c[8];
@@ -281,15 +322,37 @@ TEST_CASE("native fmadd_pd, max_pd, cvt_differ_f32, near_mid16 (avx512_cr's test
     double fn[8], fe[8], mn[8], me[8];
     std::uint8_t kn[3], ke[3];
     std::uint16_t hn[16], he[16];
-    probe::ops8(a, b, c, y_min, fn, mn, kn, hn);
-    emu::emu_ops8(a, b, c, y_min, fe, me, ke, he);
+    std::memset(hn, 0, sizeof hn);
+    std::memset(he, 0, sizeof he);
+    probe.ops_d(a, b, c, y_min, fn, mn, kn, hn);
+    emu::emu_ops_d(probe.lanes, a, b, c, y_min, fe, me, ke, he);
     bool differ = std::memcmp(kn, ke, 3) != 0 || std::memcmp(hn, he, sizeof hn) != 0;
-    for (int l = 0; l < 8; ++l)
+    for (int l = 0; l < lanes; ++l)
       differ |= std::bit_cast<std::uint64_t>(fn[l]) != std::bit_cast<std::uint64_t>(fe[l]) ||
                 std::bit_cast<std::uint64_t>(mn[l]) != std::bit_cast<std::uint64_t>(me[l]);
     if (differ && bad++ == 0) first = g;
   }
-  INFO(bad << " of " << groups << " groups of 8 differ; first at pool index " << first << ", a[0] = " << pool[first]);
+  INFO(bad << " of " << groups << " groups of 8 differ (" << lanes << " f64 lanes); first at pool index " << first << ", a[0] = " << pool[first]);
   CHECK(bad == 0);
   CHECK(groups > 70000);  // the pool above gives ~75000
+}
+}  // namespace
+
+TEST_CASE("native AVX-512 f32 -> bf16 (AVX512-BF16 and integer) and f32 -> f16 equal the emulated conversions", "[avx512][native]") {
+  narrowing_equals_emulation(avx512_probe());
+}
+TEST_CASE("native AVX-512 f64 -> f16/bf16 through round-to-odd f32 equals the emulation, and f16 -> f32 too", "[avx512][native]") {
+  odd_narrowing_equals_emulation(avx512_probe());
+}
+TEST_CASE("native AVX-512 fmadd_pd, max_pd, join_ps, differ_bits, near_mid16_f and store equal the emulation", "[avx512][native]") {
+  ops_d_equal_emulation(avx512_probe());
+}
+TEST_CASE("native AVX2 f32 -> bf16 (integer) and f32 -> f16 equal the emulated conversions", "[avx2_ops][native]") {
+  narrowing_equals_emulation(kAvx2Probe);
+}
+TEST_CASE("native AVX2 f64 -> f16/bf16 through round-to-odd f32 equals the emulation, and f16 -> f32 too", "[avx2_ops][native]") {
+  odd_narrowing_equals_emulation(kAvx2Probe);
+}
+TEST_CASE("native AVX2 fmadd_pd, max_pd, join_ps, differ_bits, near_mid16_f and store equal the emulation", "[avx2_ops][native]") {
+  ops_d_equal_emulation(kAvx2Probe);
 }

@@ -1,0 +1,240 @@
+// The operations of the SIMD kernel bodies (simd_body.hpp, simd_backward_body.hpp) as AVX2 + FMA + F16C
+// intrinsics: 8 f32 lanes, 4 f64 lanes. The interface of avx512_ops.hpp at half the width; AVX2 has no
+// opmasks, so a mask is a bit per lane (as AVX-512's) turned into a vector mask where an operation needs one
+// (lane_mask), and the 16-bit masked loads and stores, which AVX2 lacks, go through a small stack buffer
+// (tails and heads only). Every operation has a lane-by-lane twin in simd_emulated_ops.hpp (EmulatedOps<8>)
+// with the same bits; tests/test_simd_native.cpp checks them.
+//
+// Included inside an anonymous namespace of an ISA translation unit (avx2.cpp, avx2_cr.cpp) built with
+// -mavx2 -mfma -mf16c -ffp-contract=off, after <immintrin.h>, <cstdint>, <cstring> and simd_types.hpp.
+#ifndef LNORM_AVX2_OPS_INCLUDED
+#define LNORM_AVX2_OPS_INCLUDED
+
+struct Avx2Ops {
+  using F = __m256;   // 8 f32 lanes
+  using D = __m256d;  // 4 f64 lanes
+  using M = std::uint8_t;   // one bit per f32 lane
+  using MD = std::uint8_t;  // one bit per f64 lane (low 4 bits)
+  static constexpr int kLanes = 8, kDLanes = 4;
+
+  // Bit masks to vector masks: lane i all ones where bit i of k is set.
+  static __m256i lane_mask(unsigned k) {
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(static_cast<int>(k)), bit), bit);
+  }
+  static __m128i lane_mask4(unsigned k) {
+    const __m128i bit = _mm_setr_epi32(1, 2, 4, 8);
+    return _mm_cmpeq_epi32(_mm_and_si128(_mm_set1_epi32(static_cast<int>(k)), bit), bit);
+  }
+  static __m256i lane_mask_pd(unsigned k) {
+    const __m256i bit = _mm256_setr_epi64x(1, 2, 4, 8);
+    return _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(static_cast<long long>(k)), bit), bit);
+  }
+
+  // ---- 8 f32 lanes ----
+  static F zero() { return _mm256_setzero_ps(); }
+  static F set1(float v) { return _mm256_set1_ps(v); }
+  static F add(F a, F b) { return _mm256_add_ps(a, b); }
+  static F sub(F a, F b) { return _mm256_sub_ps(a, b); }
+  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+  static F maskz_sub(M k, F a, F b) { return _mm256_and_ps(_mm256_sub_ps(a, b), _mm256_castsi256_ps(lane_mask(k))); }
+  static M cmp_neq(F a, F b) { return static_cast<M>(_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_NEQ_UQ))); }
+  static M mask_cmp_neq(M k, F a, F b) { return static_cast<M>(k & cmp_neq(a, b)); }
+  static float first(F a) { return _mm256_cvtss_f32(a); }
+  static F abs(F a) { return _mm256_and_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF))); }
+  static F max(F a, F b) { return _mm256_max_ps(a, b); }  // a > b ? a : b (b where either is NaN, or both are zeros)
+  static M subnormal(F a) {  // exponent field 0, fraction not 0
+    const __m256i bits = _mm256_castps_si256(a);
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i exp0 = _mm256_cmpeq_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x7F800000)), zero);
+    const __m256i frac0 = _mm256_cmpeq_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x007FFFFF)), zero);
+    return static_cast<M>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_andnot_si256(frac0, exp0))));
+  }
+  static void store_ps(float* p, F a) { _mm256_storeu_ps(p, a); }
+  // avx512_ops.hpp's f32-width steps of the correctly rounded kernels, on 8 lanes (lo in 0-3, hi in 4-7).
+  static F join_ps(D lo, D hi) { return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo)); }
+  static M differ_bits(F a, F b) {
+    const __m256i same = _mm256_cmpeq_epi32(_mm256_castps_si256(a), _mm256_castps_si256(b));
+    return static_cast<M>(~_mm256_movemask_ps(_mm256_castsi256_ps(same)));
+  }
+  template <class T>
+  static M near_mid16_f(F y32, float y_min) {
+    constexpr int kLow = std::is_same_v<T, F16> ? 0x1FFF : 0xFFFF, kMid = std::is_same_v<T, F16> ? 0x1000 : 0x8000;
+    const __m256i bits = _mm256_castps_si256(y32);
+    const __m256i dist = _mm256_abs_epi32(_mm256_sub_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(kLow)), _mm256_set1_epi32(kMid)));
+    const __m256i far = _mm256_cmpgt_epi32(dist, _mm256_set1_epi32(1));
+    const __m256 mag = _mm256_castsi256_ps(_mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF)));
+    const __m256 big = _mm256_cmp_ps(mag, _mm256_set1_ps(y_min), _CMP_GE_OQ);
+    return static_cast<M>(~_mm256_movemask_ps(_mm256_and_ps(_mm256_castsi256_ps(far), big)));
+  }
+  static D lo_pd(F a) { return _mm256_cvtps_pd(_mm256_castps256_ps128(a)); }
+  static D hi_pd(F a) { return _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)); }
+
+  // f32 → bf16 by integer round-to-nearest-even; NaN keeps its sign and top payload, quiet bit set (as
+  // vcvtneps2bf16 and the emulation). 32-bit lanes holding the 16-bit result.
+  static __m256i bf16_int32(__m256 v) {
+    const __m256i bits = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+    const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
+    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(0x40));
+    return _mm256_blendv_epi8(r, quiet, nan);
+  }
+  static __m128i bf16_int(__m256 v) {
+    const __m256i r = bf16_int32(v);  // ≤ 0xFFFF per lane: packus keeps it
+    return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+  }
+  static __m256 widen_bf16(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+
+  template <class T>
+  static F from_bits16(__m128i h) {
+    if constexpr (std::is_same_v<T, F16>) return _mm256_cvtph_ps(h);
+    else return widen_bf16(h);
+  }
+  template <class T>
+  static __m128i to_bits16(F v) {
+    if constexpr (std::is_same_v<T, F16>) return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    else return bf16_int(v);
+  }
+
+  template <class T>
+  static F load(const typename T::Bits* p) {
+    if constexpr (std::is_same_v<T, F32>) return _mm256_loadu_ps(p);
+    else return from_bits16<T>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  // Lanes outside k read nothing and are +0 (vmaskmovps does not fault on them; 16-bit lanes are copied).
+  template <class T>
+  static F maskz_load(M k, const typename T::Bits* p) {
+    if constexpr (std::is_same_v<T, F32>) {
+      return _mm256_maskload_ps(p, lane_mask(k));
+    } else {
+      alignas(16) std::uint16_t buf[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      for (int i = 0; i < 8; ++i)
+        if ((k >> i) & 1u) buf[i] = p[i];
+      return from_bits16<T>(_mm_load_si128(reinterpret_cast<const __m128i*>(buf)));
+    }
+  }
+  template <class T>
+  static void store(typename T::Bits* p, F v) {
+    if constexpr (std::is_same_v<T, F32>) _mm256_storeu_ps(p, v);
+    else _mm_storeu_si128(reinterpret_cast<__m128i*>(p), to_bits16<T>(v));
+  }
+  template <class T>
+  static void mask_store(M k, typename T::Bits* p, F v) {
+    if constexpr (std::is_same_v<T, F32>) {
+      _mm256_maskstore_ps(p, lane_mask(k), v);
+    } else {
+      alignas(16) std::uint16_t buf[8];
+      _mm_store_si128(reinterpret_cast<__m128i*>(buf), to_bits16<T>(v));
+      for (int i = 0; i < 8; ++i)
+        if ((k >> i) & 1u) p[i] = buf[i];
+    }
+  }
+  // Non-temporal: p aligned to 8 * sizeof(Bits) bytes. The same values as store.
+  template <class T>
+  static void stream(typename T::Bits* p, F v) {
+    if constexpr (std::is_same_v<T, F32>) _mm256_stream_ps(p, v);
+    else _mm_stream_si128(reinterpret_cast<__m128i*>(p), to_bits16<T>(v));
+  }
+  static void sfence() { _mm_sfence(); }
+  static void prefetch_l2(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1); }
+  static void prefetch_l1(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+
+  // ---- 4 f64 lanes (avx2_cr) ----
+  static D zero_pd() { return _mm256_setzero_pd(); }
+  static D set1_pd(double v) { return _mm256_set1_pd(v); }
+  static D add_pd(D a, D b) { return _mm256_add_pd(a, b); }
+  static D sub_pd(D a, D b) { return _mm256_sub_pd(a, b); }
+  static D mul_pd(D a, D b) { return _mm256_mul_pd(a, b); }
+  static D fmsub_pd(D a, D b, D c) { return _mm256_fmsub_pd(a, b, c); }
+  static D fmadd_pd(D a, D b, D c) { return _mm256_fmadd_pd(a, b, c); }
+  static D max_pd(D a, D b) { return _mm256_max_pd(a, b); }  // a > b ? a : b (b where either is NaN)
+  static D abs_pd(D a) { return _mm256_and_pd(a, _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFLL))); }
+  static D maskz_mov_pd(MD k, D a) { return _mm256_and_pd(a, _mm256_castsi256_pd(lane_mask_pd(k))); }
+  static D maskz_sub_pd(MD k, D a, D b) { return _mm256_and_pd(_mm256_sub_pd(a, b), _mm256_castsi256_pd(lane_mask_pd(k))); }
+  static D blend_pd(MD k, D a, D b) { return _mm256_blendv_pd(a, b, _mm256_castsi256_pd(lane_mask_pd(k))); }  // k ? b : a
+  static MD cmp_le_pd(D a, D b) { return static_cast<MD>(_mm256_movemask_pd(_mm256_cmp_pd(a, b, _CMP_LE_OQ))); }
+  static double first_pd(D a) { return _mm256_cvtsd_f64(a); }
+  static void store_pd(double* p, D a) { _mm256_storeu_pd(p, a); }
+  static D load_pd(const double* p) { return _mm256_loadu_pd(p); }
+  static D bits_add(D a, std::int64_t b) {
+    return _mm256_castsi256_pd(_mm256_add_epi64(_mm256_castpd_si256(a), _mm256_set1_epi64x(b)));
+  }
+  static D bits_and(D a, std::int64_t b) {
+    return _mm256_castsi256_pd(_mm256_and_si256(_mm256_castpd_si256(a), _mm256_set1_epi64x(b)));
+  }
+  static MD bits_test(D a, std::int64_t b) {
+    const __m256i zero = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_castpd_si256(a), _mm256_set1_epi64x(b)), _mm256_setzero_si256());
+    return static_cast<MD>(~_mm256_movemask_pd(_mm256_castsi256_pd(zero)) & 0xF);
+  }
+
+  template <class T>
+  static D widen_d(__m128i h) {  // 4 16-bit values in the low 64 bits
+    if constexpr (std::is_same_v<T, F16>) return _mm256_cvtps_pd(_mm_cvtph_ps(h));
+    else return _mm256_cvtps_pd(_mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(h), 16)));
+  }
+  template <class T>
+  static D load_d(const typename T::Bits* p) {
+    if constexpr (std::is_same_v<T, F32>) return _mm256_cvtps_pd(_mm_loadu_ps(p));
+    else return widen_d<T>(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  }
+  template <class T>
+  static D maskz_load_d(MD k, const typename T::Bits* p) {
+    if constexpr (std::is_same_v<T, F32>) {
+      return _mm256_cvtps_pd(_mm_maskload_ps(p, lane_mask4(k)));
+    } else {
+      alignas(16) std::uint16_t buf[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      for (int i = 0; i < 4; ++i)
+        if ((k >> i) & 1u) buf[i] = p[i];
+      return widen_d<T>(_mm_load_si128(reinterpret_cast<const __m128i*>(buf)));
+    }
+  }
+  // f64 → f32 rounded to odd. AVX2 has no embedded rounding mode: the nearest f32, stepped back one ulp toward
+  // zero where it landed farther from zero than v (an overflow to Inf steps back to the largest finite value),
+  // is the truncation; then the last bit set where inexact (the emulation's f32_odd, the same steps).
+  static __m128 to_f32_odd(D v) {
+    const __m128 f = _mm256_cvtpd_ps(v);
+    const __m128i away = mask_pd_to_ps(_mm256_cmp_pd(abs_pd(_mm256_cvtps_pd(f)), abs_pd(v), _CMP_GT_OQ));
+    __m128i bits = _mm_add_epi32(_mm_castps_si128(f), away);  // −1 (one step toward zero) where away
+    const __m128i inexact = mask_pd_to_ps(_mm256_cmp_pd(_mm256_cvtps_pd(_mm_castsi128_ps(bits)), v, _CMP_NEQ_OQ));
+    bits = _mm_or_si128(bits, _mm_and_si128(inexact, _mm_set1_epi32(1)));
+    return _mm_castsi128_ps(bits);
+  }
+  // A 4-lane f64 compare mask as a 4-lane 32-bit one (the low half of each 64-bit lane: all ones or zero).
+  static __m128i mask_pd_to_ps(D m) {
+    return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(m), _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)));
+  }
+  static __m128i bf16_int_d(__m128 v) {  // 4 lanes, in the low 64 bits
+    const __m128i bits = _mm_castps_si128(v);
+    const __m128i lsb = _mm_and_si128(_mm_srli_epi32(bits, 16), _mm_set1_epi32(1));
+    const __m128i r = _mm_srli_epi32(_mm_add_epi32(bits, _mm_add_epi32(lsb, _mm_set1_epi32(0x7FFF))), 16);
+    const __m128i nan = _mm_castps_si128(_mm_cmp_ps(v, v, _CMP_UNORD_Q));
+    const __m128i quiet = _mm_or_si128(_mm_srli_epi32(bits, 16), _mm_set1_epi32(0x40));
+    const __m128i out = _mm_blendv_epi8(r, quiet, nan);
+    return _mm_packus_epi32(out, out);
+  }
+  template <class T>
+  static __m128i narrow_f32(__m128 v) {
+    if constexpr (std::is_same_v<T, F16>) return _mm_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    else return bf16_int_d(v);
+  }
+  // One rounding to T: f32 to nearest even; f16/bf16 by round-to-odd to f32, then nearest even.
+  template <class T>
+  static __m128i narrow_d(D v) {
+    return narrow_f32<T>(to_f32_odd(v));
+  }
+  template <class T>
+  static void mask_store_d(MD k, typename T::Bits* p, D v) {
+    if constexpr (std::is_same_v<T, F32>) {
+      _mm_maskstore_ps(p, lane_mask4(k), _mm256_cvtpd_ps(v));
+    } else {
+      alignas(16) std::uint16_t buf[8];
+      _mm_store_si128(reinterpret_cast<__m128i*>(buf), narrow_d<T>(v));
+      for (int i = 0; i < 4; ++i)
+        if ((k >> i) & 1u) p[i] = buf[i];
+    }
+  }
+};
+
+#endif
