@@ -42,7 +42,9 @@ struct Emulated {
     lnorm::cpu::split_rows(p, [&](std::int64_t begin, std::int64_t end) { fast_rows<V>(p, t, begin, end, s); });
   }
   static void forward_cr(const Problem& p, const Tensors& t) {
-    lnorm::cpu::split_rows(p, [&](std::int64_t begin, std::int64_t end) { cr_rows<V>(p, t, begin, end); });
+    const lnorm::cpu::StagedExact staged = lnorm::cpu::stage_params_exact(p, t);
+    const lnorm::cpu::Staged64 s{staged.gamma(), staged.gamma_lo(), staged.beta()};
+    lnorm::cpu::split_rows(p, [&](std::int64_t begin, std::int64_t end) { cr_rows<V>(p, t, begin, end, s); });
   }
   static void add(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) { sum_rows<V>(p, t, begin, end); }
 };

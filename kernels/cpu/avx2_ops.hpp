@@ -176,12 +176,15 @@ struct Avx2Ops {
   }
   template <class T>
   static D load_d(const typename T::Bits* p) {
-    if constexpr (std::is_same_v<T, F32>) return _mm256_cvtps_pd(_mm_loadu_ps(p));
+    if constexpr (std::is_same_v<T, F64>) return _mm256_loadu_pd(p);
+    else if constexpr (std::is_same_v<T, F32>) return _mm256_cvtps_pd(_mm_loadu_ps(p));
     else return widen_d<T>(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
   }
   template <class T>
   static D maskz_load_d(MD k, const typename T::Bits* p) {
-    if constexpr (std::is_same_v<T, F32>) {
+    if constexpr (std::is_same_v<T, F64>) {
+      return _mm256_maskload_pd(p, lane_mask_pd(k));
+    } else if constexpr (std::is_same_v<T, F32>) {
       return _mm256_cvtps_pd(_mm_maskload_ps(p, lane_mask4(k)));
     } else {
       alignas(16) std::uint16_t buf[8] = {0, 0, 0, 0, 0, 0, 0, 0};

@@ -23,8 +23,8 @@ void rows_fast(const Problem& p, const Tensors& t, std::int64_t begin, std::int6
   fast::rows<Avx512Ops<true>, BF16>(p, t, begin, end, staged);
 }
 
-void rows_cr(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
-  cr::rows<Avx512Ops<true>, BF16>(p, t, begin, end);
+void rows_cr(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged64& staged) {
+  cr::rows<Avx512Ops<true>, BF16>(p, t, begin, end, staged);
 }
 
 }  // namespace lnorm::cpu::avx512_bf16

@@ -20,8 +20,8 @@ namespace {
 #include "simd_body.hpp"
 }  // namespace
 
-void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
-  cr_rows<Avx512Ops<false>>(p, t, begin, end);
+void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged64& staged) {
+  cr_rows<Avx512Ops<false>>(p, t, begin, end, staged);
 }
 
 }  // namespace lnorm::cpu::avx512_cr

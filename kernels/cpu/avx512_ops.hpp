@@ -154,12 +154,14 @@ struct Avx512Ops {
 
   template <class T>
   static D load_d(const typename T::Bits* p) {
-    if constexpr (std::is_same_v<T, F32>) return _mm512_cvtps_pd(_mm256_loadu_ps(p));
+    if constexpr (std::is_same_v<T, F64>) return _mm512_loadu_pd(p);
+    else if constexpr (std::is_same_v<T, F32>) return _mm512_cvtps_pd(_mm256_loadu_ps(p));
     else return widen_d<T>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
   template <class T>
   static D maskz_load_d(MD k, const typename T::Bits* p) {
-    if constexpr (std::is_same_v<T, F32>) return _mm512_cvtps_pd(_mm256_maskz_loadu_ps(k, p));
+    if constexpr (std::is_same_v<T, F64>) return _mm512_maskz_loadu_pd(k, p);
+    else if constexpr (std::is_same_v<T, F32>) return _mm512_cvtps_pd(_mm256_maskz_loadu_ps(k, p));
     else return widen_d<T>(_mm_maskz_loadu_epi16(k, p));
   }
   template <class T>

@@ -75,6 +75,7 @@ namespace {
 using ::lnorm::cpu::storage::BF16;
 using ::lnorm::cpu::storage::F16;
 using ::lnorm::cpu::storage::F32;
+using ::lnorm::cpu::storage::F64;
 
 inline std::uint32_t f32_bits(float f) {
   std::uint32_t b;
@@ -102,7 +103,7 @@ inline float to_f32_odd(double v) {
 // Storage value → f64 (exact).
 template <class T>
 double to_double(typename T::Bits b) {
-  if constexpr (std::is_same_v<T, F32>) {
+  if constexpr (std::is_same_v<T, F32> || std::is_same_v<T, F64>) {
     return static_cast<double>(b);
   } else if constexpr (std::is_same_v<T, F16>) {
 #ifdef __F16C__

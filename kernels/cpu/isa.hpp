@@ -16,8 +16,11 @@ struct Staged {
   const float* gamma = nullptr;
   const float* beta = nullptr;
 };
+// The correctly rounded kernels' parameters (lnorm/params.hpp stage_params_exact): w = C + gamma as w_hi
+// (gamma) + w_lo (gamma_lo, null when every w fits one f64) and beta, in f64, cols each; null when absent.
 struct Staged64 {
   const double* gamma = nullptr;
+  const double* gamma_lo = nullptr;
   const double* beta = nullptr;
 };
 
@@ -60,7 +63,7 @@ void add_rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64
 
 namespace avx2_cr {
 // Correctly rounded, 4 f64 lanes (avx2_cr.cpp; simd_body.hpp's cr::). Same contract as avx2::rows.
-void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end);
+void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged64& staged);
 }  // namespace avx2_cr
 
 namespace avx512 {
@@ -72,13 +75,13 @@ void add_rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64
 
 namespace avx512_cr {
 // AVX-512, 8 f64 lanes, correctly rounded (avx512_cr.cpp). Same contract as avx2_cr.
-void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end);
+void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged64& staged);
 }  // namespace avx512_cr
 
 namespace avx512_bf16 {
 // bf16 rows of avx512 / avx512_cr narrowed with AVX512-BF16 (avx512_bf16.cpp): the same bits.
 void rows_fast(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged& staged);
-void rows_cr(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end);
+void rows_cr(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged64& staged);
 }  // namespace avx512_bf16
 
 // How often the correctly rounded kernels left their vector path: elements computed, elements settled by the

@@ -51,7 +51,8 @@
 // on any thread.
 //
 // cr (avx2_cr, avx512_cr): cr_exact.hpp's header has the algorithm and its proven bound. x is re-read and
-// converted from storage in each pass (no f64 scratch row), γ, β converted per element.
+// converted from storage in each pass (no f64 scratch row); w = C + γ and β are staged in f64 once per call by
+// the generic driver (simd_kernels.cpp, lnorm/params.hpp stage_params_exact).
 //
 // Speed: `lnorm bench --kernel avx2 --kernel avx2_cr --kernel avx512 --kernel avx512_cr`; the versions'
 // measurements are in docs/performance.md.
@@ -522,9 +523,10 @@ double max_abs(const typename T::Bits* p, std::int64_t n) {
   return r;
 }
 
-// How a row sees its parameters: gamma/beta stored as Gs (T, or f32 beside 16-bit x), w = C + gamma.
+// How a row sees its parameters: staged in f64 once per call (isa.hpp Staged64): w = C + gamma as gamma (w_hi)
+// + w_lo (null when every w fits one f64), beta.
 struct Params {
-  double offset = 0;  // C (0: w = gamma exactly)
+  const double* w_lo = nullptr;
   bool centred = true;
 };
 
@@ -536,8 +538,7 @@ typename T::Bits settle(const typename X::Bits* x, const typename Gs::Bits* gamm
                         ::lnorm::cpu::CrPaths& paths) {
   using E = T;
   const double xv = ex::to_double<X>(x[i]);
-  double g = 1.0, g_lo = 0.0;
-  if (G) ex::two_sum(pr.offset, ex::to_double<Gs>(gamma[i]), g, g_lo);  // w = C + γ, exactly as hi + lo
+  const double g = G ? ex::to_double<Gs>(gamma[i]) : 1.0, g_lo = G && pr.w_lo ? pr.w_lo[i] : 0.0;  // w = g + g_lo exactly
   const double b = B ? ex::to_double<Gs>(beta[i]) : 0.0;
   double t = (xv - s.m) * s.rstd;
   if (G) t = t * g;
@@ -576,7 +577,7 @@ void normalize_row(const typename X::Bits* x, const typename Gs::Bits* gamma, co
   if (!(e_row == e_row)) e_row = INFINITY;  // a NaN bound would let lo and hi agree
   const double y_min = std::fmax(e_row * 0x1p25, std::is_same_v<T, F16> ? 0x1p-14 : 0x1p-126) * (1 + 0x1p-20);
   const float y_min_f = static_cast<float>(std::fmin(y_min, 0x1p127));
-  const D mv = V::set1_pd(s.m), rv = V::set1_pd(s.rstd), ev = V::set1_pd(e_row), cv = V::set1_pd(pr.offset);
+  const D mv = V::set1_pd(s.m), rv = V::set1_pd(s.rstd), ev = V::set1_pd(e_row);
   ex::ExactStats es{};
   bool have_exact = false;
   constexpr int L = V::kLanes;
@@ -589,7 +590,7 @@ void normalize_row(const typename X::Bits* x, const typename Gs::Bits* gamma, co
     const auto ld = [&](const typename X::Bits* p) LNORM_ALWAYS_INLINE { return whole ? V::template load_d<X>(p) : V::template maskz_load_d<X>(k, p); };
     const auto ldp = [&](const typename Gs::Bits* p) LNORM_ALWAYS_INLINE { return whole ? V::template load_d<Gs>(p) : V::template maskz_load_d<Gs>(k, p); };
     D v = V::mul_pd(V::sub_pd(ld(x + at), mv), rv);
-    if constexpr (G) v = V::mul_pd(v, pr.offset == 0 ? ldp(gamma + at) : V::add_pd(cv, ldp(gamma + at)));  // w = C + γ (w_rel)
+    if constexpr (G) v = V::mul_pd(v, ldp(gamma + at));  // w_hi: C + γ rounded to f64 where it does not fit (w_rel)
     if constexpr (B) v = V::add_pd(v, ldp(beta + at));
     return v;
   };
@@ -634,27 +635,20 @@ void normalize_row(const typename X::Bits* x, const typename Gs::Bits* gamma, co
 }
 
 template <class V, class X, class T, class Gs, bool G, bool B, bool NT>
-void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged64& staged) {
   using Bits = typename T::Bits;
   using XBits = typename X::Bits;
   const XBits* x = static_cast<const XBits*>(t.x);
-  const typename Gs::Bits* gamma = static_cast<const typename Gs::Bits*>(t.gamma);
-  const typename Gs::Bits* beta = static_cast<const typename Gs::Bits*>(t.beta);
+  const typename Gs::Bits* gamma = staged.gamma;
+  const typename Gs::Bits* beta = staged.beta;
   Bits* y = static_cast<Bits*>(t.y);
   float* mean = static_cast<float*>(t.mean);
   float* rstd = static_cast<float*>(t.rstd);
   const std::int64_t n = p.cols;
-  const Params pr{G ? p.gamma_offset : 0.0, p.op.norm == Norm::layernorm};
-  // max |w| ≤ |C| + max |γ|; w_rel = u when some C + γ does not fit one f64 (its rounding, in the bound).
-  double w_rel = 0;
-  if (G && pr.offset != 0) {
-    for (std::int64_t i = 0; i < n && w_rel == 0; ++i) {
-      double hi, lo;
-      ex::two_sum(pr.offset, ex::to_double<Gs>(gamma[i]), hi, lo);
-      if (lo != 0) w_rel = ex::kU;
-    }
-  }
-  const double gmax = G ? std::abs(pr.offset) + max_abs<V, Gs>(gamma, n) : 1.0, bmax = B ? max_abs<V, Gs>(beta, n) : 0.0;
+  const Params pr{G ? staged.gamma_lo : nullptr, p.op.norm == Norm::layernorm};
+  // w_rel = u where some C + γ did not fit one f64 (w_hi's rounding, in the bound); |w| ≤ |w_hi|·(1 + 2^-53).
+  const double w_rel = pr.w_lo ? ex::kU : 0.0;
+  const double gmax = G ? max_abs<V, Gs>(gamma, n) * (1 + 0x1p-52) : 1.0, bmax = B ? max_abs<V, Gs>(beta, n) : 0.0;
   ::lnorm::cpu::CrPaths paths;
   paths.elements = (end - begin) * n;
   for (std::int64_t row = begin; row < end; ++row) {
@@ -683,9 +677,8 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
     paths.exact += n;
     ++paths.exact_rows;
     for (std::int64_t i = 0; i < n; ++i) {
-      double g = 1.0, g_lo = 0.0;
-      if (G) ex::two_sum(pr.offset, ex::to_double<Gs>(gamma[i]), g, g_lo);
-      const double b = B ? ex::to_double<Gs>(beta[i]) : 0.0;
+      const double g = G ? gamma[i] : 1.0, g_lo = G && pr.w_lo ? pr.w_lo[i] : 0.0;
+      const double b = B ? beta[i] : 0.0;
       yr[i] = ex::exact_element<T>(ex::to_double<X>(xr[i]), g, b, es, g_lo);
     }
   }
@@ -693,35 +686,27 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
   ::lnorm::cpu::cr_paths_add(paths);
 }
 
-template <class V, class X, class T, class Gs, bool NT>
-void rows_affine(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
-  if (p.has_gamma && p.has_beta) rows_typed<V, X, T, Gs, true, true, NT>(p, t, begin, end);
-  else if (p.has_gamma) rows_typed<V, X, T, Gs, true, false, NT>(p, t, begin, end);
-  else if (p.has_beta) rows_typed<V, X, T, Gs, false, true, NT>(p, t, begin, end);
-  else rows_typed<V, X, T, Gs, false, false, NT>(p, t, begin, end);
-}
-
 template <class V, class X, class T, bool NT>
-void rows_nt(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
-  if constexpr (!std::is_same_v<T, F32>) {
-    if (p.param_dtype == DType::f32) return rows_affine<V, X, T, F32, NT>(p, t, begin, end);  // f32 gamma/beta
-  }
-  rows_affine<V, X, T, T, NT>(p, t, begin, end);
+void rows_affine(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged64& st) {
+  if (p.has_gamma && p.has_beta) rows_typed<V, X, T, F64, true, true, NT>(p, t, begin, end, st);
+  else if (p.has_gamma) rows_typed<V, X, T, F64, true, false, NT>(p, t, begin, end, st);
+  else if (p.has_beta) rows_typed<V, X, T, F64, false, true, NT>(p, t, begin, end, st);
+  else rows_typed<V, X, T, F64, false, false, NT>(p, t, begin, end, st);
 }
 
 // Rows [begin, end) of p, y in storage type T; x in T, or f32 where the rows are Add & Norm's f32 h beside
-// 16-bit y (input_dtype(p)).
+// 16-bit y (input_dtype(p)); gamma and beta as staged (Staged64).
 template <class V, class T>
-void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged64& st) {
   const bool nt = p.elements() * static_cast<std::int64_t>(sizeof(typename T::Bits)) > kStreamBytes;
   if constexpr (!std::is_same_v<T, F32>) {
     if (input_dtype(p) == DType::f32) {
-      if (nt) return rows_nt<V, F32, T, true>(p, t, begin, end);
-      return rows_nt<V, F32, T, false>(p, t, begin, end);
+      if (nt) return rows_affine<V, F32, T, true>(p, t, begin, end, st);
+      return rows_affine<V, F32, T, false>(p, t, begin, end, st);
     }
   }
-  if (nt) rows_nt<V, T, T, true>(p, t, begin, end);
-  else rows_nt<V, T, T, false>(p, t, begin, end);
+  if (nt) rows_affine<V, T, T, true>(p, t, begin, end, st);
+  else rows_affine<V, T, T, false>(p, t, begin, end, st);
 }
 
 }  // namespace cr
@@ -779,11 +764,11 @@ void fast_rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int6
   }
 }
 template <class V>
-void cr_rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) {
+void cr_rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged64& st) {
   switch (p.dtype) {
-    case DType::f32: return cr::rows<V, F32>(p, t, begin, end);
-    case DType::f16: return cr::rows<V, F16>(p, t, begin, end);
-    case DType::bf16: return cr::rows<V, BF16>(p, t, begin, end);
+    case DType::f32: return cr::rows<V, F32>(p, t, begin, end, st);
+    case DType::f16: return cr::rows<V, F16>(p, t, begin, end, st);
+    case DType::bf16: return cr::rows<V, BF16>(p, t, begin, end, st);
     case DType::f64: return;
   }
 }

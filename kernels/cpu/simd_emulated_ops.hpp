@@ -272,7 +272,7 @@ struct EmulatedOps {
     D r{};
     for (int i = 0; i < L / 2; ++i) {
       if (!on(k, i)) continue;
-      if constexpr (std::is_same_v<T, F32>) r.v[i] = p[i];
+      if constexpr (std::is_same_v<T, F32> || std::is_same_v<T, F64>) r.v[i] = p[i];
       else r.v[i] = widen<T>(p[i]);
     }
     return r;

@@ -43,9 +43,16 @@ void staged_forward(const Problem& p, const Tensors& t, RowsFn rows) {
 
 void avx2_forward(const Problem& p, const Tensors& t) { staged_forward(p, t, &avx2::rows); }
 void avx2_backward(const Problem& p, const Tensors& t) { simd_backward(p, t, &avx2::backward_rows); }
-void avx2_cr_forward(const Problem& p, const Tensors& t) {
-  split_rows(p, [&](std::int64_t begin, std::int64_t end) { avx2_cr::rows(p, t, begin, end); });
+// The correctly rounded kernels: gamma/beta staged in f64 once per call (w = C + gamma as w_hi + w_lo), not
+// converted per element in the output pass.
+template <class RowsFn>
+void staged_cr_forward(const Problem& p, const Tensors& t, RowsFn rows) {
+  const StagedExact staged = stage_params_exact(p, t);
+  const Staged64 s{staged.gamma(), staged.gamma_lo(), staged.beta()};
+  split_rows(p, [&](std::int64_t begin, std::int64_t end) { rows(p, t, begin, end, s); });
 }
+
+void avx2_cr_forward(const Problem& p, const Tensors& t) { staged_cr_forward(p, t, &avx2_cr::rows); }
 
 std::atomic<long long> g_elements{0}, g_medium{0}, g_exact{0}, g_exact_rows{0};
 
@@ -97,10 +104,7 @@ void avx512_forward(const Problem& p, const Tensors& t) {
 
 void avx512_cr_forward(const Problem& p, const Tensors& t) {
   const bool hw_bf16 = p.dtype == DType::bf16 && features().bf16;
-  split_rows(p, [&](std::int64_t begin, std::int64_t end) {
-    if (hw_bf16) avx512_bf16::rows_cr(p, t, begin, end);
-    else avx512_cr::rows(p, t, begin, end);
-  });
+  staged_cr_forward(p, t, hw_bf16 ? &avx512_bf16::rows_cr : &avx512_cr::rows);
 }
 
 constexpr DTypeSet kSimdDTypes{DType::f32, DType::f16, DType::bf16};

@@ -5,3 +5,4 @@
 using ::lnorm::cpu::storage::BF16;
 using ::lnorm::cpu::storage::F16;
 using ::lnorm::cpu::storage::F32;
+using ::lnorm::cpu::storage::F64;

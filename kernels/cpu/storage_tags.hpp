@@ -20,5 +20,10 @@ struct BF16 {
   using Bits = std::uint16_t;
   static constexpr int kPrecision = 8;
 };
+// f64: the correctly rounded kernels' staged parameters only (not a storage the SIMD kernels take for x or y).
+struct F64 {
+  using Bits = double;
+  static constexpr int kPrecision = 53;
+};
 
 }  // namespace lnorm::cpu::storage

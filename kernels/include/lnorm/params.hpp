@@ -53,4 +53,35 @@ StagedParams<A> stage_params(const Problem& p, const Tensors& t) {
   return s;
 }
 
+// The correctly rounded kernels' parameters in f64, staged once per call: w = C + gamma exactly, as w_hi + w_lo
+// (TwoSum; w_lo left empty when every w fits one f64, as always without an offset), beta widened (exact).
+struct StagedExact {
+  std::vector<double> w, w_lo, b;
+  const double* gamma() const { return w.empty() ? nullptr : w.data(); }
+  const double* gamma_lo() const { return w_lo.empty() ? nullptr : w_lo.data(); }
+  const double* beta() const { return b.empty() ? nullptr : b.data(); }
+};
+inline StagedExact stage_params_exact(const Problem& p, const Tensors& t) {
+  StagedExact s;
+  const auto n = static_cast<std::size_t>(p.cols);
+  if (p.has_gamma && t.gamma) {
+    s.w.resize(n);
+    bool inexact = false;
+    std::vector<double> lo(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const double c = p.gamma_offset, g = param_value(p.param_dtype, t.gamma, static_cast<std::int64_t>(i));
+      const double hi = c + g, bb = hi - c;  // Knuth's TwoSum: c + g = hi + lo exactly
+      lo[i] = (c - (hi - bb)) + (g - bb);
+      s.w[i] = hi;
+      inexact |= lo[i] != 0;
+    }
+    if (inexact) s.w_lo = std::move(lo);
+  }
+  if (p.has_beta && t.beta) {
+    s.b.resize(n);
+    for (std::size_t i = 0; i < n; ++i) s.b[i] = param_value(p.param_dtype, t.beta, static_cast<std::int64_t>(i));
+  }
+  return s;
+}
+
 }  // namespace lnorm::cpu
