@@ -131,6 +131,33 @@ struct Avx2Ops {
         if ((k >> i) & 1u) p[i] = buf[i];
     }
   }
+  // 16 values, a then b: the same bits as store(p, a); store(p + 8, b). bf16 narrows both with one in-lane pack
+  // and one permute, not an extract and a pack per vector: perf put 60% of avx2's bf16 output loop on those.
+  template <class T>
+  static void store2(typename T::Bits* p, F a, F b) {
+    if constexpr (std::is_same_v<T, BF16>) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), pack_bf16(a, b));
+    } else {
+      store<T>(p, a);
+      store<T>(p + 8, b);
+    }
+  }
+  // Non-temporal: p aligned to 32 bytes.
+  template <class T>
+  static void stream2(typename T::Bits* p, F a, F b) {
+    if constexpr (std::is_same_v<T, BF16>) {
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(p), pack_bf16(a, b));
+    } else if constexpr (std::is_same_v<T, F32>) {
+      _mm256_stream_ps(p, a);
+      _mm256_stream_ps(p + 8, b);
+    } else {
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(p), _mm256_set_m128i(to_bits16<T>(b), to_bits16<T>(a)));
+    }
+  }
+  static __m256i pack_bf16(F a, F b) {
+    // packus interleaves the 128-bit halves (a0-3 b0-3 | a4-7 b4-7); the permute puts a before b.
+    return _mm256_permute4x64_epi64(_mm256_packus_epi32(bf16_int32(a), bf16_int32(b)), 0xD8);
+  }
   // Non-temporal: p aligned to 8 * sizeof(Bits) bytes. The same values as store.
   template <class T>
   static void stream(typename T::Bits* p, F v) {

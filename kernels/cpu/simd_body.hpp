@@ -257,8 +257,8 @@ void normalize_row(const typename X::Bits* x, const typename Gs::Bits* gamma, co
                    typename T::Bits* y, std::int64_t n, const Stats& s, const typename X::Bits* next) {
   using F = typename V::F;
   constexpr int L = V::kLanes;
-  // Elements of x per 64-byte line (a multiple of L, or L when a vector spans more than a line).
-  constexpr std::int64_t kLine = 64 / static_cast<std::int64_t>(sizeof(typename X::Bits)) > L ? 64 / static_cast<std::int64_t>(sizeof(typename X::Bits)) : L;
+  // Elements of x per 64-byte line.
+  constexpr std::int64_t kLine = 64 / static_cast<std::int64_t>(sizeof(typename X::Bits));
   const F mv = V::set1(s.m), lo_rstd = V::set1(-s.mean_lo * s.rstd), rstd = V::set1(s.rstd);
   const auto one = [&](std::int64_t i, typename V::M k, bool masked) LNORM_ALWAYS_INLINE {
     const auto ld = [&](const typename Gs::Bits* p) LNORM_ALWAYS_INLINE { return masked ? V::template maskz_load<Gs>(k, p) : V::template load<Gs>(p); };
@@ -275,17 +275,34 @@ void normalize_row(const typename X::Bits* x, const typename Gs::Bits* gamma, co
     const auto k = static_cast<typename V::M>((1u << count) - 1);
     V::template mask_store<T>(k, y + i, one(i, k, true));
   };
+  // Two vectors per step (store2: AVX2 packs 16 bf16 values at once), then one, then the masked tail.
+  constexpr std::int64_t kStep = 2 * L;
   std::int64_t i = 0;
   if constexpr (NT) {
-    const std::int64_t head = head_to_align(y, L * static_cast<std::int64_t>(sizeof(typename T::Bits)));
+    // Heads up to a 64-byte boundary: stream2's 32-byte stores, and every line written whole.
+    const std::int64_t head = head_to_align(y, 64);
     const std::int64_t h = head < n ? head : n;
-    if (h > 0) masked_at(0, h);
-    for (i = h; i + L <= n; i += L) {
-      if (kPrefetch && i % kLine < L) V::prefetch_l2(next + i);
+    for (; i < h; i += L) masked_at(i, h - i < L ? h - i : L);
+    for (i = h; i + kStep <= n; i += kStep) {
+      if constexpr (kPrefetch) {
+        if constexpr (kLine <= kStep) {
+          for (std::int64_t j = 0; j < kStep; j += kLine) V::prefetch_l2(next + i + j);
+        } else if (i % kLine < kStep) {
+          V::prefetch_l2(next + i);
+        }
+      }
+      V::template stream2<T>(y + i, one(i, 0, false), one(i + L, 0, false));
+    }
+    if (i + L <= n) {
       V::template stream<T>(y + i, one(i, 0, false));
+      i += L;
     }
   } else {
-    for (; i + L <= n; i += L) V::template store<T>(y + i, one(i, 0, false));
+    for (; i + kStep <= n; i += kStep) V::template store2<T>(y + i, one(i, 0, false), one(i + L, 0, false));
+    if (i + L <= n) {
+      V::template store<T>(y + i, one(i, 0, false));
+      i += L;
+    }
   }
   if (i < n) masked_at(i, n - i);
 }

@@ -182,6 +182,15 @@ struct EmulatedOps {
   static void stream(typename T::Bits* p, F v) {
     mask_store<T>(static_cast<M>(kAll), p, v);
   }
+  template <class T>
+  static void store2(typename T::Bits* p, F a, F b) {
+    store<T>(p, a);
+    store<T>(p + L, b);
+  }
+  template <class T>
+  static void stream2(typename T::Bits* p, F a, F b) {
+    store2<T>(p, a, b);
+  }
   static void sfence() {}
   static void prefetch_l2(const void*) {}
   static void prefetch_l1(const void*) {}
