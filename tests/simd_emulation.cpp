@@ -18,6 +18,7 @@ namespace lnorm::testing::simd_emulation {
 namespace {
 #include "../kernels/cpu/simd_types.hpp"
 #include "../kernels/cpu/simd_emulated_ops.hpp"
+#define LNORM_ALWAYS_INLINE  // simd_body.hpp says why
 using lnorm::cpu::welford_row;
 #include "../kernels/cpu/simd_body.hpp"
 #include "../kernels/cpu/simd_backward_body.hpp"

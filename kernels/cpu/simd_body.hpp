@@ -61,8 +61,11 @@
 
 // The per-vector lambdas of the row loops are inlined by force: GCC 12 left avx2_cr's output step (called once
 // per 4 elements) an out-of-line call, 3x slower on bf16 than inlined (perf: 95% of the kernel's time in the
-// lambda's operator()).
+// lambda's operator()). The emulation (tests/simd_emulation.cpp) defines it empty first: inlining changes no
+// bit, and forced into its lane loops it made that one translation unit 120 s of CI's build.
+#ifndef LNORM_ALWAYS_INLINE
 #define LNORM_ALWAYS_INLINE __attribute__((always_inline))
+#endif
 
 // The lanes of an f64 vector summed in a fixed tree: lane i + L/2 onto lane i, halving until one is left (8
 // lanes: ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7))). The same bits in every layer of one width.
