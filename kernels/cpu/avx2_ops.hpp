@@ -174,27 +174,13 @@ struct Avx2Ops {
   static D add_pd(D a, D b) { return _mm256_add_pd(a, b); }
   static D sub_pd(D a, D b) { return _mm256_sub_pd(a, b); }
   static D mul_pd(D a, D b) { return _mm256_mul_pd(a, b); }
-  static D fmsub_pd(D a, D b, D c) { return _mm256_fmsub_pd(a, b, c); }
   static D fmadd_pd(D a, D b, D c) { return _mm256_fmadd_pd(a, b, c); }
   static D max_pd(D a, D b) { return _mm256_max_pd(a, b); }  // a > b ? a : b (b where either is NaN)
   static D abs_pd(D a) { return _mm256_and_pd(a, _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFLL))); }
-  static D maskz_mov_pd(MD k, D a) { return _mm256_and_pd(a, _mm256_castsi256_pd(lane_mask_pd(k))); }
   static D maskz_sub_pd(MD k, D a, D b) { return _mm256_and_pd(_mm256_sub_pd(a, b), _mm256_castsi256_pd(lane_mask_pd(k))); }
-  static D blend_pd(MD k, D a, D b) { return _mm256_blendv_pd(a, b, _mm256_castsi256_pd(lane_mask_pd(k))); }  // k ? b : a
-  static MD cmp_le_pd(D a, D b) { return static_cast<MD>(_mm256_movemask_pd(_mm256_cmp_pd(a, b, _CMP_LE_OQ))); }
   static double first_pd(D a) { return _mm256_cvtsd_f64(a); }
   static void store_pd(double* p, D a) { _mm256_storeu_pd(p, a); }
   static D load_pd(const double* p) { return _mm256_loadu_pd(p); }
-  static D bits_add(D a, std::int64_t b) {
-    return _mm256_castsi256_pd(_mm256_add_epi64(_mm256_castpd_si256(a), _mm256_set1_epi64x(b)));
-  }
-  static D bits_and(D a, std::int64_t b) {
-    return _mm256_castsi256_pd(_mm256_and_si256(_mm256_castpd_si256(a), _mm256_set1_epi64x(b)));
-  }
-  static MD bits_test(D a, std::int64_t b) {
-    const __m256i zero = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_castpd_si256(a), _mm256_set1_epi64x(b)), _mm256_setzero_si256());
-    return static_cast<MD>(~_mm256_movemask_pd(_mm256_castsi256_pd(zero)) & 0xF);
-  }
 
   template <class T>
   static D widen_d(__m128i h) {  // 4 16-bit values in the low 64 bits

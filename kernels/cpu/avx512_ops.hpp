@@ -143,25 +143,13 @@ struct Avx512Ops {
   static D add_pd(D a, D b) { return _mm512_add_pd(a, b); }
   static D sub_pd(D a, D b) { return _mm512_sub_pd(a, b); }
   static D mul_pd(D a, D b) { return _mm512_mul_pd(a, b); }
-  static D fmsub_pd(D a, D b, D c) { return _mm512_fmsub_pd(a, b, c); }
   static D fmadd_pd(D a, D b, D c) { return _mm512_fmadd_pd(a, b, c); }
   static D max_pd(D a, D b) { return _mm512_max_pd(a, b); }  // a > b ? a : b (b where either is NaN)
   static D abs_pd(D a) { return _mm512_abs_pd(a); }
-  static D maskz_mov_pd(MD k, D a) { return _mm512_maskz_mov_pd(k, a); }
   static D maskz_sub_pd(MD k, D a, D b) { return _mm512_maskz_sub_pd(k, a, b); }
-  static D blend_pd(MD k, D a, D b) { return _mm512_mask_blend_pd(k, a, b); }  // k ? b : a
-  static MD cmp_le_pd(D a, D b) { return _mm512_cmp_pd_mask(a, b, _CMP_LE_OQ); }
   static double first_pd(D a) { return _mm512_cvtsd_f64(a); }
   static void store_pd(double* p, D a) { _mm512_storeu_pd(p, a); }
   static D load_pd(const double* p) { return _mm512_loadu_pd(p); }
-  // Integer operations on the 64-bit patterns.
-  static D bits_add(D a, std::int64_t b) {
-    return _mm512_castsi512_pd(_mm512_add_epi64(_mm512_castpd_si512(a), _mm512_set1_epi64(b)));
-  }
-  static D bits_and(D a, std::int64_t b) {
-    return _mm512_castsi512_pd(_mm512_and_si512(_mm512_castpd_si512(a), _mm512_set1_epi64(b)));
-  }
-  static MD bits_test(D a, std::int64_t b) { return _mm512_test_epi64_mask(_mm512_castpd_si512(a), _mm512_set1_epi64(b)); }
 
   template <class T>
   static D load_d(const typename T::Bits* p) {

@@ -214,10 +214,6 @@ struct EmulatedOps {
     for (int i = 0; i < L / 2; ++i) a.v[i] = a.v[i] * b.v[i];
     return a;
   }
-  static D fmsub_pd(D a, D b, D c) {
-    for (int i = 0; i < L / 2; ++i) a.v[i] = std::fma(a.v[i], b.v[i], -c.v[i]);
-    return a;
-  }
   static D fmadd_pd(D a, D b, D c) {
     for (int i = 0; i < L / 2; ++i) a.v[i] = std::fma(a.v[i], b.v[i], c.v[i]);
     return a;
@@ -230,25 +226,9 @@ struct EmulatedOps {
     for (double& l : a.v) l = from_bits64(bits64(l) & 0x7FFFFFFFFFFFFFFFull);
     return a;
   }
-  static D maskz_mov_pd(MD k, D a) {
-    for (int i = 0; i < L / 2; ++i)
-      if (!on(k, i)) a.v[i] = 0.0;
-    return a;
-  }
   static D maskz_sub_pd(MD k, D a, D b) {
     for (int i = 0; i < L / 2; ++i) a.v[i] = on(k, i) ? a.v[i] - b.v[i] : 0.0;
     return a;
-  }
-  static D blend_pd(MD k, D a, D b) {
-    for (int i = 0; i < L / 2; ++i)
-      if (on(k, i)) a.v[i] = b.v[i];
-    return a;
-  }
-  static MD cmp_le_pd(D a, D b) {
-    unsigned m = 0;
-    for (int i = 0; i < L / 2; ++i)
-      if (a.v[i] <= b.v[i]) m |= 1u << i;
-    return static_cast<MD>(m);
   }
   static double first_pd(D a) { return a.v[0]; }
   static void store_pd(double* p, D a) { std::memcpy(p, a.v, sizeof a.v); }
@@ -256,20 +236,6 @@ struct EmulatedOps {
     D r;
     std::memcpy(r.v, p, sizeof r.v);
     return r;
-  }
-  static D bits_add(D a, std::int64_t b) {
-    for (double& l : a.v) l = from_bits64(bits64(l) + static_cast<std::uint64_t>(b));
-    return a;
-  }
-  static D bits_and(D a, std::int64_t b) {
-    for (double& l : a.v) l = from_bits64(bits64(l) & static_cast<std::uint64_t>(b));
-    return a;
-  }
-  static MD bits_test(D a, std::int64_t b) {
-    unsigned m = 0;
-    for (int i = 0; i < L / 2; ++i)
-      if (bits64(a.v[i]) & static_cast<std::uint64_t>(b)) m |= 1u << i;
-    return static_cast<MD>(m);
   }
 
   template <class T>
