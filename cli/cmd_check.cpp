@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cmd_backward.hpp"
+#include "cmd_quant.hpp"
 #include "commands.hpp"
 #include "lnorm/check.hpp"
 #include "lnorm/metrics.hpp"
@@ -31,6 +32,7 @@ struct CheckFlags {
   // (the sum rounded once; every kernel here writes it, and one rounding of x + residual is all a sum needs).
   double max_h_ulp = -1;
   bool strict_constant_rows = false;  // gate LayerNorm's constant rows at a + 0*kappa (CheckSummary::constant_rows)
+  QuantFlags quant;                   // --quant: q (and scales) are the candidate instead of y
   double h_budget() const { return max_h_ulp >= 0 ? max_h_ulp : max_ulp_given ? budget.a : 0.5; }
 };
 
@@ -306,8 +308,19 @@ void add_check(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", f->problem.threads, "Threads for the reference (default: all cores)")
       ->default_val(std::max(1u, std::thread::hardware_concurrency()));
   add_backward_flags(*cmd, f->bwd, true);
+  add_quant_flags(*cmd, f->quant, true);
   cmd->callback([f, max_ulp, max_recipe, &exit_code] {
     f->max_ulp_given = max_ulp->count() > 0;
+    if (quant_asked(f->quant)) {
+      if (backward_asked(f->bwd)) throw InputError("--quant: a forward output (--dir bwd gates --dx, --dgamma, --dbeta)");
+      for (const auto& [v, flag] : {std::pair{f->y, "--y"}, {f->mean, "--mean"}, {f->rstd, "--rstd"}, {f->h, "--h"},
+                                    {f->recipe, "--recipe"}})
+        if (!v.empty()) throw InputError(std::string(flag) + ": not measured with --quant yet (the candidate is --q)");
+      if (f->max_ulp_given || f->strict_constant_rows) throw InputError("--max-ulp/--strict-constant-rows: y's; --quant gates q by --max-q-ulp");
+      exit_code = run_quant_check(f->problem, f->quant, f->json);
+      return;
+    }
+    refuse_quant_flags_without_quant(f->quant);
     if (backward_asked(f->bwd)) {
       for (const auto& [v, flag] : {std::pair{f->y, "--y"}, {f->mean, "--mean"}, {f->rstd, "--rstd"}, {f->h, "--h"},
                                     {f->recipe, "--recipe"}})

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cmd_backward.hpp"
+#include "cmd_quant.hpp"
 #include "commands.hpp"
 #include "crash_guard.hpp"
 #include "plugins.hpp"
@@ -20,6 +21,7 @@ struct RunFlags {
   ProblemFlags problem;
   std::string kernel, y, mean, rstd, h;
   BackwardFlags bwd;
+  QuantFlags quant;  // reference only, so far
 };
 
 // --dir fwd's outputs: --y is required there (CLI11 cannot say "required unless --dir bwd").
@@ -132,18 +134,27 @@ void add_run(CLI::App& app, int& exit_code) {
 
 void add_reference(CLI::App& app, int& exit_code) {
   auto f = std::make_shared<RunFlags>();
-  auto* cmd = app.add_subcommand("reference", "Write the exact answer, rounded once (y, mean, rstd)");
+  auto* cmd = app.add_subcommand("reference", "Write the exact answer, rounded once (y, mean, rstd; or q and its scales with --quant)");
   add_problem_flags(*cmd, f->problem);
   add_outputs(*cmd, *f);
   cmd->add_option("--threads", f->problem.threads, "Threads (default: all cores; output is the same)")
       ->default_val(std::max(1u, std::thread::hardware_concurrency()));
   add_backward_flags(*cmd, f->bwd, false);
+  add_quant_flags(*cmd, f->quant, false);
   cmd->callback([f, &exit_code] {
     if (backward_asked(f->bwd)) {
+      if (quant_asked(f->quant)) throw InputError("--quant: a forward output (--dir bwd writes --dx, --dgamma, --dbeta)");
       refuse_forward_outputs(*f);
       exit_code = run_backward_reference(f->problem, f->bwd);
       return;
     }
+    if (quant_asked(f->quant)) {
+      for (const auto& [v, flag] : {std::pair{f->mean, "--mean"}, {f->rstd, "--rstd"}, {f->h, "--h"}})
+        if (!v.empty()) throw InputError(std::string(flag) + ": not written with --quant yet (run reference without --quant for it)");
+      exit_code = run_quant_reference(f->problem, f->quant, f->y);
+      return;
+    }
+    refuse_quant_flags_without_quant(f->quant);
     require_forward_output(*f);
     exit_code = run_problem(*f, nullptr);
   });

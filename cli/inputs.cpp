@@ -112,7 +112,10 @@ DType dtype_for(const io::NpyReader& x, const std::string& flag) {
   if (descr == "<f4") return DType::f32;
   if (descr == "<f8") return DType::f64;
   if (descr == "<f2") return DType::f16;
-  throw InputError(x.path() + ": holds '<u2'; pass --dtype bf16 if these are bfloat16 bit patterns");
+  if (descr == "<u2") throw InputError(x.path() + ": holds '<u2'; pass --dtype bf16 if these are bfloat16 bit patterns");
+  // '|u1' / '|i1' are quantized outputs (--q) and mx scales, never an input to normalize.
+  throw InputError(x.path() + ": holds '" + descr + "', a quantized output's dtype; x must be '<f4', '<f8', '<f2' or "
+                   "'<u2' (bf16 bit patterns, with --dtype bf16)");
 }
 
 // The dtype gamma/beta are stored in: x's, or f32 ('<f4') with f16/bf16 x.

@@ -265,7 +265,7 @@ TEST_CASE("npy: every malformed or unsupported file is rejected with its path an
       {"bytes_overflow", craft(header_with("'<f4'", "False", "(4611686018427387904,)"), data6),
        "byte size overflows int64"},
       {"i4", craft(header_with("'<i4'", "False", "(6,)"), data6),
-       "unsupported dtype '<i4'; supported: '<f4' (f32), '<f8' (f64), '<f2' (f16), '<u2' (bf16 bit patterns)"},
+       "unsupported dtype '<i4'; supported: '<f4' (f32), '<f8' (f64), '<f2' (f16), '<u2' (bf16 bit patterns), '|u1'"},
       {"bar_u2", craft(header_with("'|u2'", "False", "(12,)"), data6), "unsupported dtype '|u2'"},
       {"structured", craft(header_with("[('a', '<f4')]", "False", "(6,)"), data6), "unsupported dtype"},
       {"big_endian", craft(header_with("'>f4'", "False", "(6,)"), data6),

@@ -36,7 +36,8 @@ constexpr std::uint64_t kMaxHeaderLen = 1u << 20;  // numpy's own headers are < 
 constexpr int kMaxNesting = 16;                    // numpy never nests deeper than 3 (structured dtypes)
 constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 constexpr const char* kSupported =
-    "supported: '<f4' (f32), '<f8' (f64), '<f2' (f16), '<u2' (bf16 bit patterns)";
+    "supported: '<f4' (f32), '<f8' (f64), '<f2' (f16), '<u2' (bf16 bit patterns), '|u1' (fp8 bit patterns, E8M0 "
+    "scales), '|i1' (int8)";
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
   throw NpyError(path + ": " + what);
@@ -69,10 +70,16 @@ std::string shape_repr(const std::vector<std::int64_t>& shape) {  // Python's re
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
-// Normalizes descr to "<xN" and returns the item size; the message explains the fix for common mistakes.
+// Normalizes descr to "<xN" (or "|u1", "|i1") and returns the item size; the message explains the fix for common mistakes.
 std::size_t check_descr(const std::string& path, std::string& descr) {
   struct Known { std::string_view type; std::size_t size; };
   constexpr Known kKnown[] = {{"f4", 4}, {"f8", 8}, {"f2", 2}, {"u2", 2}};
+  // One-byte types have no byte order: numpy writes '|u1', '|i1' (and accepts '<', '>', '=' for them).
+  if (descr.size() == 3 && (descr.substr(1) == "u1" || descr.substr(1) == "i1") &&
+      (descr[0] == '|' || descr[0] == '<' || descr[0] == '>' || descr[0] == '=')) {
+    descr[0] = '|';
+    return 1;
+  }
   if (descr.size() == 3) {
     for (const Known& k : kKnown) {
       if (std::string_view(descr).substr(1) != k.type) continue;

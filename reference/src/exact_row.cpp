@@ -171,6 +171,34 @@ struct RowReferencer::Impl {
     return detail::round_exactly(fmt, guess, [&](const Dyadic& m) { return compare_y(A, i, m); });
   }
 
+  // The double-double y*_i of the fast path and its proven absolute error bound (kFastRelBound's derivation).
+  DD fast_y(std::size_t i, double& eps_i) const {
+    const double xi = x[i];
+    const DD w = weight_dd(i);  // exact
+    const double g = w.hi;
+    const double b = beta.empty() ? 0.0 : beta[i];
+    const DD d = detail::sub(DD{xi, 0}, mean_dd);
+    const DD p = detail::mul(d, rstd_dd);
+    const DD q = w.lo == 0 ? detail::mul(p, g) : detail::mul(p, w);
+    eps_i = kFastRelBound * (std::fabs(b) + std::fabs(g) * rstd_dd.hi * (std::fabs(xi) + std::fabs(mean_dd.hi))) +
+            kUnderflowSlack * (1 + rstd_dd.hi * std::fabs(g));
+    return detail::add(q, b);
+  }
+
+  // sign(y*_i − m), exactly: the double-double decides when m is clear of its error bound, else the squares.
+  int compare(std::size_t i, double m) const {
+    if (fast_ok) {
+      double eps_i = 0;
+      const DD y = fast_y(i, eps_i);
+      const DD diff = detail::sub(y, DD{m, 0});
+      const double margin = eps_i * (1 + 0x1p-40) + std::fabs(diff.hi) * 0x1p-100;
+      if (diff.hi > margin) return 1;
+      if (-diff.hi > margin) return -1;
+    }
+    const Dyadic D = Dyadic::from_double(x[i]) * n_big - S;
+    return compare_y(D * weight(i), i, Dyadic::from_double(m));
+  }
+
   // The fast path: returns true and sets bits if the double-double value certifies the rounding.
   bool round_y_fast(std::size_t i, std::uint64_t& bits, std::int64_t& guess,
                     ElementReference* e) const {
@@ -321,6 +349,8 @@ RowReferencer::RowReferencer(const Problem& p) : impl_(std::make_unique<Impl>(p)
 RowReferencer::~RowReferencer() = default;
 RowReferencer::RowReferencer(RowReferencer&&) noexcept = default;
 RowReferencer& RowReferencer::operator=(RowReferencer&&) noexcept = default;
+
+int RowReferencer::compare(std::int64_t i, double m) const { return impl_->compare(static_cast<std::size_t>(i), m); }
 
 RowReference RowReferencer::run(const void* x, const void* gamma, const void* beta, std::int64_t n,
                                 void* y_out, ElementReference* elems) {

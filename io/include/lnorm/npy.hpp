@@ -1,7 +1,7 @@
 // lnorm/npy.hpp — strict, streaming reader and atomic writer for NumPy .npy files.
 //
-// Only what the harness exchanges is accepted: C-order arrays of '<f4' (f32), '<f8' (f64), '<f2' (f16)
-// and '<u2' (bf16 bit patterns). Everything else is rejected with an NpyError whose message is one line:
+// Only what the harness exchanges is accepted: C-order arrays of '<f4' (f32), '<f8' (f64), '<f2' (f16),
+// '<u2' (bf16 bit patterns), '|u1' (fp8 bit patterns, mx's E8M0 scales) and '|i1' (int8). Everything else is rejected with an NpyError whose message is one line:
 // "<path>: <what is wrong>", so the CLI can print it as is and exit 2.
 //
 // Safety: the header is parsed as a Python dict literal (not pattern-matched), and the data size it
@@ -24,7 +24,7 @@ struct NpyError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// What a .npy header says. descr is normalized to one of "<f4", "<f8", "<f2", "<u2".
+// What a .npy header says. descr is normalized to one of "<f4", "<f8", "<f2", "<u2", "|u1", "|i1".
 struct NpyHeader {
   std::string descr;
   std::vector<std::int64_t> shape;  // may be empty (0-d scalar: 1 element)

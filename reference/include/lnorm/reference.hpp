@@ -59,6 +59,11 @@ class RowReferencer {
   RowReference run(const void* x, const void* gamma, const void* beta, std::int64_t n, void* y_out,
                    ElementReference* elems);
 
+  // sign(y*_i − m) for element i of the row run() last computed, exactly (m finite). Only for an element whose
+  // y* is finite (elems' y_hi not NaN: a finite row, finite γ_i and β_i, var + eps > 0). What the quantized
+  // outputs round y*/s with (quantize.cpp: m = a grid's midpoint times s).
+  int compare(std::int64_t i, double m) const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

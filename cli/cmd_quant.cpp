@@ -1,0 +1,242 @@
+// `reference --quant` and `check --quant`: the exact quantized answer, and a candidate's q measured against it
+// (lnorm/quantize.hpp has the definitions). Both stream row chunks like run and check.
+#include "cmd_quant.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lnorm/npy.hpp"
+#include "lnorm/reference.hpp"
+
+namespace lnorm::cli {
+namespace {
+
+struct QuantSetup {
+  ProblemInputs in;
+  QuantSpec spec;
+  std::vector<std::int64_t> scales_shape;  // x.shape[:axis] + (groups per row,)
+};
+
+QuantSetup setup(const ProblemFlags& problem, const QuantFlags& f) {
+  QuantSetup s{load_problem(problem), {}, {}};
+  const Problem& p = s.in.problem;
+  const auto format = parse_quant_format(f.quant);
+  if (!format) throw InputError("--quant " + f.quant + ": expected fp8_e4m3, fp8_e5m2 or int8");
+  std::int64_t group = 0;
+  const auto scaling = parse_scaling(f.scaling, group);
+  if (!scaling) throw InputError("--scaling " + f.scaling + ": expected tensor, row, group:G (G > 0) or mx");
+  if (p.dtype == DType::f64) throw InputError("--quant: x must be f32, f16 or bf16 (a quantized output's scales are f32)");
+  if (p.op.direction != Direction::fwd) throw InputError("--quant: a forward output (--dir bwd has no quantized outputs)");
+  s.spec.format = *format;
+  s.spec.scaling = *scaling;
+  s.spec.group = group;
+  if (f.scale_opt && f.scale_opt->count() > 0) {
+    const float sf = static_cast<float>(f.scale);
+    if (static_cast<double>(sf) != f.scale && std::isfinite(f.scale))
+      throw InputError("--scale " + std::to_string(f.scale) + ": not an f32 value; the scale is stored as f32 (nearest: " +
+                       std::to_string(static_cast<double>(sf)) + ", e.g. write it with %.9g)");
+    s.spec.scale = sf;
+    if (s.spec.scaling == Scaling::tensor && !(std::isfinite(sf) && sf > 0))
+      throw InputError("--scale: must be a finite f32 greater than 0 (q = Q(y / S))");
+  }
+  if (const std::string why = quant_spec_error(s.spec, p.cols); !why.empty()) throw InputError("--quant: " + why);
+  s.scales_shape.assign(s.in.shape.begin(), s.in.shape.begin() + s.in.axis);
+  s.scales_shape.push_back(s.spec.scales_per_row(p.cols));
+  return s;
+}
+
+std::string q_descr(QuantFormat f) { return f == QuantFormat::int8 ? "|i1" : "|u1"; }
+std::string scales_descr(const QuantSpec& s) { return s.scales_are_e8m0() ? "|u1" : "<f4"; }
+std::size_t scale_size(const QuantSpec& s) { return s.scales_are_e8m0() ? 1 : 4; }
+
+nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+}  // namespace
+
+void add_quant_flags(CLI::App& cmd, QuantFlags& f, bool check) {
+  cmd.add_option("--quant", f.quant,
+                 "Quantized output instead of y: fp8_e4m3 (OCP E4M3FN), fp8_e5m2 or int8; q = Q(y / s), rounded once to "
+                 "nearest even, saturating (never NaN/Inf for a finite y)");
+  f.scaling_opt = cmd.add_option("--scaling", f.scaling,
+                                 "With --quant: tensor (one --scale S), row (per-row f32 amax/qmax), group:G (per G "
+                                 "elements) or mx (OCP MX: groups of 32, E8M0 power-of-two scales)")
+                      ->default_val("tensor");
+  f.scale_opt = cmd.add_option("--scale", f.scale, "tensor scaling's scale S (an f32 > 0; required there, refused elsewhere)");
+  if (check) {
+    cmd.add_option("--q", f.q, "The candidate's quantized output (.npy, x's shape: '|u1' fp8 bit patterns or '|i1' int8)");
+    cmd.add_option("--scales", f.scales,
+                   "The candidate's scales for row/group:G/mx (.npy, x.shape[:axis] + (groups,): '<f4', or '|u1' E8M0 for mx)");
+    cmd.add_option("--max-q-ulp", f.budget.max_q_ulp,
+                   "Budget for q in quanta at y/s, flat (default per element: 0.5 + what rounding y to x's dtype first "
+                   "moves y/s, + 2^-14)");
+    cmd.add_option("--max-scale-ulp", f.budget.max_scale_ulp,
+                   "Budget for dynamic scales: f32 ulps (row, group) or E8M0 steps (mx), flat (default per group: 2 ulps + "
+                   "what rounding y to x's dtype first moves the scale; mx: that move alone)");
+  } else {
+    cmd.add_option("--q", f.q, "With --quant: write the exact q here (.npy, x's shape: '|u1' fp8 bit patterns or '|i1' int8)");
+    cmd.add_option("--scales", f.scales,
+                   "With --quant and row/group:G/mx scaling: write the exact scales here (.npy, x.shape[:axis] + (groups,): "
+                   "'<f4', or '|u1' E8M0 for mx)");
+  }
+}
+
+bool quant_asked(const QuantFlags& f) { return !f.quant.empty(); }
+
+void refuse_quant_flags_without_quant(const QuantFlags& f) {
+  if (f.scale_opt && f.scale_opt->count() > 0) throw InputError("--scale: needs --quant (tensor scaling's scale)");
+  if (f.scaling_opt && f.scaling_opt->count() > 0) throw InputError("--scaling: needs --quant");
+  if (!f.q.empty()) throw InputError("--q: needs --quant (the quantized output's format)");
+  if (!f.scales.empty()) throw InputError("--scales: needs --quant");
+  if (f.budget.max_q_ulp >= 0 || f.budget.max_scale_ulp >= 0) throw InputError("--max-q-ulp/--max-scale-ulp: need --quant");
+}
+
+int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const std::string& y_path) {
+  if (f.q.empty()) throw InputError("--q is required with --quant (the exact quantized output's file)");
+  const bool dynamic_scales = f.scaling != "tensor";
+  if (!f.scales.empty() && !dynamic_scales) throw InputError("--scales: tensor scaling has one given scale (--scale), no file");
+  check_outputs({{f.q, "--q"}, {f.scales, "--scales"}, {y_path, "--y"}},
+                {problem.x, problem.gamma, problem.beta, problem.residual});
+  QuantSetup s = setup(problem, f);
+  const Problem& p = s.in.problem;
+  io::NpyWriter q(f.q, q_descr(s.spec.format), s.in.shape);
+  std::optional<io::NpyWriter> scales, y;
+  if (!f.scales.empty()) scales.emplace(f.scales, scales_descr(s.spec), s.scales_shape);
+  if (!y_path.empty()) y.emplace(y_path, s.in.x.header().descr, s.in.shape);
+  const std::size_t es = size_of(p.dtype), hs = size_of(p.residual_dtype);
+  const std::int64_t per_row = s.spec.scales_per_row(p.cols);
+  const std::int64_t chunk = rows_per_chunk(p.cols, es);
+  std::vector<std::byte> xbuf, resbuf, ybuf, sbuf;
+  std::vector<std::uint8_t> qbuf;
+  for (std::int64_t r0 = 0; r0 < p.rows; r0 += chunk) {
+    const std::int64_t nr = std::min(chunk, p.rows - r0);
+    xbuf.resize(static_cast<std::size_t>(nr * p.cols) * es);
+    s.in.x.read(r0 * p.cols, nr * p.cols, xbuf.data());
+    if (s.in.residual) {
+      resbuf.resize(static_cast<std::size_t>(nr * p.cols) * hs);
+      s.in.residual->read(r0 * p.cols, nr * p.cols, resbuf.data());
+    }
+    qbuf.resize(static_cast<std::size_t>(nr * p.cols));
+    sbuf.resize(static_cast<std::size_t>(nr * per_row) * scale_size(s.spec));
+    ybuf.resize(y ? xbuf.size() : 0);
+    quantize_reference(p, s.spec, xbuf.data(), s.in.residual ? resbuf.data() : nullptr,
+                       s.in.gamma_data.empty() ? nullptr : s.in.gamma_data.data(),
+                       s.in.beta_data.empty() ? nullptr : s.in.beta_data.data(), nr, p.threads, qbuf.data(),
+                       per_row ? sbuf.data() : nullptr, y ? ybuf.data() : nullptr);
+    q.write(qbuf.data(), qbuf.size());
+    if (scales) scales->write(sbuf.data(), sbuf.size());
+    if (y) y->write(ybuf.data(), ybuf.size());
+  }
+  q.commit();
+  if (scales) scales->commit();
+  if (y) y->commit();
+  return 0;
+}
+
+int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std::string& json_path) {
+  if (f.q.empty()) throw InputError("--q is required with --quant (the candidate's quantized output)");
+  check_outputs({{json_path, "--json"}}, {problem.x, problem.gamma, problem.beta, problem.residual, f.q, f.scales});
+  QuantSetup s = setup(problem, f);
+  const Problem& p = s.in.problem;
+  const std::int64_t per_row = s.spec.scales_per_row(p.cols);
+  if (per_row == 0 && !f.scales.empty()) throw InputError("--scales: tensor scaling has one given scale (--scale), no file");
+  if (per_row > 0 && f.scales.empty())
+    throw InputError("--scales is required with " + f.scaling + " scaling (the candidate's scales its q was computed with)");
+  if (f.budget.max_scale_ulp >= 0 && per_row == 0) throw InputError("--max-scale-ulp: tensor scaling's scale is given, not measured");
+  io::NpyReader q(f.q);
+  if (q.header().descr != q_descr(s.spec.format))
+    throw InputError(f.q + ": holds '" + q.header().descr + "' but " + std::string(name(s.spec.format)) + " is stored as '" +
+                     q_descr(s.spec.format) + "'");
+  if (q.header().shape != s.in.shape)
+    throw InputError(f.q + ": has shape " + shape_text(q.header().shape) + " but x has shape " + shape_text(s.in.shape));
+  std::optional<io::NpyReader> scales;
+  if (per_row > 0) {
+    scales.emplace(f.scales);
+    if (scales->header().descr != scales_descr(s.spec))
+      throw InputError(f.scales + ": holds '" + scales->header().descr + "' but " + f.scaling + " scales are '" +
+                       scales_descr(s.spec) + "'");
+    if (scales->header().shape != s.scales_shape)
+      throw InputError(f.scales + ": has shape " + shape_text(scales->header().shape) + "; expected " +
+                       shape_text(s.scales_shape) + " (" + std::to_string(per_row) + " per row)");
+  }
+  const std::size_t es = size_of(p.dtype), hs = size_of(p.residual_dtype);
+  const std::int64_t chunk = rows_per_chunk(p.cols, es);
+  std::vector<std::byte> xbuf, resbuf, sbuf;
+  std::vector<std::uint8_t> qbuf;
+  QuantSummary sum;
+  for (std::int64_t r0 = 0; r0 < p.rows; r0 += chunk) {
+    const std::int64_t nr = std::min(chunk, p.rows - r0);
+    xbuf.resize(static_cast<std::size_t>(nr * p.cols) * es);
+    s.in.x.read(r0 * p.cols, nr * p.cols, xbuf.data());
+    if (s.in.residual) {
+      resbuf.resize(static_cast<std::size_t>(nr * p.cols) * hs);
+      s.in.residual->read(r0 * p.cols, nr * p.cols, resbuf.data());
+    }
+    qbuf.resize(static_cast<std::size_t>(nr * p.cols));
+    q.read(r0 * p.cols, nr * p.cols, qbuf.data());
+    if (scales) {
+      sbuf.resize(static_cast<std::size_t>(nr * per_row) * scale_size(s.spec));
+      scales->read(r0 * per_row, nr * per_row, sbuf.data());
+    }
+    sum.merge(measure_quantized(p, s.spec, xbuf.data(), s.in.residual ? resbuf.data() : nullptr,
+                                s.in.gamma_data.empty() ? nullptr : s.in.gamma_data.data(),
+                                s.in.beta_data.empty() ? nullptr : s.in.beta_data.data(), qbuf.data(),
+                                scales ? sbuf.data() : nullptr, nr, r0, f.budget, p.threads));
+  }
+  const bool pass = sum.q_pass() && sum.scales_pass();
+  const std::string q_budget = f.budget.max_q_ulp >= 0 ? std::to_string(f.budget.max_q_ulp) : "0.5 + x-dtype rounding";
+  std::printf("%s  q %s max %.3g quanta (budget %s)  correctly rounded %.2f%%  non-finite mismatches %lld  saturated %lld",
+              pass ? "PASS" : "FAIL", describe(s.spec).c_str(), sum.max_ulp, q_budget.c_str(),
+              100 * sum.correctly_rounded_fraction(), static_cast<long long>(sum.nonfinite_mismatches),
+              static_cast<long long>(sum.saturated));
+  if (per_row > 0)
+    std::printf("  scales max %.3g %s, %lld of %lld over budget", sum.scale_max_ulp,
+                s.spec.scales_are_e8m0() ? "E8M0 steps" : "f32 ulps", static_cast<long long>(sum.scales_over_budget),
+                static_cast<long long>(sum.scales));
+  std::printf("\n  input     %s %s, %s %s, eps %.9g, %lld rows x %lld\n", problem.x.c_str(), shape_text(s.in.shape).c_str(),
+              std::string(name(p.op)).c_str(), std::string(name(p.dtype)).c_str(), p.eps,
+              static_cast<long long>(p.rows), static_cast<long long>(p.cols));
+  if (sum.max_ulp_index >= 0)
+    std::printf("  worst q   element %lld: got %.9g, y/s %.17g, %.4g quanta%s\n", static_cast<long long>(sum.max_ulp_index),
+                sum.max_ulp_got, sum.max_ulp_target, sum.max_ulp, std::isinf(sum.max_ulp) ? " (non-finite mismatch)" : "");
+  std::printf("  over budget %lld of %lld elements", static_cast<long long>(sum.over_budget), static_cast<long long>(sum.elements));
+  if (sum.worst_excess_index >= 0 && sum.over_budget > 0)
+    std::printf(" (worst at element %lld, allowed %.4g)", static_cast<long long>(sum.worst_excess_index), sum.worst_excess_allowed);
+  std::printf("\n");
+  if (per_row > 0 && sum.scale_max_index >= 0)
+    std::printf("  worst scale %lld: got %.9g, exact %.9g%s; zero groups %lld\n", static_cast<long long>(sum.scale_max_index),
+                sum.scale_max_got, sum.scale_max_exact, s.spec.scales_are_e8m0() ? " (E8M0 exponents)" : "",
+                static_cast<long long>(sum.zero_groups));
+  if (!json_path.empty()) {
+    nlohmann::json j = {{"x", problem.x}, {"op", std::string(name(p.op))}, {"shape", s.in.shape},
+                        {"dtype", std::string(name(p.dtype))}, {"eps", p.eps}, {"rows", p.rows}, {"cols", p.cols},
+                        {"quant", std::string(name(s.spec.format))}, {"scaling", std::string(name(s.spec.scaling))},
+                        {"pass", pass}};
+    if (s.spec.scaling == Scaling::group) j["group"] = s.spec.group;
+    if (s.spec.scaling == Scaling::tensor) j["scale"] = s.spec.scale;
+    j["q"] = {{"candidate", f.q}, {"metric", "quanta of the format at y*/s (clamped to its range), s the candidate's scale"},
+              {"elements", sum.elements}, {"max_ulp", num(sum.max_ulp)}, {"max_ulp_nonfinite", std::isinf(sum.max_ulp)},
+              {"max_finite_ulp", sum.max_finite_ulp}, {"max_ulp_index", sum.max_ulp_index},
+              {"max_ulp_got", num(sum.max_ulp_got)}, {"max_ulp_target", num(sum.max_ulp_target)},
+              {"correctly_rounded", sum.correctly_rounded_fraction()}, {"nonfinite_mismatches", sum.nonfinite_mismatches},
+              {"saturated", sum.saturated}, {"over_budget", sum.over_budget},
+              {"budget", f.budget.max_q_ulp >= 0 ? nlohmann::json(f.budget.max_q_ulp) : nlohmann::json("default")},
+              {"pass", sum.q_pass()}};
+    if (per_row > 0)
+      j["scales"] = {{"candidate", f.scales},
+                     {"metric", s.spec.scales_are_e8m0() ? "E8M0 steps from the exact exponent" : "f32 ulps from the exact scale"},
+                     {"count", sum.scales}, {"max_ulp", num(sum.scale_max_ulp)}, {"max_ulp_index", sum.scale_max_index},
+                     {"max_ulp_got", num(sum.scale_max_got)}, {"max_ulp_exact", num(sum.scale_max_exact)},
+                     {"nonfinite_mismatches", sum.scale_nonfinite_mismatches}, {"zero_groups", sum.zero_groups},
+                     {"over_budget", sum.scales_over_budget},
+                     {"budget", f.budget.max_scale_ulp >= 0 ? nlohmann::json(f.budget.max_scale_ulp) : nlohmann::json("default")},
+                     {"pass", sum.scales_pass()}};
+    write_text_atomically(json_path, j.dump(2) + "\n");
+  }
+  return pass ? 0 : 1;
+}
+
+}  // namespace lnorm::cli

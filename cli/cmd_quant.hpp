@@ -1,0 +1,35 @@
+// Quantized outputs on the command line (docs/cli.md "Quantized outputs"): the flags `reference` and `check`
+// share, and what each does with them. `--quant` switches the forward's output from y in x's dtype to q.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "inputs.hpp"
+#include "lnorm/quantize.hpp"
+
+namespace lnorm::cli {
+
+struct QuantFlags {
+  std::string quant;               // fp8_e4m3 | fp8_e5m2 | int8; empty: y in x's dtype
+  std::string scaling = "tensor";  // tensor | row | group:G | mx
+  double scale = 0;                // tensor scaling's S (stored as f32: must be one exactly)
+  std::string q, scales;           // reference writes them; check reads the candidate's
+  QuantBudget budget;              // check: --max-q-ulp, --max-scale-ulp (< 0: the defaults of quantize.hpp)
+  CLI::Option* scale_opt = nullptr;
+  CLI::Option* scaling_opt = nullptr;
+};
+
+// check = true adds --max-q-ulp and --max-scale-ulp.
+void add_quant_flags(CLI::App& cmd, QuantFlags& f, bool check);
+bool quant_asked(const QuantFlags& f);
+// Refuses quantization flags given without --quant (each names itself).
+void refuse_quant_flags_without_quant(const QuantFlags& f);
+
+// `reference --quant`: the exact q (and scales; y too when y_path is given).
+int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const std::string& y_path);
+// `check --quant`: the candidate's q (and scales) against the exact answer; JSON to json_path when given.
+int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std::string& json_path);
+
+}  // namespace lnorm::cli

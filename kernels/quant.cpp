@@ -1,0 +1,132 @@
+// lnorm/quant.hpp: the formats' grids, the quantizer Q, names. Every value of every format is a small dyadic, exact
+// in double, so the grid is compared with v itself: no step can round twice.
+#include "lnorm/quant.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+namespace lnorm {
+
+namespace {
+// fp8 magnitude bits (the code without its sign) → value; E4M3: 3 mantissa bits, bias 7; E5M2: 2, bias 15.
+double fp8_magnitude(QuantFormat f, unsigned mag) {
+  const int mbits = f == QuantFormat::fp8_e4m3 ? 3 : 2;
+  const int bias = f == QuantFormat::fp8_e4m3 ? 7 : 15;
+  const unsigned e = mag >> mbits, m = mag & ((1u << mbits) - 1);
+  if (e == 0) return std::ldexp(static_cast<double>(m), 1 - bias - mbits);  // subnormal
+  return std::ldexp(static_cast<double>((1u << mbits) | m), static_cast<int>(e) - bias - mbits);
+}
+}  // namespace
+
+std::optional<QuantFormat> parse_quant_format(std::string_view s) {
+  for (QuantFormat f : {QuantFormat::fp8_e4m3, QuantFormat::fp8_e5m2, QuantFormat::int8})
+    if (s == name(f)) return f;
+  return std::nullopt;
+}
+
+std::optional<Scaling> parse_scaling(std::string_view s, std::int64_t& group) {
+  group = 0;
+  if (s == "tensor") return Scaling::tensor;
+  if (s == "row") return Scaling::row;
+  if (s == "mx") return Scaling::mx;
+  constexpr std::string_view kGroup = "group:";
+  if (s.substr(0, kGroup.size()) == kGroup) {
+    const std::string_view g = s.substr(kGroup.size());
+    std::int64_t v = 0;
+    const auto r = std::from_chars(g.data(), g.data() + g.size(), v);
+    if (r.ec != std::errc() || r.ptr != g.data() + g.size() || v <= 0) return std::nullopt;
+    group = v;
+    return Scaling::group;
+  }
+  return std::nullopt;
+}
+
+std::string quant_spec_error(const QuantSpec& spec, std::int64_t cols) {
+  std::string why;
+  if (spec.scaling == Scaling::tensor) {
+    if (!(std::isfinite(spec.scale) && spec.scale > 0)) why = "tensor scaling needs --scale S, a finite f32 greater than 0 (q = Q(y / S))";
+  } else if (spec.scale != 0) {
+    why.append("--scale is tensor scaling's; ").append(name(spec.scaling)).append(" scaling computes its scales");
+  } else if (spec.scaling == Scaling::mx && !is_fp8(spec.format)) {
+    why = "mx scaling takes fp8_e4m3 or fp8_e5m2 (OCP MX v1.0's emax_elem; MXINT8's implied scale is not supported)";
+  } else if (const std::int64_t g = spec.group_size(cols); g <= 0 || cols % g != 0) {
+    why.append(name(spec.scaling)).append(" scaling's groups of ").append(std::to_string(g));
+    why.append(" do not divide the row of ").append(std::to_string(cols)).append(" elements");
+  }
+  return why;
+}
+
+std::string describe(const QuantSpec& spec) {
+  std::string s;
+  s.append(name(spec.format)).append("/").append(name(spec.scaling));
+  if (spec.scaling == Scaling::group) s.append(":").append(std::to_string(spec.group));
+  return s;
+}
+
+std::int64_t max_ordinal(QuantFormat f) { return f == QuantFormat::fp8_e4m3 ? 0x7e : f == QuantFormat::fp8_e5m2 ? 0x7b : 127; }
+std::int64_t min_ordinal(QuantFormat f) { return f == QuantFormat::int8 ? -128 : -max_ordinal(f); }
+
+double value_of_ordinal(QuantFormat f, std::int64_t k) {
+  if (f == QuantFormat::int8) return static_cast<double>(k);
+  const double m = fp8_magnitude(f, static_cast<unsigned>(k < 0 ? -k : k));
+  return k < 0 ? -m : m;
+}
+
+std::uint8_t code_of_ordinal(QuantFormat f, std::int64_t k, bool negative_zero) {
+  if (f == QuantFormat::int8) return static_cast<std::uint8_t>(static_cast<std::int8_t>(k));
+  if (k == 0) return negative_zero ? 0x80 : 0x00;
+  return static_cast<std::uint8_t>(k < 0 ? (0x80 | -k) : k);
+}
+
+std::int64_t ordinal_of_code(QuantFormat f, std::uint8_t code) {
+  if (f == QuantFormat::int8) return static_cast<std::int8_t>(code);
+  const std::int64_t mag = code & 0x7f;
+  return code & 0x80 ? -mag : mag;
+}
+
+bool code_is_nan(QuantFormat f, std::uint8_t code) {
+  if (f == QuantFormat::fp8_e4m3) return (code & 0x7f) == 0x7f;
+  if (f == QuantFormat::fp8_e5m2) return (code & 0x7f) > 0x7c;
+  return false;
+}
+
+double decode(QuantFormat f, std::uint8_t code) {
+  if (code_is_nan(f, code)) return std::numeric_limits<double>::quiet_NaN();
+  if (f == QuantFormat::fp8_e5m2 && (code & 0x7f) == 0x7c)
+    return code & 0x80 ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+  if (f != QuantFormat::int8 && code == 0x80) return -0.0;
+  return value_of_ordinal(f, ordinal_of_code(f, code));
+}
+
+double quantum_at(QuantFormat f, double v) {
+  if (f == QuantFormat::int8) return 1.0;
+  const int mbits = f == QuantFormat::fp8_e4m3 ? 3 : 2;
+  const int emin = f == QuantFormat::fp8_e4m3 ? -6 : -14;
+  const double a = std::fmin(std::fabs(v), qmax(f));
+  int e = emin;
+  if (a >= std::ldexp(1.0, emin)) e = std::ilogb(a);
+  return std::ldexp(1.0, e - mbits);
+}
+
+std::uint8_t encode(QuantFormat f, double v) {
+  if (std::isnan(v)) return f == QuantFormat::int8 ? 0 : static_cast<std::uint8_t>(std::signbit(v) ? 0xff : 0x7f);
+  const std::int64_t top = max_ordinal(f), bottom = min_ordinal(f);
+  // Saturation: beyond the largest value, the largest value (the midpoint above it is no boundary here).
+  if (v >= value_of_ordinal(f, top)) return code_of_ordinal(f, top);
+  if (v <= value_of_ordinal(f, bottom)) return code_of_ordinal(f, bottom);
+  // The ordinal k with value(k) ≤ v < value(k + 1), by bisection over the grid (≤ 8 steps), then to nearest.
+  std::int64_t lo = bottom, hi = top;  // value(lo) < v < value(hi)
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (value_of_ordinal(f, mid) <= v) lo = mid;
+    else hi = mid;
+  }
+  const double a = value_of_ordinal(f, lo), b = value_of_ordinal(f, hi);
+  const double mid = a + (b - a) / 2;  // exact: both are small dyadics
+  std::int64_t k = v < mid ? lo : v > mid ? hi : ((lo & 1) == 0 ? lo : hi);
+  // A negative value that rounds to zero keeps its sign in fp8 (−0, as IEEE rounding does).
+  return code_of_ordinal(f, k, k == 0 && std::signbit(v));
+}
+
+}  // namespace lnorm

@@ -1,0 +1,320 @@
+// The exact quantized answer and its metric (lnorm/quantize.hpp has the definitions).
+#include "lnorm/quantize.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+#include "dyadic.hpp"
+#include "lnorm/add.hpp"
+#include "lnorm/format.hpp"
+#include "lnorm/metrics.hpp"
+#include "lnorm/parallel.hpp"
+#include "lnorm/reference.hpp"
+#include "rounding.hpp"
+
+namespace lnorm {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// The default q budget's allowance for the f32 arithmetic after rounding y to x's dtype (quantize.hpp): f32(1/S)
+// and the product, 2 roundings of 2^-24 relative each, on a value of at most 2^8 quanta (int8 at 128; fp8 values
+// are under 2^4 quanta), with a factor 2 to spare: 2^-24 · 2 · 2^8 · 2 = 2^-14.
+constexpr double kRecipeSlack = 0x1p-14;
+// The default scale budget's allowance for the division amax_x/qmax in f32 (and a double rounding of it): 2 ulps.
+constexpr double kScaleSlack = 2;
+// Elements that may hold a group's amax: the double-double value's error is below 2^-90 of the element's
+// metric scale times (1 + 2 kappa) (reference.hpp: the fast path's bound, in terms of |x| + |mean| ≤
+// (|z| + 2 kappa)/rstd), so an element whose value is below half the largest by more than that cannot be it.
+constexpr double kCandidateSlack = 0x1p-90;
+
+double to_double(const detail::Dyadic& d) { return std::ldexp(d.m.convert_to<double>(), static_cast<int>(d.e)); }
+
+// One row's exact answer, and what quantizing it needs.
+class RowQuantizer {
+ public:
+  RowQuantizer(const Problem& p, const QuantSpec& spec)
+      : p_(p), spec_(spec), ref_(p), xfmt_(format_of(p.dtype)), f32_(format_of(DType::f32)),
+        elems_(static_cast<std::size_t>(p.cols)), yx_(static_cast<std::size_t>(p.cols) * size_of(p.dtype)),
+        h_(p.op.prologue == Prologue::residual_add ? static_cast<std::size_t>(p.cols) * size_of(p.residual_dtype) : 0) {}
+
+  // Computes row r's exact y* (x and residual point at the row).
+  void run(const void* x, const void* residual, const void* gamma, const void* beta) {
+    const void* in = x;
+    if (p_.op.prologue == Prologue::residual_add) {  // the norm of the exact h, as `reference` computes it
+      add_row(p_, x, residual, p_.cols, h_.data(), nullptr);
+      in = h_.data();
+    }
+    row_ = ref_.run(in, gamma, beta, p_.cols, yx_.data(), elems_.data());
+  }
+  const void* y_x() const { return yx_.data(); }
+
+  bool finite(std::int64_t i) const { return !std::isnan(e(i).y_hi); }
+  double approx(std::int64_t i) const { return e(i).y_hi + e(i).y_lo; }
+  double value_x(std::int64_t i) const { return value_at(p_.dtype, yx_.data(), i); }  // round_x(y*_i)
+
+  // The exact ordinal of Q(y*_i / s) (s > 0 finite, or 0: ±Inf saturates, 0/0 is 0); neg_zero: fp8 −0.
+  std::int64_t q_ordinal(std::int64_t i, double s, bool& neg_zero) const {
+    const QuantFormat f = spec_.format;
+    const std::int64_t top = max_ordinal(f), bottom = min_ordinal(f);
+    neg_zero = false;
+    if (s == 0) {
+      const int c = ref_.compare(i, 0.0);
+      return c > 0 ? top : c < 0 ? bottom : 0;
+    }
+    std::int64_t k = ordinal_of_code(f, encode(f, approx(i) / s));  // a guess: two comparisons when right
+    const auto v = [&](std::int64_t o) { return value_of_ordinal(f, o); };
+    const auto even = [](std::int64_t a, std::int64_t b) { return (a & 1) == 0 ? a : b; };
+    for (;;) {
+      if (k < top) {  // no boundary above the largest value: saturation
+        const int c = ref_.compare(i, (v(k) + v(k + 1)) / 2 * s);  // exact: ≤ 9 bits times f32's 24
+        if (c > 0) { ++k; continue; }
+        if (c == 0) { k = even(k, k + 1); break; }
+      }
+      if (k > bottom) {
+        const int c = ref_.compare(i, (v(k - 1) + v(k)) / 2 * s);
+        if (c < 0) { --k; continue; }
+        if (c == 0) { k = even(k - 1, k); break; }
+      }
+      break;
+    }
+    neg_zero = k == 0 && is_fp8(f) && ref_.compare(i, 0.0) < 0;
+    return k;
+  }
+
+  // The exact scales of group g: f32 value (row, group) or E8M0 exponent X (mx, as a double). NaN where a y*
+  // of the group is NaN. zero: the group's y* are all 0.
+  double exact_scale(std::int64_t g, bool& zero) const {
+    const std::int64_t G = spec_.group_size(p_.cols), b = g * G;
+    zero = false;
+    double amax = 0;
+    for (std::int64_t i = b; i < b + G; ++i) {
+      if (!finite(i)) return kNaN;
+      amax = std::max(amax, std::fabs(approx(i)));
+    }
+    const double q = qmax(spec_.format);
+    double best = -kInf;
+    bool any = false;
+    for (std::int64_t i = b; i < b + G; ++i) {
+      if (std::fabs(approx(i)) + kCandidateSlack * e(i).scale * (1 + 2 * row_.kappa) < amax / 2) continue;
+      const int sign = ref_.compare(i, 0.0);
+      if (sign == 0) continue;
+      any = true;
+      const auto abs_cmp = [&](double m) { return sign > 0 ? ref_.compare(i, m) : -ref_.compare(i, -m); };  // sign(|y*| − m)
+      if (spec_.scaling == Scaling::mx) {
+        int ex = approx(i) != 0 ? std::ilogb(approx(i)) : -1074;  // floor(log2 |y*|): 2^ex ≤ |y*| < 2^(ex+1), exactly
+        while (abs_cmp(std::ldexp(1.0, ex)) < 0) --ex;
+        while (abs_cmp(std::ldexp(1.0, ex + 1)) >= 0) ++ex;
+        best = std::max(best, static_cast<double>(ex));
+      } else {  // f32(|y*|/qmax): one rounding, decided against midpoints times qmax (exact: 25 bits times ≤ 7)
+        const std::uint64_t bits = detail::round_exactly(
+            f32_, round_to_ordinal(f32_, std::fabs(approx(i)) / q),
+            [&](const detail::Dyadic& m) { return abs_cmp(to_double(m) * q); });
+        best = std::max(best, bits_to_double(f32_, bits));
+      }
+    }
+    if (!any) {
+      zero = true;
+      return spec_.scaling == Scaling::mx ? -127.0 : 1.0;
+    }
+    if (spec_.scaling == Scaling::mx) return std::clamp(best - emax_elem(spec_.format), -127.0, 127.0);
+    return best;
+  }
+
+  // What the scale would be from y rounded to x's dtype: f32(amax_x/qmax), or mx's X (default budgets).
+  double scale_from_x(std::int64_t g) const {
+    const std::int64_t G = spec_.group_size(p_.cols), b = g * G;
+    double amax = 0;
+    for (std::int64_t i = b; i < b + G; ++i) amax = std::max(amax, std::fabs(value_x(i)));
+    if (spec_.scaling == Scaling::mx)
+      return amax == 0 || !std::isfinite(amax) ? -127.0
+                                                : std::clamp(static_cast<double>(std::ilogb(amax) - emax_elem(spec_.format)), -127.0, 127.0);
+    return static_cast<double>(static_cast<float>(amax / qmax(spec_.format)));
+  }
+
+  const RowReference& row() const { return row_; }
+
+ private:
+  const ElementReference& e(std::int64_t i) const { return elems_[static_cast<std::size_t>(i)]; }
+  const Problem& p_;
+  QuantSpec spec_;
+  RowReferencer ref_;
+  Format xfmt_, f32_;
+  std::vector<ElementReference> elems_;
+  std::vector<std::byte> yx_, h_;
+  RowReference row_;
+};
+
+// A scale as the multiplier s of its group: f32 value or 2^X.
+double scale_value(const QuantSpec& spec, double stored) { return spec.scaling == Scaling::mx ? std::ldexp(1.0, static_cast<int>(stored)) : stored; }
+
+// Candidate scales as stored (f32, or E8M0 codes for mx) → value (f32) or X (mx; NaN for code 255).
+double stored_scale(const QuantSpec& spec, const void* scales, std::int64_t at) {
+  if (spec.scaling == Scaling::mx) {
+    const std::uint8_t c = static_cast<const std::uint8_t*>(scales)[at];
+    return c == 255 ? kNaN : static_cast<double>(c) - 127;
+  }
+  return static_cast<const float*>(scales)[at];
+}
+
+void write_scale(const QuantSpec& spec, void* scales, std::int64_t at, double s) {
+  if (spec.scaling == Scaling::mx) static_cast<std::uint8_t*>(scales)[at] = std::isnan(s) ? 255 : static_cast<std::uint8_t>(s + 127);
+  else static_cast<float*>(scales)[at] = static_cast<float>(s);
+}
+
+template <class Fn>
+void for_row_blocks(std::int64_t rows, int threads, Fn&& fn) {
+  const int t = static_cast<int>(std::clamp<std::int64_t>(threads, 1, std::max<std::int64_t>(rows, 1)));
+  parallel_rows(t, t, [&](std::int64_t tb, std::int64_t te) {
+    for (std::int64_t ti = tb; ti < te; ++ti) fn(ti, rows * ti / t, rows * (ti + 1) / t);
+  });
+}
+
+}  // namespace
+
+void quantize_reference(const Problem& p, const QuantSpec& spec, const void* x, const void* residual, const void* gamma,
+                        const void* beta, std::int64_t rows, int threads, std::uint8_t* q, void* scales, void* y_out) {
+  const std::size_t es = size_of(p.dtype), rs = size_of(p.residual_dtype);
+  const std::int64_t n = p.cols, per_row = spec.scales_per_row(n), G = spec.group_size(n);
+  for_row_blocks(rows, threads, [&](int, std::int64_t begin, std::int64_t end) {
+    RowQuantizer rq(p, spec);
+    for (std::int64_t r = begin; r < end; ++r) {
+      rq.run(static_cast<const std::byte*>(x) + static_cast<std::size_t>(r * n) * es,
+             residual ? static_cast<const std::byte*>(residual) + static_cast<std::size_t>(r * n) * rs : nullptr, gamma, beta);
+      if (y_out) std::copy_n(static_cast<const std::byte*>(rq.y_x()), static_cast<std::size_t>(n) * es,
+                             static_cast<std::byte*>(y_out) + static_cast<std::size_t>(r * n) * es);
+      for (std::int64_t g = 0; g < n / G; ++g) {
+        bool zero = false;
+        const double stored = spec.scaling == Scaling::tensor ? spec.scale : rq.exact_scale(g, zero);
+        if (per_row) write_scale(spec, scales, r * per_row + g, stored);
+        const double s = scale_value(spec, stored);
+        for (std::int64_t i = g * G; i < (g + 1) * G; ++i) {
+          bool neg_zero = false;
+          std::uint8_t code = encode(spec.format, kNaN);  // a NaN y* (or NaN scale): the fp8 NaN, int8 0
+          if (rq.finite(i) && !std::isnan(s)) code = code_of_ordinal(spec.format, rq.q_ordinal(i, s, neg_zero), neg_zero);
+          q[r * n + i] = code;
+        }
+      }
+    }
+  });
+}
+
+void QuantSummary::merge(const QuantSummary& o) {
+  if (o.max_ulp > max_ulp || (max_ulp_index < 0 && o.max_ulp_index >= 0)) {
+    max_ulp = o.max_ulp, max_ulp_index = o.max_ulp_index, max_ulp_got = o.max_ulp_got, max_ulp_target = o.max_ulp_target;
+  }
+  if (o.worst_excess > worst_excess)
+    worst_excess = o.worst_excess, worst_excess_index = o.worst_excess_index, worst_excess_allowed = o.worst_excess_allowed;
+  if (o.scale_max_ulp > scale_max_ulp || (scale_max_index < 0 && o.scale_max_index >= 0))
+    scale_max_ulp = o.scale_max_ulp, scale_max_index = o.scale_max_index, scale_max_got = o.scale_max_got,
+    scale_max_exact = o.scale_max_exact;
+  max_finite_ulp = std::max(max_finite_ulp, o.max_finite_ulp);
+  elements += o.elements, correctly_rounded += o.correctly_rounded, nonfinite_mismatches += o.nonfinite_mismatches;
+  over_budget += o.over_budget, saturated += o.saturated;
+  scales += o.scales, scales_over_budget += o.scales_over_budget, zero_groups += o.zero_groups;
+  scale_nonfinite_mismatches += o.scale_nonfinite_mismatches;
+}
+
+QuantSummary measure_quantized(const Problem& p, const QuantSpec& spec, const void* x, const void* residual,
+                               const void* gamma, const void* beta, const std::uint8_t* q, const void* scales,
+                               std::int64_t rows, std::int64_t first_row, const QuantBudget& budget, int threads) {
+  const std::size_t es = size_of(p.dtype), rs = size_of(p.residual_dtype);
+  const std::int64_t n = p.cols, per_row = spec.scales_per_row(n), G = spec.group_size(n);
+  const QuantFormat f = spec.format;
+  const double lo = value_of_ordinal(f, min_ordinal(f)), hi = value_of_ordinal(f, max_ordinal(f));
+  const Format f32 = format_of(DType::f32);
+  std::vector<QuantSummary> parts(static_cast<std::size_t>(std::clamp<std::int64_t>(threads, 1, std::max<std::int64_t>(rows, 1))));
+  for_row_blocks(rows, threads, [&](int ti, std::int64_t begin, std::int64_t end) {
+    QuantSummary& part = parts[static_cast<std::size_t>(ti)];
+    RowQuantizer rq(p, spec);
+    for (std::int64_t r = begin; r < end; ++r) {
+      rq.run(static_cast<const std::byte*>(x) + static_cast<std::size_t>(r * n) * es,
+             residual ? static_cast<const std::byte*>(residual) + static_cast<std::size_t>(r * n) * rs : nullptr, gamma, beta);
+      for (std::int64_t g = 0; g < n / G; ++g) {
+        // The candidate's scale, and the exact one (measured; and the q budget's reference when the candidate's
+        // is not a usable scale: its mismatch is the scale metric's).
+        double s = spec.scale;
+        if (per_row) {
+          bool zero = false;
+          const double exact = rq.exact_scale(g, zero);
+          const double got = stored_scale(spec, scales, r * per_row + g);
+          const std::int64_t at = (first_row + r) * per_row + g;
+          double err = 0, allowed = budget.max_scale_ulp;
+          const bool usable = spec.scaling == Scaling::mx ? !std::isnan(got) : std::isfinite(got) && got >= 0;
+          if (std::isnan(exact)) {
+            err = std::isnan(got) || spec.scaling == Scaling::mx ? 0 : (std::isfinite(got) ? kInf : 0);  // NaN row
+          } else if (!usable) {
+            err = kInf;
+          } else if (zero) {
+            err = spec.scaling == Scaling::mx || got > 0 ? 0 : kInf;
+          } else if (spec.scaling == Scaling::mx) {
+            err = std::fabs(got - exact);
+          } else {
+            err = ulp_distance(f32, got, exact);
+          }
+          if (allowed < 0) {
+            const double from_x = rq.scale_from_x(g);
+            allowed = spec.scaling == Scaling::mx ? std::fabs(from_x - exact)
+                                                  : kScaleSlack + (std::isnan(exact) ? 0 : ulp_distance(f32, from_x, exact));
+          }
+          part.scales++;
+          part.zero_groups += zero;
+          part.scale_nonfinite_mismatches += std::isinf(err);
+          if (!(err <= allowed)) part.scales_over_budget++;
+          if (err > part.scale_max_ulp || part.scale_max_index < 0)
+            part.scale_max_ulp = err, part.scale_max_index = at, part.scale_max_got = got, part.scale_max_exact = exact;
+          s = usable ? got : exact;
+        }
+        const double sv = scale_value(spec, s);
+        for (std::int64_t i = g * G; i < (g + 1) * G; ++i) {
+          const std::int64_t at = (first_row + r) * n + i;
+          const std::uint8_t code = q[r * n + i];
+          double err = 0, target = kNaN, allowed = budget.max_q_ulp;
+          bool exact_code = false;
+          if (!rq.finite(i) || std::isnan(sv)) {  // no real answer: the fp8 NaN (int8 has none: not gated)
+            exact_code = !is_fp8(f) || code_is_nan(f, code);
+            err = exact_code ? 0 : kInf;
+            if (allowed < 0) allowed = 0.5;
+          } else {
+            bool neg_zero = false;
+            const std::int64_t k = rq.q_ordinal(i, sv, neg_zero);
+            const double t = sv == 0 ? (rq.approx(i) > 0 ? kInf : rq.approx(i) < 0 ? -kInf : 0) : rq.approx(i) / sv;
+            target = std::clamp(t, lo, hi);
+            // Saturation decided it: y*/s at or past the midpoint beyond the largest value (where an unbounded
+            // format would round past it); a dynamic scale's amax element sits at ±qmax and is not counted.
+            part.saturated += t >= hi + quantum_at(f, hi) / 2 || t <= lo - quantum_at(f, lo) / 2;
+            const double got = decode(f, code);
+            const double quantum = quantum_at(f, target);
+            if (!std::isfinite(got)) {
+              err = kInf;
+            } else {
+              err = std::fabs(got - target) / quantum;
+              exact_code = ordinal_of_code(f, code) == k;
+            }
+            if (allowed < 0) {
+              const double xv = rq.value_x(i);
+              const double tx = sv == 0 ? t : std::clamp(xv / sv, lo, hi);
+              allowed = 0.5 + (std::isfinite(xv) ? std::fabs(tx - target) / quantum : 0) + kRecipeSlack;
+            }
+          }
+          part.elements++;
+          part.correctly_rounded += exact_code;
+          if (std::isinf(err)) part.nonfinite_mismatches++;
+          else part.max_finite_ulp = std::max(part.max_finite_ulp, err);
+          if (!(err <= allowed)) part.over_budget++;
+          if (err > part.max_ulp || part.max_ulp_index < 0)
+            part.max_ulp = err, part.max_ulp_index = at, part.max_ulp_got = decode(f, code), part.max_ulp_target = target;
+          if (err - allowed > part.worst_excess)
+            part.worst_excess = err - allowed, part.worst_excess_index = at, part.worst_excess_allowed = allowed;
+        }
+      }
+    }
+  });
+  QuantSummary out;
+  for (const QuantSummary& part : parts) out.merge(part);
+  return out;
+}
+
+}  // namespace lnorm

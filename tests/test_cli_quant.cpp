@@ -1,0 +1,128 @@
+// `lnorm reference --quant` and `lnorm check --quant` (docs/cli.md "Quantized outputs"): the exact q and scales
+// written as .npy ('|u1' fp8 bit patterns and E8M0, '|i1' int8, '<f4' scales), gated by check with JSON `q` and
+// `scales` objects; a candidate one quantum off or with a wrong scale fails; every misuse is refused by name.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli_support.hpp"
+#include "lnorm/npy.hpp"
+
+using namespace lnorm;
+using namespace lnorm::testing;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// 4 rows x 256 of smooth values with one big element per row (the amax, so dynamic scales matter).
+void save_x(const std::string& path) {
+  std::vector<float> x(4 * 256);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i)) * (i % 256 == 17 ? 9.0f : 1.0f);
+  io::save(path, "<f4", {4, 256}, x.data());
+}
+
+std::vector<std::uint8_t> read_bytes(const std::string& path) {
+  io::NpyReader r(path);
+  std::vector<std::uint8_t> v(static_cast<std::size_t>(r.header().elements) * r.header().item_size);
+  r.read(0, r.header().elements, v.data());
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("reference --quant writes the exact q and scales, and check passes them at 100% correctly rounded (CLI)", "[cli][quant]") {
+  TempDir t;
+  save_x(t / "x.npy");
+  const std::string x = " --op rmsnorm --x " + (t / "x.npy");
+  for (const std::string& fs : {std::string("fp8_e4m3 --scaling row"), std::string("int8 --scaling group:64"),
+                                std::string("fp8_e5m2 --scaling mx"), std::string("fp8_e4m3 --scaling tensor --scale 0.0078125")}) {
+    INFO(fs);
+    const bool dynamic = fs.find("tensor") == std::string::npos;
+    const std::string scales = dynamic ? " --scales " + (t / "s.npy") : "";
+    REQUIRE(cli("reference" + x + " --quant " + fs + " --q " + (t / "q.npy") + scales).code == 0);
+    io::NpyReader q(t / "q.npy");
+    CHECK(q.header().descr == (fs.rfind("int8", 0) == 0 ? "|i1" : "|u1"));
+    CHECK(q.header().shape == std::vector<std::int64_t>{4, 256});
+    if (dynamic) {
+      io::NpyReader s(t / "s.npy");
+      CHECK(s.header().descr == (fs.find("mx") != std::string::npos ? "|u1" : "<f4"));
+      const std::int64_t groups = fs.find("row") != std::string::npos ? 1 : fs.find("group:64") != std::string::npos ? 4 : 8;
+      CHECK(s.header().shape == std::vector<std::int64_t>{4, groups});
+    }
+    const Result r = cli("check" + x + " --quant " + fs + " --q " + (t / "q.npy") + scales + " --json " + (t / "r.json"));
+    INFO(r.out);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, Contains("PASS  q "));
+    const auto j = load_json(t / "r.json");
+    CHECK(j["pass"] == true);
+    CHECK(j["q"]["correctly_rounded"].get<double>() == 1.0);
+    CHECK(j["q"]["max_ulp"].get<double>() <= 0.5);
+    CHECK(j["q"]["nonfinite_mismatches"] == 0);
+    CHECK(j["q"].contains("saturated"));
+    CHECK(j["q"]["pass"] == true);
+    CHECK(j.contains("scales") == dynamic);
+    if (dynamic) CHECK(j["scales"]["max_ulp"].get<double>() == 0);
+  }
+}
+
+TEST_CASE("check --quant: one quantum off, or a scale 2^-8 off, fails with its output named (CLI)", "[cli][quant]") {
+  TempDir t;
+  save_x(t / "x.npy");
+  const std::string x = " --op rmsnorm --x " + (t / "x.npy") + " --quant fp8_e4m3 --scaling row";
+  REQUIRE(cli("reference" + x + " --q " + (t / "q.npy") + " --scales " + (t / "s.npy")).code == 0);
+  std::vector<std::uint8_t> q = read_bytes(t / "q.npy");
+  for (std::uint8_t& c : q)
+    if ((c & 0x7f) > 8 && (c & 0x7f) < 0x7e) {
+      ++c;  // one quantum further from zero
+      break;
+    }
+  io::save(t / "q1.npy", "|u1", {4, 256}, q.data());
+  const Result off = cli("check" + x + " --q " + (t / "q1.npy") + " --scales " + (t / "s.npy") + " --json " + (t / "r.json"));
+  INFO(off.out);
+  CHECK(off.code == 1);
+  CHECK_THAT(off.out, Contains("FAIL  q fp8_e4m3/row max "));
+  CHECK_THAT(off.out, Contains("over budget 1 of 1024 elements"));
+  auto j = load_json(t / "r.json");
+  CHECK(j["q"]["max_ulp"].get<double>() > 0.5);
+  CHECK(j["q"]["correctly_rounded"].get<double>() == Approx(1023.0 / 1024));
+  CHECK(j["q"]["pass"] == false);
+  CHECK(j["scales"]["pass"] == true);
+  CHECK(j["pass"] == false);
+  // The same q with scales 2^-8 off: q's metric uses the candidate's scales, and the scales fail.
+  std::vector<std::uint8_t> s = read_bytes(t / "s.npy");
+  std::vector<float> sf(s.size() / 4);
+  std::memcpy(sf.data(), s.data(), s.size());
+  for (float& v : sf) v = static_cast<float>(v * (1 + 0x1p-8));
+  io::save(t / "s1.npy", "<f4", {4, 1}, sf.data());
+  const Result bad = cli("check" + x + " --q " + (t / "q.npy") + " --scales " + (t / "s1.npy") + " --json " + (t / "r.json"));
+  INFO(bad.out);
+  CHECK(bad.code == 1);
+  j = load_json(t / "r.json");
+  CHECK(j["scales"]["pass"] == false);
+  CHECK(j["scales"]["max_ulp"].get<double>() > 1000);
+}
+
+TEST_CASE("quant flags: every misuse is refused by name and nothing is written (CLI)", "[cli][quant][bad_input]") {
+  TempDir t;
+  save_x(t / "x.npy");
+  const std::string ref = "reference --op rmsnorm --x " + (t / "x.npy") + " --q " + (t / "q.npy");
+  expect_refused(t, ref + " --quant fp8_e4m3", "--scale S");                       // tensor needs its scale
+  expect_refused(t, ref + " --quant fp8_e4m3 --scaling row --scale 0.5", "--scale is tensor scaling's");
+  expect_refused(t, ref + " --quant int8 --scaling mx", "mx scaling takes fp8_e4m3 or fp8_e5m2");
+  expect_refused(t, ref + " --quant fp8_e4m3 --scaling group:96", "groups of 96 do not divide the row of 256");
+  expect_refused(t, ref + " --quant fp8_e4m3 --scaling group:0", "--scaling group:0");
+  expect_refused(t, ref + " --quant fp9 --scale 1", "--quant fp9: expected fp8_e4m3, fp8_e5m2 or int8");
+  expect_refused(t, ref + " --quant int8 --scale 0.1", "not an f32 value");
+  expect_refused(t, ref + " --quant int8 --scale -1", "finite f32 greater than 0");
+  expect_refused(t, "reference --x " + (t / "x.npy") + " --quant int8 --scale 1", "--q is required");
+  expect_refused(t, "reference --x " + (t / "x.npy") + " --y " + (t / "y.npy") + " --scale 1", "--scale: needs --quant");
+  // check: the candidate's scales are required for dynamic scaling, and q's dtype must be the format's.
+  REQUIRE(cli(ref + " --quant int8 --scaling row --scales " + (t / "s.npy")).code == 0);
+  const std::string chk = "check --op rmsnorm --x " + (t / "x.npy") + " --q " + (t / "q.npy");
+  expect_refused(t, chk + " --quant int8 --scaling row", "--scales is required with row scaling");
+  expect_refused(t, chk + " --quant fp8_e4m3 --scaling row --scales " + (t / "s.npy"), "holds '|i1' but fp8_e4m3 is stored as '|u1'");
+  expect_refused(t, chk + " --quant int8 --scaling row --scales " + (t / "s.npy") + " --y " + (t / "q.npy"), "--y: not measured with --quant");
+}
