@@ -148,7 +148,10 @@ class RowQuantizer {
 };
 
 // A scale as the multiplier s of its group: f32 value or 2^X.
-double scale_value(const QuantSpec& spec, double stored) { return spec.scaling == Scaling::mx ? std::ldexp(1.0, static_cast<int>(stored)) : stored; }
+// (mx's NaN exponent, code 255, stays NaN: converting it to int would be undefined.)
+double scale_value(const QuantSpec& spec, double stored) {
+  return spec.scaling == Scaling::mx && !std::isnan(stored) ? std::ldexp(1.0, static_cast<int>(stored)) : stored;
+}
 
 // Candidate scales as stored (f32, or E8M0 codes for mx) → value (f32) or X (mx; NaN for code 255).
 double stored_scale(const QuantSpec& spec, const void* scales, std::int64_t at) {
@@ -193,7 +196,10 @@ void quantize_reference(const Problem& p, const QuantSpec& spec, const void* x, 
         for (std::int64_t i = g * G; i < (g + 1) * G; ++i) {
           bool neg_zero = false;
           std::uint8_t code = encode(spec.format, kNaN);  // a NaN y* (or NaN scale): the fp8 NaN, int8 0
-          if (rq.finite(i) && !std::isnan(s)) code = code_of_ordinal(spec.format, rq.q_ordinal(i, s, neg_zero), neg_zero);
+          if (rq.finite(i) && !std::isnan(s)) {
+            const std::int64_t k = rq.q_ordinal(i, s, neg_zero);  // first: it sets neg_zero
+            code = code_of_ordinal(spec.format, k, neg_zero);
+          }
           q[r * n + i] = code;
         }
       }
@@ -256,7 +262,7 @@ QuantSummary measure_quantized(const Problem& p, const QuantSpec& spec, const vo
           }
           if (allowed < 0) {
             const double from_x = rq.scale_from_x(g);
-            allowed = spec.scaling == Scaling::mx ? std::fabs(from_x - exact)
+            allowed = spec.scaling == Scaling::mx ? (std::isnan(exact) ? 0 : std::fabs(from_x - exact))
                                                   : kScaleSlack + (std::isnan(exact) ? 0 : ulp_distance(f32, from_x, exact));
           }
           part.scales++;
