@@ -9,7 +9,8 @@
 namespace lnorm::cli {
 
 void add_list(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("list", "List the kernels, their dtypes, whether they run here, and the ops they implement");
+  auto* cmd = app.add_subcommand("list", "List the kernels, their dtypes, whether they run here, the ops they implement and "
+                                         "whether they write quantized outputs (--quant)");
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "Print JSON instead of a table");
   add_plugin_flag(cmd);
@@ -28,7 +29,7 @@ void add_list(CLI::App& app, int& exit_code) {
       ops_width = std::max(ops_width, len);
     }
     const int ow = static_cast<int>(ops_width);
-    if (!*json) std::printf("%-*s %-18s %-10s %-*s %s\n", w, "kernel", "dtypes", "available", ow, "ops", "summary");
+    if (!*json) std::printf("%-*s %-18s %-10s %-*s %-9s %s\n", w, "kernel", "dtypes", "available", ow, "ops", "quantized", "summary");
     for (const KernelInfo& k : registry()) {
       std::string ops_text;
       nlohmann::json ops = nlohmann::json::array();
@@ -49,14 +50,19 @@ void add_list(CLI::App& app, int& exit_code) {
         per_dtype[std::string(name(d))] = why ? nlohmann::json(*why) : nlohmann::json(nullptr);
         if (why && !reason) reason = why;
       }
+      // The quantized epilogue (lnorm/quant.hpp): every format and scaling, on each forward op it implements.
+      const bool quant = k.takes.epilogues.contains(Epilogue::quantized);
+      nlohmann::json quantized = nullptr;
+      if (quant)
+        quantized = {{"formats", {"fp8_e4m3", "fp8_e5m2", "int8"}}, {"scalings", {"tensor", "row", "group:G", "mx"}}};
       if (*json) {
-        out.push_back({{"name", k.name}, {"summary", k.summary}, {"dtypes", per_dtype}, {"ops", ops},
+        out.push_back({{"name", k.name}, {"summary", k.summary}, {"dtypes", per_dtype}, {"ops", ops}, {"quantized", quantized},
                        {"available", !reason.has_value()}, {"cautionary", k.cautionary},
                        {"plugin", plugin_path_of(k) ? nlohmann::json(*plugin_path_of(k)) : nlohmann::json(nullptr)},
                        {"unavailable_reason", reason ? nlohmann::json(*reason) : nlohmann::json(nullptr)}});
       } else {
-        std::printf("%-*s %-18s %-10s %-*s %s%s\n", w, std::string(k.name).c_str(), dtypes.c_str(),
-                    reason ? "no" : "yes", ow, ops_text.c_str(), std::string(k.summary).c_str(),
+        std::printf("%-*s %-18s %-10s %-*s %-9s %s%s\n", w, std::string(k.name).c_str(), dtypes.c_str(),
+                    reason ? "no" : "yes", ow, ops_text.c_str(), quant ? "fp8,int8" : "-", std::string(k.summary).c_str(),
                     reason ? (" [" + *reason + "]").c_str() : "");
       }
     }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lnorm/npy.hpp"
+#include "lnorm/kernel.hpp"
 #include "lnorm/reference.hpp"
 
 namespace lnorm::cli {
@@ -94,14 +95,21 @@ void refuse_quant_flags_without_quant(const QuantFlags& f) {
   if (f.budget.max_q_ulp >= 0 || f.budget.max_scale_ulp >= 0) throw InputError("--max-q-ulp/--max-scale-ulp: need --quant");
 }
 
-int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const std::string& y_path) {
-  if (f.q.empty()) throw InputError("--q is required with --quant (the exact quantized output's file)");
+int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const std::string& y_path, const KernelInfo* kernel) {
+  if (f.q.empty()) throw InputError(std::string("--q is required with --quant (the ") + (kernel ? "kernel's" : "exact") + " quantized output's file)");
+  if (kernel && !y_path.empty()) throw InputError("--y: a kernel with --quant writes q (and its scales), not y");
   const bool dynamic_scales = f.scaling != "tensor";
   if (!f.scales.empty() && !dynamic_scales) throw InputError("--scales: tensor scaling has one given scale (--scale), no file");
   check_outputs({{f.q, "--q"}, {f.scales, "--scales"}, {y_path, "--y"}},
                 {problem.x, problem.gamma, problem.beta, problem.residual});
   QuantSetup s = setup(problem, f);
   const Problem& p = s.in.problem;
+  Problem kp;  // the kernel's problem: the op with the quantized epilogue
+  if (kernel) {
+    kp = set_quant(p, s.spec);
+    if (const auto why = unavailable_reason(*kernel, kp))
+      throw InputError("--kernel " + std::string(kernel->name) + ": cannot run here: " + *why);
+  }
   io::NpyWriter q(f.q, q_descr(s.spec.format), s.in.shape);
   std::optional<io::NpyWriter> scales, y;
   if (!f.scales.empty()) scales.emplace(f.scales, scales_descr(s.spec), s.scales_shape);
@@ -109,7 +117,7 @@ int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const 
   const std::size_t es = size_of(p.dtype), hs = size_of(p.residual_dtype);
   const std::int64_t per_row = s.spec.scales_per_row(p.cols);
   const std::int64_t chunk = rows_per_chunk(p.cols, es);
-  std::vector<std::byte> xbuf, resbuf, ybuf, sbuf;
+  std::vector<std::byte> xbuf, resbuf, ybuf, sbuf, hbuf;
   std::vector<std::uint8_t> qbuf;
   for (std::int64_t r0 = 0; r0 < p.rows; r0 += chunk) {
     const std::int64_t nr = std::min(chunk, p.rows - r0);
@@ -122,10 +130,24 @@ int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const 
     qbuf.resize(static_cast<std::size_t>(nr * p.cols));
     sbuf.resize(static_cast<std::size_t>(nr * per_row) * scale_size(s.spec));
     ybuf.resize(y ? xbuf.size() : 0);
-    quantize_reference(p, s.spec, xbuf.data(), s.in.residual ? resbuf.data() : nullptr,
-                       s.in.gamma_data.empty() ? nullptr : s.in.gamma_data.data(),
-                       s.in.beta_data.empty() ? nullptr : s.in.beta_data.data(), nr, p.threads, qbuf.data(),
-                       per_row ? sbuf.data() : nullptr, y ? ybuf.data() : nullptr);
+    const void* gamma = s.in.gamma_data.empty() ? nullptr : s.in.gamma_data.data();
+    const void* beta = s.in.beta_data.empty() ? nullptr : s.in.beta_data.data();
+    if (kernel) {
+      Problem part = kp;
+      part.rows = nr;
+      Tensors t{xbuf.data(), gamma, beta};
+      if (s.in.residual) {
+        hbuf.resize(resbuf.size());
+        t.residual = resbuf.data();
+        t.h = hbuf.data();
+      }
+      t.q = qbuf.data();
+      t.scales = per_row ? sbuf.data() : nullptr;
+      kernel->run(part, t);
+    } else {
+      quantize_reference(p, s.spec, xbuf.data(), s.in.residual ? resbuf.data() : nullptr, gamma, beta, nr, p.threads,
+                         qbuf.data(), per_row ? sbuf.data() : nullptr, y ? ybuf.data() : nullptr);
+    }
     q.write(qbuf.data(), qbuf.size());
     if (scales) scales->write(sbuf.data(), sbuf.size());
     if (y) y->write(ybuf.data(), ybuf.size());

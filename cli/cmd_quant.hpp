@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "inputs.hpp"
+#include "lnorm/kernel.hpp"
 #include "lnorm/quantize.hpp"
 
 namespace lnorm::cli {
@@ -27,8 +28,10 @@ bool quant_asked(const QuantFlags& f);
 // Refuses quantization flags given without --quant (each names itself).
 void refuse_quant_flags_without_quant(const QuantFlags& f);
 
-// `reference --quant`: the exact q (and scales; y too when y_path is given).
-int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const std::string& y_path);
+// `reference --quant`: the exact q (and scales; y too when y_path is given); `run --kernel K --quant` (kernel
+// given): the kernel's q and scales (its op with the quantized epilogue: lnorm/problem.hpp set_quant).
+int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const std::string& y_path,
+                        const KernelInfo* kernel = nullptr);
 // `check --quant`: the candidate's q (and scales) against the exact answer; JSON to json_path when given.
 int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std::string& json_path);
 

@@ -21,7 +21,7 @@ struct RunFlags {
   ProblemFlags problem;
   std::string kernel, y, mean, rstd, h;
   BackwardFlags bwd;
-  QuantFlags quant;  // reference only, so far
+  QuantFlags quant;  // --quant: q (and scales) instead of y
 };
 
 // --dir fwd's outputs: --y is required there (CLI11 cannot say "required unless --dir bwd").
@@ -121,12 +121,21 @@ void add_run(CLI::App& app, int& exit_code) {
       ->default_val(1);
   add_plugin_flag(cmd);
   add_backward_flags(*cmd, f->bwd, false);
+  add_quant_flags(*cmd, f->quant, false);
   cmd->callback([f, &exit_code] {
     if (backward_asked(f->bwd)) {
+      if (quant_asked(f->quant)) throw InputError("--quant: a forward output (--dir bwd writes --dx, --dgamma, --dbeta)");
       refuse_forward_outputs(*f);
       exit_code = run_backward_kernel(f->problem, f->bwd, kernel_flag(f->kernel));
       return;
     }
+    if (quant_asked(f->quant)) {
+      for (const auto& [v, flag] : {std::pair{f->mean, "--mean"}, {f->rstd, "--rstd"}, {f->h, "--h"}})
+        if (!v.empty()) throw InputError(std::string(flag) + ": not written with --quant yet (run without --quant for it)");
+      exit_code = run_quant_reference(f->problem, f->quant, f->y, &kernel_flag(f->kernel));
+      return;
+    }
+    refuse_quant_flags_without_quant(f->quant);
     require_forward_output(*f);
     exit_code = run_problem(*f, &kernel_flag(f->kernel));
   });

@@ -68,4 +68,13 @@ Problem set_residual(Problem p, DType residual_dtype) {
   return p;
 }
 
+Problem set_quant(Problem p, const QuantSpec& spec) {
+  if (p.op.direction != Direction::fwd) throw std::invalid_argument("a quantized output is a forward's (the backward has none)");
+  if (p.dtype == DType::f64) throw std::invalid_argument("quantized outputs take f32, f16 or bf16 x (their scales are f32)");
+  if (const std::string why = quant_spec_error(spec, p.cols); !why.empty()) throw std::invalid_argument(why);
+  p.op.epilogue = Epilogue::quantized;
+  p.quant = spec;
+  return p;
+}
+
 }  // namespace lnorm

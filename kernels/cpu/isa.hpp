@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "lnorm/problem.hpp"
+#include "quant_epilogue.hpp"  // the body's quantized epilogue (declared only: defined in a generic TU)
 
 namespace lnorm::cpu {
 
@@ -15,6 +16,7 @@ namespace lnorm::cpu {
 struct Staged {
   const float* gamma = nullptr;
   const float* beta = nullptr;
+  float* y_row = nullptr;  // the quantized epilogue's row of f32 y (cols floats; one per row range), else null
 };
 // The correctly rounded kernels' parameters (lnorm/params.hpp stage_params_exact): w = C + gamma as w_hi
 // (gamma) + w_lo (gamma_lo, null when every w fits one f64) and beta, in f64, cols each; null when absent.

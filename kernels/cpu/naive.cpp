@@ -35,7 +35,8 @@ struct TwoPassStats {
 
 const KernelInfo kNaive{
     "naive", "scalar textbook: two-pass mean and centred variance (RMSNorm: sum of squares); sequential f32 sums (f64 for f64); backward from the saved statistics",
-    {.dtypes = kScalarDTypes, .forward_norms = kBothNorms, .backward_norms = kBothNorms, .prologues = kWithAdd, .f32_residual = true},
+    {.dtypes = kScalarDTypes, .forward_norms = kBothNorms, .backward_norms = kBothNorms, .prologues = kWithAdd,
+     .epilogues = kWithQuant, .f32_residual = true},
     &run_scalar<TwoPassStats>, &naive_backward};
 
 }  // namespace lnorm::cpu

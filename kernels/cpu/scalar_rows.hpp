@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "lnorm/half.hpp"
 #include "lnorm/params.hpp"
+#include "quant_epilogue.hpp"
 #include "row_split.hpp"
 #include "lnorm/problem.hpp"
 
@@ -51,9 +53,18 @@ void normalize_range(const Problem& p, const Tensors& t, StatsFn stats, const Ac
   A* rstd_out = static_cast<A*>(t.rstd);
   const A eps = static_cast<A>(p.eps);
   const std::int64_t n = p.cols;
+  // The quantized epilogue: the row's f32 y is kept here, then quantized (quant_epilogue.hpp); y is not written.
+  const bool quantized = p.op.epilogue == Epilogue::quantized;
+  thread_local std::vector<A> row_y;
+  if (quantized) row_y.resize(static_cast<std::size_t>(n));
+  const auto finish_row = [&](std::int64_t r) {
+    if constexpr (std::is_same_v<A, float>) {
+      if (quantized) quantize_row(p.quant, row_y.data(), n, static_cast<std::uint8_t*>(t.q) + r * n, t.scales, r);
+    }
+  };
   for (std::int64_t r = begin; r < end; ++r) {
     const TIn* xr = x + r * n;
-    T* yr = y + r * n;
+    T* yr = quantized ? nullptr : y + r * n;
     const RowStats<TIn> s = stats(xr, n, is_centred);
     const A eps_scaled = s.scale == A(1) ? eps : eps * s.scale * s.scale;
     // A NaN or Inf in the row reaches the mean or the variance; DESIGN says the whole row is NaN
@@ -73,15 +84,18 @@ void normalize_range(const Problem& p, const Tensors& t, StatsFn stats, const Ac
     if (rstd_out) rstd_out[r] = eps_overflows ? rstd_unscaled : rstd * s.scale;
     if (poisoned) {  // one NaN for the whole row: its bits do not depend on which operations met it
       for (std::int64_t i = 0; i < n; ++i) {
-        if constexpr (std::is_same_v<T, double>) yr[i] = rstd;
+        if (quantized) row_y[static_cast<std::size_t>(i)] = rstd;
+        else if constexpr (std::is_same_v<T, double>) yr[i] = rstd;
         else yr[i] = from_float<T>(rstd);
       }
+      finish_row(r);
       continue;
     }
     const auto store = [&](std::int64_t i, A v) {
       if (gamma) v *= gamma[i];
       if (beta) v += beta[i];
-      if constexpr (std::is_same_v<T, double>) yr[i] = v;
+      if (quantized) row_y[static_cast<std::size_t>(i)] = v;
+      else if constexpr (std::is_same_v<T, double>) yr[i] = v;
       else yr[i] = from_float<T>(v);
     };
     // An RMSNorm row scaled down (values near overflow) puts its small elements' x·scale among A's subnormals,
@@ -95,12 +109,14 @@ void normalize_range(const Problem& p, const Tensors& t, StatsFn stats, const Ac
         const A xv = static_cast<A>(to_float(xr[i])), xs = xv * s.scale;
         store(i, std::abs(xs) < kMinNormal ? (xv * rstd_y) * s.scale : xs * rstd_y);
       }
+      finish_row(r);
       continue;
     }
     for (std::int64_t i = 0; i < n; ++i) {
       const A d = (static_cast<A>(to_float(xr[i])) * s.scale - s.shift_scaled) - s.mean_from_shift;
       store(i, (d * rstd_y) * unscale);
     }
+    finish_row(r);
   }
 }
 

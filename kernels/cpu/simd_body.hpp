@@ -310,10 +310,14 @@ void normalize_row(const typename X::Bits* x, const typename Gs::Bits* gamma, co
   if (i < n) masked_at(i, n - i);
 }
 
-template <class V, class X, class T, class Gs, bool G, bool B, bool NT>
+// Q: the quantized epilogue. Each row's y is formed in f32 (T = F32) into q_row (cols floats, the generic
+// driver's: Staged::y_row), in cache, and quantize_row (quant_epilogue.hpp) writes its q and scales; y itself
+// is not written.
+template <class V, class X, class T, class Gs, bool G, bool B, bool NT, bool Q = false>
 void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end,
-                const typename Gs::Bits* gamma, const typename Gs::Bits* beta) {
+                const typename Gs::Bits* gamma, const typename Gs::Bits* beta, float* q_row) {
   using XBits = typename X::Bits;
+  static_assert(!Q || (std::is_same_v<T, F32> && !NT));
   const XBits* x = static_cast<const XBits*>(t.x);
   typename T::Bits* y = static_cast<typename T::Bits*>(t.y);
   float* mean = static_cast<float*>(t.mean);
@@ -335,7 +339,7 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
     if (mean) mean[row] = s.m + s.mean_lo;
     if (rstd) rstd[row] = s.rstd;
     const XBits* ahead = row + kAhead < end ? xr + kAhead * n : xr;
-    typename T::Bits* yr = y + row * n;
+    typename T::Bits* yr = Q ? reinterpret_cast<typename T::Bits*>(q_row) : y + row * n;
     const bool nt = NT && head_to_align(yr, 64) >= 0;
     if (is_centred) {
       if (nt) normalize_row<V, X, T, Gs, G, B, NT, true>(xr, gamma, beta, yr, n, s, ahead);
@@ -344,17 +348,20 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
       if (nt) normalize_row<V, X, T, Gs, G, B, NT, false>(xr, gamma, beta, yr, n, s, ahead);
       else normalize_row<V, X, T, Gs, G, B, false, false>(xr, gamma, beta, yr, n, s, ahead);
     }
+    if constexpr (Q) ::lnorm::cpu::quantize_row(p.quant, q_row, n, static_cast<std::uint8_t*>(t.q) + row * n, t.scales, row);
   }
   if (NT) V::sfence();
 }
 
-template <class V, class X, class T, class Gs, bool NT>
+// Q: y in f32, quantized (rows_typed); T stays x's storage for gamma and beta.
+template <class V, class X, class T, class Gs, bool NT, bool Q>
 void rows_nt(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const typename Gs::Bits* gamma,
-             const typename Gs::Bits* beta) {
-  if (p.has_gamma && p.has_beta) rows_typed<V, X, T, Gs, true, true, NT>(p, t, begin, end, gamma, beta);
-  else if (p.has_gamma) rows_typed<V, X, T, Gs, true, false, NT>(p, t, begin, end, gamma, beta);
-  else if (p.has_beta) rows_typed<V, X, T, Gs, false, true, NT>(p, t, begin, end, gamma, beta);
-  else rows_typed<V, X, T, Gs, false, false, NT>(p, t, begin, end, gamma, beta);
+             const typename Gs::Bits* beta, float* q_row) {
+  using Y = std::conditional_t<Q, F32, T>;
+  if (p.has_gamma && p.has_beta) rows_typed<V, X, Y, Gs, true, true, NT, Q>(p, t, begin, end, gamma, beta, q_row);
+  else if (p.has_gamma) rows_typed<V, X, Y, Gs, true, false, NT, Q>(p, t, begin, end, gamma, beta, q_row);
+  else if (p.has_beta) rows_typed<V, X, Y, Gs, false, true, NT, Q>(p, t, begin, end, gamma, beta, q_row);
+  else rows_typed<V, X, Y, Gs, false, false, NT, Q>(p, t, begin, end, gamma, beta, q_row);
 }
 
 // 16-bit rows up to kWideMax long get gamma and beta widened to f32 once per call, on the stack (2 x 16
@@ -362,11 +369,11 @@ void rows_nt(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_
 // per 16 elements. Widening is exact, so y's bits are the same (docs/performance.md has the speed-up).
 constexpr std::int64_t kWideMax = 4096;
 
-template <class V, class X, class T, bool NT>
+template <class V, class X, class T, bool NT, bool Q = false>
 void rows_wide(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged& staged) {
   using Bits = typename T::Bits;
   // Staged by the generic driver (f32 gamma/beta beside 16-bit x, or an offset: w = C + gamma in f32).
-  if (staged.gamma || staged.beta) return rows_nt<V, X, T, F32, NT>(p, t, begin, end, staged.gamma, staged.beta);
+  if (staged.gamma || staged.beta) return rows_nt<V, X, T, F32, NT, Q>(p, t, begin, end, staged.gamma, staged.beta, staged.y_row);
   const Bits* gamma = static_cast<const Bits*>(t.gamma);
   const Bits* beta = static_cast<const Bits*>(t.beta);
   const std::int64_t n = p.cols;
@@ -384,16 +391,22 @@ void rows_wide(const Problem& p, const Tensors& t, std::int64_t begin, std::int6
       };
       if (p.has_gamma) widen(gamma, g32);
       if (p.has_beta) widen(beta, b32);
-      return rows_nt<V, X, T, F32, NT>(p, t, begin, end, g32, b32);
+      return rows_nt<V, X, T, F32, NT, Q>(p, t, begin, end, g32, b32, staged.y_row);
     }
   }
-  rows_nt<V, X, T, T, NT>(p, t, begin, end, gamma, beta);
+  rows_nt<V, X, T, T, NT, Q>(p, t, begin, end, gamma, beta, staged.y_row);
 }
 
 // Rows [begin, end) of p, y in storage type T; x in T, or f32 where the rows are Add & Norm's f32 h beside
 // 16-bit y (input_dtype(p)).
 template <class V, class T>
 void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged& staged) {
+  if (p.op.epilogue == Epilogue::quantized) {  // y in f32, in cache, then q (rows_typed's Q)
+    if constexpr (!std::is_same_v<T, F32>) {
+      if (input_dtype(p) == DType::f32) return rows_wide<V, F32, T, false, true>(p, t, begin, end, staged);
+    }
+    return rows_wide<V, T, T, false, true>(p, t, begin, end, staged);
+  }
   const bool nt = p.elements() * static_cast<std::int64_t>(sizeof(typename T::Bits)) > kStreamBytes;
   if constexpr (!std::is_same_v<T, F32>) {
     if (input_dtype(p) == DType::f32) {

@@ -6,6 +6,7 @@
 #include <cpuid.h>
 
 #include <atomic>
+#include <vector>
 
 #include "backward.hpp"
 #include "isa.hpp"
@@ -38,7 +39,13 @@ void staged_forward(const Problem& p, const Tensors& t, RowsFn rows) {
   StagedParams<float> staged;
   if (!params_in_place(p)) staged = stage_params<float>(p, t);
   const Staged s{staged.gamma(), staged.beta()};
-  split_rows(p, [&](std::int64_t begin, std::int64_t end) { rows(p, t, begin, end, s); });
+  split_rows(p, [&](std::int64_t begin, std::int64_t end) {
+    if (p.op.epilogue != Epilogue::quantized) return rows(p, t, begin, end, s);
+    std::vector<float> y_row(static_cast<std::size_t>(p.cols));  // each range's own (simd_body.hpp rows_typed's Q)
+    Staged with_row = s;
+    with_row.y_row = y_row.data();
+    rows(p, t, begin, end, with_row);
+  });
 }
 
 void avx2_forward(const Problem& p, const Tensors& t) { staged_forward(p, t, &avx2::rows); }
@@ -110,7 +117,7 @@ void avx512_cr_forward(const Problem& p, const Tensors& t) {
 constexpr DTypeSet kSimdDTypes{DType::f32, DType::f16, DType::bf16};
 // Add & Norm through the adaptor with the body's add; the residual (and h) in x's dtype or in f32 beside 16-bit x.
 constexpr Takes kFastTakes{.dtypes = kSimdDTypes, .forward_norms = kBothNorms, .backward_norms = kBothNorms,
-                           .prologues = kWithAdd, .f32_residual = true};
+                           .prologues = kWithAdd, .epilogues = kWithQuant, .f32_residual = true};
 constexpr Takes kCrTakes{.dtypes = kSimdDTypes, .forward_norms = kBothNorms, .prologues = kWithAdd, .f32_residual = true};
 
 }  // namespace

@@ -186,15 +186,22 @@ void welford_row(const Problem& p, const Tensors& t, std::int64_t row) {
   Problem one = p;
   one.rows = 1;
   one.threads = 1;
-  const Tensors t1{static_cast<const std::byte*>(t.x) + at * xs, t.gamma, t.beta, static_cast<std::byte*>(t.y) + at * es,
+  Tensors t1{static_cast<const std::byte*>(t.x) + at * xs, t.gamma, t.beta, static_cast<std::byte*>(t.y) + at * es,
                    t.mean ? static_cast<std::byte*>(t.mean) + static_cast<std::size_t>(row) * ss : nullptr,
                    t.rstd ? static_cast<std::byte*>(t.rstd) + static_cast<std::size_t>(row) * ss : nullptr};
+  if (p.op.epilogue == Epilogue::quantized) {  // the row's q and scales (y is not written)
+    t1.y = nullptr;
+    t1.q = static_cast<std::uint8_t*>(t.q) + at;
+    const std::size_t scale_bytes = p.quant.scales_are_e8m0() ? 1 : 4;
+    if (t.scales) t1.scales = static_cast<std::byte*>(t.scales) + static_cast<std::size_t>(row * p.quant.scales_per_row(p.cols)) * scale_bytes;
+  }
   run_scalar<WelfordStats>(one, t1);
 }
 
 const KernelInfo kWelford{
     "welford", "scalar careful: Welford updates in blocks of 32, Chan pairwise merge (RMSNorm: Neumaier-compensated sum of squares, range-scaled); f32 (f64 for f64); backward recomputes the statistics, in f64 (long double for f64)",
-    {.dtypes = kScalarDTypes, .forward_norms = kBothNorms, .backward_norms = kBothNorms, .prologues = kWithAdd, .f32_residual = true},
+    {.dtypes = kScalarDTypes, .forward_norms = kBothNorms, .backward_norms = kBothNorms, .prologues = kWithAdd,
+     .epilogues = kWithQuant, .f32_residual = true},
     &run_scalar<WelfordStats>, &careful_backward};
 
 }  // namespace lnorm::cpu

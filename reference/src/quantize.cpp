@@ -135,6 +135,18 @@ class RowQuantizer {
   }
 
   const RowReference& row() const { return row_; }
+  double metric_scale(std::int64_t i) const { return e(i).scale; }
+
+  // Group g's amax (to double precision) and the largest metric scale in it (QuantBudget's y error per element is
+  // (y_a + y_b·kappa) f32 ulps of that scale, so this bounds what it can move the amax by).
+  void group_extent(std::int64_t g, double& amax, double& scale) const {
+    const std::int64_t G = spec_.group_size(p_.cols), b = g * G;
+    amax = scale = 0;
+    for (std::int64_t i = b; i < b + G; ++i) {
+      amax = std::max(amax, std::fabs(approx(i)));
+      scale = std::max(scale, e(i).scale);
+    }
+  }
 
  private:
   const ElementReference& e(std::int64_t i) const { return elems_[static_cast<std::size_t>(i)]; }
@@ -264,6 +276,19 @@ QuantSummary measure_quantized(const Problem& p, const QuantSpec& spec, const vo
             const double from_x = rq.scale_from_x(g);
             allowed = spec.scaling == Scaling::mx ? (std::isnan(exact) ? 0 : std::fabs(from_x - exact))
                                                   : kScaleSlack + (std::isnan(exact) ? 0 : ulp_distance(f32, from_x, exact));
+            if ((budget.y_a > 0 || budget.y_b > 0) && !std::isnan(exact) && !zero) {
+              // The kernel's own y error E moves its amax by at most E: s by E/qmax (in f32 ulps of s*), or mx's
+              // exponent by one step where the amax lies within E of a power of two.
+              double amax = 0, mscale = 0;
+              rq.group_extent(g, amax, mscale);
+              const double E = (budget.y_a + budget.y_b * rq.row().kappa) * ulp_at(f32, mscale);
+              if (spec.scaling == Scaling::mx) {
+                const double p2 = std::ldexp(1.0, std::ilogb(amax));
+                allowed += (amax - p2 <= E || 2 * p2 - amax <= E) ? 1 : 0;
+              } else {
+                allowed += E / qmax(f) / ulp_at(f32, exact);
+              }
+            }
           }
           part.scales++;
           part.zero_groups += zero;
@@ -303,6 +328,10 @@ QuantSummary measure_quantized(const Problem& p, const QuantSpec& spec, const vo
               const double xv = rq.value_x(i);
               const double tx = sv == 0 ? t : std::clamp(xv / sv, lo, hi);
               allowed = 0.5 + (std::isfinite(xv) ? std::fabs(tx - target) / quantum : 0) + kRecipeSlack;
+              if (budget.y_a > 0 || budget.y_b > 0) {  // the kernel's own f32 y error, in quanta at y*/s
+                const double y_err = (budget.y_a + budget.y_b * rq.row().kappa) * ulp_at(f32, rq.metric_scale(i));
+                allowed += sv == 0 ? 0 : y_err / sv / quantum;
+              }
             }
           }
           part.elements++;

@@ -36,6 +36,7 @@ struct PartSet {  // a set of an op part's values (Prologue, Epilogue) as a bit 
 using PrologueSet = PartSet<Prologue>;
 using EpilogueSet = PartSet<Epilogue>;
 inline constexpr PrologueSet kWithAdd{Prologue::none, Prologue::residual_add};
+inline constexpr EpilogueSet kWithQuant{Epilogue::y_as_x, Epilogue::quantized};  // y, or q (lnorm/quant.hpp)
 
 // What a kernel takes, as data. Its forward computes every composition of forward_norms, prologues and
 // epilogues; its backward each of backward_norms.

@@ -4,7 +4,9 @@
 //              rmsnorm    y = x·rstd·(C + γ) (+ β when given), rstd = 1/sqrt(Σx²/n + eps) — no mean
 //   prologue   none | residual_add: h = x + residual rounded once to the residual's dtype (x's, or f32
 //              beside 16-bit x), written out; the norm then reads h as stored
-//   epilogue   y_as_x: y in x's dtype (the quantized outputs plug in here)
+//   epilogue   y_as_x: y in x's dtype | quantized: q = Q(y / s) in fp8/int8 with its scales instead of y
+//              (lnorm/quant.hpp; the format and scaling are the Problem's `quant`, not part of the op's name:
+//              a quantized forward is its table row's op with this epilogue)
 //   direction  fwd | bwd: from x, γ and the upstream dy, the exact gradients dx, dγ = Σ_rows dy·xhat,
 //              dβ = Σ_rows dy (lnorm/backward.hpp)
 //
@@ -23,7 +25,7 @@ namespace lnorm {
 
 enum class Norm : std::uint8_t { layernorm = 0, rmsnorm = 1 };
 enum class Prologue : std::uint8_t { none = 0, residual_add = 1 };
-enum class Epilogue : std::uint8_t { y_as_x = 0 };
+enum class Epilogue : std::uint8_t { y_as_x = 0, quantized = 1 };
 enum class Direction : std::uint8_t { fwd = 0, bwd = 1 };
 
 constexpr std::string_view name(Norm n) { return n == Norm::layernorm ? "layernorm" : "rmsnorm"; }
@@ -70,10 +72,21 @@ inline constexpr OpEntry kOpTable[] = {
     {Op::layernorm_bwd, "layernorm_bwd", 4}, {Op::rmsnorm_bwd, "rmsnorm_bwd", 5},
 };
 
+// The table row of an op: a forward with the quantized epilogue is its y_as_x row's op (same name and code);
+// the backward has no quantized form.
 constexpr const OpEntry* find_op(Op o) {
+  if (o.epilogue == Epilogue::quantized) {
+    if (o.direction != Direction::fwd) return nullptr;
+    o.epilogue = Epilogue::y_as_x;
+  }
   for (const OpEntry& e : kOpTable)
     if (e.op == o) return &e;
   return nullptr;
+}
+// The op with y quantized (Problem::quant says how).
+constexpr Op quantized(Op o) {
+  o.epilogue = Epilogue::quantized;
+  return o;
 }
 constexpr std::string_view name(Op o) {
   const OpEntry* e = find_op(o);

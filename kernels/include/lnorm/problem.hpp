@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "lnorm/op.hpp"
+#include "lnorm/quant.hpp"
 
 namespace lnorm {
 
@@ -74,6 +75,8 @@ struct Problem {
   // Add & Norm only: the storage of residual and h, x's dtype or f32 with f16/bf16 x (flash-attn's
   // residual_in_fp32). The norm reads h in this dtype; y keeps x's.
   DType residual_dtype = DType::f32;
+  // The quantized epilogue (op.epilogue == Epilogue::quantized) only: q's format and scaling (lnorm/quant.hpp).
+  QuantSpec quant{};
 
   std::int64_t elements() const { return rows * cols; }
 };
@@ -90,6 +93,9 @@ Problem set_params(Problem p, DType param_dtype, double gamma_offset);
 // Add & Norm's residual/h storage; throws std::invalid_argument as set_params does (and for an op
 // without the fused add).
 Problem set_residual(Problem p, DType residual_dtype);
+// The forward with y quantized (op.epilogue = quantized, quant = spec); throws std::invalid_argument for a
+// backward, f64 x, or a spec that does not fit the row (quant_spec_error).
+Problem set_quant(Problem p, const QuantSpec& spec);
 // "" when param_dtype may hold gamma/beta for x of dtype d; otherwise why not.
 std::string param_dtype_problem(DType d, DType param_dtype);
 // The storage of the rows the norm reads: h in residual_dtype when the op adds a residual first, else x in
@@ -104,6 +110,8 @@ constexpr DType input_dtype(const Problem& p) {
 //   null when absent. mean, rstd: rows elements of stats_dtype(problem.dtype), or null when not wanted
 //   (rmsnorm has no mean).
 //   residual (input) and h (output): Add & Norm only, rows*cols elements of problem.residual_dtype.
+//   q, scales: the quantized epilogue's outputs in place of y (y null): rows*cols codes (fp8 bit patterns or
+//   int8), and rows*quant.scales_per_row(cols) scales (f32, or E8M0 codes for mx; null for tensor scaling).
 //   dy, dx, dgamma, dbeta (backward) are for the op that follows.
 struct Tensors {
   const void* x = nullptr;
@@ -120,6 +128,8 @@ struct Tensors {
   void* dbeta = nullptr;
   const void* saved_mean = nullptr;
   const void* saved_rstd = nullptr;
+  void* q = nullptr;
+  void* scales = nullptr;
 };
 
 }  // namespace lnorm

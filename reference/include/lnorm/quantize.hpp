@@ -41,6 +41,11 @@ void quantize_reference(const Problem& problem, const QuantSpec& spec, const voi
 struct QuantBudget {
   double max_q_ulp = -1;      // < 0: the per-element default above
   double max_scale_ulp = -1;  // < 0: the per-group default above
+  // A kernel's own y error, added to the default q budget (verify: the kernel's f32 accuracy budget, since the
+  // CPU kernels quantize their f32 y): (y_a + y_b·kappa) scaled f32 ulps of the element's metric scale
+  // (reference.hpp output_scale), moved into quanta at y*/s. 0 for `check` (a framework's q is judged as a
+  // quantization of y*, with y rounded to x's dtype as the only allowance).
+  double y_a = 0, y_b = 0;
 };
 
 struct QuantSummary {

@@ -1,0 +1,28 @@
+// The CPU kernels' quantized epilogue (lnorm/quant.hpp): a row's y as the kernel formed it in f32 — before any
+// rounding to x's dtype — quantized by the problem's spec. What every CPU kernel computes, so their q differ only
+// where their f32 y does:
+//   tensor   q = Q(y / S)
+//   row, group:G
+//            s = f32(amax / qmax) per group (f32 amax of |y|, one f32 division); 1 for a group of zeros; NaN
+//            (and NaN codes) for a group holding a NaN
+//   mx       X = floor(log2 amax) − emax_elem clamped to [−127, 127] (−127 for a group of zeros), s = 2^X, stored
+//            as E8M0 X + 127 (255, NaN, for a group holding a NaN)
+// y / s is divided in double: y and s are f32, so y/s, unless it is a midpoint of the grid (≤ 9 significant bits),
+// differs from one by at least 2^-33 of itself (y − m·s is a nonzero multiple of the smaller of their last bits),
+// which double's 2^-53 rounding can neither reach nor cross: Q(double(y / s)) = Q(y / s), y's exact quotient
+// rounded once, whatever the kernel. (An f32 division would not do: it can land on a midpoint y/s is 2^-30 from.)
+// Declared here, defined in quant_epilogue.cpp (a generic translation unit): the ISA kernels call it without
+// compiling an inline copy of it under their flags (ctest isa_objects_share_no_code).
+#pragma once
+
+#include <cstdint>
+
+#include "lnorm/quant.hpp"
+
+namespace lnorm::cpu {
+
+// Row `row` of q (n codes, at q) and of the scales (the row's spec.scales_per_row(n) entries of `scales`,
+// indexed from its start) from y (n f32 values).
+void quantize_row(const QuantSpec& spec, const float* y, std::int64_t n, std::uint8_t* q, void* scales, std::int64_t row);
+
+}  // namespace lnorm::cpu
