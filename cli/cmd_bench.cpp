@@ -58,6 +58,7 @@ const Result* find(const std::vector<Result>& rs, const std::string& what, DType
 
 nlohmann::json result_json(const Result& r, const std::vector<Result>& all) {
   nlohmann::json j = {{"name", r.entry.name()},         {"kernel", r.entry.what}, {"op", name(r.entry.op)},
+                      {"quant", r.entry.op.epilogue == Epilogue::quantized ? nlohmann::json(describe(r.entry.quant)) : nlohmann::json(nullptr)},
                       {"dtype", name(r.entry.dtype)},   {"shape", r.entry.shape.text()},
                       {"seconds", r.seconds},           {"bytes_per_second", r.bytes_per_second},
                       {"rows_per_second", r.rows_per_second}};
@@ -117,7 +118,7 @@ void print_copies(const std::vector<Result>& results, DType d, const Shape& s, O
 
 void print_tables(const std::vector<Result>& results, const std::vector<Shape>& shapes, const std::vector<Op>& ops) {
   std::vector<std::string> names;
-  for (const Result& r : results) names.push_back(bench::is_copy(r.entry.what) ? "copy " + r.entry.what : r.entry.what);
+  for (const Result& r : results) names.push_back(bench::is_copy(r.entry.what) ? "copy " + r.entry.what : r.entry.label());
   const int w = name_width(names);
   for (const Op op : ops) {
     const std::string op_text = op == Op::layernorm ? "" : " " + std::string(name(op));
@@ -139,7 +140,9 @@ void print_tables(const std::vector<Result>& results, const std::vector<Shape>& 
       for (const Result& r : results) {
         if (r.entry.shape.rows != s.rows || r.entry.shape.cols != s.cols || r.unavailable) continue;
         const bool copy = bench::is_copy(r.entry.what);
-        if (!copy && r.entry.op != op) continue;
+        Op base = r.entry.op;  // a quantized output sits under its op, labelled with its format
+        base.epilogue = Epilogue::y_as_x;
+        if (!copy && base != op) continue;
         if (copy && (r.entry.op.prologue == Prologue::residual_add) != fused) continue;
         const std::string d(name(r.entry.dtype));
         const auto ceiling = bench::copy_ceiling(results, r.entry.dtype, s, op);
@@ -160,16 +163,16 @@ void print_tables(const std::vector<Result>& results, const std::vector<Shape>& 
           continue;
         }
         if (!r.skipped.empty()) {
-          std::printf("  %-*s %-5s  skipped: %s\n", w, r.entry.what.c_str(), d.c_str(), r.skipped.c_str());
+          std::printf("  %-*s %-5s  skipped: %s\n", w, r.entry.label().c_str(), d.c_str(), r.skipped.c_str());
           continue;
         }
         char x[32] = "-";
         if (od && od->skipped.empty()) std::snprintf(x, sizeof x, "%.2fx", r.rows_per_second / od->rows_per_second);
         const std::string pct = ceiling ? bench::percent_of_copy(r.bytes_per_second, *ceiling) : "-";
         if (ceiling && bench::ceiling_suspect(r.bytes_per_second, *ceiling)) {
-          std::printf("  %-*s %-5s %9.2f  %s\n", w, r.entry.what.c_str(), d.c_str(), r.bytes_per_second / 1e9, pct.c_str());
+          std::printf("  %-*s %-5s %9.2f  %s\n", w, r.entry.label().c_str(), d.c_str(), r.bytes_per_second / 1e9, pct.c_str());
         } else {
-          std::printf("  %-*s %-5s %9.2f %10s %10s\n", w, r.entry.what.c_str(), d.c_str(), r.bytes_per_second / 1e9,
+          std::printf("  %-*s %-5s %9.2f %10s %10s\n", w, r.entry.label().c_str(), d.c_str(), r.bytes_per_second / 1e9,
                       pct.c_str(), x);
         }
       }
@@ -179,6 +182,8 @@ void print_tables(const std::vector<Result>& results, const std::vector<Shape>& 
 
 struct BenchFlags {
   std::vector<std::string> kernels, shapes, dtypes, ops;
+  std::string quant, scaling = "row";  // --quant: each kernel that writes it also runs with q instead of y
+  double scale = 0.0078125;
   std::string dir = "fwd";
   int threads = 1;
   bool quick = false, cold = false;
@@ -210,9 +215,22 @@ void add_bench(CLI::App& app, int& exit_code) {
   cmd->add_flag("--quick", f->quick, "Fewer shapes and repetitions: every available kernel in under 2 minutes");
   cmd->add_flag("--cold", f->cold, "Evict the caches (64 MiB) before every timed call: data comes from DRAM");
   cmd->add_option("--json", f->json, "Write the results (and the hardware) as JSON to this file");
+  cmd->add_option("--quant", f->quant, "Also run each kernel that writes quantized outputs with q instead of y: fp8_e4m3, "
+                                       "fp8_e5m2 or int8 (GB/s of x read + q and scales written)");
+  cmd->add_option("--scaling", f->scaling, "With --quant: tensor, row, group:G or mx (default row)")->default_val("row");
+  cmd->add_option("--scale", f->scale, "With --quant and tensor scaling: the scale (default 2^-7)")->default_val(0.0078125);
   add_plugin_flag(cmd);
   cmd->callback([f, &exit_code] {
     check_outputs({{f->json, "--json"}}, {});
+    std::optional<QuantSpec> quant;
+    if (!f->quant.empty()) {
+      const auto format = parse_quant_format(f->quant);
+      if (!format) throw InputError("--quant " + f->quant + ": expected fp8_e4m3, fp8_e5m2 or int8");
+      std::int64_t group = 0;
+      const auto scaling = parse_scaling(f->scaling, group);
+      if (!scaling) throw InputError("--scaling " + f->scaling + ": expected tensor, row, group:G (G > 0) or mx");
+      quant = QuantSpec{*format, *scaling, group, *scaling == Scaling::tensor ? static_cast<float>(f->scale) : 0.0f};
+    }
     std::vector<Shape> shapes;
     for (const std::string& s : f->shapes) shapes.push_back(shape_flag(s));
     if (shapes.empty()) shapes = bench::builtin_shapes(f->quick);
@@ -245,6 +263,10 @@ void add_bench(CLI::App& app, int& exit_code) {
           if (!onednn_why && op.prologue != Prologue::residual_add && op.direction != Direction::bwd) entries.push_back({"onednn", nullptr, d, s, op});
           for (const KernelInfo* k : kernels) {
             if (k->takes.dtypes.contains(d) && k->implements(op)) entries.push_back({std::string(k->name), k, d, s, op});
+            // The same op with q instead of y, in the same run (where the spec fits the shape).
+            if (quant && op.direction == Direction::fwd && d != DType::f64 && k->takes.dtypes.contains(d) &&
+                k->implements(quantized(op)) && quant_spec_error(*quant, s.cols).empty())
+              entries.push_back({std::string(k->name), k, d, s, quantized(op), *quant});
           }
         }
       }

@@ -2,8 +2,10 @@
 // in double, so the grid is compared with v itself: no step can round twice.
 #include "lnorm/quant.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace lnorm {
@@ -111,22 +113,41 @@ double quantum_at(QuantFormat f, double v) {
 
 std::uint8_t encode(QuantFormat f, double v) {
   if (std::isnan(v)) return f == QuantFormat::int8 ? 0 : static_cast<std::uint8_t>(std::signbit(v) ? 0xff : 0x7f);
-  const std::int64_t top = max_ordinal(f), bottom = min_ordinal(f);
-  // Saturation: beyond the largest value, the largest value (the midpoint above it is no boundary here).
-  if (v >= value_of_ordinal(f, top)) return code_of_ordinal(f, top);
-  if (v <= value_of_ordinal(f, bottom)) return code_of_ordinal(f, bottom);
-  // The ordinal k with value(k) ≤ v < value(k + 1), by bisection over the grid (≤ 8 steps), then to nearest.
-  std::int64_t lo = bottom, hi = top;  // value(lo) < v < value(hi)
-  while (hi - lo > 1) {
-    const std::int64_t mid = lo + (hi - lo) / 2;
-    if (value_of_ordinal(f, mid) <= v) lo = mid;
-    else hi = mid;
+  if (f == QuantFormat::int8) {
+    // Adding and subtracting 1.5·2^52 rounds a double below 2^51 to an integer, ties to even (one IEEE addition).
+    constexpr double kMagic = 0x1.8p52;
+    const double k = (std::clamp(v, -128.0, 127.0) + kMagic) - kMagic;
+    return static_cast<std::uint8_t>(static_cast<std::int8_t>(k));
   }
-  const double a = value_of_ordinal(f, lo), b = value_of_ordinal(f, hi);
-  const double mid = a + (b - a) / 2;  // exact: both are small dyadics
-  std::int64_t k = v < mid ? lo : v > mid ? hi : ((lo & 1) == 0 ? lo : hi);
-  // A negative value that rounds to zero keeps its sign in fp8 (−0, as IEEE rounding does).
-  return code_of_ordinal(f, k, k == 0 && std::signbit(v));
+  // fp8 from the double's bits, each step exact (an integer rounding of the significand, ties to even):
+  //   below 2^emin, the subnormal quanta 2^(emin − mbits): a + M with M = 2^(52 + emin − mbits), whose ulp is that
+  //   quantum, rounds a once; the quanta are the bits above M's;
+  //   above, the exponent and significand fields rounded to mbits bits (a carry moves to the next binade's first
+  //   code, as it should), then rebiased;
+  //   at or past the largest value, the largest value (saturation).
+  const bool e4m3 = f == QuantFormat::fp8_e4m3;
+  const int mbits = e4m3 ? 3 : 2;
+  const int bias = e4m3 ? 7 : 15;
+  const double min_normal = e4m3 ? 0x1p-6 : 0x1p-14;        // 2^emin
+  const double subnormal_magic = e4m3 ? 0x1p43 : 0x1p36;    // 2^(52 + emin − mbits): its ulp is the subnormal quantum
+  const std::uint64_t top = e4m3 ? 0x7e : 0x7b;
+  const std::uint8_t sign = std::signbit(v) ? 0x80 : 0x00;
+  const double a = std::fabs(v);
+  if (a >= (e4m3 ? 448.0 : 57344.0)) return static_cast<std::uint8_t>(sign | top);
+  std::uint64_t bits = 0, code = 0;
+  if (a < min_normal) {
+    const double r = a + subnormal_magic;
+    std::uint64_t mb = 0;
+    std::memcpy(&bits, &r, 8);
+    std::memcpy(&mb, &subnormal_magic, 8);
+    code = bits - mb;  // 0 .. 2^mbits (2^mbits is the first normal's code)
+  } else {
+    std::memcpy(&bits, &a, 8);
+    const int shift = 52 - mbits;
+    const std::uint64_t rounded = (bits + ((std::uint64_t{1} << (shift - 1)) - 1) + ((bits >> shift) & 1)) >> shift;
+    code = rounded - (static_cast<std::uint64_t>(1023 - bias) << mbits);
+  }
+  return static_cast<std::uint8_t>(sign | std::min(code, top));
 }
 
 }  // namespace lnorm

@@ -45,7 +45,7 @@ namespace {
 // Add & Norm adds residual (data) and h after them, the residual in x's dtype.
 struct Operands {
   Problem p;
-  std::vector<std::byte> x, g, b, y, mean, rstd, residual, h;
+  std::vector<std::byte> x, g, b, y, mean, rstd, residual, h, q, scales;
   // The backward: dy (data), the forward's saved mean/rstd (in stats_dtype, from a double two-pass: speed
   // does not depend on their last bit), dx in y, dgamma and dbeta (x's dtype, as gamma).
   std::vector<std::byte> dy, dgamma, dbeta;
@@ -63,6 +63,11 @@ struct Operands {
       p = set_residual(p, e.dtype);
       residual = random_data(e.dtype, p.elements(), 4);
       h.resize(x.size());
+    }
+    if (e.op.epilogue == Epilogue::quantized) {  // q and scales in y's place (y stays allocated: the same layout)
+      p = set_quant(p, e.quant);
+      q.resize(static_cast<std::size_t>(p.elements()));
+      scales.resize(static_cast<std::size_t>(p.rows * e.quant.scales_per_row(p.cols)) * (e.quant.scales_are_e8m0() ? 1 : 4));
     }
     if (e.op.direction == Direction::bwd) {
       dy = random_data(e.dtype, p.elements(), 5);
@@ -120,9 +125,15 @@ struct KernelBody : Body {
       k->run(o.p, t);
       return;
     }
-    k->run(o.p, Tensors{o.x.data(), o.g.empty() ? nullptr : o.g.data(), o.b.empty() ? nullptr : o.b.data(), o.y.data(),
-                        o.mean.empty() ? nullptr : o.mean.data(), o.rstd.data(),
-                        o.residual.empty() ? nullptr : o.residual.data(), o.h.empty() ? nullptr : o.h.data()});
+    Tensors t{o.x.data(), o.g.empty() ? nullptr : o.g.data(), o.b.empty() ? nullptr : o.b.data(), o.y.data(),
+              o.mean.empty() ? nullptr : o.mean.data(), o.rstd.data(),
+              o.residual.empty() ? nullptr : o.residual.data(), o.h.empty() ? nullptr : o.h.data()};
+    if (o.p.op.epilogue == Epilogue::quantized) {
+      t.y = nullptr;
+      t.q = o.q.data();
+      t.scales = o.scales.empty() ? nullptr : o.scales.data();
+    }
+    k->run(o.p, t);
   }
 };
 

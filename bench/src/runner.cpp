@@ -1,4 +1,5 @@
 // Entries → Google Benchmark, and its median aggregates back as Results.
+#include <algorithm>
 #include <benchmark/benchmark.h>
 #include <cpuid.h>
 
@@ -46,15 +47,33 @@ std::vector<Shape> builtin_shapes(bool quick) {
 }
 
 std::string Entry::name() const {
+  Op base = op;
+  base.epilogue = Epilogue::y_as_x;
   const std::string op_part = is_copy(what) ? (op.prologue == Prologue::residual_add ? "add/" : "")
-                              : op == Op::layernorm ? "" : std::string(lnorm::name(op)) + "/";
-  return what + "/" + op_part + std::string(lnorm::name(dtype)) + "/" + shape.text();
+                              : base == Op::layernorm ? "" : std::string(lnorm::name(op)) + "/";
+  std::string q_part;
+  if (op.epilogue == Epilogue::quantized) {
+    q_part = "q:" + describe(quant) + "/";
+    std::replace(q_part.begin(), q_part.end() - 1, '/', '-');
+  }
+  return what + "/" + op_part + q_part + std::string(lnorm::name(dtype)) + "/" + shape.text();
 }
+
+std::string Entry::label() const { return op.epilogue == Epilogue::quantized ? what + " " + describe(quant) : what; }
 
 namespace {
 
 double bytes_per_call(const Entry& e, const Settings& s) {
   const double es = static_cast<double>(size_of(e.dtype));
+  if (e.op.epilogue == Epilogue::quantized) {
+    // x read, q written (a byte an element) and its scales; Add & Norm's residual read and h written as below.
+    const double elems = static_cast<double>(e.shape.rows * e.shape.cols);
+    const double per_row = static_cast<double>(e.quant.scales_per_row(e.shape.cols));
+    double bytes = elems * (es + 1) + static_cast<double>(e.shape.rows) * per_row * (e.quant.scales_are_e8m0() ? 1 : 4);
+    if (e.op.prologue == Prologue::residual_add) bytes += 2 * elems * es;
+    if (s.affine) bytes += (e.op.norm == Norm::layernorm ? 2.0 : 1.0) * static_cast<double>(e.shape.cols) * es;
+    return bytes;
+  }
   // x read, y written (and residual read, h written: Add & Norm and its copy; the backward: x and dy read,
   // dx written)
   const double streams = e.op.prologue == Prologue::residual_add ? 4.0 : e.op.direction == Direction::bwd && !is_copy(e.what) ? 3.0 : 2.0;

@@ -30,15 +30,21 @@ struct Entry {
   // Kernels and oneDNN: the op. Copies move the same bytes for either norm; with an Add & Norm op they copy
   // x to y and residual to h (four streams, as the fused kernel moves).
   Op op = Op::layernorm;
-  // "what/dtype/RxC" ("what/rmsnorm/dtype/RxC"; a four-stream copy "what/add/dtype/RxC"), Google Benchmark's name
+  // A kernel's quantized output (op.epilogue == quantized): q and scales written instead of y.
+  QuantSpec quant{};
+  // "what/dtype/RxC" ("what/rmsnorm/dtype/RxC"; a four-stream copy "what/add/dtype/RxC"; quantized
+  // "what/q:fp8_e4m3-row/dtype/RxC"), Google Benchmark's name
   std::string name() const;
+  // The kernel column: what, and the quantized output's format/scaling ("avx2 fp8_e4m3/row")
+  std::string label() const;
 };
 
 struct Result {
   Entry entry;
   double seconds = 0;         // median wall time of one call
   // x read + y written + gamma (and beta for LayerNorm) once, over the median time; Add & Norm adds residual
-  // read and h written (the residual in x's dtype: four streams of x's size)
+  // read and h written (the residual in x's dtype: four streams of x's size); quantized: q (one byte an element)
+  // and the scales written in y's place
   double bytes_per_second = 0;
   double rows_per_second = 0;
   std::string skipped;        // why it did not run (unavailable kernel, oneDNN declined)
