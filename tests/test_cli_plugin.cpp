@@ -59,7 +59,7 @@ TEST_CASE("cli plugin verify: the correct kernel passes on the default budgets, 
   INFO(good.out);
   CHECK(good.code == 0);
   const auto gs = statuses(load_json(t / "good.json"), "demo:two_pass");
-  CHECK(gs.size() == 11);  // every LayerNorm property, f32
+  CHECK(gs.size() == 12);  // every LayerNorm property, f32
   for (const auto& [property, status] : gs) {
     INFO(property);
     // The example's source leaves ops unset (written for ABI version 1): a LayerNorm kernel that is not
@@ -230,7 +230,7 @@ TEST_CASE("cli plugin: a version-2 RMSNorm kernel (examples/plugin/rms_norm.cpp,
     CHECK(o["status"] == "pass");
     ++rms_properties;
   }
-  CHECK(rms_properties == 12);  // RMSNorm's properties, oddness and scale invariance among them
+  CHECK(rms_properties == 13);  // RMSNorm's properties, oddness and scale invariance among them
   // run and check through the CLI, with Gemma's offset.
   REQUIRE(cli("gen --out " + t / "x.npy" + " --shape 8x64 --gamma-out " + t / "g.npy").code == 0);
   const std::string common = " --op rmsnorm --gamma-offset 1 --x " + t / "x.npy" + " --gamma " + t / "g.npy";

@@ -15,6 +15,7 @@
 #include "lnorm/budgets.hpp"
 #include "lnorm/registry.hpp"
 #include "lnorm/verify.hpp"
+#include "mutants.hpp"
 
 using namespace lnorm;
 using namespace lnorm::verify;
@@ -290,4 +291,55 @@ TEST_CASE("properties: onepass fails accuracy and invariance on offset rows, wel
     CHECK(check_invariance({welford, b.for_kernel("welford", DType::f32), worst}, k).empty());
   }
   CHECK(onepass_failures > 0);
+}
+
+// Issue 38: vLLM #48271 chose a block size by the number of tokens, so a row's bits depended on its batch's size.
+// mutants' batch_dependent takes a "large batch" path (f32 running sums) from 256 rows on: row_independence, whose
+// batches stay under 49 rows, cannot see it; batch_invariance (batches of 1 to 4097 rows) must, in both norms,
+// and must hold for the control (the mutant below 256 rows) and for a real kernel.
+TEST_CASE("properties: batch_invariance catches a kernel whose bits depend on the batch's size, row_independence does not",
+          "[verify]") {
+  const KernelInfo* mutant = nullptr;
+  for (const KernelInfo& k : mutants::all())
+    if (k.name == "mutant_batch_dependent") mutant = &k;
+  REQUIRE(mutant != nullptr);
+  const Budgets b = Budgets::builtin();
+  Settings s;
+  s.cases = 24;
+  s.properties = {Property::row_independence, Property::batch_invariance};
+  for (Op op : {Op::layernorm, Op::rmsnorm}) {
+    for (DType d : {DType::f32, DType::bf16}) {
+      const auto got = verify_kernel(*mutant, op, d, b.for_kernel(op, mutant->name, d), s);
+      REQUIRE(got.size() == 2);
+      INFO(name(op) << " " << name(d) << ": " << got[1].message << "\n" << got[1].counterexample);
+      CHECK(got[0].property == Property::row_independence);
+      CHECK(got[0].status == Status::pass);
+      CHECK(got[1].property == Property::batch_invariance);
+      CHECK(got[1].status == Status::fail);
+      CHECK_THAT(got[1].message, Catch::Matchers::Contains("differs from that row alone"));
+      const auto control = verify_kernel(mutants::control(), op, d, b.for_kernel(op, mutants::control().name, d), s);
+      CHECK(control[1].status == Status::pass);
+    }
+  }
+  // The check itself, on a case of three rows: alone they agree with the control; in a batch of 256 (this seed's
+  // draw of the ladder) they do not.
+  CaseSpec spec;
+  spec.row_classes = {RowClass::normal};
+  spec.shape = {3, 64};
+  spec.axis = 1;
+  spec.data_seed = 3 * 32 + 1;  // not a multiple of 32 (the big case); (seed / 32) % 7 = 3: the ladder's 256 rows
+  const Case c = materialize(spec);
+  Worst worst;
+  const std::string message = check_batch_invariance({*mutant, b.for_kernel("welford", DType::f32), worst}, c);
+  CHECK_THAT(message, Catch::Matchers::Contains("batch of 256 rows of width 64 on 1 thread(s)"));
+  CHECK(check_row_independence({*mutant, b.for_kernel("welford", DType::f32), worst}, c).empty());
+  CHECK(check_batch_invariance({*find_kernel("welford"), b.for_kernel("welford", DType::f32), worst}, c).empty());
+  // A seed that is a multiple of 32: the big case, 4097 rows of width 513 (8 MiB of f32 y and more) on 2 threads.
+  spec.data_seed = 2 * 32;
+  const Case big = materialize(spec);
+  Case ran;
+  CHECK_THAT(check_batch_invariance({*mutant, b.for_kernel("welford", DType::f32), worst, &ran}, big),
+             Catch::Matchers::Contains("batch of 4097 rows of width 513 on 2 thread(s)"));
+  CHECK(ran.spec.cols() == 513);  // the case that ran, for the dump and the counterexample
+  CHECK(check_batch_invariance({mutants::control(), b.for_kernel("welford", DType::f32), worst}, big).empty());
 }

@@ -25,6 +25,12 @@
 //                     accumulator in the storage type).
 //   ignores_offset    y uses gamma where it should use (C + gamma): Gemma's (1 + w) forgotten.
 //   subtracts_mean    (RMSNorm only) the mean subtracted: a LayerNorm shipped as an RMSNorm.
+//   batch_dependent   batches of 256 rows or more take a "large batch" path whose running sums are rounded
+//                     to f32 after every add (the small-batch path, the control's, sums in double): a row's
+//                     bits depend on how many rows share its batch. vLLM #48271 (its block size chosen by the
+//                     number of tokens, 1024 below 256 and 256 above). Below 256 rows it is the control, so
+//                     only batch_invariance (batches of up to 4097 rows) can see it; row_independence's
+//                     batches (at most 48 rows) cannot.
 // The add_* mutants (Add & Norm's defects) are described at AddDefect below.
 // Every mutant but subtracts_mean and the add_* ones implements both norms (RMSNorm: the mean taken as 0, the sums of x²), and
 // reads f32 gamma/beta and the gamma offset as lnorm's kernels do (lnorm/params.hpp).
@@ -61,7 +67,11 @@ enum class Defect {
   bf16_accumulation,
   ignores_offset,
   subtracts_mean,
+  batch_dependent,
 };
+
+// batch_dependent: the row count from which its "large batch" path is taken (vLLM's threshold).
+constexpr std::int64_t kLargeBatchRows = 256;
 
 // 8 = the AVX2 f32 vector width: padding width for counts_padding, loop width for skips_tail.
 constexpr std::int64_t kPad = 8;
@@ -81,8 +91,10 @@ Acc<T> load(const T& v) {
 
 // One running-sum step. f16_accumulation keeps the sum in f16 (rounded after every add).
 template <Defect D, class A>
-A add(A sum, A v) {
-  if constexpr (D == Defect::f16_accumulation)
+A add(A sum, A v, bool large_batch = false) {
+  if constexpr (D == Defect::batch_dependent)
+    return large_batch ? static_cast<A>(static_cast<float>(sum + v)) : sum + v;
+  else if constexpr (D == Defect::f16_accumulation)
     return static_cast<A>(to_float(f16_from_float(static_cast<float>(sum + v))));
   else if constexpr (D == Defect::bf16_accumulation)
     return static_cast<A>(to_float(bf16_from_float(static_cast<float>(sum + v))));
@@ -117,8 +129,9 @@ A rstd_of(A var, A eps) {
 // wrong_axis's columns). Which elements are summed, and what by, is decided here; rstd_of holds
 // the eps and rsqrt defects.
 // centred: LayerNorm; RMSNorm takes the mean as 0 (subtracts_mean does not).
+// large_batch: the row is in a batch of kLargeBatchRows rows or more (batch_dependent's defect).
 template <class T, Defect D>
-Norm<Acc<T>> stats(const T* x, std::int64_t n, std::int64_t stride, Acc<T> eps, bool centred) {
+Norm<Acc<T>> stats(const T* x, std::int64_t n, std::int64_t stride, Acc<T> eps, bool centred, bool large_batch = false) {
   using A = Acc<T>;
   std::int64_t m = n;  // elements that enter the sums
   A mean_div = static_cast<A>(n), var_div = static_cast<A>(n);
@@ -136,7 +149,7 @@ Norm<Acc<T>> stats(const T* x, std::int64_t n, std::int64_t stride, Acc<T> eps, 
   // 4097 equal doubles is not exact even in long double).
   const A shift = n > 0 ? load(x[0]) : A(0);
   A sum = 0;
-  for (std::int64_t i = 0; i < m; ++i) sum = add<D>(sum, load(x[i * stride]) - shift);
+  for (std::int64_t i = 0; i < m; ++i) sum = add<D>(sum, load(x[i * stride]) - shift, large_batch);
   if constexpr (D == Defect::counts_padding) {
     for (std::int64_t i = n; i < (n + kPad - 1) / kPad * kPad; ++i) sum = add<D>(sum, A(0) - shift);
   }
@@ -150,7 +163,7 @@ Norm<Acc<T>> stats(const T* x, std::int64_t n, std::int64_t stride, Acc<T> eps, 
   A sq = 0;
   for (std::int64_t i = 0; i < m; ++i) {
     const A d = (load(x[i * stride]) - base) - mean_from_shift;
-    sq = add<D>(sq, d * d);
+    sq = add<D>(sq, d * d, large_batch);
   }
   if constexpr (D == Defect::counts_padding) {
     for (std::int64_t i = n; i < (n + kPad - 1) / kPad * kPad; ++i) {
@@ -194,7 +207,7 @@ void run_typed(const Problem& p, const Tensors& t) {
       T* yr = y + r * n;
       Norm<A> row;
       if constexpr (D == Defect::wrong_axis) row = cols[static_cast<std::size_t>(r % n)];
-      else row = stats<T, D>(xr, n, 1, eps, centred);
+      else row = stats<T, D>(xr, n, 1, eps, centred, p.rows >= kLargeBatchRows);
       // A NaN/Inf in the row makes the whole row NaN (DESIGN), mean and rstd included (RMSNorm's mean is 0
       // whatever the row holds: the elements are looked at).
       bool finite_row = true;
@@ -409,7 +422,7 @@ const KernelInfo& control() {
 }
 
 std::span<const KernelInfo> all() {
-  static const std::array<KernelInfo, 24> kMutants{
+  static const std::array<KernelInfo, 25> kMutants{
       mutant("mutant_var_unbiased", "variance divided by n-1 instead of n (NaN at n = 1)",
              &run<Defect::var_unbiased>),
       mutant("mutant_eps_outside_sqrt", "rstd = 1/(sqrt(var) + eps) instead of 1/sqrt(var + eps)",
@@ -436,6 +449,9 @@ std::span<const KernelInfo> all() {
       mutant("mutant_ignores_offset", "y uses gamma instead of (gamma_offset + gamma)", &run<Defect::ignores_offset>),
       mutant("mutant_subtracts_mean", "RMSNorm that subtracts the row's mean (a LayerNorm)", &run<Defect::subtracts_mean>,
              NormSet{lnorm::Norm::rmsnorm}),
+      mutant("mutant_batch_dependent",
+             "batches of 256 rows or more sum in f32, smaller ones in double: a row's bits depend on its batch's size",
+             &run<Defect::batch_dependent>),
       add_mutant("mutant_add_unrounded_h", "Add & Norm: statistics and y from x + residual unrounded (h written rounded)",
              &run_add_defect<AddDefect::unrounded_h>),
       add_mutant("mutant_add_residual_ignored", "Add & Norm: statistics from x alone, y from h", &run_add_defect<AddDefect::residual_ignored>),

@@ -233,6 +233,10 @@ PropertyDef rmsnorm_definition(Property p, DType dtype) {
     case Property::row_independence:
       prof.classes = all;
       return {p, prof, &check_row_independence};
+    case Property::batch_invariance:
+      prof.classes = all;
+      prof.max_rows = 3;
+      return {p, prof, &check_batch_invariance};
     case Property::determinism:
       prof.classes = all;
       prof.max_rows = 64;

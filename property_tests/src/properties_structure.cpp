@@ -58,6 +58,82 @@ std::string check_row_independence(const CheckContext& ctx, const Case& c) {
   return "";
 }
 
+// batch_invariance: vLLM #48271 chose its block size by the number of tokens (1024 below 256, 256 above), so a
+// row's bits depended on how many rows shared its batch; row_independence's batches (≤ 48 rows) cross no
+// such threshold. Here the case's rows (1 to 3: the base rows) are each run alone, then repeated into a batch
+// (row i is base row i mod k) run on 1 and on 2 threads: every row of it must be its base row's bits alone
+// (y, mean, rstd, and Add & Norm's h). The batch has one of kBatchRows rows, drawn by the case (its seed), so
+// that a run's cases cover the ladder (160 cases: each size about 20 times) at the cost of one size per case;
+// the sizes cross 256 rows (vLLM's), a second thread (parallel_rows: 65536 elements per thread) and the
+// kernels' blocks of rows. A batch holds at most kMaxBatchElements elements (wide rows take the largest size
+// that fits). One case in kBigEvery is the big one: 4097 rows of big_width(dtype), on 2 threads, whose y
+// passes 8 MiB in f32 and f64 (the SIMD kernels stream y with non-temporal stores past 8 MiB); 16-bit x keeps
+// f32's width (4 MiB of y: the harness's 8-byte-per-element copies of 8 MiB of bf16 cost a second per case).
+namespace {
+
+constexpr std::int64_t kBatchRows[] = {1, 7, 255, 256, 300, 1024, 4097};
+constexpr std::int64_t kMaxBatchElements = std::int64_t{1} << 18;
+constexpr std::uint64_t kBigEvery = 32;
+
+// The big case's width: 4097 rows of it hold more than 8 MiB of f32 (2^21 elements), or of f64.
+std::int64_t big_width(DType d) { return d == DType::f64 ? 257 : 513; }
+
+// "" if row a of x equals row b of y bit for bit: y, mean, rstd and h.
+std::string same_row_all(const Outputs& x, std::int64_t a, const Outputs& y, std::int64_t b, std::int64_t n) {
+  if (auto m = same_row(x, a, y, b, n); !m.empty()) return m;
+  for (std::int64_t i = 0; i < n && !x.h.empty(); ++i) {
+    const std::uint64_t u = x.h[static_cast<std::size_t>(a * n + i)], v = y.h[static_cast<std::size_t>(b * n + i)];
+    if (u != v) return fmt("h[%lld] differs (bits %llx vs %llx)", (long long)i, (unsigned long long)u, (unsigned long long)v);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string check_batch_invariance(const CheckContext& ctx, const Case& c0) {
+  const bool big = c0.spec.data_seed % kBigEvery == 0;
+  Case c = c0;
+  if (big && c.spec.cols() != big_width(c.spec.dtype)) {  // the rows' recipe redrawn at the big width
+    CaseSpec s = c.spec;
+    s.shape = {c.spec.rows(), big_width(c.spec.dtype)};
+    s.axis = 1;
+    c = materialize(s);
+  }
+  if (c.spec.op.prologue == Prologue::residual_add && c.residual.empty()) {
+    // The harness splits each value by its position (kernel_inputs): fix the base rows' split, so that every
+    // copy of a row hands the kernel the same x and residual.
+    KernelInputs in = kernel_inputs(c);
+    c.x = std::move(in.x);
+    c.residual = std::move(in.residual);
+  }
+  if (big && ctx.ran) *ctx.ran = c;
+  const std::int64_t k = c.spec.rows(), n = c.spec.cols();
+  std::vector<Outputs> alone;
+  for (std::int64_t r = 0; r < k; ++r) {
+    alone.push_back(run_guarded(ctx.kernel, select_rows(c, {r})));
+    if (!alone.back().violation.empty()) return fmt("base row %lld alone: ", (long long)r) + alone.back().violation;
+  }
+  constexpr auto kSizes = static_cast<std::uint64_t>(std::size(kBatchRows));
+  std::int64_t rows = big ? 4097 : kBatchRows[(c.spec.data_seed / kBigEvery) % kSizes];
+  // Past kMaxBatchElements, the largest size of the ladder that fits (one row always does: rows ≤ 2^17 wide).
+  for (std::size_t i = kSizes; !big && rows * n > kMaxBatchElements && i-- > 0;) rows = std::min(rows, kBatchRows[i]);
+  std::vector<std::int64_t> order(static_cast<std::size_t>(rows));
+  for (std::int64_t i = 0; i < rows; ++i) order[static_cast<std::size_t>(i)] = i % k;
+  const Case batch = select_rows(c, order);
+  for (int threads : {1, 2}) {
+    if (big && threads == 1) continue;  // the split is the thread count's; streaming is the size's
+    const Outputs got = run_guarded(ctx.kernel, batch, threads);
+    if (!got.violation.empty()) return fmt("batch of %lld rows on %d thread(s): ", (long long)rows, threads) + got.violation;
+    for (std::int64_t i = 0; i < rows; ++i) {
+      if (auto m = same_row_all(got, i, alone[static_cast<std::size_t>(i % k)], 0, n); !m.empty()) {
+        return fmt("batch of %lld rows of width %lld on %d thread(s): row %lld (base row %lld of %lld) differs from that row alone: ",
+                   (long long)rows, (long long)n, threads, (long long)i, (long long)(i % k), (long long)k) + m;
+      }
+    }
+  }
+  return "";
+}
+
 // 6. Two runs, and runs on 2, 3 and 8 threads, give the same bits.
 std::string check_determinism(const CheckContext& ctx, const Case& c) {
   const Outputs first = run_guarded(ctx.kernel, c, 1);
@@ -249,6 +325,10 @@ PropertyDef definition(Property p, DType dtype, Op op) {
     case Property::row_independence:
       prof.classes = all;
       return {p, prof, &check_row_independence};
+    case Property::batch_invariance:
+      prof.classes = all;
+      prof.max_rows = 3;
+      return {p, prof, &check_batch_invariance};
     case Property::determinism:
       prof.classes = all;
       prof.max_rows = 64;

@@ -52,7 +52,8 @@ std::vector<Property> properties_for(Op op) {
     ps.insert(ps.end(), {P::dy_zero, P::dy_linearity});
     return ps;
   }
-  ps = {P::shape, P::normalized, P::accuracy, P::eps_edges, P::row_independence, P::determinism, P::affine_identity};
+  ps = {P::shape, P::normalized, P::accuracy, P::eps_edges, P::row_independence, P::batch_invariance,
+        P::determinism, P::affine_identity};
   if (layernorm) ps.push_back(P::invariance);
   else ps.insert(ps.end(), {P::scale_invariance, P::oddness});
   ps.insert(ps.end(), {P::permutation, P::nonfinite, P::params});
@@ -105,6 +106,8 @@ std::string_view summary(Property p, Op op) {
       return rms ? "zero row -> 0 (eps > 0) or NaN (eps = 0); var << eps and width-1 rows within budget"
                  : "constant row -> beta; var << eps; eps = 0 constant -> NaN; width 1 -> beta";
     case Property::row_independence: return "a row's output is bitwise the same alone, in any batch, at any position";
+    case Property::batch_invariance:
+      return "a row's output is bitwise the same in batches of 1, 7, 255, 256, 300, 1024, 4097 rows, on 1 and 2 threads";
     case Property::determinism: return "bitwise identical over repeated runs and 1, 2, 3, 8 threads";
     case Property::affine_identity: return "gamma = 1, beta = 0 given equals no affine, bitwise";
     case Property::invariance: return "LN(a*x + c) ~ LN(x) for a > 0, eps = 0, within the budget's kappa term";

@@ -21,7 +21,7 @@ def exact_rmsnorm(x, gamma, beta, eps, gamma_offset=0.0):
 def test_the_exact_reference_as_a_callable_passes_every_layernorm_property_f32_and_bf16():
     r = lnorm.verify(exact_kernel, dtypes=("f32", "bf16"), cases=12, f32_params=True)
     assert r, str(r)
-    assert len(r.outcomes) == 2 * len(lnorm.PROPERTIES) == 22  # the ten and params
+    assert len(r.outcomes) == 2 * len(lnorm.PROPERTIES) == 24  # the ten, batch_invariance and params
     assert {o.status for o in r.outcomes} == {"pass"}
     assert "exact_kernel" in r.table and "pass" in r.table
 
