@@ -137,7 +137,7 @@ std::vector<Outcome> verify_in_child(const KernelInfo& kernel, Op op, DType dtyp
                                      const verify::Settings& settings, const verify::Progress& progress) {
   std::vector<Outcome> out;
   for (Property p : settings.properties.empty() ? verify::properties_for(op) : settings.properties) {
-    if (!verify::applies(p, op)) continue;
+    if (!verify::runs_property(kernel, p, op)) continue;
     if (progress) progress(kernel.name, dtype, p);
     out.push_back(one_property(kernel, op, dtype, budget, settings, p));
   }

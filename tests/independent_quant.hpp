@@ -279,6 +279,10 @@ inline IndependentScale independent_scale(QuantFormat f, bool mx, const RealValu
   const double q = independent_qmax(f);
   const std::optional<Rat> ratio = amax_exact ? std::optional<Rat>(*amax_exact / exact_rational(q)) : std::nullopt;
   out.value = round_to(format_of(DType::f32), amax_abs / BigF(q), ratio);
+  if (out.value == 0) {  // amax/qmax below f32's range: scaled like a zero group (lnorm/quant.hpp)
+    out.zero = true;
+    out.value = 1.0;
+  }
   return out;
 }
 

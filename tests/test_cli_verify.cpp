@@ -29,20 +29,20 @@ void write_file(const std::string& path, const std::string& text) { std::ofstrea
 TEST_CASE("cli verify: welford f32 passes every property of every op, and JSON and JUnit say so case by case",
           "[cli][verify]") {
   TempDir t;
-  // Without --op, every op the kernel implements: LayerNorm's 12 properties, RMSNorm's 13, then Add & Norm's
-  // (the norm's and four of its own): 16 and 17.
+  // Without --op, every op the kernel implements: LayerNorm's 13 properties (quantized among them: welford writes
+  // quantized outputs), RMSNorm's 14, then Add & Norm's (the norm's and four of its own): 17 and 18.
   const Result r = cli("verify --kernel welford --dtype f32 --quick --json " + t / "v.json" + " --junit " + t / "v.xml");
   INFO(r.out);
   REQUIRE(r.code == 0);
-  CHECK_THAT(r.out, Contains("PASS: 58 passed, 0 failed"));
+  CHECK_THAT(r.out, Contains("PASS: 62 passed, 0 failed"));
   const auto j = load_json(t / "v.json");
   CHECK(j["pass"] == true);
   CHECK(j["seed"] == 1);
-  REQUIRE(j["results"].size() == 58);
+  REQUIRE(j["results"].size() == 62);
   std::size_t index = 0;
   for (const auto& res : j["results"]) {
     CHECK(res["kernel"] == "welford");
-    CHECK(res["op"] == (index < 12 ? "layernorm" : index < 25 ? "rmsnorm" : index < 41 ? "add_layernorm" : "add_rmsnorm"));
+    CHECK(res["op"] == (index < 13 ? "layernorm" : index < 27 ? "rmsnorm" : index < 44 ? "add_layernorm" : "add_rmsnorm"));
     ++index;
     CHECK(res["dtype"] == "f32");
     CHECK(res["status"] == "pass");
@@ -53,18 +53,19 @@ TEST_CASE("cli verify: welford f32 passes every property of every op, and JSON a
   CHECK(j["results"][2]["property"] == "accuracy");
   CHECK(j["results"][2]["worst"]["y_ulp"].get<double>() >= 0);
   CHECK(j["results"][5]["property"] == "batch_invariance");
-  CHECK(j["results"][12]["property"] == "shape");
-  CHECK(j["results"][37]["property"] == "add_rounding");
-  CHECK(j["results"][57]["property"] == "add_residual_zero");
+  CHECK(j["results"][6]["property"] == "quantized");
+  CHECK(j["results"][13]["property"] == "shape");
+  CHECK(j["results"][40]["property"] == "add_rounding");
+  CHECK(j["results"][61]["property"] == "add_residual_zero");
   const std::string xml = file_bytes(t / "v.xml");
-  CHECK_THAT(xml, Contains("<testsuite name=\"lnorm.verify\" tests=\"58\" failures=\"0\""));
+  CHECK_THAT(xml, Contains("<testsuite name=\"lnorm.verify\" tests=\"62\" failures=\"0\""));
   CHECK_THAT(xml, Contains("<testcase classname=\"lnorm.verify.welford.f32\" name=\"accuracy\""));
   CHECK_THAT(xml, Contains("<testcase classname=\"lnorm.verify.welford.rmsnorm.f32\" name=\"accuracy\""));
   CHECK_THAT(xml, Contains("<testcase classname=\"lnorm.verify.welford.add_rmsnorm.f32\" name=\"add_h_then_norm\""));
   // --op layernorm: LayerNorm's alone.
   const Result ln = cli("verify --kernel welford --dtype f32 --op layernorm --quick");
   CHECK(ln.code == 0);
-  CHECK_THAT(ln.out, Contains("PASS: 12 passed, 0 failed"));
+  CHECK_THAT(ln.out, Contains("PASS: 13 passed, 0 failed"));
 }
 
 TEST_CASE("cli verify: a budgets file without RMSNorm sections gates LayerNorm alone, and says so", "[cli][verify]") {

@@ -111,12 +111,12 @@ TEST_CASE("quantized epilogue: zero groups, NaN groups, scales below f32's range
   CHECK(e[0] == 0);
   CHECK(e[1] == 255);
   for (int i = 32; i < 64; ++i) CHECK((q[static_cast<std::size_t>(i)] & 0x7f) == 0x7f);
-  // amax/qmax below f32's range: s = 0, nonzero y saturates, 0 stays 0.
+  // amax/qmax below f32's range: scaled by 1 like a zero group, the tiny values ±0.
   std::vector<float> tiny(32, 0.0f);
   tiny[1] = 1e-45f, tiny[2] = -1e-45f;
-  cpu::quantize_row({QuantFormat::int8, Scaling::row, 0, 0}, tiny.data(), 32, q.data(), s.data(), 0);
-  CHECK(s[0] == 0.0f);
-  CHECK(q[0] == 0);
-  CHECK(static_cast<std::int8_t>(q[1]) == 127);
-  CHECK(static_cast<std::int8_t>(q[2]) == -128);
+  cpu::quantize_row({QuantFormat::fp8_e4m3, Scaling::row, 0, 0}, tiny.data(), 32, q.data(), s.data(), 0);
+  CHECK(s[0] == 1.0f);
+  CHECK(q[0] == 0x00);
+  CHECK(q[1] == 0x00);
+  CHECK(q[2] == 0x80);
 }

@@ -572,8 +572,8 @@ TEST_CASE("quant: zero rows and zero groups (scale 1, E8M0 code 0, q = +0)", "[q
 TEST_CASE("quant: scales at f32's edges: subnormal, rounding to 0, mx clamped at 2^-127, y* past f32's range", "[quant]") {
   const std::int64_t cols = 64;
   IndependentQuantizer::Counts counts;
-  // γ tiny (f32 params): amax/qmax is an f32 subnormal (1e-40), or rounds to 0 (1e-44: s = 0, every nonzero y*
-  // saturates); mx's floor(log2 amax) − emax_elem is below −127 and clamps. γ huge: y* beyond f32's range (y_out
+  // γ tiny (f32 params): amax/qmax is an f32 subnormal (1e-40), or rounds to 0 (1e-44: the group is scaled like a
+  // zero group, s = 1, and its tiny y* quantize to ±0); mx's floor(log2 amax) − emax_elem is below −127 and clamps. γ huge: y* beyond f32's range (y_out
   // Inf), the scales finite.
   for (double gs : {1e-40, 1e-44, 1e38}) {
     for (Op op : {Op::rmsnorm, Op::layernorm}) {

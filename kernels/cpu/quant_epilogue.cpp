@@ -33,17 +33,14 @@ void quantize_row(const QuantSpec& spec, const float* y, std::int64_t n, std::ui
         static_cast<std::uint8_t*>(scales)[at] = static_cast<std::uint8_t>(x + 127);
         s = std::ldexp(1.0f, x);  // 2^-127 is an f32 subnormal: exact
       } else {
-        s = amax == 0 ? 1.0f : amax / static_cast<float>(qmax(f));
+        s = amax / static_cast<float>(qmax(f));
+        if (s == 0) s = 1.0f;  // a zero group, or amax/qmax below f32's range: scaled by 1 (lnorm/quant.hpp)
         static_cast<float*>(scales)[at] = s;
       }
     }
-    // In double (quant_epilogue.hpp: exact as a rounding of y/s). s = 0 (amax/qmax below f32's range): y/0 is
-    // ±Inf, which saturates, and 0 stays 0 (not 0/0).
+    // In double (quant_epilogue.hpp: exact as a rounding of y/s).
     const double sd = s;
-    for (std::int64_t i = 0; i < G; ++i) {
-      const double v = yg[i];
-      qg[i] = encode(f, sd == 0 && v == 0 ? v : v / sd);
-    }
+    for (std::int64_t i = 0; i < G; ++i) qg[i] = encode(f, static_cast<double>(yg[i]) / sd);
   }
 }
 

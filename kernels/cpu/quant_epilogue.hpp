@@ -3,8 +3,8 @@
 // where their f32 y does:
 //   tensor   q = Q(y / S)
 //   row, group:G
-//            s = f32(amax / qmax) per group (f32 amax of |y|, one f32 division); 1 for a group of zeros; NaN
-//            (and NaN codes) for a group holding a NaN
+//            s = f32(amax / qmax) per group (f32 amax of |y|, one f32 division); 1 for a group of zeros and where
+//            amax/qmax is below f32's range (rounds to 0); NaN (and NaN codes) for a group holding a NaN
 //   mx       X = floor(log2 amax) − emax_elem clamped to [−127, 127] (−127 for a group of zeros), s = 2^X, stored
 //            as E8M0 X + 127 (255, NaN, for a group holding a NaN)
 // y / s is divided in double: y and s are f32, so y/s, unless it is a midpoint of the grid (≤ 9 significant bits),

@@ -31,11 +31,13 @@
 //                     number of tokens, 1024 below 256 and 256 above). Below 256 rows it is the control, so
 //                     only batch_invariance (batches of up to 4097 rows) can see it; row_independence's
 //                     batches (at most 48 rows) cannot.
-// The add_* mutants (Add & Norm's defects) are described at AddDefect below.
+// The add_* mutants (Add & Norm's defects) are described at AddDefect below, the quant_* ones (the quantized
+// epilogue's) in quant_mutants.cpp: their y is the control's, so only verify's `quantized` property can see them.
 // Every mutant but subtracts_mean and the add_* ones implements both norms (RMSNorm: the mean taken as 0, the sums of x²), and
 // reads f32 gamma/beta and the gamma offset as lnorm's kernels do (lnorm/params.hpp).
 #include "mutants.hpp"
 #include "backward_mutants.hpp"
+#include "quant_mutants.hpp"
 
 #include <array>
 #include <bit>
@@ -384,8 +386,20 @@ void run_add(const Problem& p, const Tensors& t) {
   }
 }
 
-// The control's forward: the plain norm's two-pass, or Add & Norm's (fuses_add).
-void control_forward(const Problem& p, const Tensors& t) { run_add_defect<AddDefect::none>(p, t); }
+// The control's forward: the plain norm's two-pass, or Add & Norm's (fuses_add); with the quantized epilogue, that y
+// in x's dtype quantized (quant_mutants.cpp, no defect).
+void control_y(const Problem& p, const Tensors& t) { run_add_defect<AddDefect::none>(p, t); }
+void control_forward(const Problem& p, const Tensors& t) {
+  if (p.op.epilogue == Epilogue::quantized) return run_quant_defect(QuantDefect::none, &control_y, p, t);
+  control_y(p, t);
+}
+
+// A quant_* mutant's forward: the control's y, quantized with defect D.
+template <QuantDefect D>
+void run_quant(const Problem& p, const Tensors& t) {
+  if (p.op.epilogue == Epilogue::quantized) return run_quant_defect(D, &control_y, p, t);
+  control_y(p, t);
+}
 
 constexpr DTypeSet kAll{DType::f32, DType::f64, DType::f16, DType::bf16};
 
@@ -402,6 +416,11 @@ constexpr KernelInfo mutant(std::string_view id, std::string_view summary, Forwa
 constexpr KernelInfo add_mutant(std::string_view id, std::string_view summary, ForwardFn fn) {
   return KernelInfo{id, summary, {.dtypes = kAll, .forward_norms = kBothNorms, .prologues = kWithAdd, .fuses_add = true, .f32_residual = true}, fn};
 }
+// A defect in the quantized epilogue (q and scales; y is the control's): every forward op, f32/f16/bf16.
+constexpr KernelInfo quant_mutant(std::string_view id, std::string_view summary, ForwardFn fn) {
+  return KernelInfo{id, summary, {.dtypes = kAll, .forward_norms = kBothNorms, .prologues = kWithAdd, .epilogues = kWithQuant,
+                                  .fuses_add = true, .f32_residual = true}, fn};
+}
 // A defect in the backward.
 constexpr KernelInfo bwd_mutant(std::string_view id, std::string_view summary, BackwardFn fn, NormSet norms = kBothNorms) {
   return KernelInfo{id, summary, {.dtypes = kAll, .backward_norms = norms}, nullptr, fn};
@@ -410,19 +429,21 @@ constexpr KernelInfo bwd_mutant(std::string_view id, std::string_view summary, B
 }  // namespace
 
 bool defect_in(const KernelInfo& mutant, Op op) {
+  if (mutant.name.substr(0, 13) == "mutant_quant_") return op.direction == Direction::fwd;
   return mutant.name.substr(0, 11) != "mutant_add_" || op.prologue == Prologue::residual_add;
 }
 
 const KernelInfo& control() {
   static const KernelInfo kControl{
       "mutant_control", "no defect: two-pass in double (long double for f64), rounded once; Add & Norm: h rounded once, then the same in long double",
-      {.dtypes = kAll, .forward_norms = kBothNorms, .backward_norms = kBothNorms, .prologues = kWithAdd, .fuses_add = true, .f32_residual = true},
+      {.dtypes = kAll, .forward_norms = kBothNorms, .backward_norms = kBothNorms, .prologues = kWithAdd, .epilogues = kWithQuant,
+       .fuses_add = true, .f32_residual = true},
       &control_forward, &run_bwd<BackwardDefect::none>};
   return kControl;
 }
 
 std::span<const KernelInfo> all() {
-  static const std::array<KernelInfo, 25> kMutants{
+  static const std::array<KernelInfo, 32> kMutants{
       mutant("mutant_var_unbiased", "variance divided by n-1 instead of n (NaN at n = 1)",
              &run<Defect::var_unbiased>),
       mutant("mutant_eps_outside_sqrt", "rstd = 1/(sqrt(var) + eps) instead of 1/sqrt(var + eps)",
@@ -458,6 +479,17 @@ std::span<const KernelInfo> all() {
       add_mutant("mutant_add_h_in_x_dtype", "Add & Norm: h rounded to x's dtype, then stored in the residual's",
              &run_add_defect<AddDefect::h_in_x_dtype>),
       add_mutant("mutant_add_h_truncated", "Add & Norm: h rounded toward zero", &run_add_defect<AddDefect::h_truncated>),
+      // The quantized epilogue's (quant_mutants.cpp).
+      quant_mutant("mutant_quant_truncates", "quantized: q rounded toward zero", &run_quant<QuantDefect::truncates>),
+      quant_mutant("mutant_quant_nan_on_overflow", "quantized: no saturation (fp8 NaN, int8 wraps past the range)",
+                   &run_quant<QuantDefect::nan_on_overflow>),
+      quant_mutant("mutant_quant_amax_of_x", "quantized: dynamic scales from the amax of x, not of y", &run_quant<QuantDefect::amax_of_x>),
+      quant_mutant("mutant_quant_e8m0_rounds_up", "quantized: mx exponent from ceil(log2 amax)", &run_quant<QuantDefect::e8m0_rounds_up>),
+      quant_mutant("mutant_quant_group_off_by_one", "quantized: each group's amax over a window one element off",
+                   &run_quant<QuantDefect::group_off_by_one>),
+      quant_mutant("mutant_quant_int8_clamps_127", "quantized: int8 saturates at -127, never -128", &run_quant<QuantDefect::int8_clamps_127>),
+      quant_mutant("mutant_quant_double_rounds", "quantized: y rounded to bf16, then divided and rounded again",
+                   &run_quant<QuantDefect::double_rounds>),
       // The backward's (backward_mutants.cpp).
       bwd_mutant("mutant_bwd_drops_mean_g", "backward: LayerNorm's dx without mean(g)", &run_bwd<BackwardDefect::drops_mean_g>,
              NormSet{lnorm::Norm::layernorm}),

@@ -72,6 +72,7 @@ std::string check_accuracy(const CheckContext&, const Case&);
 std::string check_eps_edges(const CheckContext&, const Case&);
 std::string check_row_independence(const CheckContext&, const Case&);
 std::string check_batch_invariance(const CheckContext&, const Case&);
+std::string check_quantized(const CheckContext&, const Case&);  // properties_quant.cpp
 std::string check_determinism(const CheckContext&, const Case&);
 std::string check_affine_identity(const CheckContext&, const Case&);
 std::string check_invariance(const CheckContext&, const Case&);

@@ -237,6 +237,10 @@ PropertyDef rmsnorm_definition(Property p, DType dtype) {
       prof.classes = all;
       prof.max_rows = 3;
       return {p, prof, &check_batch_invariance};
+    case Property::quantized:
+      prof.classes = all;
+      prof.max_rows = 8;
+      return {p, prof, &check_quantized};
     case Property::determinism:
       prof.classes = all;
       prof.max_rows = 64;

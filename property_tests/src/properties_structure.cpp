@@ -329,6 +329,10 @@ PropertyDef definition(Property p, DType dtype, Op op) {
       prof.classes = all;
       prof.max_rows = 3;
       return {p, prof, &check_batch_invariance};
+    case Property::quantized:
+      prof.classes = all;
+      prof.max_rows = 8;
+      return {p, prof, &check_quantized};
     case Property::determinism:
       prof.classes = all;
       prof.max_rows = 64;

@@ -53,7 +53,7 @@ std::vector<Property> properties_for(Op op) {
     return ps;
   }
   ps = {P::shape, P::normalized, P::accuracy, P::eps_edges, P::row_independence, P::batch_invariance,
-        P::determinism, P::affine_identity};
+        P::quantized, P::determinism, P::affine_identity};
   if (layernorm) ps.push_back(P::invariance);
   else ps.insert(ps.end(), {P::scale_invariance, P::oddness});
   ps.insert(ps.end(), {P::permutation, P::nonfinite, P::params});
@@ -108,6 +108,9 @@ std::string_view summary(Property p, Op op) {
     case Property::row_independence: return "a row's output is bitwise the same alone, in any batch, at any position";
     case Property::batch_invariance:
       return "a row's output is bitwise the same in batches of 1, 7, 255, 256, 300, 1024, 4097 rows, on 1 and 2 threads";
+    case Property::quantized:
+      return "q = Q(y/s) (fp8_e4m3, fp8_e5m2, int8 x tensor, row, group:G, mx) within 0.5 quantum + y's error, scales "
+             "within budget, amax at +-max (mx: in the top binade)";
     case Property::determinism: return "bitwise identical over repeated runs and 1, 2, 3, 8 threads";
     case Property::affine_identity: return "gamma = 1, beta = 0 given equals no affine, bitwise";
     case Property::invariance: return "LN(a*x + c) ~ LN(x) for a > 0, eps = 0, within the budget's kappa term";
@@ -282,13 +285,18 @@ void keep_freed_memory() {
 
 }  // namespace
 
+bool runs_property(const KernelInfo& kernel, Property p, Op op) {
+  return applies(p, op) && (p != Property::quantized || kernel.takes.epilogues.contains(Epilogue::quantized));
+}
+
 std::vector<Outcome> verify_kernel(const KernelInfo& kernel, Op op, DType dtype, const KernelBudget& budget,
                                    const Settings& settings, const Progress& progress) {
   keep_freed_memory();
   std::vector<Outcome> outcomes;
   std::vector<Property> props;
+  // A law of one op is never applied to another (runs_property).
   for (Property p : settings.properties.empty() ? properties_for(op) : settings.properties)
-    if (applies(p, op)) props.push_back(p);  // a law of one op is never applied to another
+    if (runs_property(kernel, p, op)) props.push_back(p);
   const std::optional<std::string> why_not =
       unavailable_reason(kernel, with_op(make_problem(1, 8, dtype, 1e-5, false, false), op));
   // The params property's problems: an offset, and f32 gamma/beta where x is 16-bit.
@@ -318,9 +326,16 @@ std::vector<Outcome> verify_kernel(const KernelInfo& kernel, Op op, DType dtype,
             ? std::optional<std::string>(std::string(kernel.name) + " has no plain " + std::string(name(plain(op.norm))) +
                                          " to compare its " + std::string(name(op)) + " with")
             : std::nullopt;
-    if (why_not || (p == Property::params && params_why_not) || plain_why_not) {
+    // quantized: f32/f16/bf16 x only.
+    const std::optional<std::string> quant_why_not =
+        p == Property::quantized && dtype == DType::f64 ? std::optional<std::string>("quantized outputs take f32, f16 or bf16 x")
+                                                        : std::nullopt;
+    if (why_not || (p == Property::params && params_why_not) || plain_why_not || quant_why_not) {
       o.status = Status::skipped;
-      o.message = why_not ? *why_not : params_why_not && p == Property::params ? *params_why_not : *plain_why_not;
+      o.message = why_not                                     ? *why_not
+                  : params_why_not && p == Property::params ? *params_why_not
+                  : plain_why_not                             ? *plain_why_not
+                                                              : *quant_why_not;
       outcomes.push_back(o);
       continue;
     }

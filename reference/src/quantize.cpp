@@ -115,7 +115,8 @@ class RowQuantizer {
         best = std::max(best, bits_to_double(f32_, bits));
       }
     }
-    if (!any) {
+    // No amax (every y* 0), or amax/qmax below f32's range (rounds to 0): scaled like a zero group (quant.hpp).
+    if (!any || (spec_.scaling != Scaling::mx && best == 0)) {
       zero = true;
       return spec_.scaling == Scaling::mx ? -127.0 : 1.0;
     }
@@ -131,7 +132,8 @@ class RowQuantizer {
     if (spec_.scaling == Scaling::mx)
       return amax == 0 || !std::isfinite(amax) ? -127.0
                                                 : std::clamp(static_cast<double>(std::ilogb(amax) - emax_elem(spec_.format)), -127.0, 127.0);
-    return static_cast<double>(static_cast<float>(amax / qmax(spec_.format)));
+    const auto s = static_cast<float>(amax / qmax(spec_.format));
+    return s == 0 ? 1.0 : s;
   }
 
   const RowReference& row() const { return row_; }
@@ -327,7 +329,9 @@ QuantSummary measure_quantized(const Problem& p, const QuantSpec& spec, const vo
             if (allowed < 0) {
               const double xv = rq.value_x(i);
               const double tx = sv == 0 ? t : std::clamp(xv / sv, lo, hi);
-              allowed = 0.5 + (std::isfinite(xv) ? std::fabs(tx - target) / quantum : 0) + kRecipeSlack;
+              // Q(y_x/s) is within half a quantum *at y_x/s* of it, and y_x/s is |tx − target| from y*/s: the two
+              // binades differ where rounding y to x's dtype moves it across a power of two (f16's subnormals).
+              allowed = (std::isfinite(xv) ? (0.5 * quantum_at(f, tx) + std::fabs(tx - target)) / quantum : 0.5) + kRecipeSlack;
               if (budget.y_a > 0 || budget.y_b > 0) {  // the kernel's own f32 y error, in quanta at y*/s
                 const double y_err = (budget.y_a + budget.y_b * rq.row().kappa) * ulp_at(f32, rq.metric_scale(i));
                 allowed += sv == 0 ? 0 : y_err / sv / quantum;

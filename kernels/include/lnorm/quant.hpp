@@ -17,7 +17,9 @@
 //             to [−127, 127], stored as E8M0 (X + 127); fp8 formats only (MXINT8's implied scale is not this)
 // A group whose y* are all zero has no amax to scale by: every q is 0 whatever s is. Its scale is 1 (row,
 // group: dequantizes to 0 and divides nothing by zero) and 2^-127 (mx: E8M0 code 0, where floor(log2 0) clamps);
-// `check` accepts any finite positive scale there.
+// `check` accepts any finite positive scale there. A row or group whose amax/qmax is below f32's range (rounds to
+// 0) is scaled the same way, by 1: its y* are tiny enough that q is ±0 (a scale of 0 would saturate them all, and
+// an f32 kernel's y there may already be 0).
 #pragma once
 
 #include <cmath>

@@ -19,6 +19,7 @@ enum class Property : int {
   eps_edges,         // 4. constant row → beta; var ≪ eps; eps = 0 constant → NaN; width 1 → beta
   row_independence,  // 5. a row's output is bitwise the same alone, in any batch, at any position
   batch_invariance,  // a row's output is bitwise the same in batches of 1 to 4097 rows (1 and 2 threads)
+  quantized,         // kernels with the quantized epilogue: q and scales within the metric's budget, the scalings' laws
   determinism,       // 6. bitwise identical over repeated runs and thread counts
   affine_identity,   // 7. gamma = 1, beta = 0 given explicitly equals no affine, bitwise
   invariance,        // 8. LN(a·x + c) ≈ LN(x), a > 0, eps = 0, within the budget's kappa term
@@ -44,7 +45,7 @@ enum class Property : int {
 // `lnorm verify`'s table).
 inline constexpr std::array kAllProperties = {
     Property::shape,      Property::normalized,  Property::accuracy,    Property::eps_edges,
-    Property::row_independence, Property::batch_invariance, Property::determinism, Property::affine_identity,
+    Property::row_independence, Property::batch_invariance, Property::quantized, Property::determinism, Property::affine_identity,
     Property::invariance, Property::permutation, Property::nonfinite, Property::params,
     Property::scale_invariance, Property::oddness, Property::add_rounding, Property::add_h_then_norm,
     Property::add_commutes, Property::add_residual_zero, Property::dx_sum_zero, Property::dx_orthogonal,
@@ -63,6 +64,7 @@ constexpr std::string_view name(Property p) {
     case Property::eps_edges: return "eps_edges";
     case Property::row_independence: return "row_independence";
     case Property::batch_invariance: return "batch_invariance";
+    case Property::quantized: return "quantized";
     case Property::determinism: return "determinism";
     case Property::affine_identity: return "affine_identity";
     case Property::invariance: return "invariance";

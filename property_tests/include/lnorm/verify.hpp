@@ -70,6 +70,10 @@ struct Outcome {
 // Called before each property with (kernel, dtype, property).
 using Progress = std::function<void(std::string_view, DType, Property)>;
 
+// Whether verify runs property p on this kernel's op: p is one of the op's (applies), and `quantized` only where the
+// kernel writes quantized outputs (a capability, like an op: a kernel without it has no cell, not a skipped one).
+bool runs_property(const KernelInfo& kernel, Property p, Op op);
+
 // The op's properties (or settings.properties that apply to it) for one kernel × dtype.
 std::vector<Outcome> verify_kernel(const KernelInfo& kernel, Op op, DType dtype, const KernelBudget& budget,
                                    const Settings& settings, const Progress& progress = {});

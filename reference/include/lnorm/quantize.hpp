@@ -15,7 +15,8 @@
 //
 // Default budgets (QuantBudget at −1), per element and per group, what computing from y rounded to x's dtype
 // first can do — the rounding point production kernels use (vLLM: y in x's dtype, times f32(1/S), one rounding):
-//   q:      0.5 + |Q-domain distance between y*/s and round_x(y*)/s| in quanta + 2^-14
+//   q:      |round_x(y*)/s − y*/s| + half a quantum at round_x(y*)/s, in quanta at y*/s, + 2^-14 (0.5 + the
+//           distance where both lie in one binade)
 //           (2^-14 covers f32(1/S) and the product's rounding: 2 f32 roundings of a value < 2^8 quanta);
 //   scales: row/group: 2 f32 ulps + the distance from s* to f32(amax_x/qmax), amax_x the amax of round_x(y*);
 //           mx: |X* − X_x| steps (0 unless rounding to x's dtype carried amax up to a power of two).

@@ -1,0 +1,176 @@
+// The quantized outputs' property (issue 38; docs/DESIGN.md "Quantized outputs"), for every kernel that declares the
+// quantized epilogue, on every forward op:
+//   quantized   on each case, two format × scaling specs drawn from its seed (all eleven over a run: fp8_e4m3,
+//               fp8_e5m2, int8 × tensor, row, group:G, mx; fp8 only for mx), the kernel's q and scales:
+//     - written, every element and scale, and deterministic (two runs over different prefills agree);
+//     - accurate: within the metric's budget (lnorm/quantize.hpp: 0.5 quantum + what rounding y to x's dtype can
+//       add + the kernel's own f32 y error, its f32 y budget moved into quanta), scales likewise;
+//     - exact laws of the scaling, on q itself: a row or group scale is its amax over qmax, so the amax element
+//       quantizes to ±max (the largest code) in every finite, nonzero group; an mx exponent is floor(log2 amax) −
+//       emax_elem, so the group's largest |q| lies in [2^emax_elem, max] (a ceil, or the wrong emax, leaves it a
+//       binade low).
+// Tensor scales are drawn around the rows' exact amax/qmax (× 2^k, k in [−2, 2], and × 1.375): some cases
+// saturate, some use a fraction of the range.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "lnorm/quantize.hpp"
+#include "properties.hpp"
+
+namespace lnorm::verify {
+namespace {
+
+struct Drawn {
+  QuantSpec spec;
+  std::string text;
+};
+
+// The i-th spec of a case (i = 0, 1): the seed picks a format and scaling; group:G takes a divisor of the row
+// (8·2^k up to 128), else row; mx needs an fp8 format and 32 | cols (else row).
+Drawn draw_spec(const Case& c, const std::vector<double>& y_exact, std::int64_t cols, int i) {
+  std::mt19937_64 rng(c.spec.data_seed * 2 + static_cast<std::uint64_t>(i) + 0x9a4717u);
+  QuantSpec s;
+  s.format = static_cast<QuantFormat>(rng() % 3);
+  s.scaling = static_cast<Scaling>(rng() % 4);
+  if (s.scaling == Scaling::mx && (!is_fp8(s.format) || cols % kMxGroup != 0)) s.scaling = Scaling::row;
+  if (s.scaling == Scaling::group) {
+    std::int64_t g = 8 << (rng() % 5);
+    while (g > 1 && cols % g != 0) g /= 2;
+    if (g <= 1 || g == cols) s.scaling = Scaling::row;
+    else s.group = g;
+  }
+  if (s.scaling == Scaling::tensor) {
+    double amax = 0;
+    for (double v : y_exact)
+      if (std::isfinite(v)) amax = std::fmax(amax, std::fabs(v));
+    const double base = amax > 0 && std::isfinite(amax) ? amax / qmax(s.format) : 1.0;
+    double scale = std::ldexp(base, static_cast<int>(rng() % 5) - 2) * ((rng() & 1) ? 1.375 : 1.0);
+    float sf = static_cast<float>(scale);
+    if (!(std::isfinite(sf) && sf > 0)) sf = 1.0f;
+    s.scale = sf;
+  }
+  return {s, describe(s)};
+}
+
+// The kernel's f32 y budget: the CPU kernels quantize their f32 y, whatever x's dtype (QuantBudget::y_a/y_b).
+Budget f32_y_budget(const CheckContext& ctx, Op op) {
+  static const Budgets builtin = Budgets::builtin();
+  Op base = op;
+  base.epilogue = Epilogue::y_as_x;
+  try {
+    return builtin.for_kernel(base, ctx.kernel.name, DType::f32).y;
+  } catch (const BudgetError&) {
+    return ctx.budget.y;
+  }
+}
+
+struct QuantRun {
+  std::vector<std::uint8_t> q;
+  std::vector<std::byte> scales;
+};
+
+}  // namespace
+
+std::string check_quantized(const CheckContext& ctx, const Case& c) {
+  if (!ctx.kernel.takes.epilogues.contains(Epilogue::quantized) || c.spec.dtype == DType::f64) return "";
+  const DType d = c.spec.dtype, pd = c.spec.params(), rd = c.spec.residual();
+  const bool fused = c.spec.op.prologue == Prologue::residual_add;
+  const int mis = c.spec.misalign;
+  Problem base = c.problem(1);
+  const KernelInputs in = kernel_inputs(c);
+  const Buffer x(d, in.x, mis), res(rd, in.residual, mis), g(pd, c.gamma, mis), b(pd, c.beta, mis);
+  const std::int64_t rows = base.rows, cols = base.cols, n = rows * cols;
+  const Exact exact = exact_answer(c);
+  std::vector<double> y_exact(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) y_exact[static_cast<std::size_t>(i)] = exact.elems[static_cast<std::size_t>(i)].y_hi;
+  const Budget yb = f32_y_budget(ctx, c.spec.op);
+  for (int which = 0; which < 2; ++which) {
+    const Drawn drawn = draw_spec(c, y_exact, cols, which);
+    const QuantSpec& spec = drawn.spec;
+    Problem p;
+    try {
+      p = set_quant(base, spec);
+    } catch (const std::invalid_argument& e) {
+      return "harness: " + drawn.text + ": " + e.what();
+    }
+    if (const auto why = unavailable_reason(ctx.kernel, p)) return "harness: the kernel declines " + drawn.text + ": " + *why;
+    const std::int64_t per_row = spec.scales_per_row(cols);
+    const std::size_t scale_bytes = static_cast<std::size_t>(rows * per_row) * (spec.scales_are_e8m0() ? 1 : 4);
+    // Two runs over different prefills: an element either run left alone differs between them.
+    QuantRun runs[2];
+    for (int k = 0; k < 2; ++k) {
+      runs[k].q.assign(static_cast<std::size_t>(n), k ? 0xff : 0x00);
+      runs[k].scales.assign(scale_bytes, std::byte{static_cast<unsigned char>(k ? 0xff : 0x00)});
+      std::vector<std::byte> h(fused ? static_cast<std::size_t>(n) * size_of(rd) : 0);
+      Tensors t{x.data(), c.gamma.empty() ? nullptr : g.data(), c.beta.empty() ? nullptr : b.data()};
+      if (fused) t.residual = res.data(), t.h = h.data();
+      t.q = runs[k].q.data();
+      t.scales = per_row ? runs[k].scales.data() : nullptr;
+      ctx.kernel.run(p, t);
+    }
+    for (std::int64_t i = 0; i < n; ++i)
+      if (runs[0].q[static_cast<std::size_t>(i)] != runs[1].q[static_cast<std::size_t>(i)])
+        return fmt("harness: %s: q element %lld unwritten or not deterministic (0x%02x vs 0x%02x)", drawn.text.c_str(),
+                   static_cast<long long>(i), runs[0].q[static_cast<std::size_t>(i)], runs[1].q[static_cast<std::size_t>(i)]);
+    if (runs[0].scales != runs[1].scales) return "harness: " + drawn.text + ": a scale unwritten or not deterministic";
+    const QuantRun& r = runs[0];
+    QuantBudget qb;
+    qb.y_a = yb.a, qb.y_b = yb.b;
+    const QuantSummary m = measure_quantized(p, spec, x.data(), fused ? res.data() : nullptr,
+                                             c.gamma.empty() ? nullptr : g.data(), c.beta.empty() ? nullptr : b.data(),
+                                             r.q.data(), per_row ? r.scales.data() : nullptr, rows, 0, qb, 1);
+    ctx.worst.note("q_quanta", m.max_ulp);
+    ctx.worst.add("q_elements", static_cast<double>(m.elements));
+    ctx.worst.add("q_correctly_rounded", static_cast<double>(m.correctly_rounded));
+    if (!m.q_pass())
+      return fmt("%s: q element %lld is %.4g quanta from y*/s (allowed %.4g; worst %.4g at %lld: got %.9g, y*/s %.9g)",
+                 drawn.text.c_str(), static_cast<long long>(m.worst_excess_index), m.worst_excess + m.worst_excess_allowed,
+                 m.worst_excess_allowed, m.max_ulp, static_cast<long long>(m.max_ulp_index), m.max_ulp_got, m.max_ulp_target);
+    if (!m.scales_pass())
+      return fmt("%s: scale %lld is %.4g %s from the exact one (got %.9g, exact %.9g)", drawn.text.c_str(),
+                 static_cast<long long>(m.scale_max_index), m.scale_max_ulp,
+                 spec.scales_are_e8m0() ? "E8M0 steps" : "f32 ulps", m.scale_max_got, m.scale_max_exact);
+    if (spec.scaling == Scaling::tensor) continue;
+    // The scaling's laws on q: per finite nonzero group, the amax element at ±max (row, group) or the largest |q|
+    // in [2^emax_elem, max] (mx).
+    const std::int64_t G = spec.group_size(cols);
+    const double top = qmax(spec.format);
+    for (std::int64_t row = 0; row < rows; ++row)
+      for (std::int64_t grp = 0; grp < cols / G; ++grp) {
+        bool finite = true, nonzero = false;
+        double largest = 0;
+        for (std::int64_t i = row * cols + grp * G; i < row * cols + (grp + 1) * G; ++i) {
+          const double v = y_exact[static_cast<std::size_t>(i)];
+          finite &= std::isfinite(v);
+          nonzero |= v != 0;
+          largest = std::fmax(largest, std::fabs(decode(spec.format, r.q[static_cast<std::size_t>(i)])));
+        }
+        if (!finite || !nonzero || std::isnan(largest)) continue;
+        // The laws hold where the scale is a normal f32 (a subnormal s has too few bits to make amax/s qmax) and the
+        // mx exponent is not clamped at ±127; and, as the metric, not for a group the kernel saw as zeros.
+        const std::int64_t at = row * per_row + grp;
+        if (spec.scaling == Scaling::mx) {
+          const int code = static_cast<int>(r.scales[static_cast<std::size_t>(at)]);
+          if (code == 0 || code == 254) continue;
+        } else {
+          float sv;
+          std::memcpy(&sv, r.scales.data() + at * 4, 4);
+          if (!(sv >= std::numeric_limits<float>::min()) || sv == 1.0f) continue;
+        }
+        if (spec.scaling == Scaling::mx) {
+          if (largest != 0 && largest < std::ldexp(1.0, emax_elem(spec.format)))
+            return fmt("%s: row %lld group %lld's largest |q| is %g, below 2^%d: its E8M0 exponent is too large",
+                       drawn.text.c_str(), static_cast<long long>(row), static_cast<long long>(grp), largest,
+                       emax_elem(spec.format));
+        } else if (largest != 0 && largest != top) {
+          return fmt("%s: row %lld group %lld's largest |q| is %g, not %g: its scale is not its amax over qmax",
+                     drawn.text.c_str(), static_cast<long long>(row), static_cast<long long>(grp), largest, top);
+        }
+      }
+  }
+  return "";
+}
+
+}  // namespace lnorm::verify
