@@ -153,6 +153,51 @@ echo " about kappa ulps on offset rows, as torch's backward does; avx2 and avx51
 echo " more sum; -: not available here; full verdicts: $out/check-bwd.txt)"
 echo
 
+echo "== 3e. Quantized outputs (lnorm run --quant + lnorm check --quant; 64x1024 bf16, random gamma): q = Q(y/s) rounded"
+echo "      once, saturating; max error in quanta of the format at y*/s and the share bit-identical to the exact q"
+"$lnorm" gen --out "$out/qx.npy" --shape 64x1024 --dtype bf16 --seed 31 --gamma-out "$out/qg.npy" --beta-out "$out/qb.npy" >/dev/null
+# vLLM's rms_norm_static_fp8_quant: a static f32 scale (2^-7: y's tails past 3.5 saturate at 448);
+# its rms_norm_dynamic_per_token_quant form, on a LayerNorm: int8 with a per-row scale amax/127.
+static="--op rmsnorm --eps 1e-6 --x $out/qx.npy --gamma $out/qg.npy --dtype bf16 --quant fp8_e4m3 --scale 0.0078125"
+token="--op layernorm --x $out/qx.npy --gamma $out/qg.npy --beta $out/qb.npy --dtype bf16 --quant int8 --scaling row"
+printf "  %-10s %-28s %-28s\n" kernel "static fp8_e4m3 RMSNorm" "per-token int8 LayerNorm"
+q_cell() {  # check's verdict, max quanta and correctly rounded share, from its JSON
+  "$lnorm" check "$@" --json "$out/qcheck.json" >>"$out/check-quant.txt" 2>&1 || true
+  $py -c 'import json,sys; d=json.load(open(sys.argv[1]))["q"]; m=d["max_ulp"]; print("%s %s q, %.2f%% CR" % ("PASS" if d["pass"] else "FAIL", "inf" if m is None else format(m, ".3g"), 100 * d["correctly_rounded"]))' "$out/qcheck.json"
+}
+quant_kernels=$("$lnorm" list --json | $py -c 'import json,sys; print(" ".join(k["name"] for k in json.load(sys.stdin) if k["available"] and k["quantized"]))')
+for k in reference $quant_kernels; do
+  line=$(printf "  %-10s" "$k")
+  for case in static token; do
+    flags=${!case}
+    scales=""; [ "$case" = token ] && scales="--scales $out/qs.npy"
+    # shellcheck disable=SC2086
+    if [ "$k" = reference ]; then "$lnorm" reference $flags --q "$out/qq.npy" $scales
+    else "$lnorm" run --kernel "$k" $flags --q "$out/qq.npy" $scales; fi
+    # shellcheck disable=SC2086
+    line+=$(printf " %-28s" "$(q_cell $flags --q "$out/qq.npy" $scales)")
+  done
+  echo "$line"
+done
+# A kernel that truncates y/s toward zero instead of rounding it (a float -> int8 cast): the gate fails it.
+# shellcheck disable=SC2086
+"$lnorm" reference $token --q "$out/qq.npy" --scales "$out/qs.npy" --y "$out/qy.npy"
+$py - "$out" <<'PYEOF'
+import sys
+import numpy as np
+out = sys.argv[1]
+y = (np.load(f"{out}/qy.npy").astype(np.uint32) << 16).view(np.float32)  # y in bf16, widened
+s = np.load(f"{out}/qs.npy")
+np.save(f"{out}/qt.npy", np.clip(np.trunc(y / s), -128, 127).astype(np.int8))
+PYEOF
+# shellcheck disable=SC2086
+echo "  truncates  $(printf '%-28s' -) $(q_cell $token --q "$out/qt.npy" --scales "$out/qs.npy")"
+rm -f "$out"/q*.npy "$out/qcheck.json"
+echo "(the exact answer reads at most 0.5 quantum, 100% CR; a kernel's f32 y moves a near-tie's q now and then; budget: 0.5"
+echo " quantum + what rounding y to bf16 first can move y/s, so a kernel that rounds y to x's dtype passes and truncation does"
+echo " not; full verdicts: $out/check-quant.txt)"
+echo
+
 echo "== 4. The CI gate (lnorm verify --quick): each op's properties x every kernel x op x dtype, against property_tests/budgets.toml"
 "$lnorm" verify --quick --json "$out/verify.json" >"$out/verify.txt" 2>&1 || status=$?
 $py - "$out/verify.json" <<'EOF'
