@@ -21,6 +21,7 @@ install(FILES
   ${PROJECT_SOURCE_DIR}/kernels/include/lnorm/problem.hpp
   ${PROJECT_SOURCE_DIR}/kernels/include/lnorm/op.hpp
   ${PROJECT_SOURCE_DIR}/kernels/include/lnorm/half.hpp
+  ${PROJECT_SOURCE_DIR}/kernels/include/lnorm/quant.hpp
   ${PROJECT_SOURCE_DIR}/reference/include/lnorm/format.hpp
   ${PROJECT_SOURCE_DIR}/reference/include/lnorm/reference.hpp
   ${PROJECT_SOURCE_DIR}/reference/include/lnorm/metrics.hpp

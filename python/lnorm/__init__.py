@@ -8,6 +8,8 @@ the property suite of ``lnorm verify`` with a Python callable as the kernel, on 
     print(lnorm.verify(my_kernel, dtypes=("f32", "bf16")))  # LayerNorm's properties, the CLI's table
     print(lnorm.verify(my_rmsnorm, op="rmsnorm"))       # RMSNorm's own
     dx, dgamma, dbeta = lnorm.reference_backward(x, dy, g)   # the exact gradients
+    q, s = lnorm.reference(x, g, op="rmsnorm", quant="fp8_e4m3", scaling="row")   # exact FP8, per-row scales
+    print(lnorm.check(x, q, g, op="rmsnorm", quant="fp8_e4m3", scaling="row", scales=s))   # check --quant
     print(lnorm.verify(my_backward, dir="bwd"))         # the backward's laws: fn(x, dy, g, b, eps) -> grads
     lnorm.verify(lnorm.torch_kernel(F.layer_norm, dir="bwd"), dir="bwd")   # torch's, through autograd
 
@@ -23,6 +25,7 @@ from ._cases import Case, case, cases
 from ._check import CheckResult, assert_layernorm_close, assert_rmsnorm_close, check, reference
 from ._backward import BackwardCheckResult, check_backward, reference_backward
 from ._kernels import Kernel, kernels, run
+from ._quant import QuantCheckResult, decode, decode_e8m0
 from ._torch import torch_kernel
 from ._verify import Outcome, VerifyResult, verify
 
@@ -30,7 +33,7 @@ __all__ = [
     "AFFINE_KINDS", "BACKWARD_PROPERTIES", "OPS", "PROPERTIES_OF", "RMSNORM_BACKWARD_PROPERTIES", "EDGE_EPS", "EDGE_WIDTHS", "PROPERTIES", "RMSNORM_PROPERTIES", "ROW_CLASSES",
     "Case", "case", "cases", "CheckResult", "assert_layernorm_close", "assert_rmsnorm_close", "check", "reference",
     "Kernel", "kernels", "run", "torch_kernel", "Outcome", "VerifyResult", "verify",
-    "BackwardCheckResult", "check_backward", "reference_backward",
+    "BackwardCheckResult", "check_backward", "reference_backward", "QuantCheckResult", "decode", "decode_e8m0",
 ]
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from . import _lnorm
+from ._quant import check_quant, reference_quant
 from ._torch import to_numpy
 
 
@@ -21,7 +22,7 @@ def _arrays(dtype, **named):
 
 
 def reference(x, gamma=None, beta=None, *, axis=-1, eps=1e-5, dtype=None, threads=None, op="layernorm",
-              gamma_offset=0.0, residual=None):
+              gamma_offset=0.0, residual=None, quant=None, scaling="tensor", scale=None):
     """The exact answer for x rounded once to its format: (y, mean, rstd) for op="layernorm", (y, rstd)
     for op="rmsnorm" (y = x / sqrt(mean(x^2) + eps) * (gamma_offset + gamma) (+ beta): no mean).
 
@@ -34,8 +35,15 @@ def reference(x, gamma=None, beta=None, *, axis=-1, eps=1e-5, dtype=None, thread
     residual: Add & Norm (op becomes "add_layernorm" / "add_rmsnorm"): h = x + residual rounded once to the
     residual's dtype (x's, or float32 beside 16-bit x), then the norm of h as stored; h is appended to the
     returned tuple: (y, mean, rstd, h) or (y, rstd, h).
+
+    quant ("fp8_e4m3", "fp8_e5m2", "int8"): the exact quantized output instead, (q, scales): y* divided by its
+    scale and rounded once, saturating; scaling "tensor" (scale= an f32, required), "row", "group:G" or "mx"
+    (scales None for tensor; float32, or uint8 E8M0 codes for mx, shaped x.shape[:axis] + (groups,)).
     """
     dtype, a = _arrays(dtype, x=x, gamma=gamma, beta=beta, residual=residual)
+    if quant is not None:
+        return reference_quant(a, dtype, quant=quant, scaling=scaling, scale=scale, axis=axis, eps=eps, threads=threads,
+                               op=op, gamma_offset=gamma_offset)
     return _lnorm.reference(a["x"], a["gamma"], a["beta"], axis=axis, eps=eps, dtype=dtype, threads=threads, op=op,
                             gamma_offset=float(gamma_offset), residual=a["residual"])
 
@@ -148,7 +156,8 @@ class CheckResult:
 
 def check(x, y, gamma=None, beta=None, *, axis=-1, eps=1e-5, max_ulp=8, max_ulp_per_kappa=1, mean=None, rstd=None,
           max_mean_ulp=None, max_rstd_ulp=None, dtype=None, threads=None, op="layernorm", gamma_offset=0.0,
-          recipe=None, max_recipe_ulp=0.5, residual=None, h=None, max_h_ulp=None):
+          recipe=None, max_recipe_ulp=0.5, residual=None, h=None, max_h_ulp=None, quant=None, scaling="tensor",
+          scale=None, scales=None, max_q_ulp=None, max_scale_ulp=None):
     """Measures a candidate output y (and optionally mean/rstd) against the exact answer for x: the
     LayerNorm of x, or op="rmsnorm" (no mean: mean= is refused), with gamma_offset as in reference().
 
@@ -163,7 +172,17 @@ def check(x, y, gamma=None, beta=None, *, axis=-1, eps=1e-5, max_ulp=8, max_ulp_
     whatever the candidate's h; h= also measures a candidate h against the exact sum, gated by max_h_ulp
     (default 0.5: the sum rounded once); the result's .h holds it.
     Returns a CheckResult, truthy when within budget. The GIL is released while it measures.
+    quant: y is a quantized output q (uint8 fp8 bit patterns or int8) with its scales= (row, group:G, mx; scale=
+    for tensor), measured as ``lnorm check --quant``: in quanta at y*/s with the candidate's own scales, the scales
+    against the exact ones; max_q_ulp / max_scale_ulp make the budgets flat. Returns a QuantCheckResult.
     """
+    if quant is not None:
+        if mean is not None or rstd is not None or h is not None or recipe is not None:
+            raise ValueError("quant: mean=, rstd=, h= and recipe= are not measured with a quantized output yet")
+        dtype, a = _arrays(dtype, x=x, gamma=gamma, beta=beta, residual=residual)
+        return check_quant(a, y, dtype, quant=quant, scaling=scaling, scale=scale, scales=scales, max_q_ulp=max_q_ulp,
+                           max_scale_ulp=max_scale_ulp, axis=axis, eps=eps, threads=threads, op=op,
+                           gamma_offset=gamma_offset)
     dtype, a = _arrays(dtype, x=x, y=y, gamma=gamma, beta=beta, mean=mean, rstd=rstd, residual=residual, h=h)
     d = _lnorm.check(a["x"], a["y"], a["gamma"], a["beta"], axis=axis, eps=eps, max_ulp=float(max_ulp),
                      max_ulp_per_kappa=float(max_ulp_per_kappa), mean=a["mean"], rstd=a["rstd"],

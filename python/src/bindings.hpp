@@ -61,5 +61,6 @@ py::tuple unravel(std::int64_t flat, const std::vector<std::int64_t>& shape);
 void bind_reference(py::module_& m);
 void bind_verify(py::module_& m);
 void bind_backward(py::module_& m);
+void bind_quant(py::module_& m);
 
 }  // namespace lnorm::python

@@ -8,4 +8,5 @@ PYBIND11_MODULE(_lnorm, m) {
   lnorm::python::bind_reference(m);
   lnorm::python::bind_verify(m);
   lnorm::python::bind_backward(m);
+  lnorm::python::bind_quant(m);
 }

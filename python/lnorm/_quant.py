@@ -1,0 +1,71 @@
+"""Quantized outputs (docs/python.md "Quantized outputs"): q = Q(y / s) in fp8_e4m3, fp8_e5m2 or int8 with tensor,
+row, group:G or mx scaling, as ``lnorm reference/run/check --quant``. lnorm.reference, lnorm.run and lnorm.check
+take ``quant=`` and call these; q travels as uint8 bit patterns (fp8) or int8, scales as float32 (row, group:G,
+shaped x.shape[:axis] + (groups,)) or uint8 E8M0 codes (mx); decode() and decode_e8m0() give their values."""
+
+from dataclasses import dataclass
+from typing import Optional
+
+from . import _lnorm
+
+
+@dataclass(frozen=True)
+class QuantCheckResult:
+    """What ``lnorm check --quant --json`` reports; truthy when q (and dynamic scales) are within budget.
+
+    q: max_ulp (quanta at y*/s, inf on a non-finite mismatch), max_ulp_index, max_ulp_got, max_ulp_target,
+    correctly_rounded, nonfinite_mismatches, saturated, over_budget, budget, pass. scales (None for tensor
+    scaling): max_ulp (f32 ulps; mx: E8M0 steps), zero_groups, over_budget, budget, pass."""
+
+    passed: bool
+    op: str
+    dtype: str
+    shape: tuple
+    quant: str
+    scaling: str
+    q: dict
+    scales: Optional[dict]
+
+    def __bool__(self):
+        return self.passed
+
+    def __str__(self):
+        q = self.q
+        line = (f"{'PASS' if self.passed else 'FAIL'}  q {self.quant}/{self.scaling} max {q['max_ulp']:.3g} quanta  "
+                f"correctly rounded {100 * q['correctly_rounded']:.2f}%  non-finite mismatches {q['nonfinite_mismatches']}  "
+                f"saturated {q['saturated']}")
+        if self.scales is not None:
+            line += f"  scales max {self.scales['max_ulp']:.3g}, {self.scales['over_budget']} over budget"
+        return line
+
+
+def reference_quant(a, dtype, *, quant, scaling, scale, axis, eps, threads, op, gamma_offset):
+    return _lnorm.quant_reference(a["x"], a["gamma"], a["beta"], quant=quant, scaling=scaling, scale=scale, axis=axis,
+                                  eps=eps, dtype=dtype, threads=threads, op=op, gamma_offset=float(gamma_offset),
+                                  residual=a["residual"])
+
+
+def run_quant(name, a, dtype, *, quant, scaling, scale, axis, eps, threads, op, gamma_offset):
+    return _lnorm.quant_run(name, a["x"], a["gamma"], a["beta"], quant=quant, scaling=scaling, scale=scale, axis=axis,
+                            eps=eps, dtype=dtype, threads=threads, op=op, gamma_offset=float(gamma_offset),
+                            residual=a["residual"])
+
+
+def check_quant(a, q, dtype, *, quant, scaling, scale, scales, max_q_ulp, max_scale_ulp, axis, eps, threads, op,
+                gamma_offset):
+    d = _lnorm.quant_check(a["x"], q, a["gamma"], a["beta"], quant=quant, scaling=scaling, scale=scale, scales=scales,
+                           max_q_ulp=max_q_ulp, max_scale_ulp=max_scale_ulp, axis=axis, eps=eps, dtype=dtype,
+                           threads=threads, op=op, gamma_offset=float(gamma_offset), residual=a["residual"])
+    d["passed"] = d.pop("pass")
+    return QuantCheckResult(**d)
+
+
+def decode(q, format):
+    """The values of quantized codes as float64 (NaN for fp8 NaN codes, ±inf for E5M2's): format is fp8_e4m3,
+    fp8_e5m2 (uint8 bit patterns) or int8."""
+    return _lnorm.decode(q, format)
+
+
+def decode_e8m0(codes):
+    """mx scales' values, 2^(code − 127) as float64 (NaN for code 255)."""
+    return _lnorm.decode_e8m0(codes)

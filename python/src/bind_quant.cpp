@@ -1,0 +1,218 @@
+// Quantized outputs from Python (docs/python.md "Quantized outputs"): the exact q and scales, a kernel's, and the
+// metric of `lnorm check --quant`, on NumPy arrays. q is uint8 (fp8 bit patterns) or int8; row/group scales
+// float32, mx scales uint8 E8M0 codes, shaped x.shape[:axis] + (groups,).
+#include <cmath>
+#include <thread>
+
+#include "bindings.hpp"
+#include "lnorm/quantize.hpp"
+#include "lnorm/registry.hpp"
+
+namespace lnorm::python {
+namespace {
+
+int default_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+QuantSpec spec_of(const std::string& quant, const std::string& scaling, py::handle scale, const ProblemArrays& in) {
+  QuantSpec s;
+  const auto f = parse_quant_format(quant);
+  if (!f) throw py::value_error("quant=" + quant + ": expected fp8_e4m3, fp8_e5m2 or int8");
+  std::int64_t group = 0;
+  const auto sc = parse_scaling(scaling, group);
+  if (!sc) throw py::value_error("scaling=" + scaling + ": expected tensor, row, group:G (G > 0) or mx");
+  if (in.problem.dtype == DType::f64) throw py::value_error("quant: x must be float32, float16 or bf16 (the scales are float32)");
+  s.format = *f, s.scaling = *sc, s.group = group;
+  if (!scale.is_none()) {
+    const double v = scale.cast<double>();
+    const auto sf = static_cast<float>(v);
+    if (static_cast<double>(sf) != v) throw py::value_error("scale=" + std::to_string(v) + ": not a float32 value (the scale is stored as f32)");
+    s.scale = sf;
+  }
+  if (const std::string why = quant_spec_error(s, in.problem.cols); !why.empty()) throw py::value_error("quant: " + why);
+  return s;
+}
+
+std::vector<py::ssize_t> scales_shape(const ProblemArrays& in, const QuantSpec& s) {
+  std::vector<py::ssize_t> shape(in.shape.begin(), in.shape.begin() + in.axis);
+  shape.push_back(static_cast<py::ssize_t>(s.scales_per_row(in.problem.cols)));
+  return shape;
+}
+
+py::array new_q(const ProblemArrays& in, const QuantSpec& s) {
+  const std::vector<py::ssize_t> shape(in.shape.begin(), in.shape.end());
+  return s.format == QuantFormat::int8 ? py::array(py::dtype("int8"), shape) : py::array(py::dtype("uint8"), shape);
+}
+py::object new_scales(const ProblemArrays& in, const QuantSpec& s) {
+  if (s.scaling == Scaling::tensor) return py::none();
+  return py::array(py::dtype(s.scales_are_e8m0() ? "uint8" : "float32"), scales_shape(in, s));
+}
+
+py::tuple quant_reference_py(py::handle x, py::handle gamma, py::handle beta, const std::string& quant,
+                             const std::string& scaling, py::handle scale, int axis, double eps, py::handle dtype,
+                             py::object threads, const std::string& op, double gamma_offset, py::handle residual) {
+  const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype,
+                                          threads.is_none() ? default_threads() : threads.cast<int>(), op, gamma_offset,
+                                          residual);
+  const QuantSpec s = spec_of(quant, scaling, scale, in);
+  py::array q = new_q(in, s);
+  py::object scales = new_scales(in, s);
+  auto* qp = static_cast<std::uint8_t*>(q.mutable_data());
+  void* sp = scales.is_none() ? nullptr : py::array(scales).mutable_data();
+  {
+    py::gil_scoped_release release;
+    quantize_reference(in.problem, s, in.x.data(), in.residual_ptr(), in.gamma_ptr(), in.beta_ptr(), in.problem.rows,
+                       in.problem.threads, qp, sp);
+  }
+  return py::make_tuple(q, scales);
+}
+
+py::tuple quant_run_py(const std::string& kernel, py::handle x, py::handle gamma, py::handle beta, const std::string& quant,
+                       const std::string& scaling, py::handle scale, int axis, double eps, py::handle dtype, int threads,
+                       const std::string& op, double gamma_offset, py::handle residual) {
+  const KernelInfo* k = find_kernel(kernel);
+  if (!k) throw py::value_error("no kernel named '" + kernel + "'");
+  const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype, threads, op, gamma_offset, residual);
+  const QuantSpec s = spec_of(quant, scaling, scale, in);
+  const Problem p = set_quant(in.problem, s);
+  if (auto why = unavailable_reason(*k, p))
+    throw py::value_error("kernel '" + kernel + "' cannot write " + describe(s) + " here: " + *why);
+  py::array q = new_q(in, s);
+  py::object scales = new_scales(in, s);
+  py::object h = py::none();
+  Tensors t{in.x.data(), in.gamma_ptr(), in.beta_ptr()};
+  if (p.op.prologue == Prologue::residual_add) {
+    h = py::array(numpy_dtype(p.residual_dtype), std::vector<py::ssize_t>(in.shape.begin(), in.shape.end()));
+    t.residual = in.residual_ptr();
+    t.h = py::array(h).mutable_data();
+  }
+  t.q = q.mutable_data();
+  t.scales = scales.is_none() ? nullptr : py::array(scales).mutable_data();
+  {
+    py::gil_scoped_release release;
+    if (p.rows > 0) k->run(p, t);
+  }
+  return py::make_tuple(q, scales);
+}
+
+py::dict quant_check_py(py::handle x, py::handle q, py::handle gamma, py::handle beta, const std::string& quant,
+                        const std::string& scaling, py::handle scale, py::handle scales, py::object max_q_ulp,
+                        py::object max_scale_ulp, int axis, double eps, py::handle dtype, py::object threads,
+                        const std::string& op, double gamma_offset, py::handle residual) {
+  const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype,
+                                          threads.is_none() ? default_threads() : threads.cast<int>(), op, gamma_offset,
+                                          residual);
+  const QuantSpec s = spec_of(quant, scaling, scale, in);
+  const py::array qa = contiguous(q, "q");
+  const bool int8 = s.format == QuantFormat::int8;
+  if (!qa.dtype().is(py::dtype(int8 ? "int8" : "uint8")))
+    throw py::type_error(std::string("q: ") + std::string(name(s.format)) + " is stored as " + (int8 ? "int8" : "uint8 bit patterns") +
+                         ", not " + dtype_text(qa));
+  if (shape_of(qa) != in.shape) throw py::value_error("q has shape " + shape_text(shape_of(qa)) + " but x has shape " + shape_text(in.shape));
+  py::object sa = py::none();
+  if (s.scaling == Scaling::tensor) {
+    if (!scales.is_none()) throw py::value_error("scales: tensor scaling has one given scale (scale=), no array");
+  } else {
+    if (scales.is_none()) throw py::value_error("scales= is required with " + scaling + " scaling (the candidate's scales)");
+    const py::array a = contiguous(scales, "scales");
+    if (!a.dtype().is(py::dtype(s.scales_are_e8m0() ? "uint8" : "float32")))
+      throw py::type_error(std::string("scales: ") + scaling + " scales are " + (s.scales_are_e8m0() ? "uint8 E8M0 codes" : "float32") +
+                           ", not " + dtype_text(a));
+    if (a.size() != in.problem.rows * s.scales_per_row(in.problem.cols))
+      throw py::value_error("scales has " + std::to_string(a.size()) + " elements; expected " +
+                            std::to_string(in.problem.rows * s.scales_per_row(in.problem.cols)) + " (" +
+                            std::to_string(s.scales_per_row(in.problem.cols)) + " per row)");
+    sa = a;
+  }
+  QuantBudget budget;
+  if (!max_q_ulp.is_none()) budget.max_q_ulp = max_q_ulp.cast<double>();
+  if (!max_scale_ulp.is_none()) budget.max_scale_ulp = max_scale_ulp.cast<double>();
+  const void* sp = sa.is_none() ? nullptr : py::array(sa).data();
+  QuantSummary m;
+  {
+    py::gil_scoped_release release;
+    m = measure_quantized(in.problem, s, in.x.data(), in.residual_ptr(), in.gamma_ptr(), in.beta_ptr(),
+                          static_cast<const std::uint8_t*>(qa.data()), sp, in.problem.rows, 0, budget, in.problem.threads);
+  }
+  py::dict qd;
+  qd["metric"] = "quanta of the format at y*/s (clamped to its range), s the candidate's scale";
+  qd["elements"] = m.elements;
+  qd["max_ulp"] = m.max_ulp;
+  qd["max_finite_ulp"] = m.max_finite_ulp;
+  qd["max_ulp_index"] = m.max_ulp_index >= 0 ? py::object(unravel(m.max_ulp_index, in.shape)) : py::object(py::none());
+  qd["max_ulp_got"] = m.max_ulp_got;
+  qd["max_ulp_target"] = m.max_ulp_target;
+  qd["correctly_rounded"] = m.correctly_rounded_fraction();
+  qd["nonfinite_mismatches"] = m.nonfinite_mismatches;
+  qd["saturated"] = m.saturated;
+  qd["over_budget"] = m.over_budget;
+  qd["budget"] = max_q_ulp.is_none() ? py::object(py::str("default")) : py::object(max_q_ulp);
+  qd["pass"] = m.q_pass();
+  py::object sd = py::none();
+  if (s.scaling != Scaling::tensor) {
+    py::dict d;
+    d["metric"] = s.scales_are_e8m0() ? "E8M0 steps from the exact exponent" : "f32 ulps from the exact scale";
+    d["count"] = m.scales;
+    d["max_ulp"] = m.scale_max_ulp;
+    d["max_ulp_got"] = m.scale_max_got;
+    d["max_ulp_exact"] = m.scale_max_exact;
+    d["nonfinite_mismatches"] = m.scale_nonfinite_mismatches;
+    d["zero_groups"] = m.zero_groups;
+    d["over_budget"] = m.scales_over_budget;
+    d["budget"] = max_scale_ulp.is_none() ? py::object(py::str("default")) : py::object(max_scale_ulp);
+    d["pass"] = m.scales_pass();
+    sd = d;
+  }
+  py::dict out;
+  out["op"] = std::string(name(in.problem.op));
+  out["dtype"] = std::string(name(in.problem.dtype));
+  out["shape"] = py::tuple(py::cast(in.shape));
+  out["quant"] = std::string(name(s.format));
+  out["scaling"] = describe(s).substr(describe(s).find('/') + 1);
+  out["q"] = qd;
+  out["scales"] = sd;
+  out["pass"] = m.q_pass() && m.scales_pass();
+  return out;
+}
+
+// The values of q's codes (float64; NaN for the NaN codes, ±inf for E5M2's), or of E8M0 codes.
+py::array decode_py(py::handle q, const std::string& quant) {
+  const auto f = parse_quant_format(quant);
+  if (!f) throw py::value_error("format=" + quant + ": expected fp8_e4m3, fp8_e5m2 or int8");
+  const py::array a = contiguous(q, "q");
+  if (a.itemsize() != 1) throw py::type_error("q holds " + dtype_text(a) + "; expected uint8 (fp8) or int8");
+  py::array out(py::dtype("float64"), std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()));
+  const auto* in = static_cast<const std::uint8_t*>(a.data());
+  auto* o = static_cast<double*>(out.mutable_data());
+  for (py::ssize_t i = 0; i < a.size(); ++i) o[i] = decode(*f, in[i]);
+  return out;
+}
+
+py::array decode_e8m0_py(py::handle codes) {
+  const py::array a = contiguous(codes, "codes");
+  if (!a.dtype().is(py::dtype("uint8"))) throw py::type_error("E8M0 codes are uint8, not " + dtype_text(a));
+  py::array out(py::dtype("float64"), std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()));
+  const auto* in = static_cast<const std::uint8_t*>(a.data());
+  auto* o = static_cast<double*>(out.mutable_data());
+  for (py::ssize_t i = 0; i < a.size(); ++i) o[i] = decode_e8m0(in[i]);
+  return out;
+}
+
+}  // namespace
+
+void bind_quant(py::module_& m) {
+  using namespace py::literals;
+  m.def("quant_reference", &quant_reference_py, "x"_a, "gamma"_a = py::none(), "beta"_a = py::none(), py::kw_only(),
+        "quant"_a, "scaling"_a = "tensor", "scale"_a = py::none(), "axis"_a = -1, "eps"_a = 1e-5, "dtype"_a = py::none(),
+        "threads"_a = py::none(), "op"_a = "layernorm", "gamma_offset"_a = 0.0, "residual"_a = py::none());
+  m.def("quant_run", &quant_run_py, "name"_a, "x"_a, "gamma"_a = py::none(), "beta"_a = py::none(), py::kw_only(),
+        "quant"_a, "scaling"_a = "tensor", "scale"_a = py::none(), "axis"_a = -1, "eps"_a = 1e-5, "dtype"_a = py::none(),
+        "threads"_a = 1, "op"_a = "layernorm", "gamma_offset"_a = 0.0, "residual"_a = py::none());
+  m.def("quant_check", &quant_check_py, "x"_a, "q"_a, "gamma"_a = py::none(), "beta"_a = py::none(), py::kw_only(),
+        "quant"_a, "scaling"_a = "tensor", "scale"_a = py::none(), "scales"_a = py::none(), "max_q_ulp"_a = py::none(),
+        "max_scale_ulp"_a = py::none(), "axis"_a = -1, "eps"_a = 1e-5, "dtype"_a = py::none(), "threads"_a = py::none(),
+        "op"_a = "layernorm", "gamma_offset"_a = 0.0, "residual"_a = py::none());
+  m.def("decode", &decode_py, "q"_a, "format"_a);
+  m.def("decode_e8m0", &decode_e8m0_py, "codes"_a);
+}
+
+}  // namespace lnorm::python
