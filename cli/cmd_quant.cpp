@@ -56,6 +56,17 @@ std::size_t scale_size(const QuantSpec& s) { return s.scales_are_e8m0() ? 1 : 4;
 
 nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
+// Rows [r0, r0 + nr) of x (and the residual, for Add & Norm) into the chunk buffers.
+void read_chunk(QuantSetup& s, std::int64_t r0, std::int64_t nr, std::vector<std::byte>& xbuf, std::vector<std::byte>& resbuf) {
+  const Problem& p = s.in.problem;
+  xbuf.resize(static_cast<std::size_t>(nr * p.cols) * size_of(p.dtype));
+  s.in.x.read(r0 * p.cols, nr * p.cols, xbuf.data());
+  if (s.in.residual) {
+    resbuf.resize(static_cast<std::size_t>(nr * p.cols) * size_of(p.residual_dtype));
+    s.in.residual->read(r0 * p.cols, nr * p.cols, resbuf.data());
+  }
+}
+
 }  // namespace
 
 void add_quant_flags(CLI::App& cmd, QuantFlags& f, bool check) {
@@ -114,19 +125,14 @@ int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const 
   std::optional<io::NpyWriter> scales, y;
   if (!f.scales.empty()) scales.emplace(f.scales, scales_descr(s.spec), s.scales_shape);
   if (!y_path.empty()) y.emplace(y_path, s.in.x.header().descr, s.in.shape);
-  const std::size_t es = size_of(p.dtype), hs = size_of(p.residual_dtype);
+  const std::size_t es = size_of(p.dtype);
   const std::int64_t per_row = s.spec.scales_per_row(p.cols);
   const std::int64_t chunk = rows_per_chunk(p.cols, es);
   std::vector<std::byte> xbuf, resbuf, ybuf, sbuf, hbuf;
   std::vector<std::uint8_t> qbuf;
   for (std::int64_t r0 = 0; r0 < p.rows; r0 += chunk) {
     const std::int64_t nr = std::min(chunk, p.rows - r0);
-    xbuf.resize(static_cast<std::size_t>(nr * p.cols) * es);
-    s.in.x.read(r0 * p.cols, nr * p.cols, xbuf.data());
-    if (s.in.residual) {
-      resbuf.resize(static_cast<std::size_t>(nr * p.cols) * hs);
-      s.in.residual->read(r0 * p.cols, nr * p.cols, resbuf.data());
-    }
+    read_chunk(s, r0, nr, xbuf, resbuf);
     qbuf.resize(static_cast<std::size_t>(nr * p.cols));
     sbuf.resize(static_cast<std::size_t>(nr * per_row) * scale_size(s.spec));
     ybuf.resize(y ? xbuf.size() : 0);
@@ -184,19 +190,14 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
       throw InputError(f.scales + ": has shape " + shape_text(scales->header().shape) + "; expected " +
                        shape_text(s.scales_shape) + " (" + std::to_string(per_row) + " per row)");
   }
-  const std::size_t es = size_of(p.dtype), hs = size_of(p.residual_dtype);
+  const std::size_t es = size_of(p.dtype);
   const std::int64_t chunk = rows_per_chunk(p.cols, es);
   std::vector<std::byte> xbuf, resbuf, sbuf;
   std::vector<std::uint8_t> qbuf;
   QuantSummary sum;
   for (std::int64_t r0 = 0; r0 < p.rows; r0 += chunk) {
     const std::int64_t nr = std::min(chunk, p.rows - r0);
-    xbuf.resize(static_cast<std::size_t>(nr * p.cols) * es);
-    s.in.x.read(r0 * p.cols, nr * p.cols, xbuf.data());
-    if (s.in.residual) {
-      resbuf.resize(static_cast<std::size_t>(nr * p.cols) * hs);
-      s.in.residual->read(r0 * p.cols, nr * p.cols, resbuf.data());
-    }
+    read_chunk(s, r0, nr, xbuf, resbuf);
     qbuf.resize(static_cast<std::size_t>(nr * p.cols));
     q.read(r0 * p.cols, nr * p.cols, qbuf.data());
     if (scales) {

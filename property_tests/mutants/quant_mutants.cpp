@@ -18,20 +18,11 @@
 #include <vector>
 
 #include "lnorm/half.hpp"
+#include "lnorm/params.hpp"  // param_value: any buffer's element, exactly
 #include "lnorm/quant.hpp"
 
 namespace lnorm::mutants {
 namespace {
-
-double value(DType d, const void* p, std::int64_t i) {
-  switch (d) {
-    case DType::f32: return static_cast<const float*>(p)[i];
-    case DType::f64: return static_cast<const double*>(p)[i];
-    case DType::f16: return to_float(static_cast<const f16*>(p)[i]);
-    case DType::bf16: return to_float(static_cast<const bf16*>(p)[i]);
-  }
-  return 0;
-}
 
 std::uint8_t quantize(QuantDefect defect, QuantFormat f, double v) {
   if (defect == QuantDefect::truncates && std::isfinite(v)) {
@@ -68,10 +59,10 @@ void run_quant_defect(QuantDefect defect, ForwardFn y_forward, const Problem& p,
   for (std::int64_t r = 0; r < p.rows; ++r) {
     std::vector<double> v(static_cast<std::size_t>(n)), in(static_cast<std::size_t>(n));
     for (std::int64_t i = 0; i < n; ++i) {
-      double yi = value(p.dtype, y.data(), r * n + i);
+      double yi = cpu::param_value(p.dtype, y.data(), r * n + i);
       if (defect == QuantDefect::double_rounds && std::isfinite(yi)) yi = to_float(bf16_from_float(static_cast<float>(yi)));
       v[static_cast<std::size_t>(i)] = yi;
-      in[static_cast<std::size_t>(i)] = value(p.op.prologue == Prologue::residual_add ? p.residual_dtype : p.dtype, t.x, r * n + i);
+      in[static_cast<std::size_t>(i)] = cpu::param_value(p.op.prologue == Prologue::residual_add ? p.residual_dtype : p.dtype, t.x, r * n + i);
     }
     for (std::int64_t g = 0; g < n / G; ++g) {
       double s = spec.scale;
