@@ -186,11 +186,11 @@ void welford_row(const Problem& p, const Tensors& t, std::int64_t row) {
   Problem one = p;
   one.rows = 1;
   one.threads = 1;
-  Tensors t1{static_cast<const std::byte*>(t.x) + at * xs, t.gamma, t.beta, static_cast<std::byte*>(t.y) + at * es,
+  // y is null with the quantized epilogue (no offset from a null pointer: UBSan's pointer-overflow check).
+  Tensors t1{static_cast<const std::byte*>(t.x) + at * xs, t.gamma, t.beta, t.y ? static_cast<std::byte*>(t.y) + at * es : nullptr,
                    t.mean ? static_cast<std::byte*>(t.mean) + static_cast<std::size_t>(row) * ss : nullptr,
                    t.rstd ? static_cast<std::byte*>(t.rstd) + static_cast<std::size_t>(row) * ss : nullptr};
   if (p.op.epilogue == Epilogue::quantized) {  // the row's q and scales (y is not written)
-    t1.y = nullptr;
     t1.q = static_cast<std::uint8_t*>(t.q) + at;
     const std::size_t scale_bytes = p.quant.scales_are_e8m0() ? 1 : 4;
     if (t.scales) t1.scales = static_cast<std::byte*>(t.scales) + static_cast<std::size_t>(row * p.quant.scales_per_row(p.cols)) * scale_bytes;
