@@ -24,7 +24,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   try {
     const lnorm::io::NpyHeader h = lnorm::io::parse_npy(bytes, "fuzz.npy");
-    if (h.descr != "<f4" && h.descr != "<f8" && h.descr != "<f2" && h.descr != "<u2") broken("unexpected descr");
+    // The descrs parse_npy normalizes to (npy.hpp): the float formats, bf16 bits, and the one-byte quantized ones.
+    if (h.descr != "<f4" && h.descr != "<f8" && h.descr != "<f2" && h.descr != "<u2" && h.descr != "|u1" && h.descr != "|i1")
+      broken("unexpected descr");
+    if (h.item_size != (h.descr[0] == '|' ? 1u : h.descr == "<f8" ? 8u : h.descr == "<f4" ? 4u : 2u)) broken("item size");
     // The product of the dimensions, as parse_npy must have found it. A zero dimension makes the array
     // empty however large the others are, and their partial product may overflow int64 (fuzz_npy found
     // (46744073704775807, 447, ..., 0) in CI: the harness's own multiply was the UB then); without one,
