@@ -73,6 +73,21 @@ inline bool perfect_square(const BigI& v, BigI& root) {
   return root * root == v;
 }
 
+// The row's exact mean (0 for RMSNorm: centred = false) and Σ(x − mean)², as rationals (finite x).
+inline Rat exact_mean(const std::vector<double>& x, bool centred) {
+  Rat sum = 0;
+  for (double v : x) sum += exact_rational(v);
+  return centred ? Rat(sum / Rat(static_cast<long long>(x.size()))) : Rat(0);
+}
+inline Rat exact_centred_squares(const std::vector<double>& x, const Rat& mean) {
+  Rat sq = 0;
+  for (double v : x) {
+    const Rat d = exact_rational(v) - mean;
+    sq += d * d;
+  }
+  return sq;
+}
+
 struct IndependentRow {
   std::vector<double> y;  // rounded to the data format (NaN where NaN)
   double mean = 0, rstd = 0;
@@ -91,14 +106,8 @@ inline IndependentRow independent_norm(const Format& data, const Format& stats, 
       out.mean = out.rstd = NAN;
       return out;
     }
-  Rat sum = 0;
-  for (double v : x) sum += exact_rational(v);
-  const Rat mean = centred ? Rat(sum / Rat(static_cast<long long>(n))) : Rat(0);
-  Rat sq = 0;
-  for (double v : x) {
-    const Rat d = exact_rational(v) - mean;
-    sq += d * d;
-  }
+  const Rat mean = exact_mean(x, centred);
+  const Rat sq = exact_centred_squares(x, mean);
   const Rat var = sq / Rat(static_cast<long long>(n));
   const Rat v = var + exact_rational(eps);
   out.mean = round_to(stats, to_bigf(mean), mean);

@@ -72,14 +72,8 @@ inline std::vector<RealValue> independent_norm_real(const std::vector<double>& x
   };
   for (double v : x)
     if (!std::isfinite(v)) return all_nan();
-  Rat sum = 0;
-  for (double v : x) sum += exact_rational(v);
-  const Rat mean = centred ? Rat(sum / Rat(static_cast<long long>(n))) : Rat(0);
-  Rat sq = 0;
-  for (double v : x) {
-    const Rat d = exact_rational(v) - mean;
-    sq += d * d;
-  }
+  const Rat mean = exact_mean(x, centred);
+  const Rat sq = exact_centred_squares(x, mean);
   const Rat v = sq / Rat(static_cast<long long>(n)) + exact_rational(eps);
   if (v == 0) return all_nan();  // rstd = +Inf: y = 0·Inf
   BigI rn, rd;
