@@ -36,12 +36,7 @@ struct Emulated {
     }
   }
   static void backward(const Problem& p, const Tensors& t) { lnorm::cpu::simd_backward(p, t, &backward_rows); }
-  static void forward_fast(const Problem& p, const Tensors& t) {
-    lnorm::cpu::StagedParams<float> staged;
-    if (!lnorm::cpu::params_in_place(p)) staged = lnorm::cpu::stage_params<float>(p, t);
-    const lnorm::cpu::Staged s{staged.gamma(), staged.beta()};
-    lnorm::cpu::split_rows(p, [&](std::int64_t begin, std::int64_t end) { fast_rows<V>(p, t, begin, end, s); });
-  }
+  static void forward_fast(const Problem& p, const Tensors& t) { lnorm::cpu::staged_forward(p, t, &fast_rows<V>); }
   static void forward_cr(const Problem& p, const Tensors& t) {
     const lnorm::cpu::StagedExact staged = lnorm::cpu::stage_params_exact(p, t);
     const lnorm::cpu::Staged64 s{staged.gamma(), staged.gamma_lo(), staged.beta()};
@@ -52,7 +47,7 @@ struct Emulated {
 
 // What the native kernels take (simd_kernels.cpp).
 constexpr Takes kFastTakes{.dtypes = {DType::f32, DType::f16, DType::bf16}, .forward_norms = kBothNorms,
-                           .backward_norms = kBothNorms, .prologues = kWithAdd, .f32_residual = true};
+                           .backward_norms = kBothNorms, .prologues = kWithAdd, .epilogues = kWithQuant, .f32_residual = true};
 constexpr Takes kCrTakes{.dtypes = {DType::f32, DType::f16, DType::bf16}, .forward_norms = kBothNorms, .prologues = kWithAdd,
                          .f32_residual = true};
 

@@ -251,6 +251,32 @@ struct Avx2Ops {
         if ((k >> i) & 1u) p[i] = buf[i];
     }
   }
+
+  // ---- the quantized epilogue's steps (simd_quant.hpp): f64 quotients, 32-bit integer lanes, byte stores ----
+  using I = __m256i;  // 8 int32 lanes
+  static F div(F a, F b) { return _mm256_div_ps(a, b); }
+  static F min(F a, F b) { return _mm256_min_ps(a, b); }  // a < b ? a : b (b where either is NaN)
+  static F and_ps(F a, F b) { return _mm256_and_ps(a, b); }  // bitwise
+  static M cmp_eq(F a, F b) { return static_cast<M>(_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_EQ_OQ))); }
+  static D div_pd(D a, D b) { return _mm256_div_pd(a, b); }
+  static D min_pd(D a, D b) { return _mm256_min_pd(a, b); }  // a < b ? a : b (b where either is NaN)
+  static D and_pd(D a, D b) { return _mm256_and_pd(a, b); }  // bitwise
+  static M cmp_lt(F a, F b) { return static_cast<M>(_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_LT_OQ))); }
+  static I bits_i(F a) { return _mm256_castps_si256(a); }
+  template <int N>
+  static I srli_i(I a) { return _mm256_srli_epi32(a, N); }
+  static I add_i(I a, I b) { return _mm256_add_epi32(a, b); }
+  static I and_i(I a, I b) { return _mm256_and_si256(a, b); }
+  static I or_i(I a, I b) { return _mm256_or_si256(a, b); }
+  static I set1_i(std::int32_t v) { return _mm256_set1_epi32(v); }
+  static I select_i(M k, I a, I b) { return _mm256_blendv_epi8(b, a, lane_mask(k)); }  // k ? a : b
+  static I cvt_i(F a) { return _mm256_cvtps_epi32(a); }  // to nearest (MXCSR's default); integer-valued lanes only
+  static void store_u8(std::uint8_t* p, I a) {           // each lane's low byte: bytes 0, 4, 8, 12 of each half
+    const __m256i low = _mm256_shuffle_epi8(a, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                                                0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
+    const __m128i both = _mm_unpacklo_epi32(_mm256_castsi256_si128(low), _mm256_extracti128_si256(low, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(p), both);
+  }
 };
 
 #endif

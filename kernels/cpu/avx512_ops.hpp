@@ -205,6 +205,29 @@ struct Avx512Ops {
     if constexpr (std::is_same_v<T, F32>) _mm256_mask_storeu_ps(p, k, _mm512_cvtpd_ps(v));
     else _mm_mask_storeu_epi16(p, k, narrow_d<T>(v));
   }
+
+  // ---- the quantized epilogue's steps (simd_quant.hpp): f64 quotients, 32-bit integer lanes, byte stores ----
+  using I = __m512i;  // 16 int32 lanes
+  static F div(F a, F b) { return _mm512_div_ps(a, b); }
+  static F min(F a, F b) { return _mm512_min_ps(a, b); }  // a < b ? a : b (b where either is NaN)
+  static F and_ps(F a, F b) { return _mm512_and_ps(a, b); }  // bitwise (DQ)
+  static M cmp_eq(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
+  static D div_pd(D a, D b) { return _mm512_div_pd(a, b); }
+  static D min_pd(D a, D b) { return _mm512_min_pd(a, b); }  // a < b ? a : b (b where either is NaN)
+  static D and_pd(D a, D b) { return _mm512_and_pd(a, b); }  // bitwise (DQ)
+  static M cmp_lt(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+  static I bits_i(F a) { return _mm512_castps_si512(a); }
+  template <int N>
+  static I srli_i(I a) { return _mm512_srli_epi32(a, N); }
+  static I add_i(I a, I b) { return _mm512_add_epi32(a, b); }
+  static I and_i(I a, I b) { return _mm512_and_si512(a, b); }
+  static I or_i(I a, I b) { return _mm512_or_si512(a, b); }
+  static I set1_i(std::int32_t v) { return _mm512_set1_epi32(v); }
+  static I select_i(M k, I a, I b) { return _mm512_mask_blend_epi32(k, b, a); }  // k ? a : b
+  static I cvt_i(F a) { return _mm512_cvtps_epi32(a); }  // to nearest (MXCSR's default); integer-valued lanes only
+  static void store_u8(std::uint8_t* p, I a) {           // each lane's low byte (vpmovdb truncates)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(a));
+  }
 };
 
 #endif

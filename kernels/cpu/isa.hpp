@@ -96,6 +96,13 @@ struct CrPaths {
 void cr_paths_add(const CrPaths& counts);
 CrPaths cr_paths();
 
+// The fast kernels' forward driver (simd_kernels.cpp, generic code): parameters staged (params.hpp) when they
+// cannot be read in place, rows split over threads, each range given its own f32 row for the quantized epilogue
+// (Staged::y_row), then `rows` on each range. The native kernels and their emulated twins
+// (tests/simd_emulation.cpp) both go through it.
+using FastRowsFn = void (*)(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged& staged);
+void staged_forward(const Problem& p, const Tensors& t, FastRowsFn rows);
+
 // The scalar welford kernel on one row: the exact-range fallback of the SIMD kernels (welford.cpp).
 void welford_row(const Problem& p, const Tensors& t, std::int64_t row);
 

@@ -25,4 +25,13 @@ namespace lnorm::cpu {
 // indexed from its start) from y (n f32 values).
 void quantize_row(const QuantSpec& spec, const float* y, std::int64_t n, std::uint8_t* q, void* scales, std::int64_t row);
 
+// Q(y / s) for one element: y/s in double (above), a NaN quotient's code with y's sign (Inf / Inf in a group
+// whose amax is Inf has no sign of its own). quantize_row's and the SIMD epilogue's tails.
+std::uint8_t encode_quotient(QuantFormat f, float y, float s);
+
+// One group's scale from its amax (the f32 max of |y|) and whether it holds a NaN: written to scales[at] (f32, or
+// E8M0 for mx; nothing for tensor) and returned as s (NaN for a NaN group, whose codes are all encode(NaN)).
+// quantize_row's and the SIMD epilogue's (simd_quant.hpp) one rule.
+float group_scale(const QuantSpec& spec, float amax, bool nan, void* scales, std::int64_t at);
+
 }  // namespace lnorm::cpu

@@ -69,6 +69,8 @@
 
 // The lanes of an f64 vector summed in a fixed tree: lane i + L/2 onto lane i, halving until one is left (8
 // lanes: ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7))). The same bits in every layer of one width.
+#include "simd_quant.hpp"  // the quantized epilogue (rows_typed's Q)
+
 template <class V>
 double hsum_pd(typename V::D a) {
   double l[V::kDLanes];
@@ -311,8 +313,8 @@ void normalize_row(const typename X::Bits* x, const typename Gs::Bits* gamma, co
 }
 
 // Q: the quantized epilogue. Each row's y is formed in f32 (T = F32) into q_row (cols floats, the generic
-// driver's: Staged::y_row), in cache, and quantize_row (quant_epilogue.hpp) writes its q and scales; y itself
-// is not written.
+// driver's: Staged::y_row), in cache, and quantize_row_simd (simd_quant.hpp: quantize_row's bits on V's lanes)
+// writes its q and scales; y itself is not written.
 template <class V, class X, class T, class Gs, bool G, bool B, bool NT, bool Q = false>
 void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end,
                 const typename Gs::Bits* gamma, const typename Gs::Bits* beta, float* q_row) {
@@ -348,7 +350,7 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
       if (nt) normalize_row<V, X, T, Gs, G, B, NT, false>(xr, gamma, beta, yr, n, s, ahead);
       else normalize_row<V, X, T, Gs, G, B, false, false>(xr, gamma, beta, yr, n, s, ahead);
     }
-    if constexpr (Q) ::lnorm::cpu::quantize_row(p.quant, q_row, n, static_cast<std::uint8_t*>(t.q) + row * n, t.scales, row);
+    if constexpr (Q) quantize_row_simd<V>(p.quant, q_row, n, static_cast<std::uint8_t*>(t.q) + row * n, t.scales, row);
   }
   if (NT) V::sfence();
 }

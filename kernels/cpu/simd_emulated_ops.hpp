@@ -274,6 +274,84 @@ struct EmulatedOps {
       else p[i] = narrow_d_one<T>(v.v[i]);
     }
   }
+
+  // ---- the quantized epilogue's steps (simd_quant.hpp) ----
+  struct I {
+    std::int32_t v[L];
+  };
+  static F div(F a, F b) {
+    for (int i = 0; i < L; ++i) a.v[i] = a.v[i] / b.v[i];
+    return a;
+  }
+  static F min(F a, F b) {  // MINPS: a < b ? a : b, so b where either is NaN
+    for (int i = 0; i < L; ++i) a.v[i] = a.v[i] < b.v[i] ? a.v[i] : b.v[i];
+    return a;
+  }
+  static F and_ps(F a, F b) {
+    for (int i = 0; i < L; ++i) a.v[i] = from_bits32(bits32(a.v[i]) & bits32(b.v[i]));
+    return a;
+  }
+  static M cmp_eq(F a, F b) {
+    unsigned m = 0;
+    for (int i = 0; i < L; ++i) m |= static_cast<unsigned>(a.v[i] == b.v[i]) << i;
+    return static_cast<M>(m);
+  }
+  static D div_pd(D a, D b) {
+    for (int i = 0; i < L / 2; ++i) a.v[i] = a.v[i] / b.v[i];
+    return a;
+  }
+  static D min_pd(D a, D b) {  // vminpd: a < b ? a : b, so b where either is NaN
+    for (int i = 0; i < L / 2; ++i) a.v[i] = a.v[i] < b.v[i] ? a.v[i] : b.v[i];
+    return a;
+  }
+  static D and_pd(D a, D b) {
+    for (int i = 0; i < L / 2; ++i) a.v[i] = from_bits64(bits64(a.v[i]) & bits64(b.v[i]));
+    return a;
+  }
+  static M cmp_lt(F a, F b) {
+    unsigned m = 0;
+    for (int i = 0; i < L; ++i) m |= static_cast<unsigned>(a.v[i] < b.v[i]) << i;
+    return static_cast<M>(m);
+  }
+  static I bits_i(F a) {
+    I r;
+    for (int i = 0; i < L; ++i) r.v[i] = static_cast<std::int32_t>(bits32(a.v[i]));
+    return r;
+  }
+  template <int N>
+  static I srli_i(I a) {
+    for (std::int32_t& l : a.v) l = static_cast<std::int32_t>(static_cast<std::uint32_t>(l) >> N);
+    return a;
+  }
+  static I add_i(I a, I b) {
+    for (int i = 0; i < L; ++i) a.v[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(a.v[i]) + static_cast<std::uint32_t>(b.v[i]));
+    return a;
+  }
+  static I and_i(I a, I b) {
+    for (int i = 0; i < L; ++i) a.v[i] &= b.v[i];
+    return a;
+  }
+  static I or_i(I a, I b) {
+    for (int i = 0; i < L; ++i) a.v[i] |= b.v[i];
+    return a;
+  }
+  static I set1_i(std::int32_t x) {
+    I r;
+    for (std::int32_t& l : r.v) l = x;
+    return r;
+  }
+  static I select_i(M k, I a, I b) {
+    for (int i = 0; i < L; ++i) a.v[i] = on(k, i) ? a.v[i] : b.v[i];
+    return a;
+  }
+  static I cvt_i(F a) {  // integer-valued lanes (the only ones simd_quant.hpp converts): exact
+    I r;
+    for (int i = 0; i < L; ++i) r.v[i] = static_cast<std::int32_t>(a.v[i]);
+    return r;
+  }
+  static void store_u8(std::uint8_t* p, I a) {
+    for (int i = 0; i < L; ++i) p[i] = static_cast<std::uint8_t>(static_cast<std::uint32_t>(a.v[i]) & 0xFFu);
+  }
 };
 
 #endif

@@ -32,22 +32,6 @@ std::optional<std::string> avx2_why_not(const Problem&) {
   return std::nullopt;
 }
 
-// The forward of the rows at t.x (x, or Add & Norm's h from the fused-add adaptor: in input_dtype(p)). f32
-// gamma/beta with 16-bit x, or an offset: w = C + gamma and beta staged in f32 once per call.
-template <class RowsFn>
-void staged_forward(const Problem& p, const Tensors& t, RowsFn rows) {
-  StagedParams<float> staged;
-  if (!params_in_place(p)) staged = stage_params<float>(p, t);
-  const Staged s{staged.gamma(), staged.beta()};
-  split_rows(p, [&](std::int64_t begin, std::int64_t end) {
-    if (p.op.epilogue != Epilogue::quantized) return rows(p, t, begin, end, s);
-    std::vector<float> y_row(static_cast<std::size_t>(p.cols));  // each range's own (simd_body.hpp rows_typed's Q)
-    Staged with_row = s;
-    with_row.y_row = y_row.data();
-    rows(p, t, begin, end, with_row);
-  });
-}
-
 void avx2_forward(const Problem& p, const Tensors& t) { staged_forward(p, t, &avx2::rows); }
 void avx2_backward(const Problem& p, const Tensors& t) { simd_backward(p, t, &avx2::backward_rows); }
 // The correctly rounded kernels: gamma/beta staged in f64 once per call (w = C + gamma as w_hi + w_lo), not
@@ -121,6 +105,21 @@ constexpr Takes kFastTakes{.dtypes = kSimdDTypes, .forward_norms = kBothNorms, .
 constexpr Takes kCrTakes{.dtypes = kSimdDTypes, .forward_norms = kBothNorms, .prologues = kWithAdd, .f32_residual = true};
 
 }  // namespace
+
+// isa.hpp: the forward of the rows at t.x (x, or Add & Norm's h from the fused-add adaptor: in input_dtype(p)).
+// f32 gamma/beta with 16-bit x, or an offset: w = C + gamma and beta staged in f32 once per call.
+void staged_forward(const Problem& p, const Tensors& t, FastRowsFn rows) {
+  StagedParams<float> staged;
+  if (!params_in_place(p)) staged = stage_params<float>(p, t);
+  const Staged s{staged.gamma(), staged.beta()};
+  split_rows(p, [&](std::int64_t begin, std::int64_t end) {
+    if (p.op.epilogue != Epilogue::quantized) return rows(p, t, begin, end, s);
+    std::vector<float> y_row(static_cast<std::size_t>(p.cols));  // each range's own (simd_body.hpp rows_typed's Q)
+    Staged with_row = s;
+    with_row.y_row = y_row.data();
+    rows(p, t, begin, end, with_row);
+  });
+}
 
 bool cpu_has_avx512_bf16() { return features().bf16 && !avx512_why_not(Problem{}); }
 

@@ -1,0 +1,148 @@
+// The quantized epilogue on a SIMD layer's lanes (avx2_ops.hpp, avx512_ops.hpp, simd_emulated_ops.hpp): a row's f32
+// y to q and scales, the same bits as quantize_row (quant_epilogue.hpp: what is computed and why y/s in double is
+// exact), which does it one element at a time with encode (lnorm/quant.hpp) at ~5 ns per element: 0.75 GB/s of
+// x, 1/25 of the same kernel writing y (docs/performance.md "Quantized outputs"). Per vector of f32 y:
+//   t = y / s in f32, correctly rounded. Rounding is monotone, so t lies on the same side of every midpoint of
+//   the format's grid as the exact y/s, or on the midpoint itself: Q(t) = Q(y/s) unless t is a midpoint. Those
+//   lanes (exact ties of bf16 data over a power-of-two scale, ~2^-20 of random ones) are redone from y/s in f64,
+//   which is never a midpoint it is not on (quant_epilogue.hpp), with the same steps at 52 bits.
+//   fp8: a = |t| clamped to 2·max (Inf and beyond round to it, then saturate), rounded to the grid by one
+//   addition: C = 2^(max(e, emin) + 23 − mbits), e = floor(log2 a) (a's exponent field alone), has the grid's
+//   quantum at a as its ulp, and a < 2^(e+1) ≤ C keeps a + C in C's binade, so (a + C) − C is a rounded to
+//   nearest, ties to even, once; min(·, max) saturates. The code is the rounded value's exponent|significand
+//   field shifted to mbits bits and rebiased, or, below 2^emin (the subnormal codes), the value over the least
+//   quantum. The sign from y's; a NaN quotient (y NaN, or ±Inf over an Inf scale) gives 0x7f with it;
+//   int8: clamped to [−128, 127], rounded by the 1.5·2^23 addition, converted exactly; NaN gives 0.
+// Scales as quantize_row (group_scale, in the generic TU: ISA code calls it, ctest isa_objects_share_no_code);
+// amax is a max, exact in any order. A group's last G mod lanes elements take encode, the same bits.
+// Included in simd_body.hpp, inside the anonymous namespace of the TU that includes it, after quant_epilogue.hpp
+// at file scope (isa.hpp includes it) and <cstring>.
+#ifndef LNORM_SIMD_QUANT_INCLUDED
+#define LNORM_SIMD_QUANT_INCLUDED
+
+// One vector of y (kLanes) to its fp8 codes: Mbits 3 (E4M3: bias 7, emin −6, max 448), 2 (E5M2: 15, −14, 57344).
+// s32: the scale, sd: it in f64; nan: the lanes whose quotient is NaN (nan_quotients).
+template <class V, int Mbits>
+typename V::I fp8_codes(typename V::F y, typename V::F s32, typename V::D sd, typename V::M nan) {
+  using F = typename V::F;
+  using D = typename V::D;
+  constexpr bool kE4m3 = Mbits == 3;
+  constexpr int kBias = kE4m3 ? 7 : 15;
+  constexpr float kMax = kE4m3 ? 448.0f : 57344.0f;
+  constexpr float kMinNormal = kE4m3 ? 0x1p-6f : 0x1p-14f;  // 2^emin, emin = 1 − bias
+  constexpr float kSubnormalUnit = kE4m3 ? 0x1p9f : 0x1p16f;  // 1 / 2^(emin − mbits)
+  // The f32 quotient's rounding: c = 2^(max(e, emin) + 23 − mbits) has the quantum as its ulp (the header's
+  // argument with f32's 23 bits). Exact unless the f32 quotient is a midpoint of the grid, where the exact
+  // quotient may lie on either side of it: |a − r| (exact: Sterbenz) is then half a quantum, c·2^-24.
+  F a = V::min(V::abs(V::div(y, s32)), V::set1(2 * kMax));  // NaN lanes: 2·max (replaced below)
+  const F c = V::mul(V::max(V::and_ps(a, V::set1(-__builtin_inff())), V::set1(kMinNormal)), V::set1(0x1p23f / (1 << Mbits)));
+  F r = V::sub(V::add(a, c), c);
+  if (V::cmp_eq(V::abs(V::sub(a, r)), V::mul(c, V::set1(0x1p-24f)))) {
+    // A midpoint (rare but for exact ties): the f64 quotient decides, the header's argument with 52 bits.
+    const D exponent_field = V::set1_pd(-__builtin_inf());
+    const auto rounded = [&](D y_half) LNORM_ALWAYS_INLINE {
+      const D a64 = V::min_pd(V::abs_pd(V::div_pd(y_half, sd)), V::set1_pd(2 * kMax));
+      const D c64 = V::mul_pd(V::max_pd(V::and_pd(a64, exponent_field), V::set1_pd(kMinNormal)), V::set1_pd(0x1p52 / (1 << Mbits)));
+      return V::sub_pd(V::add_pd(a64, c64), c64);
+    };
+    r = V::join_ps(rounded(V::lo_pd(y)), rounded(V::hi_pd(y)));
+  }
+  r = V::min(r, V::set1(kMax));
+  const typename V::I normal = V::add_i(V::template srli_i<23 - Mbits>(V::bits_i(r)), V::set1_i(-((127 - kBias) << Mbits)));
+  typename V::I code = normal;
+  // Rare lanes by branch, not by select: AVX2's selects cost a mask round trip each (avx2_ops.hpp lane_mask).
+  if (const typename V::M sub = V::cmp_lt(r, V::set1(kMinNormal))) code = V::select_i(sub, V::cvt_i(V::mul(r, V::set1(kSubnormalUnit))), code);
+  if (nan) code = V::select_i(nan, V::set1_i(0x7f), code);
+  return V::or_i(code, V::and_i(V::template srli_i<24>(V::bits_i(y)), V::set1_i(0x80)));
+}
+
+template <class V>
+typename V::I int8_codes(typename V::F y, typename V::F s32, typename V::D sd, typename V::M nan) {
+  using F = typename V::F;
+  using D = typename V::D;
+  // Clamped, then rounded by the 1.5·2^23 addition (f32: |t| ≤ 128 < 2^22); a quotient at k + 1/2 in f32 may be
+  // the rounding of one on either side: the f64 quotient decides (1.5·2^52).
+  const F t = V::min(V::max(V::div(y, s32), V::set1(-128.0f)), V::set1(127.0f));
+  F r = V::sub(V::add(t, V::set1(0x1.8p23f)), V::set1(0x1.8p23f));
+  if (V::cmp_eq(V::abs(V::sub(t, r)), V::set1(0.5f))) {
+    const auto rounded = [&](D y_half) LNORM_ALWAYS_INLINE {
+      const D t64 = V::min_pd(V::max_pd(V::div_pd(y_half, sd), V::set1_pd(-128.0)), V::set1_pd(127.0));
+      return V::sub_pd(V::add_pd(t64, V::set1_pd(0x1.8p52)), V::set1_pd(0x1.8p52));
+    };
+    r = V::join_ps(rounded(V::lo_pd(y)), rounded(V::hi_pd(y)));
+  }
+  const typename V::I k = V::cvt_i(r);
+  return nan ? V::select_i(nan, V::set1_i(0), k) : k;
+}
+
+// The lanes whose quotient y / s is NaN: y NaN, or y ±Inf over an s of Inf (a group whose amax is Inf).
+template <class V>
+typename V::M nan_quotients(typename V::F y, bool s_inf) {
+  if (!s_inf) return V::cmp_neq(y, y);
+  return static_cast<typename V::M>(~V::cmp_lt(V::abs(y), V::set1(__builtin_inff())));
+}
+
+// q[0, n) = Q(y / s), n elements of one scale.
+template <class V>
+void encode_span(QuantFormat f, float s, const float* y, std::int64_t n, std::uint8_t* q) {
+  constexpr int L = V::kLanes;
+  const typename V::F s32 = V::set1(s);
+  const typename V::D sd = V::set1_pd(static_cast<double>(s));
+  const bool s_inf = s == __builtin_inff();
+  std::int64_t i = 0;
+  const auto each = [&](auto codes) LNORM_ALWAYS_INLINE {
+    for (; i + L <= n; i += L) {
+      const typename V::F v = V::template load<F32>(y + i);
+      V::store_u8(q + i, codes(v, s32, sd, nan_quotients<V>(v, s_inf)));
+    }
+  };
+  using F = typename V::F;
+  using D = typename V::D;
+  using M = typename V::M;
+  if (f == QuantFormat::fp8_e4m3) each([](F v, F s1, D s2, M m) LNORM_ALWAYS_INLINE { return fp8_codes<V, 3>(v, s1, s2, m); });
+  else if (f == QuantFormat::fp8_e5m2) each([](F v, F s1, D s2, M m) LNORM_ALWAYS_INLINE { return fp8_codes<V, 2>(v, s1, s2, m); });
+  else each([](F v, F s1, D s2, M m) LNORM_ALWAYS_INLINE { return int8_codes<V>(v, s1, s2, m); });
+  for (; i < n; ++i) q[i] = ::lnorm::cpu::encode_quotient(f, y[i], s);
+}
+
+// quantize_row's q and scales (quant_epilogue.hpp), V's lanes at a time.
+template <class V>
+void quantize_row_simd(const QuantSpec& spec, const float* y, std::int64_t n, std::uint8_t* q, void* scales, std::int64_t row) {
+  constexpr int L = V::kLanes;
+  const std::int64_t G = spec.group_size(n), per_row = spec.scales_per_row(n);
+  for (std::int64_t g = 0; g < n / G; ++g) {
+    const float* yg = y + g * G;
+    std::uint8_t* qg = q + g * G;
+    float amax = 0;
+    bool nan = false;
+    if (spec.scaling != Scaling::tensor) {
+      typename V::F acc = V::zero();
+      unsigned nan_lanes = 0;
+      std::int64_t i = 0;
+      for (; i + L <= G; i += L) {
+        const typename V::F v = V::template load<F32>(yg + i);
+        nan_lanes |= V::cmp_neq(v, v);
+        acc = V::max(V::abs(v), acc);
+      }
+      float lanes[L];
+      V::store_ps(lanes, acc);
+      for (int half = L / 2; half >= 1; half /= 2)  // a tree, not a chain of L dependent maxes (mx: per 32 elements)
+        for (int l = 0; l < half; ++l) lanes[l] = lanes[l + half] > lanes[l] ? lanes[l + half] : lanes[l];
+      amax = lanes[0];
+      nan = nan_lanes != 0;
+      for (; i < G; ++i) {
+        nan |= yg[i] != yg[i];
+        const float a = yg[i] < 0 ? -yg[i] : yg[i];
+        amax = a > amax ? a : amax;
+      }
+    }
+    const float s = ::lnorm::cpu::group_scale(spec, amax, nan, scales, row * per_row + g);
+    if (nan) {
+      std::memset(qg, ::lnorm::encode(spec.format, static_cast<double>(s)), static_cast<std::size_t>(G));  // s: NaN
+      continue;
+    }
+    encode_span<V>(spec.format, s, yg, G, qg);
+  }
+}
+
+#endif
