@@ -37,11 +37,7 @@ struct Emulated {
   }
   static void backward(const Problem& p, const Tensors& t) { lnorm::cpu::simd_backward(p, t, &backward_rows); }
   static void forward_fast(const Problem& p, const Tensors& t) { lnorm::cpu::staged_forward(p, t, &fast_rows<V>); }
-  static void forward_cr(const Problem& p, const Tensors& t) {
-    const lnorm::cpu::StagedExact staged = lnorm::cpu::stage_params_exact(p, t);
-    const lnorm::cpu::Staged64 s{staged.gamma(), staged.gamma_lo(), staged.beta()};
-    lnorm::cpu::split_rows(p, [&](std::int64_t begin, std::int64_t end) { cr_rows<V>(p, t, begin, end, s); });
-  }
+  static void forward_cr(const Problem& p, const Tensors& t) { lnorm::cpu::staged_cr_forward(p, t, &cr_rows<V>); }
   static void add(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end) { sum_rows<V>(p, t, begin, end); }
 };
 
@@ -49,7 +45,7 @@ struct Emulated {
 constexpr Takes kFastTakes{.dtypes = {DType::f32, DType::f16, DType::bf16}, .forward_norms = kBothNorms,
                            .backward_norms = kBothNorms, .prologues = kWithAdd, .epilogues = kWithQuant, .f32_residual = true};
 constexpr Takes kCrTakes{.dtypes = {DType::f32, DType::f16, DType::bf16}, .forward_norms = kBothNorms, .prologues = kWithAdd,
-                         .f32_residual = true};
+                         .epilogues = kWithQuant, .f32_residual = true};
 
 template <int L>
 void ops_d(const double* a, const double* b, const double* c, float y_min, double* fma, double* mx, std::uint8_t* masks,

@@ -75,6 +75,10 @@ TEST_CASE("quantized kernels: q and scales within the metric's budget, every op,
           CHECK(m.scales_pass());
           CHECK(m.nonfinite_mismatches == 0);
           CHECK(m.correctly_rounded_fraction() > 0.99);  // an f32 y off by a few ulps rarely moves q
+          if (k.name.ends_with("_cr")) {  // exact (kernels/cpu/quant_exact.hpp): every code and scale
+            CHECK(m.correctly_rounded == m.elements);
+            CHECK(m.scale_max_ulp == 0);
+          }
         }
   }
   CHECK(kernels_run >= 2);  // naive and welford everywhere

@@ -16,6 +16,7 @@
 #include <catch2/catch.hpp>
 
 #include "kernel_cases.hpp"
+#include "lnorm/quantize.hpp"
 #include "lnorm/registry.hpp"
 #include "quant_epilogue.hpp"
 #include "simd_emulation.hpp"
@@ -158,4 +159,101 @@ TEST_CASE("simd quantized epilogue: native kernels write their emulated twins' q
           if (add) CHECK(h1 == h2);
         }
   }
+}
+
+TEST_CASE("correctly rounded kernels: q and scales are the reference's bit for bit, near-ties included", "[quant][simd][cr]") {
+  // The issue's near-tie case first (8x1024 bf16 RMSNorm, per-token E4M3: y*/s within 1e-7 of a midpoint, where an
+  // f32 y moves a code), then the other scalings, formats and dtypes.
+  struct Spec {
+    DType d;
+    Op op;
+    QuantSpec spec;
+  };
+  const Spec cases[] = {
+      {DType::bf16, Op::rmsnorm, {QuantFormat::fp8_e4m3, Scaling::row, 0, 0}},
+      {DType::f16, Op::layernorm, {QuantFormat::int8, Scaling::group, 64, 0}},
+      {DType::f32, Op::layernorm, {QuantFormat::fp8_e5m2, Scaling::mx, 0, 0}},
+      {DType::bf16, Op::add_rmsnorm, {QuantFormat::fp8_e4m3, Scaling::tensor, 0, 0.0078125f}},
+  };
+  std::vector<const KernelInfo*> ks{&emu::kAvx2CrEmu, &emu::kAvx512CrEmu};
+  for (const char* name : {"avx2_cr", "avx512_cr"})
+    if (const KernelInfo* k = find_kernel(name); k && !unavailable_reason(*k, make_problem(1, 64, DType::f32, 1e-5, true, false)))
+      ks.push_back(k);
+  const std::int64_t rows = 8, cols = 1024;
+  for (const Spec& c : cases) {
+    const Problem p = set_quant(with_op(make_problem(rows, cols, c.d, 1e-5, true, false), c.op), c.spec);
+    const auto x = testing::encode(c.d, testing::normal(c.d, static_cast<std::size_t>(rows * cols), 0.0, 1.0, 3));
+    const auto res = testing::encode(c.d, testing::normal(c.d, static_cast<std::size_t>(rows * cols), 0.0, 0.5, 5));
+    const auto g = testing::encode(c.d, testing::normal(c.d, static_cast<std::size_t>(cols), 1.0, 0.1, 4));
+    const bool add = c.op.prologue == Prologue::residual_add;
+    const std::int64_t per_row = c.spec.scales_per_row(cols);
+    Out want;
+    want.q.resize(static_cast<std::size_t>(rows * cols));
+    want.scales.resize(static_cast<std::size_t>(rows * per_row) * (c.spec.scales_are_e8m0() ? 1 : 4));
+    quantize_reference(p, c.spec, x.data(), add ? res.data() : nullptr, g.data(), nullptr, rows, 2, want.q.data(),
+                       per_row ? want.scales.data() : nullptr, nullptr);
+    for (const KernelInfo* k : ks) {
+      INFO(k->name << " " << name(c.op) << " " << name(c.d) << " " << describe(c.spec));
+      std::vector<std::byte> h(x.size());
+      Tensors t{x.data(), g.data(), nullptr};
+      if (add) t.residual = res.data(), t.h = h.data();
+      const Out got = run_quantized(*k, p, c.spec, t);
+      std::size_t first = 0;
+      while (first < got.q.size() && got.q[first] == want.q[first]) ++first;
+      INFO("first differing q at " << first);
+      CHECK(first == got.q.size());
+      CHECK(got.scales == want.scales);
+    }
+  }
+}
+
+TEST_CASE("correctly rounded kernels: y* a hair below a tie or a power of two that f64 arithmetic rounds onto it", "[quant][simd][cr]") {
+  // x = ±1, eps = 2^-60: y* = ±γ/sqrt(1 + 2^-60) = ±γ(1 − 2^-61 + ...), which f64's 1 + 2^-60 = 1 puts exactly on γ.
+  // γ/s on a midpoint whose even neighbour is the upper one (E4M3 1.1875 between 1.125 and 1.25; E5M2 1.375; int8 3.5), or γ a
+  // power of two (mx: floor(log2 amax*) is one less than f64's): only the exact decision gets q and X right.
+  struct Spec {
+    QuantSpec spec;
+    float gamma;
+  };
+  const Spec cases[] = {
+      {{QuantFormat::fp8_e4m3, Scaling::tensor, 0, 0.125f}, 1.1875f * 0.125f},
+      {{QuantFormat::int8, Scaling::tensor, 0, 0.125f}, 3.5f * 0.125f},
+      {{QuantFormat::fp8_e4m3, Scaling::mx, 0, 0}, 0.5f},
+      {{QuantFormat::fp8_e5m2, Scaling::tensor, 0, 0.125f}, 1.375f * 0.125f},  // between 1.25 and 1.5
+  };
+  std::vector<const KernelInfo*> ks{&emu::kAvx2CrEmu, &emu::kAvx512CrEmu};
+  for (const char* name : {"avx2_cr", "avx512_cr"})
+    if (const KernelInfo* k = find_kernel(name); k && !unavailable_reason(*k, make_problem(1, 64, DType::f32, 1e-5, true, false)))
+      ks.push_back(k);
+  const std::int64_t rows = 2, cols = 64;
+  for (const Norm norm : {Norm::layernorm, Norm::rmsnorm})
+    for (const Spec& c : cases) {
+      const Op op = norm == Norm::layernorm ? Op::layernorm : Op::rmsnorm;
+      const Problem p = set_quant(with_op(make_problem(rows, cols, DType::bf16, 0x1p-60, true, false), op), c.spec);
+      std::vector<double> xv(static_cast<std::size_t>(rows * cols));
+      for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = (i * 7 / 3) % 2 ? 1.0 : -1.0;  // as many +1 as −1 per row
+      const auto x = testing::encode(DType::bf16, xv);
+      const auto g = testing::encode(DType::bf16, std::vector<double>(static_cast<std::size_t>(cols), c.gamma));
+      const std::int64_t per_row = c.spec.scales_per_row(cols);
+      Out want;
+      want.q.resize(static_cast<std::size_t>(rows * cols));
+      want.scales.resize(static_cast<std::size_t>(rows * per_row) * (c.spec.scales_are_e8m0() ? 1 : 4));
+      quantize_reference(p, c.spec, x.data(), nullptr, g.data(), nullptr, rows, 1, want.q.data(), per_row ? want.scales.data() : nullptr);
+      // What f64 arithmetic alone gives (y = ±γ): a different answer, or the case tests nothing.
+      std::vector<std::uint8_t> f64_q(want.q.size());
+      std::vector<std::uint8_t> f64_scales(want.scales.size());
+      std::vector<float> y_f64(static_cast<std::size_t>(cols));
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t i = 0; i < cols; ++i) y_f64[static_cast<std::size_t>(i)] = static_cast<float>(xv[static_cast<std::size_t>(r * cols + i)] * c.gamma);
+        cpu::quantize_row(c.spec, y_f64.data(), cols, f64_q.data() + r * cols, per_row ? f64_scales.data() : nullptr, r);
+      }
+      INFO(name(op) << " " << describe(c.spec));
+      CHECK((f64_q != want.q || f64_scales != want.scales));
+      for (const KernelInfo* k : ks) {
+        INFO(k->name);
+        const Out got = run_quantized(*k, p, c.spec, Tensors{x.data(), g.data(), nullptr});
+        CHECK(got.q == want.q);
+        CHECK(got.scales == want.scales);
+      }
+    }
 }

@@ -154,6 +154,41 @@ const Row* row(const void* x, DType in, std::int64_t n, double eps, bool centred
   return &r;
 }
 
+namespace {
+// One element of a row: A = (n·xi − S1)·(w_hi + w_lo) = a·2^a_exp, its square and sign, and β.
+struct Element {
+  BigInt a, a2;
+  std::int64_t a_exp;
+  int sa;
+  Parts bp;
+  Element(const Row* r, double xi, double w_hi, double w_lo, double beta) : bp(parts(beta)) {
+    const Parts xp = parts(xi), wh = parts(w_hi), wl = parts(w_lo);
+    std::int64_t d_exp, w_exp;
+    const BigInt d = aligned_sum(BigInt(xp.m) * r->n, xp.e, -r->s1, kLsb, d_exp);
+    a = d * aligned_sum(BigInt(wh.m), wh.e, BigInt(wl.m), wl.e, w_exp);
+    a_exp = d_exp + w_exp;
+    a2 = a * a;
+    sa = a.sign();
+  }
+  // sign(y* − m) for m = mo·2^me: t = m − β; A/sqrt(W') against t by signs, and where they agree by
+  // A² against t²·W' (both sides ≥ 0, the comparison of the magnitudes; its sign flips for A < 0).
+  int compare(const Row* r, std::int64_t mo, std::int64_t me) const {
+    std::int64_t t_exp;
+    const BigInt t = aligned_sum(BigInt(mo), me, BigInt(-bp.m), bp.e, t_exp);
+    const int st = t.sign();
+    if (sa == 0) return -st;
+    if (sa != st) return sa;
+    const int c = compare_positive(a2, 2 * a_exp, t * t * r->w, 2 * t_exp + r->w_exp);
+    return sa > 0 ? c : -c;
+  }
+};
+}  // namespace
+
+int compare_element(const Row* r, double xi, double w_hi, double w_lo, double beta, double m) {
+  const Parts mp = parts(m);
+  return Element(r, xi, w_hi, w_lo, beta).compare(r, mp.m, mp.e);
+}
+
 std::uint32_t round_element(const Row* r, DType out, double xi, double w_hi, double w_lo, double beta,
                             std::uint32_t guess) {
   const Format f = format_of(out);
@@ -162,26 +197,8 @@ std::uint32_t round_element(const Row* r, DType out, double xi, double w_hi, dou
   // W' = 0 (a constant row with eps = 0): rstd = +Inf, y = NaN as IEEE; a quiet NaN is Inf's pattern with
   // the top fraction bit set.
   if (r->w <= 0) return static_cast<std::uint32_t>(inf | (std::int64_t{1} << (f.p - 2)));
-  // A = (n·xi − S1)·(w_hi + w_lo) = a·2^a_exp.
-  const Parts xp = parts(xi), wh = parts(w_hi), wl = parts(w_lo), bp = parts(beta);
-  std::int64_t d_exp, w_exp;
-  const BigInt d = aligned_sum(BigInt(xp.m) * r->n, xp.e, -r->s1, kLsb, d_exp);
-  const BigInt a = d * aligned_sum(BigInt(wh.m), wh.e, BigInt(wl.m), wl.e, w_exp);
-  const std::int64_t a_exp = d_exp + w_exp;
-  const BigInt a2 = a * a;
-  const int sa = a.sign();
-
-  // sign(y* − m) for m = mo·2^me: t = m − β; A/sqrt(W') against t by signs, and where they agree by
-  // A² against t²·W' (both sides ≥ 0, the comparison of the magnitudes; its sign flips for A < 0).
-  auto cmp = [&](std::int64_t mo, std::int64_t me) {
-    std::int64_t t_exp;
-    const BigInt t = aligned_sum(BigInt(mo), me, BigInt(-bp.m), bp.e, t_exp);
-    const int st = t.sign();
-    if (sa == 0) return -st;
-    if (sa != st) return sa;
-    const int c = compare_positive(a2, 2 * a_exp, t * t * r->w, 2 * t_exp + r->w_exp);
-    return sa > 0 ? c : -c;
-  };
+  const Element el(r, xi, w_hi, w_lo, beta);
+  auto cmp = [&](std::int64_t mo, std::int64_t me) { return el.compare(r, mo, me); };
   // c(k) = sign(y* − midpoint between ordinals k and k+1), −inf ≤ k < inf. For k ≥ 0 the value at k is
   // sig·2^q (q the ulp exponent of k's binade; subnormals share the smallest normal binade's) and the step
   // to k+1 is 2^q, also across a binade and from the largest finite value to 2^(emax+1): the midpoint is

@@ -41,4 +41,8 @@ const Row* row(const void* x, DType in, std::int64_t n, double eps, bool centred
 std::uint32_t round_element(const Row* r, DType out, double xi, double w_hi, double w_lo, double beta,
                             std::uint32_t guess);
 
+// sign(y* − m) (−1, 0 or +1) for the element (xi, w_hi + w_lo, beta) of row r, as round_element's
+// comparisons: the quantized epilogue's exact decisions (quant_exact.hpp). m finite; precondition W' > 0.
+int compare_element(const Row* r, double xi, double w_hi, double w_lo, double beta, double m);
+
 }  // namespace lnorm::cpu::exact

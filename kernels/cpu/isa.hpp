@@ -8,6 +8,7 @@
 
 #include "lnorm/problem.hpp"
 #include "quant_epilogue.hpp"  // the body's quantized epilogue (declared only: defined in a generic TU)
+#include "quant_exact.hpp"     // the correctly rounded kernels' (likewise)
 
 namespace lnorm::cpu {
 
@@ -24,6 +25,7 @@ struct Staged64 {
   const double* gamma = nullptr;
   const double* gamma_lo = nullptr;
   const double* beta = nullptr;
+  double* y_row = nullptr;  // the quantized epilogue's row of f64 y (cols doubles; one per row range), else null
 };
 
 // A backward row range as the ISA code reads it (f32-family data: x, dy and dx in `dtype`, f32 math; the
@@ -102,6 +104,10 @@ CrPaths cr_paths();
 // (tests/simd_emulation.cpp) both go through it.
 using FastRowsFn = void (*)(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged& staged);
 void staged_forward(const Problem& p, const Tensors& t, FastRowsFn rows);
+// The correctly rounded kernels' (gamma/beta staged in f64 once per call, w = C + gamma as w_hi + w_lo; the
+// quantized epilogue's row in f64).
+using CrRowsFn = void (*)(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const Staged64& staged);
+void staged_cr_forward(const Problem& p, const Tensors& t, CrRowsFn rows);
 
 // The scalar welford kernel on one row: the exact-range fallback of the SIMD kernels (welford.cpp).
 void welford_row(const Problem& p, const Tensors& t, std::int64_t row);

@@ -593,6 +593,14 @@ typename T::Bits settle(const typename X::Bits* x, const typename Gs::Bits* gamm
   return ex::exact_element<E>(xv, g, b, es, g_lo);
 }
 
+// One E for the whole row: E at the row's largest |t| and |β| (FastStats' b and a; gmax, bmax: the row's largest
+// |γ| and |β|), bounding |y − y*| plus the rounding of y ± E for every element of the row.
+inline double row_error(const FastStats& s, double gmax, double bmax) {
+  const double t_max = s.dmax * s.rstd * gmax * (1 + 0x1p-40);
+  const double e_row = (s.b * (t_max + bmax) + s.a * gmax + 0x1p-1000) * (1 + 0x1p-40);
+  return e_row == e_row ? e_row : INFINITY;  // a NaN bound would let lo and hi agree
+}
+
 // The output pass: y = ((x − m)·rstd)·γ + β in f64 on two vectors of the layer's f64 lanes at a time (L elements),
 // Ziv's test against one E for the row (cr_exact.hpp's header, step 3) on the L f32 lanes they round to: f32 by
 // rounding y ± E (differ_bits); f16/bf16 by y's f32 rounding's distance from T's midpoint patterns (near_mid16_f).
@@ -607,9 +615,7 @@ void normalize_row(const typename X::Bits* x, const typename Gs::Bits* gamma, co
   using D = typename V::D;
   using MD = typename V::MD;
   constexpr int DL = V::kDLanes;
-  const double t_max = s.dmax * s.rstd * gmax * (1 + 0x1p-40);
-  double e_row = (s.b * (t_max + bmax) + s.a * gmax + 0x1p-1000) * (1 + 0x1p-40);
-  if (!(e_row == e_row)) e_row = INFINITY;  // a NaN bound would let lo and hi agree
+  const double e_row = row_error(s, gmax, bmax);
   const double y_min = std::fmax(e_row * 0x1p25, std::is_same_v<T, F16> ? 0x1p-14 : 0x1p-126) * (1 + 0x1p-20);
   const float y_min_f = static_cast<float>(std::fmin(y_min, 0x1p127));
   const D mv = V::set1_pd(s.m), rv = V::set1_pd(s.rstd), ev = V::set1_pd(e_row);
@@ -721,6 +727,83 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
   ::lnorm::cpu::cr_paths_add(paths);
 }
 
+// The quantized epilogue (Problem::quant): each row's y in f64 into st.y_row — normalize_row's arithmetic, bounded
+// by the same E — or, for a row whose bound is not small, y* rounded to f32 exactly (|y − y*| ≤ 2^-24|y| + 2^-150);
+// quantize_row_exact (quant_exact.hpp) decides q and the scales from them, exactly.
+template <class V, class X, class Gs, bool G, bool B>
+void rows_quantized(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged64& staged) {
+  using D = typename V::D;
+  using XBits = typename X::Bits;
+  constexpr int DL = V::kDLanes;
+  const XBits* x = static_cast<const XBits*>(t.x);
+  const typename Gs::Bits* gamma = staged.gamma;
+  const typename Gs::Bits* beta = staged.beta;
+  float* mean = static_cast<float*>(t.mean);
+  float* rstd = static_cast<float*>(t.rstd);
+  double* y = staged.y_row;
+  const std::int64_t n = p.cols;
+  const Params pr{G ? staged.gamma_lo : nullptr, p.op.norm == Norm::layernorm};
+  const double w_rel = pr.w_lo ? ex::kU : 0.0;
+  const double gmax = G ? max_abs<V, Gs>(gamma, n) * (1 + 0x1p-52) : 1.0, bmax = B ? max_abs<V, Gs>(beta, n) : 0.0;
+  ::lnorm::cpu::CrPaths paths;
+  paths.elements = (end - begin) * n;
+  for (std::int64_t row = begin; row < end; ++row) {
+    const XBits* xr = x + row * n;
+    const FastStats s = fast_stats<V, X>(xr, n, p.eps, pr.centred, w_rel);
+    if (!s.finite || s.degenerate) {  // NaN/Inf in the row, or var + eps == 0: the scalar kernel's NaN rules
+      welford_row(p, t, row);
+      continue;
+    }
+    ::lnorm::cpu::ExactQuantRow er;
+    er.y = y, er.n = n, er.x = xr, er.x_dtype = input_dtype(p), er.eps = p.eps, er.centred = pr.centred;
+    er.w_hi = G ? gamma : nullptr, er.w_lo = G ? pr.w_lo : nullptr, er.beta = B ? beta : nullptr;
+    if (s.certified) {
+      if (mean) mean[row] = static_cast<float>(s.m + s.m_lo);
+      if (rstd) rstd[row] = static_cast<float>(s.rstd);
+      const D mv = V::set1_pd(s.m), rv = V::set1_pd(s.rstd);
+      std::int64_t i = 0;
+      for (; i + DL <= n; i += DL) {
+        D v = V::mul_pd(V::sub_pd(V::template load_d<X>(xr + i), mv), rv);
+        if constexpr (G) v = V::mul_pd(v, V::template load_d<Gs>(gamma + i));
+        if constexpr (B) v = V::add_pd(v, V::template load_d<Gs>(beta + i));
+        V::store_pd(y + i, v);
+      }
+      for (; i < n; ++i) {  // the same operations, one lane
+        double v = (ex::to_double<X>(xr[i]) - s.m) * s.rstd;
+        if constexpr (G) v = v * gamma[i];
+        if constexpr (B) v = v + beta[i];
+        y[i] = v;
+      }
+      er.e_abs = row_error(s, gmax, bmax);
+    } else {
+      ex::ExactStats es = ex::exact_stats<X>(xr, n, p.eps, pr.centred);
+      if (!es.finite) {
+        welford_row(p, t, row);
+        continue;
+      }
+      if (mean) mean[row] = static_cast<float>(es.m_hi + es.m_lo);
+      if (rstd) rstd[row] = static_cast<float>(es.r_hi + es.r_lo);
+      paths.exact += n;
+      ++paths.exact_rows;
+      for (std::int64_t i = 0; i < n; ++i) {
+        const double g = G ? gamma[i] : 1.0, g_lo = G && pr.w_lo ? pr.w_lo[i] : 0.0;
+        y[i] = ex::exact_element<F32>(ex::to_double<X>(xr[i]), g, B ? beta[i] : 0.0, es, g_lo);
+      }
+      er.e_abs = 0x1p-150, er.e_rel = 0x1p-24;
+    }
+    ::lnorm::cpu::quantize_row_exact(p.quant, er, static_cast<std::uint8_t*>(t.q) + row * n, t.scales, row);
+  }
+  ::lnorm::cpu::cr_paths_add(paths);
+}
+
+template <class V, class X>
+void rows_quantized_affine(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged64& st) {
+  if (p.has_gamma && p.has_beta) rows_quantized<V, X, F64, true, true>(p, t, begin, end, st);
+  else if (p.has_gamma) rows_quantized<V, X, F64, true, false>(p, t, begin, end, st);
+  else if (p.has_beta) rows_quantized<V, X, F64, false, true>(p, t, begin, end, st);
+  else rows_quantized<V, X, F64, false, false>(p, t, begin, end, st);
+}
+
 template <class V, class X, class T, bool NT>
 void rows_affine(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged64& st) {
   if (p.has_gamma && p.has_beta) rows_typed<V, X, T, F64, true, true, NT>(p, t, begin, end, st);
@@ -733,6 +816,12 @@ void rows_affine(const Problem& p, const Tensors& t, std::int64_t begin, std::in
 // 16-bit y (input_dtype(p)); gamma and beta as staged (Staged64).
 template <class V, class T>
 void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged64& st) {
+  if (p.op.epilogue == Epilogue::quantized) {
+    if constexpr (!std::is_same_v<T, F32>) {
+      if (input_dtype(p) == DType::f32) return rows_quantized_affine<V, F32>(p, t, begin, end, st);
+    }
+    return rows_quantized_affine<V, T>(p, t, begin, end, st);
+  }
   const bool nt = p.elements() * static_cast<std::int64_t>(sizeof(typename T::Bits)) > kStreamBytes;
   if constexpr (!std::is_same_v<T, F32>) {
     if (input_dtype(p) == DType::f32) {

@@ -34,14 +34,6 @@ std::optional<std::string> avx2_why_not(const Problem&) {
 
 void avx2_forward(const Problem& p, const Tensors& t) { staged_forward(p, t, &avx2::rows); }
 void avx2_backward(const Problem& p, const Tensors& t) { simd_backward(p, t, &avx2::backward_rows); }
-// The correctly rounded kernels: gamma/beta staged in f64 once per call (w = C + gamma as w_hi + w_lo), not
-// converted per element in the output pass.
-template <class RowsFn>
-void staged_cr_forward(const Problem& p, const Tensors& t, RowsFn rows) {
-  const StagedExact staged = stage_params_exact(p, t);
-  const Staged64 s{staged.gamma(), staged.gamma_lo(), staged.beta()};
-  split_rows(p, [&](std::int64_t begin, std::int64_t end) { rows(p, t, begin, end, s); });
-}
 
 void avx2_cr_forward(const Problem& p, const Tensors& t) { staged_cr_forward(p, t, &avx2_cr::rows); }
 
@@ -102,7 +94,8 @@ constexpr DTypeSet kSimdDTypes{DType::f32, DType::f16, DType::bf16};
 // Add & Norm through the adaptor with the body's add; the residual (and h) in x's dtype or in f32 beside 16-bit x.
 constexpr Takes kFastTakes{.dtypes = kSimdDTypes, .forward_norms = kBothNorms, .backward_norms = kBothNorms,
                            .prologues = kWithAdd, .epilogues = kWithQuant, .f32_residual = true};
-constexpr Takes kCrTakes{.dtypes = kSimdDTypes, .forward_norms = kBothNorms, .prologues = kWithAdd, .f32_residual = true};
+constexpr Takes kCrTakes{.dtypes = kSimdDTypes, .forward_norms = kBothNorms, .prologues = kWithAdd, .epilogues = kWithQuant,
+                         .f32_residual = true};
 
 }  // namespace
 
@@ -116,6 +109,19 @@ void staged_forward(const Problem& p, const Tensors& t, FastRowsFn rows) {
     if (p.op.epilogue != Epilogue::quantized) return rows(p, t, begin, end, s);
     std::vector<float> y_row(static_cast<std::size_t>(p.cols));  // each range's own (simd_body.hpp rows_typed's Q)
     Staged with_row = s;
+    with_row.y_row = y_row.data();
+    rows(p, t, begin, end, with_row);
+  });
+}
+
+// isa.hpp: the correctly rounded kernels' forward driver.
+void staged_cr_forward(const Problem& p, const Tensors& t, CrRowsFn rows) {
+  const StagedExact staged = stage_params_exact(p, t);
+  const Staged64 s{staged.gamma(), staged.gamma_lo(), staged.beta()};
+  split_rows(p, [&](std::int64_t begin, std::int64_t end) {
+    if (p.op.epilogue != Epilogue::quantized) return rows(p, t, begin, end, s);
+    std::vector<double> y_row(static_cast<std::size_t>(p.cols));  // each range's own (simd_body.hpp cr::rows_quantized)
+    Staged64 with_row = s;
     with_row.y_row = y_row.data();
     rows(p, t, begin, end, with_row);
   });

@@ -132,6 +132,18 @@ std::string check_quantized(const CheckContext& ctx, const Case& c) {
       return fmt("%s: scale %lld is %.4g %s from the exact one (got %.9g, exact %.9g)", drawn.text.c_str(),
                  static_cast<long long>(m.scale_max_index), m.scale_max_ulp,
                  spec.scales_are_e8m0() ? "E8M0 steps" : "f32 ulps", m.scale_max_got, m.scale_max_exact);
+    // A kernel that claims y correctly rounded (budgets.toml correctly_rounded = 1: the _cr kernels) claims q and the
+    // scales exact too: the exact y* divided by the exact scale, rounded once (kernels/cpu/quant_exact.hpp).
+    if (ctx.budget.min_correctly_rounded >= 1.0) {
+      if (m.correctly_rounded != m.elements)
+        return fmt("%s: %lld of %lld q elements not the exact y*/s rounded once (worst %.4g quanta at %lld: got %.9g, y*/s %.9g)",
+                   drawn.text.c_str(), static_cast<long long>(m.elements - m.correctly_rounded), static_cast<long long>(m.elements),
+                   m.max_ulp, static_cast<long long>(m.max_ulp_index), m.max_ulp_got, m.max_ulp_target);
+      if (m.scale_max_ulp != 0)
+        return fmt("%s: scale %lld is %.4g %s from the exact one (got %.9g, exact %.9g)", drawn.text.c_str(),
+                   static_cast<long long>(m.scale_max_index), m.scale_max_ulp, spec.scales_are_e8m0() ? "E8M0 steps" : "f32 ulps",
+                   m.scale_max_got, m.scale_max_exact);
+    }
     if (spec.scaling == Scaling::tensor) continue;
     // The scaling's laws on q: per finite nonzero group, the amax element at ±max (row, group) or the largest |q|
     // in [2^emax_elem, max] (mx).
