@@ -180,10 +180,30 @@ void print_tables(const std::vector<Result>& results, const std::vector<Shape>& 
   }
 }
 
+// --quant, --scaling, --scale as bench and select take them (bench: each kernel that writes q also runs with q
+// instead of y; select: the kernels that write q, timed writing it).
+struct BenchQuantFlags {
+  std::string quant, scaling = "row";
+  double scale = 0.0078125;
+  void add_to(CLI::App* cmd, const char* what) {
+    cmd->add_option("--quant", quant, std::string(what) + ": fp8_e4m3, fp8_e5m2 or int8 (GB/s of x read + q and scales written)");
+    cmd->add_option("--scaling", scaling, "With --quant: tensor, row, group:G or mx (default row)")->default_val("row");
+    cmd->add_option("--scale", scale, "With --quant and tensor scaling: the scale (default 2^-7)")->default_val(0.0078125);
+  }
+  std::optional<QuantSpec> spec() const {
+    if (quant.empty()) return std::nullopt;
+    const auto format = parse_quant_format(quant);
+    if (!format) throw InputError("--quant " + quant + ": expected fp8_e4m3, fp8_e5m2 or int8");
+    std::int64_t group = 0;
+    const auto s = parse_scaling(scaling, group);
+    if (!s) throw InputError("--scaling " + scaling + ": expected tensor, row, group:G (G > 0) or mx");
+    return QuantSpec{*format, *s, group, *s == Scaling::tensor ? static_cast<float>(scale) : 0.0f};
+  }
+};
+
 struct BenchFlags {
   std::vector<std::string> kernels, shapes, dtypes, ops;
-  std::string quant, scaling = "row";  // --quant: each kernel that writes it also runs with q instead of y
-  double scale = 0.0078125;
+  BenchQuantFlags quant;
   std::string dir = "fwd";
   int threads = 1;
   bool quick = false, cold = false;
@@ -194,6 +214,7 @@ struct SelectFlags {
   std::string shape, dtype = "f32", json, op = "layernorm", dir = "fwd";
   double max_ulp = -1;
   int threads = 1;
+  BenchQuantFlags quant;
 };
 
 }  // namespace
@@ -215,22 +236,11 @@ void add_bench(CLI::App& app, int& exit_code) {
   cmd->add_flag("--quick", f->quick, "Fewer shapes and repetitions: every available kernel in under 2 minutes");
   cmd->add_flag("--cold", f->cold, "Evict the caches (64 MiB) before every timed call: data comes from DRAM");
   cmd->add_option("--json", f->json, "Write the results (and the hardware) as JSON to this file");
-  cmd->add_option("--quant", f->quant, "Also run each kernel that writes quantized outputs with q instead of y: fp8_e4m3, "
-                                       "fp8_e5m2 or int8 (GB/s of x read + q and scales written)");
-  cmd->add_option("--scaling", f->scaling, "With --quant: tensor, row, group:G or mx (default row)")->default_val("row");
-  cmd->add_option("--scale", f->scale, "With --quant and tensor scaling: the scale (default 2^-7)")->default_val(0.0078125);
+  f->quant.add_to(cmd, "Also run each kernel that writes quantized outputs with q instead of y");
   add_plugin_flag(cmd);
   cmd->callback([f, &exit_code] {
     check_outputs({{f->json, "--json"}}, {});
-    std::optional<QuantSpec> quant;
-    if (!f->quant.empty()) {
-      const auto format = parse_quant_format(f->quant);
-      if (!format) throw InputError("--quant " + f->quant + ": expected fp8_e4m3, fp8_e5m2 or int8");
-      std::int64_t group = 0;
-      const auto scaling = parse_scaling(f->scaling, group);
-      if (!scaling) throw InputError("--scaling " + f->scaling + ": expected tensor, row, group:G (G > 0) or mx");
-      quant = QuantSpec{*format, *scaling, group, *scaling == Scaling::tensor ? static_cast<float>(f->scale) : 0.0f};
-    }
+    const std::optional<QuantSpec> quant = f->quant.spec();
     std::vector<Shape> shapes;
     for (const std::string& s : f->shapes) shapes.push_back(shape_flag(s));
     if (shapes.empty()) shapes = bench::builtin_shapes(f->quick);
@@ -310,11 +320,18 @@ void add_select(CLI::App& app, int& exit_code) {
       ->default_val("fwd");
   cmd->add_option("--threads", f->threads, "Threads per kernel call (default 1)")->check(CLI::Range(1, 1024));
   cmd->add_option("--json", f->json, "Write {\"kernel\": ..., \"candidates\": [...]} to this file");
+  f->quant.add_to(cmd, "Choose among the kernels that write the norm's output quantized, timed writing q and its scales");
   add_plugin_flag(cmd);
   cmd->callback([f, &exit_code] {
     check_outputs({{f->json, "--json"}}, {});
     const Op op = op_flag(f->op, dir_flag(f->dir));
-    const bench::SelectRequest request{shape_flag(f->shape), dtype_flag(f->dtype), f->max_ulp, op};
+    const bench::SelectRequest request{shape_flag(f->shape), dtype_flag(f->dtype), f->max_ulp, op, f->quant.spec()};
+    if (request.quant) {
+      if (op.direction == Direction::bwd) throw InputError("--quant is a forward output: not with --dir bwd");
+      if (request.dtype == DType::f64) throw InputError("--quant takes f32, f16 or bf16 x, not f64");
+      if (const std::string why = quant_spec_error(*request.quant, request.shape.cols); !why.empty())
+        throw InputError("--quant: " + why);
+    }
     const verify::Budgets budgets = verify::Budgets::builtin();
     // The verified accuracy select qualifies kernels on: budgets.toml (plugins: its [default] sections); a
     // backward on the larger of its dx and dgamma budgets.
@@ -340,9 +357,10 @@ void add_select(CLI::App& app, int& exit_code) {
     const bench::Candidate* best = bench::rank(cands, results, request);
     const auto ceiling = bench::copy_ceiling(results, request.dtype, request.shape, request.op);
 
-    std::printf("lnorm select %s%s %s on %s\n", request.shape.text().c_str(),
+    std::printf("lnorm select %s%s %s%s on %s\n", request.shape.text().c_str(),
                 request.op == Op::layernorm ? "" : (" " + std::string(name(request.op))).c_str(),
-                std::string(name(request.dtype)).c_str(), bench::hardware().c_str());
+                std::string(name(request.dtype)).c_str(), request.quant ? (" -> q " + describe(*request.quant)).c_str() : "",
+                bench::hardware().c_str());
     std::vector<std::string> names;
     for (const bench::Candidate& c : cands) names.push_back(std::string(c.kernel->name));
     const int w = name_width(names);
@@ -368,6 +386,7 @@ void add_select(CLI::App& app, int& exit_code) {
       const nlohmann::json out = {
           {"kernel", best ? nlohmann::json(std::string(best->kernel->name)) : nlohmann::json(nullptr)},
           {"shape", request.shape.text()}, {"op", name(request.op)}, {"dtype", name(request.dtype)},
+          {"quant", request.quant ? nlohmann::json(describe(*request.quant)) : nlohmann::json(nullptr)},
           {"hardware", bench::hardware()},
           {"threads", settings.threads}, {"candidates", list},
           {"copy", ceiling ? nlohmann::json{{"winner", ceiling->winner}, {"bytes_per_second", ceiling->bytes_per_second}}

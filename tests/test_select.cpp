@@ -131,3 +131,26 @@ TEST_CASE("select: only kernels that implement the op asked are candidates", "[b
   const std::vector<Entry> e = entries_to_time(cs, rq);
   CHECK(e[0].op == Op::rmsnorm);
 }
+
+TEST_CASE("select: with a quantized output only the kernels that write q are candidates, timed and ranked writing it", "[bench][select]") {
+  const std::vector<KernelInfo> ks = {
+      {"plain", "", {.dtypes = kF32, .forward_norms = {Norm::rmsnorm}}, &nothing, nullptr, nullptr, &runs, false},
+      {"quant", "", {.dtypes = kF32, .forward_norms = {Norm::rmsnorm}, .epilogues = kWithQuant}, &nothing, nullptr, nullptr, &runs, false},
+  };
+  const QuantSpec spec{QuantFormat::fp8_e4m3, Scaling::row, 0, 0};
+  SelectRequest rq{Shape{64, 768}, DType::f32, -1, Op::rmsnorm, spec};
+  std::vector<Candidate> cs = qualify(ks, rq, &accuracy_of);
+  REQUIRE(cs.size() == 1);
+  CHECK(cs[0].kernel->name == "quant");
+  const std::vector<Entry> e = entries_to_time(cs, rq);
+  CHECK(e[0].op == quantized(Op::rmsnorm));
+  CHECK(describe(e[0].quant) == "fp8_e4m3/row");
+  // A time of the same kernel writing y (not q) is not the one asked for.
+  Result y_time = timed(ks[1], rq, 20.0);
+  y_time.entry.op = Op::rmsnorm;
+  Result q_time = timed(ks[1], rq, 5.0);
+  q_time.entry.op = quantized(Op::rmsnorm);
+  const Candidate* best = rank(cs, {y_time, q_time}, rq);
+  REQUIRE(best != nullptr);
+  CHECK(best->gb_per_second == 5.0);
+}

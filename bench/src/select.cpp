@@ -9,12 +9,13 @@ std::vector<Candidate> qualify(std::span<const KernelInfo> kernels, const Select
                                const std::function<Accuracy(const KernelInfo&)>& accuracy) {
   std::vector<Candidate> out;
   for (const KernelInfo& k : kernels) {
-    if (!k.takes.dtypes.contains(request.dtype) || !k.implements(request.op)) continue;
+    if (!k.takes.dtypes.contains(request.dtype) || !k.implements(request.timed_op())) continue;
     const Accuracy acc = accuracy(k);
     Candidate c{&k, acc.a, acc.b, "", "", 0};
     Problem p = with_op(make_problem(request.shape.rows, request.shape.cols, request.dtype, 1e-5, true, request.op.norm == Norm::layernorm),
                         request.op);
     if (request.op.prologue == Prologue::residual_add) p = set_residual(p, request.dtype);  // as bench times it: the residual in x's dtype
+    if (request.quant) p = set_quant(p, *request.quant);
     const auto why = unavailable_reason(k, p);
     if (why) {
       c.status = "unavailable", c.reason = *why;
@@ -35,7 +36,9 @@ std::vector<Candidate> qualify(std::span<const KernelInfo> kernels, const Select
 std::vector<Entry> entries_to_time(const std::vector<Candidate>& candidates, const SelectRequest& request) {
   std::vector<Entry> entries;
   for (const Candidate& c : candidates)
-    if (c.status.empty()) entries.push_back({std::string(c.kernel->name), c.kernel, request.dtype, request.shape, request.op});
+    if (c.status.empty())
+      entries.push_back({std::string(c.kernel->name), c.kernel, request.dtype, request.shape, request.timed_op(),
+                         request.quant.value_or(QuantSpec{})});
   // The copies of the op's streams (x to y; with Add & Norm also residual to h).
   const Op copy_op = request.op.prologue == Prologue::residual_add ? Op::add_layernorm : Op::layernorm;
   for (const std::string& copy : copy_names()) entries.push_back({copy, nullptr, request.dtype, request.shape, copy_op});
@@ -49,7 +52,7 @@ const Candidate* rank(std::vector<Candidate>& candidates, const std::vector<Resu
     const Result* r = nullptr;
     for (const Result& x : results)
       if (x.entry.kernel == c.kernel && x.entry.dtype == request.dtype && x.entry.shape.rows == request.shape.rows &&
-          x.entry.shape.cols == request.shape.cols && x.entry.op == request.op)
+          x.entry.shape.cols == request.shape.cols && x.entry.op == request.timed_op())
         r = &x;
     if (!r || !r->skipped.empty() || !(r->bytes_per_second > 0)) {
       c.status = "unavailable", c.reason = r ? (r->skipped.empty() ? "no time measured" : r->skipped) : "not measured";

@@ -25,6 +25,9 @@ struct SelectRequest {
   DType dtype = DType::f32;
   double max_ulp = -1;  // < 0: any kernel that passes its own accuracy property qualifies
   Op op = Op::layernorm;
+  std::optional<QuantSpec> quant = std::nullopt;  // the output quantized (lnorm/quant.hpp): kernels that write q, timed writing it
+  // The op the candidates run: op, or its quantized form.
+  Op timed_op() const { return quant ? quantized(op) : op; }
 };
 
 struct Candidate {
