@@ -339,6 +339,23 @@ def summary_table(report, op, dtype):
     return header, body
 
 
+def quantized_table(report, op, dtype):
+    """The quantized outputs of one op and x dtype (report.json "quantized"; reports before it have none)."""
+    rows = [q for q in report.get("quantized", []) if q["op"] == op and q["dtype"] == dtype]
+    if not rows:
+        return None
+    several = len(report["machines"]) > 1
+    header = ["implementation"] + (["machine"] if several else []) + [
+        "format/scaling", "input", "max quanta", "correctly rounded", "saturated", "non-finite mismatches", "scales max"]
+    body = []
+    for q in rows:
+        scale = "—" if q["scale_max"] is None else f"{fmt_ulp(q['scale_max'])} {q['scale_unit']}"
+        body.append([q["implementation"]] + ([q["machine"]] if several else []) + [
+            q["quant"], q["input"], "non-finite" if q["max_quanta"] is None else fmt_ulp(q["max_quanta"]),
+            fmt_fraction(q["correctly_rounded"]), str(q["saturated"]), str(q["nonfinite_mismatches"]), scale])
+    return header, body
+
+
 def sweep_table(report, sweep, dtype):
     cells = [c for c in report["cells"] if c["sweep"] == sweep and c["dtype"] == dtype]
     if not cells:
@@ -396,6 +413,21 @@ def blocks(report, images):
             if t:
                 b.append(("h3", f"{OPS.get(op, op)} {d}" if several_ops else d))
                 b.append(("table", t))
+    if report.get("quantized"):
+        b.append(("h2", "Quantized outputs"))
+        b.append(("p", "q = Q(y/s) in fp8 or int8 for the kernels that write it (`lnorm list`: quantized), measured as "
+                       "`lnorm check --quant` measures it: q in quanta of the format at y*/s with the kernel's own "
+                       "scales (0.5 is a correct rounding of y*/s; a kernel that quantizes its f32 y reads a little "
+                       "over 0.5 where that y sits across a midpoint), correctly rounded when the code is the exact "
+                       "one, saturated where ±max decided q; the scales in f32 ulps (mx: E8M0 steps) from the exact "
+                       "ones. Tensor scaling uses the problem's exact amax/qmax. Inputs: normal rows, and heavy-tailed "
+                       "rows (x = z³: outliers beside tiny values)."))
+        for op in ops_in(report):
+            for d in DTYPES:
+                t = quantized_table(report, op, d)
+                if t:
+                    b.append(("h3", f"{OPS.get(op, op)} {d}: quantized"))
+                    b.append(("table", t))
     for sweep in report["sweeps"]:
         b.append(("h2", sweep["title"]))
         if sweep["name"] in images:

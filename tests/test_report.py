@@ -98,6 +98,17 @@ if rc == 0:
           "onepass f32's max_ulp is not null beside its non-finite mismatches (it would read as a finite error)")
     check(by[("welford", "f32")]["nonfinite_mismatches"] == 0, "welford f32 has non-finite mismatches")
     check(by[("welford", "f32")]["max_ulp"] < 12, "welford f32 over its verify budget of 12 scaled ulps")
+    # The quantized outputs: welford writes them (both ops, f32 and bf16 x, every spec and input), onepass does not.
+    qz = r.get("quantized", [])
+    check({(q["op"], q["dtype"]) for q in qz if q["implementation"] == "welford"} ==
+          {(o, d) for o in ("layernorm", "rmsnorm") for d in ("f32", "bf16")}, "welford's quantized rows are missing")
+    check(not any(q["implementation"] == "onepass" for q in qz), "onepass, which writes no q, has quantized rows")
+    check(len({q["quant"] for q in qz}) == 5 and {q["input"] for q in qz} == {"normal", "heavy-tailed"},
+          "the quantized rows do not cover the five specs and two inputs")
+    check(all(q["correctly_rounded"] > 0.99 and q["max_quanta"] is not None and q["max_quanta"] < 0.6 for q in qz),
+          "a welford quantized row is far from the exact q")
+    with open(os.path.join(a, "report.md"), encoding="utf-8") as f:
+        check("## Quantized outputs" in f.read(), "report.md lacks its Quantized outputs section")
     for c in r["cells"]:
         if c["implementation"] == "welford" and isinstance(c["bound_ulp"], (int, float)):
             check(c["max_ulp"] <= c["bound_ulp"], f"welford over its bound at {c['label']} {c['dtype']}")

@@ -19,6 +19,7 @@
 #include "lnorm/precision_report.hpp"
 #include "lnorm/registry.hpp"
 #include "peers.hpp"
+#include "quantized.hpp"
 #include "sweeps.hpp"
 
 namespace lnorm::report {
@@ -308,6 +309,13 @@ json run(const Settings& settings, const Progress& progress) {
       sweeps.push_back({{"name", info.name}, {"title", info.title}, {"x_axis", info.x_axis}, {"log_x", info.log_x},
                         {"op", std::string(name(info.op))}});
 
+  // The quantized outputs of the kernels that write them (quantized.hpp), forward ops only.
+  std::vector<Op> forward_ops;
+  for (Op op : ops)
+    if (op.direction == Direction::fwd) forward_ops.push_back(op);
+  if (progress && !forward_ops.empty()) progress("quantized outputs", done, total_cells);
+  const json quantized = quantized_rows(kernels, forward_ops, dtypes, settings.quick, settings.seed, machine);
+
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   json machine_json = {{"label", machine},          {"description", bench::hardware()},
                        {"hostname", host_name()},   {"lnorm_version", LNORM_VERSION},
@@ -321,13 +329,14 @@ json run(const Settings& settings, const Progress& progress) {
           {"histogram_edges", histogram_edges()},
           {"implementations", impl_json},
           {"cells", sorted},
-          {"summary", summary}};
+          {"summary", summary},
+          {"quantized", quantized}};
 }
 
 json merge(const std::vector<json>& reports, const std::vector<std::string>& names) {
   json out = {{"schema", kSchema}, {"created", utc_now()}, {"machines", json::array()}, {"sweeps", json::array()},
               {"histogram_edges", histogram_edges()}, {"implementations", json::array()},
-              {"cells", json::array()}, {"summary", json::array()}};
+              {"cells", json::array()}, {"summary", json::array()}, {"quantized", json::array()}};
   std::map<std::string, int> seen;
   for (std::size_t r = 0; r < reports.size(); ++r) {
     const json& in = reports[r];
@@ -351,7 +360,8 @@ json merge(const std::vector<json>& reports, const std::vector<std::string>& nam
       relabel[label] = m["label"];
       out["machines"].push_back(m);
     }
-    for (const char* part : {"implementations", "cells", "summary"}) {
+    for (const char* part : {"implementations", "cells", "summary", "quantized"}) {
+      if (!in.contains(part)) continue;  // "quantized": reports before it had none
       for (json item : in[part]) {
         item["machine"] = relabel.at(item["machine"].get<std::string>());
         out[part].push_back(std::move(item));

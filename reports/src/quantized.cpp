@@ -1,0 +1,99 @@
+// quantized.hpp's rows.
+#include "quantized.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "lnorm/format.hpp"
+#include "lnorm/quantize.hpp"
+
+namespace lnorm::report {
+namespace {
+
+using nlohmann::json;
+
+std::vector<std::byte> encoded(DType d, const std::vector<double>& v) {
+  const Format f = format_of(d);
+  std::vector<std::byte> out(v.size() * size_of(d));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::uint64_t b = double_to_bits(f, round_to_format(f, v[i]));
+    std::memcpy(out.data() + i * size_of(d), &b, size_of(d));
+  }
+  return out;
+}
+
+struct Input {
+  const char* name;
+  std::vector<double> x;
+};
+
+}  // namespace
+
+std::vector<QuantSpec> quantized_specs() {
+  return {{QuantFormat::fp8_e4m3, Scaling::tensor, 0, 0}, {QuantFormat::fp8_e4m3, Scaling::row, 0, 0},
+          {QuantFormat::fp8_e5m2, Scaling::group, 128, 0}, {QuantFormat::int8, Scaling::row, 0, 0},
+          {QuantFormat::fp8_e4m3, Scaling::mx, 0, 0}};
+}
+
+json quantized_rows(const std::vector<const KernelInfo*>& kernels, const std::vector<Op>& forward_ops,
+                    const std::vector<DType>& dtypes, bool quick, std::uint64_t seed, const std::string& machine) {
+  // Sizes: quick 4x1024 (a few seconds for every kernel); full 16x1024.
+  const std::int64_t rows = quick ? 4 : 16, cols = 1024, n = rows * cols;
+  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + 38);
+  std::normal_distribution<double> z;
+  Input inputs[2] = {{"normal", std::vector<double>(static_cast<std::size_t>(n))}, {"heavy-tailed", std::vector<double>(static_cast<std::size_t>(n))}};
+  for (double& v : inputs[0].x) v = 0.5 + z(rng);
+  for (double& v : inputs[1].x) v = std::pow(z(rng), 3);
+  std::vector<double> gamma(static_cast<std::size_t>(cols)), beta(static_cast<std::size_t>(cols));
+  for (double& v : gamma) v = 1.0 + 0.2 * z(rng);
+  for (double& v : beta) v = 0.1 * z(rng);
+  json out = json::array();
+  for (const Op op : forward_ops)
+    for (const DType d : dtypes) {
+      if (d == DType::f64) continue;  // quantized outputs take f32, f16 or bf16 x
+      const bool has_beta = op.norm == Norm::layernorm;
+      const Problem base = with_op(make_problem(rows, cols, d, 1e-5, true, has_beta), op);
+      const auto g = encoded(d, gamma), b = encoded(d, beta);
+      for (const Input& in : inputs) {
+        const auto x = encoded(d, in.x);
+        // The exact tensor amax/qmax: the largest exact row scale.
+        for (QuantSpec spec : quantized_specs()) {
+          if (spec.scaling == Scaling::tensor) {
+            QuantSpec row = spec;
+            row.scaling = Scaling::row;
+            std::vector<std::uint8_t> q(static_cast<std::size_t>(n));
+            std::vector<float> s(static_cast<std::size_t>(rows));
+            quantize_reference(set_quant(base, row), row, x.data(), nullptr, g.data(), has_beta ? b.data() : nullptr, rows, 1,
+                               q.data(), s.data());
+            float amax_over_qmax = 0;
+            for (float v : s) amax_over_qmax = std::fmax(amax_over_qmax, v);
+            spec.scale = amax_over_qmax > 0 ? amax_over_qmax : 1.0f;
+          }
+          const Problem p = set_quant(base, spec);
+          const std::int64_t per_row = spec.scales_per_row(cols);
+          for (const KernelInfo* k : kernels) {
+            if (!k->takes.epilogues.contains(Epilogue::quantized) || unavailable_reason(*k, p)) continue;
+            std::vector<std::uint8_t> q(static_cast<std::size_t>(n));
+            std::vector<std::byte> scales(static_cast<std::size_t>(rows * per_row) * (spec.scales_are_e8m0() ? 1 : 4));
+            Tensors t{x.data(), g.data(), has_beta ? b.data() : nullptr};
+            t.q = q.data();
+            t.scales = per_row ? scales.data() : nullptr;
+            k->run(p, t);
+            const QuantSummary m = measure_quantized(p, spec, x.data(), nullptr, g.data(), has_beta ? b.data() : nullptr, q.data(),
+                                                     t.scales, rows, 0, QuantBudget{}, 1);
+            out.push_back({{"implementation", std::string(k->name)}, {"machine", machine}, {"op", std::string(name(op))},
+                           {"dtype", std::string(name(d))}, {"quant", describe(spec)}, {"input", in.name},
+                           {"elements", m.elements}, {"max_quanta", std::isfinite(m.max_ulp) ? json(m.max_ulp) : json(nullptr)},
+                           {"correctly_rounded", m.correctly_rounded_fraction()}, {"saturated", m.saturated},
+                           {"nonfinite_mismatches", m.nonfinite_mismatches},
+                           {"scale_max", spec.scaling == Scaling::tensor ? json(nullptr) : json(m.scale_max_ulp)},
+                           {"scale_unit", spec.scales_are_e8m0() ? "E8M0 steps" : "f32 ulps"}});
+          }
+        }
+      }
+    }
+  return out;
+}
+
+}  // namespace lnorm::report
