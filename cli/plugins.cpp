@@ -51,6 +51,12 @@ std::deque<PluginKernel>& slots() {
 static_assert(static_cast<int>(DType::f32) == LNORM_F32 && static_cast<int>(DType::f64) == LNORM_F64 &&
                   static_cast<int>(DType::f16) == LNORM_F16 && static_cast<int>(DType::bf16) == LNORM_BF16,
               "lnorm/plugin.h numbers dtypes as lnorm::DType does (the dtype masks are passed through)");
+static_assert(static_cast<int>(Epilogue::y_as_x) == LNORM_EPILOGUE_Y && static_cast<int>(Epilogue::quantized) == LNORM_EPILOGUE_QUANTIZED &&
+                  static_cast<int>(QuantFormat::fp8_e4m3) == LNORM_FP8_E4M3 && static_cast<int>(QuantFormat::fp8_e5m2) == LNORM_FP8_E5M2 &&
+                  static_cast<int>(QuantFormat::int8) == LNORM_INT8 && static_cast<int>(Scaling::tensor) == LNORM_SCALING_TENSOR &&
+                  static_cast<int>(Scaling::row) == LNORM_SCALING_ROW && static_cast<int>(Scaling::group) == LNORM_SCALING_GROUP &&
+                  static_cast<int>(Scaling::mx) == LNORM_SCALING_MX,
+              "lnorm/plugin.h numbers the epilogues, formats and scalings as lnorm/op.hpp and lnorm/quant.hpp do");
 static_assert(code(Op::layernorm) == LNORM_LAYERNORM && code(Op::rmsnorm) == LNORM_RMSNORM &&
                   code(Op::add_layernorm) == LNORM_ADD_LAYERNORM && code(Op::add_rmsnorm) == LNORM_ADD_RMSNORM &&
                   code(Op::layernorm_bwd) == LNORM_LAYERNORM_BWD && code(Op::rmsnorm_bwd) == LNORM_RMSNORM_BWD,
@@ -74,6 +80,12 @@ lnorm_problem to_c(const Problem& p) {
   c.prologue = static_cast<std::int32_t>(p.op.prologue);
   c.epilogue = static_cast<std::int32_t>(p.op.epilogue);
   c.direction = static_cast<std::int32_t>(p.op.direction);
+  if (p.op.epilogue == Epilogue::quantized) {
+    c.quant_format = static_cast<std::int32_t>(p.quant.format);
+    c.quant_scaling = static_cast<std::int32_t>(p.quant.scaling);
+    c.quant_group = p.quant.group_size(p.cols);
+    c.quant_scale = p.quant.scaling == Scaling::tensor ? p.quant.scale : 0.0f;
+  }
   return c;
 }
 
@@ -95,7 +107,8 @@ std::optional<std::string> plugin_why_not(const PluginKernel& k, const Problem& 
 void plugin_run(const PluginKernel& k, const Problem& p, const Tensors& t) {
   const lnorm_problem c = to_c(p);
   const lnorm_tensors ct{t.x,  t.gamma, t.beta,   t.y,     t.mean,       t.rstd,       t.residual,         t.h,
-                         t.dy, t.dx,    t.dgamma, t.dbeta, t.saved_mean, t.saved_rstd, sizeof(lnorm_tensors)};
+                         t.dy, t.dx,    t.dgamma, t.dbeta, t.saved_mean, t.saved_rstd, sizeof(lnorm_tensors),
+                         t.q,  t.scales};
   const RunningPluginKernel running(k.name.c_str());
   k.run(&c, &ct);
 }
@@ -128,15 +141,15 @@ Op declared_op(const lnorm_op_desc& d, const std::string& where) {
   const std::string parts =
       "norm " + part(d.norm, 2, [](int v) { return name(static_cast<Norm>(v)); }) + ", prologue " +
       part(d.prologue, 2, [](int v) { return std::string_view(v ? "residual_add" : "none"); }) + ", epilogue " +
-      part(d.epilogue, 1, [](int) { return std::string_view("y"); }) + ", direction " +
+      part(d.epilogue, 2, [](int v) { return std::string_view(v ? "quantized" : "y"); }) + ", direction " +
       part(d.direction, 2, [](int v) { return name(static_cast<Direction>(v)); });
   const std::string op_name = d.name ? "'" + std::string(d.name) + "' (" + parts + ")" : "(" + parts + ")";
-  const bool parts_known = d.norm >= 0 && d.norm < 2 && d.prologue >= 0 && d.prologue < 2 && d.epilogue == 0 &&
+  const bool parts_known = d.norm >= 0 && d.norm < 2 && d.prologue >= 0 && d.prologue < 2 && d.epilogue >= 0 && d.epilogue < 2 &&
                            d.direction >= 0 && d.direction < 2;
   if (parts_known) {
     const Op op{static_cast<Norm>(d.norm), static_cast<Prologue>(d.prologue), static_cast<Epilogue>(d.epilogue),
                 static_cast<Direction>(d.direction)};
-    if (find_op(op)) return op;
+    if (find_op(op) && (op.epilogue == Epilogue::y_as_x || op.direction == Direction::fwd)) return op;
   }
   std::string known;
   for (const OpEntry& e : kOpTable) known += (known.empty() ? "" : ", ") + std::string(e.name);
@@ -254,6 +267,7 @@ void load_plugin(const std::string& path) {
     for (Op o : stored.ops) {  // the closure of its ops over the parts; plugin_why_not refuses the rest by name
       if (o.direction == Direction::bwd) info.takes.backward_norms.bits |= NormSet{o.norm}.bits;
       else info.takes.forward_norms.bits |= NormSet{o.norm}.bits, info.takes.prologues.bits |= PrologueSet{o.prologue}.bits;
+      if (o.epilogue == Epilogue::quantized) info.takes.epilogues = kWithQuant;
     }
     // The plugin's run takes every op whole (the fused add too) and declines storage it does not take in
     // why_not; a version-1 kernel's conventions are refused there by name.

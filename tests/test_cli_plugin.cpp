@@ -343,3 +343,29 @@ TEST_CASE("cli plugin: a version-5 kernel declares its ops as parts, and an op t
                  "declares the op 'rmsnorm_nvfp4' (norm rmsnorm, prologue none, epilogue 7, direction fwd), which this "
                  "lnorm does not know");
 }
+
+TEST_CASE("cli plugin: a version-5 kernel that declares the quantized epilogue is listed, run and gated; a truncating one fails",
+          "[cli][plugin][quant]") {
+  TempDir t;
+  const Result l = cli("list --json --plugin " + std::string(QUANT_PLUGIN));
+  REQUIRE(l.code == 0);
+  bool listed = false;
+  for (const auto& k : nlohmann::json::parse(l.out)) {
+    if (k["name"] != "quant:two_pass") continue;
+    listed = true;
+    CHECK_FALSE(k["quantized"].is_null());  // declared: {LAYERNORM, NONE, QUANTIZED, FWD}
+  }
+  CHECK(listed);
+  const std::string common = " --kernel quant:two_pass --property quantized --op layernorm --dtype f32 --seed 1";
+  const Result v = cli("verify --quick --plugin " + std::string(QUANT_PLUGIN) + common + " --json " + t / "v.json");
+  INFO(v.out);
+  CHECK(v.code == 0);
+  std::size_t passed = 0;
+  const nlohmann::json vj = load_json(t / "v.json");
+  for (const auto& o : vj["results"]) passed += o["status"] == "pass";
+  CHECK(passed > 0);
+  const Result bad = cli("verify --quick --plugin " + std::string(QUANT_TRUNCATING_PLUGIN) + common);
+  INFO(bad.out);
+  CHECK(bad.code == 1);
+  CHECK(bad.out.find("quanta") != std::string::npos);  // the metric's words: q far from y*/s
+}

@@ -81,7 +81,15 @@ enum lnorm_op {
  *   LNORM_LAYERNORM_BWD = {LAYERNORM, NONE, Y, BWD}, ... Later ops are new values of these parts. */
 enum lnorm_norm { LNORM_NORM_LAYERNORM = 0, LNORM_NORM_RMSNORM = 1 };
 enum lnorm_prologue { LNORM_PROLOGUE_NONE = 0, LNORM_PROLOGUE_RESIDUAL_ADD = 1 };
-enum lnorm_epilogue { LNORM_EPILOGUE_Y = 0 /* y in x's dtype */ };
+enum lnorm_epilogue {
+  LNORM_EPILOGUE_Y = 0,         /* y in x's dtype */
+  LNORM_EPILOGUE_QUANTIZED = 1  /* q = Q(y/s) instead of y, with its scales (lnorm/quant.hpp, docs/cli.md "Quantized
+                                   outputs"): lnorm_problem.quant_* say the format and scaling, lnorm_tensors.q and
+                                   scales are the outputs; y, mean and rstd are NULL. Appended to version 5 */
+};
+/* The quantized epilogue's formats and scalings, with the same numbers as lnorm::QuantFormat and lnorm::Scaling. */
+enum lnorm_quant_format { LNORM_FP8_E4M3 = 0, LNORM_FP8_E5M2 = 1, LNORM_INT8 = 2 };
+enum lnorm_scaling { LNORM_SCALING_TENSOR = 0, LNORM_SCALING_ROW = 1, LNORM_SCALING_GROUP = 2, LNORM_SCALING_MX = 3 };
 enum lnorm_direction { LNORM_DIRECTION_FWD = 0, LNORM_DIRECTION_BWD = 1 };
 typedef struct lnorm_op_desc {
   const char* name;   /* optional (NULL), for messages: what the plugin calls the op */
@@ -113,6 +121,11 @@ typedef struct lnorm_problem {
   int32_t prologue;     /*   -1 for an op without one) */
   int32_t epilogue;
   int32_t direction;
+  /* version 5, appended: the quantized epilogue's parameters, read only when epilogue is LNORM_EPILOGUE_QUANTIZED */
+  int32_t quant_format;   /* an lnorm_quant_format */
+  int32_t quant_scaling;  /* an lnorm_scaling */
+  int64_t quant_group;    /* elements per scale: the group's G, 32 for mx, cols for row and tensor */
+  float quant_scale;      /* tensor scaling's s (q = Q(y / s)); 0 otherwise */
 } lnorm_problem;
 
 /* Host buffers, C order. x, y: rows*cols elements of dtype; gamma, beta: cols elements of param_dtype or
@@ -142,6 +155,10 @@ typedef struct lnorm_tensors {
   const void* saved_rstd;
   /* version 5 */
   size_t struct_size; /* sizeof(lnorm_tensors) as lnorm was built: operands past it are not given */
+  /* version 5, appended: the quantized epilogue's outputs (NULL otherwise): q, rows*cols codes (uint8 bit patterns
+   * of fp8, or int8), and scales, rows*(cols/quant_group) f32 (mx: uint8 E8M0 codes; NULL for tensor scaling) */
+  void* q;
+  void* scales;
 } lnorm_tensors;
 
 typedef struct lnorm_plugin_kernel {

@@ -1,0 +1,113 @@
+// A version-5 plugin whose kernel writes the quantized epilogue (LNORM_EPILOGUE_QUANTIZED), for test_cli_plugin.cpp:
+// plugin "quant", kernel quant:two_pass — the example's two-pass LayerNorm (y in f32 from double statistics), then
+// q = Q(y/s) by its own quantizer, as a user's fused kernel would carry one: the nearest code by search over the
+// format's values (ties to even, saturating), y/s in double; row/group scales f32(amax/qmax) of its f32 y, mx
+// exponents floor(log2 amax) − emax_elem; a group holding a NaN gets a NaN scale and NaN codes (lnorm/quant.hpp).
+//   -DLNORM_TEST_QUANT_TRUNCATE   the planted bug: codes truncated toward zero instead of rounded
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "../../examples/plugin/two_pass.hpp"
+
+namespace {
+
+double fp8_value(int fmt, unsigned mag) {
+  const int mbits = fmt == LNORM_FP8_E4M3 ? 3 : 2, bias = fmt == LNORM_FP8_E4M3 ? 7 : 15;
+  const unsigned e = mag >> mbits, m = mag & ((1u << mbits) - 1);
+  if (e == 0) return std::ldexp(static_cast<double>(m), 1 - bias - mbits);
+  return std::ldexp(static_cast<double>((1u << mbits) | m), static_cast<int>(e) - bias - mbits);
+}
+
+std::uint8_t encode(int fmt, double v) {
+  if (fmt == LNORM_INT8) {
+    if (std::isnan(v)) return 0;
+    const double c = std::fmin(std::fmax(v, -128.0), 127.0);
+#ifdef LNORM_TEST_QUANT_TRUNCATE
+    return static_cast<std::uint8_t>(static_cast<std::int8_t>(std::trunc(c)));
+#else
+    return static_cast<std::uint8_t>(static_cast<std::int8_t>(std::nearbyint(c)));  // the default mode: ties to even
+#endif
+  }
+  const std::uint8_t sign = std::signbit(v) ? 0x80 : 0x00;
+  if (std::isnan(v)) return static_cast<std::uint8_t>(sign | 0x7f);
+  const unsigned top = fmt == LNORM_FP8_E4M3 ? 0x7e : 0x7b;
+  const double a = std::fabs(v);
+  unsigned best = 0;
+  for (unsigned mag = 1; mag <= top; ++mag) {  // values increase with the code: the last one not above a, or the next
+    if (fp8_value(fmt, mag) > a) {
+#ifdef LNORM_TEST_QUANT_TRUNCATE
+      break;
+#else
+      const double below = a - fp8_value(fmt, mag - 1), above = fp8_value(fmt, mag) - a;
+      best = above < below || (above == below && (mag & 1u) == 0) ? mag : mag - 1;
+      return static_cast<std::uint8_t>(sign | best);
+#endif
+    }
+    best = mag;
+  }
+  return static_cast<std::uint8_t>(sign | best);  // at or past the largest value: saturated
+}
+
+void run(const lnorm_problem* p, const lnorm_tensors* t) {
+  if (p->epilogue != LNORM_EPILOGUE_QUANTIZED) return demo::two_pass_f32<true>(p, t);
+  const std::int64_t n = p->cols, G = p->quant_group;
+  std::vector<float> y(static_cast<std::size_t>(p->rows * n)), mean(static_cast<std::size_t>(p->rows)), rstd(mean.size());
+  lnorm_tensors inner = *t;
+  inner.y = y.data(), inner.mean = mean.data(), inner.rstd = rstd.data();
+  demo::two_pass_f32<true>(p, &inner);
+  const double qmax = p->quant_format == LNORM_FP8_E4M3 ? 448 : p->quant_format == LNORM_FP8_E5M2 ? 57344 : 127;
+  const int emax = p->quant_format == LNORM_FP8_E4M3 ? 8 : 15;
+  auto* q = static_cast<std::uint8_t*>(t->q);
+  for (std::int64_t r = 0; r < p->rows; ++r)
+    for (std::int64_t g = 0; g < n / G; ++g) {
+      const float* yg = y.data() + r * n + g * G;
+      std::uint8_t* qg = q + r * n + g * G;
+      const std::int64_t at = r * (n / G) + g;
+      double s = p->quant_scale;
+      if (p->quant_scaling != LNORM_SCALING_TENSOR) {
+        float amax = 0;
+        bool nan = false;
+        for (std::int64_t i = 0; i < G; ++i) nan |= std::isnan(yg[i]), amax = std::fmax(amax, std::fabs(yg[i]));
+        if (p->quant_scaling == LNORM_SCALING_MX) {
+          const int x = nan ? 128 : amax == 0 ? -127 : std::clamp(std::ilogb(amax) - emax, -127, 127);
+          static_cast<std::uint8_t*>(t->scales)[at] = static_cast<std::uint8_t>(x + 127);
+          s = nan ? std::nan("") : std::ldexp(1.0, x);
+        } else {
+          float sf = nan ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(amax / qmax);
+          if (sf == 0) sf = 1;
+          static_cast<float*>(t->scales)[at] = sf;
+          s = sf;
+        }
+      }
+      for (std::int64_t i = 0; i < G; ++i) qg[i] = encode(p->quant_format, static_cast<double>(yg[i]) / s);
+    }
+}
+
+const lnorm_op_desc kOps[] = {
+    {"layernorm", LNORM_NORM_LAYERNORM, LNORM_PROLOGUE_NONE, LNORM_EPILOGUE_Y, LNORM_DIRECTION_FWD},
+    {"layernorm_quant", LNORM_NORM_LAYERNORM, LNORM_PROLOGUE_NONE, LNORM_EPILOGUE_QUANTIZED, LNORM_DIRECTION_FWD},
+};
+const lnorm_kernel_decl kDecl = {sizeof(lnorm_kernel_decl), kOps, sizeof kOps / sizeof kOps[0]};
+const lnorm_kernel_decl* const kDecls[] = {&kDecl};
+
+int no_offset(const lnorm_problem* p, char* reason, size_t size) {
+  if (p->gamma_offset == 0) return 0;
+  std::snprintf(reason, size, "takes no gamma offset");
+  return 1;
+}
+
+const lnorm_plugin_kernel kKernels[] = {
+    {"two_pass", "two-pass LayerNorm in double, f32 in and out; q by its own quantizer", LNORM_DTYPE_BIT(LNORM_F32),
+     no_offset, run, 0},
+};
+
+const lnorm_plugin kPlugin = {LNORM_PLUGIN_ABI_VERSION, "quant", sizeof kKernels / sizeof kKernels[0], kKernels, kDecls};
+
+}  // namespace
+
+const lnorm_plugin* lnorm_plugin_entry(void) { return &kPlugin; }
