@@ -344,7 +344,7 @@ TEST_CASE("cli plugin: a version-5 kernel declares its ops as parts, and an op t
                  "lnorm does not know");
 }
 
-TEST_CASE("cli plugin: a version-5 kernel that declares the quantized epilogue is listed, run and gated; a truncating one fails",
+TEST_CASE("cli plugin: a version-5 kernel that declares the quantized epilogue is listed, run and gated, and a truncating one fails",
           "[cli][plugin][quant]") {
   TempDir t;
   const Result l = cli("list --json --plugin " + std::string(QUANT_PLUGIN));
@@ -368,4 +368,10 @@ TEST_CASE("cli plugin: a version-5 kernel that declares the quantized epilogue i
   INFO(bad.out);
   CHECK(bad.code == 1);
   CHECK(bad.out.find("quanta") != std::string::npos);  // the metric's words: q far from y*/s
+  // A kernel that writes one format and scaling (static FP8) is checked on that one, every case.
+  const Result st = cli("verify --quick --plugin " + std::string(QUANT_STATIC_PLUGIN) + common + " --json " + t / "s.json");
+  INFO(st.out);
+  CHECK(st.code == 0);
+  const nlohmann::json sj = load_json(t / "s.json");
+  CHECK(sj["results"][0]["status"] == "pass");
 }

@@ -54,6 +54,32 @@ Drawn draw_spec(const Case& c, const std::vector<double>& y_exact, std::int64_t 
   return {s, describe(s)};
 }
 
+// The specs a case tries, in order: eight draws, then every format × scaling (tensor at the rows' amax/qmax, group
+// at the largest divisor of the row up to 128), so that a kernel that writes only some of them (a plugin's static
+// FP8 kernel) is checked on those every case. The first two the kernel takes are checked.
+std::vector<Drawn> candidate_specs(const Case& c, const std::vector<double>& y_exact, std::int64_t cols) {
+  std::vector<Drawn> out;
+  for (int i = 0; i < 8; ++i) out.push_back(draw_spec(c, y_exact, cols, i));
+  double amax = 0;
+  for (double v : y_exact)
+    if (std::isfinite(v)) amax = std::fmax(amax, std::fabs(v));
+  std::int64_t g = 128;
+  while (g > 1 && cols % g != 0) g /= 2;
+  for (QuantFormat f : {QuantFormat::fp8_e4m3, QuantFormat::fp8_e5m2, QuantFormat::int8})
+    for (Scaling sc : {Scaling::tensor, Scaling::row, Scaling::group, Scaling::mx}) {
+      QuantSpec s{f, sc, 0, 0};
+      if (sc == Scaling::group && (g <= 1 || g == cols)) continue;
+      if (sc == Scaling::group) s.group = g;
+      if (sc == Scaling::mx && (!is_fp8(f) || cols % kMxGroup != 0)) continue;
+      if (sc == Scaling::tensor) {
+        const float sf = static_cast<float>(amax > 0 && std::isfinite(amax) ? amax / qmax(f) : 1.0);
+        s.scale = std::isfinite(sf) && sf > 0 ? sf : 1.0f;
+      }
+      out.push_back({s, describe(s)});
+    }
+  return out;
+}
+
 // The kernel's f32 y budget: the CPU kernels quantize their f32 y, whatever x's dtype (QuantBudget::y_a/y_b).
 Budget f32_y_budget(const CheckContext& ctx, Op op) {
   static const Budgets builtin = Budgets::builtin();
@@ -86,8 +112,10 @@ std::string check_quantized(const CheckContext& ctx, const Case& c) {
   std::vector<double> y_exact(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) y_exact[static_cast<std::size_t>(i)] = exact.elems[static_cast<std::size_t>(i)].y_hi;
   const Budget yb = f32_y_budget(ctx, c.spec.op);
-  for (int which = 0; which < 2; ++which) {
-    const Drawn drawn = draw_spec(c, y_exact, cols, which);
+  int checked = 0;
+  std::string declined;
+  for (const Drawn& drawn : candidate_specs(c, y_exact, cols)) {
+    if (checked == 2) break;
     const QuantSpec& spec = drawn.spec;
     Problem p;
     try {
@@ -95,7 +123,11 @@ std::string check_quantized(const CheckContext& ctx, const Case& c) {
     } catch (const std::invalid_argument& e) {
       return "harness: " + drawn.text + ": " + e.what();
     }
-    if (const auto why = unavailable_reason(ctx.kernel, p)) return "harness: the kernel declines " + drawn.text + ": " + *why;
+    if (const auto why = unavailable_reason(ctx.kernel, p)) {  // a format or scaling it does not write
+      if (declined.empty()) declined = drawn.text + " (" + *why + ")";
+      continue;
+    }
+    ++checked;
     const std::int64_t per_row = spec.scales_per_row(cols);
     const std::size_t scale_bytes = static_cast<std::size_t>(rows * per_row) * (spec.scales_are_e8m0() ? 1 : 4);
     // Two runs over different prefills: an element either run left alone differs between them.
@@ -182,6 +214,7 @@ std::string check_quantized(const CheckContext& ctx, const Case& c) {
         }
       }
   }
+  if (checked == 0) return "harness: the kernel declines every format and scaling, e.g. " + declined;
   return "";
 }
 

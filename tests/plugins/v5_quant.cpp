@@ -4,6 +4,8 @@
 // format's values (ties to even, saturating), y/s in double; row/group scales f32(amax/qmax) of its f32 y, mx
 // exponents floor(log2 amax) − emax_elem; a group holding a NaN gets a NaN scale and NaN codes (lnorm/quant.hpp).
 //   -DLNORM_TEST_QUANT_TRUNCATE   the planted bug: codes truncated toward zero instead of rounded
+//   -DLNORM_TEST_QUANT_STATIC     a static-FP8 kernel (vLLM's rms_norm_static_fp8_quant's kind): fp8_e4m3 with a
+//                                 tensor scale only, the rest declined in why_not
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -96,6 +98,12 @@ const lnorm_kernel_decl kDecl = {sizeof(lnorm_kernel_decl), kOps, sizeof kOps / 
 const lnorm_kernel_decl* const kDecls[] = {&kDecl};
 
 int no_offset(const lnorm_problem* p, char* reason, size_t size) {
+#ifdef LNORM_TEST_QUANT_STATIC
+  if (p->epilogue == LNORM_EPILOGUE_QUANTIZED && (p->quant_format != LNORM_FP8_E4M3 || p->quant_scaling != LNORM_SCALING_TENSOR)) {
+    std::snprintf(reason, size, "writes fp8_e4m3 with a tensor scale only");
+    return 1;
+  }
+#endif
   if (p->gamma_offset == 0) return 0;
   std::snprintf(reason, size, "takes no gamma offset");
   return 1;
