@@ -92,6 +92,7 @@ int run_check(const CheckFlags& f) {
   if (!f.recipe.empty()) {
     try {
       recipe = parse_recipe(f.recipe);
+      if (recipe.quant_vllm) throw std::invalid_argument("vllm is a quantized output's recipe (give --quant and --q)");
       in.problem = recipe_problem(in.problem, recipe);
     } catch (const std::invalid_argument& e) {
       throw InputError(std::string("--recipe: ") + e.what());
@@ -313,11 +314,10 @@ void add_check(CLI::App& app, int& exit_code) {
     f->max_ulp_given = max_ulp->count() > 0;
     if (quant_asked(f->quant)) {
       if (backward_asked(f->bwd)) throw InputError("--quant: a forward output (--dir bwd gates --dx, --dgamma, --dbeta)");
-      for (const auto& [v, flag] : {std::pair{f->y, "--y"}, {f->mean, "--mean"}, {f->rstd, "--rstd"}, {f->h, "--h"},
-                                    {f->recipe, "--recipe"}})
+      for (const auto& [v, flag] : {std::pair{f->y, "--y"}, {f->mean, "--mean"}, {f->rstd, "--rstd"}, {f->h, "--h"}})
         if (!v.empty()) throw InputError(std::string(flag) + ": not measured with --quant yet (the candidate is --q)");
       if (f->max_ulp_given || f->strict_constant_rows) throw InputError("--max-ulp/--strict-constant-rows: y's; --quant gates q by --max-q-ulp");
-      exit_code = run_quant_check(f->problem, f->quant, f->json);
+      exit_code = run_quant_check(f->problem, f->quant, f->json, f->recipe, f->max_recipe_ulp);
       return;
     }
     refuse_quant_flags_without_quant(f->quant);

@@ -11,6 +11,7 @@
 
 #include "lnorm/npy.hpp"
 #include "lnorm/kernel.hpp"
+#include "lnorm/recipe.hpp"
 #include "lnorm/reference.hpp"
 
 namespace lnorm::cli {
@@ -164,11 +165,26 @@ int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const 
   return 0;
 }
 
-int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std::string& json_path) {
+int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std::string& json_path,
+                    const std::string& recipe_name, double max_recipe_ulp) {
   if (f.q.empty()) throw InputError("--q is required with --quant (the candidate's quantized output)");
   check_outputs({{json_path, "--json"}}, {problem.x, problem.gamma, problem.beta, problem.residual, f.q, f.scales});
   QuantSetup s = setup(problem, f);
   const Problem& p = s.in.problem;
+  // The recipe: its y (x's dtype, after its other parts' roundings) row by row, then its q (quantize.hpp).
+  std::optional<Recipe> recipe;
+  std::optional<RecipeReferencer> recipe_ref;
+  if (!recipe_name.empty()) {
+    try {
+      recipe = parse_recipe(recipe_name);
+      if (!recipe->quant_vllm)
+        throw std::invalid_argument("with --quant the recipe must say how q is rounded: name vllm (e.g. '" + recipe_name + "+vllm')");
+      recipe_ref.emplace(recipe_problem(p, *recipe), *recipe);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(std::string("--recipe: ") + e.what());
+    }
+    if (!(max_recipe_ulp >= 0)) throw InputError("--max-recipe-ulp: must be >= 0");
+  }
   const std::int64_t per_row = s.spec.scales_per_row(p.cols);
   if (per_row == 0 && !f.scales.empty()) throw InputError("--scales: tensor scaling has one given scale (--scale), no file");
   if (per_row > 0 && f.scales.empty())
@@ -195,6 +211,10 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
   std::vector<std::byte> xbuf, resbuf, sbuf;
   std::vector<std::uint8_t> qbuf;
   QuantSummary sum;
+  QuantRecipeSummary rsum;
+  std::vector<double> y_recipe;
+  std::vector<std::byte> y_bits(static_cast<std::size_t>(p.cols) * es);
+  std::vector<ElementReference> elems(static_cast<std::size_t>(p.cols));
   for (std::int64_t r0 = 0; r0 < p.rows; r0 += chunk) {
     const std::int64_t nr = std::min(chunk, p.rows - r0);
     read_chunk(s, r0, nr, xbuf, resbuf);
@@ -208,8 +228,21 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
                                 s.in.gamma_data.empty() ? nullptr : s.in.gamma_data.data(),
                                 s.in.beta_data.empty() ? nullptr : s.in.beta_data.data(), qbuf.data(),
                                 scales ? sbuf.data() : nullptr, nr, r0, f.budget, p.threads));
+    if (recipe_ref) {
+      y_recipe.resize(static_cast<std::size_t>(nr * p.cols));
+      const std::size_t rs = s.in.residual ? size_of(p.residual_dtype) : 0;
+      for (std::int64_t r = 0; r < nr; ++r) {
+        recipe_ref->run(xbuf.data() + static_cast<std::size_t>(r * p.cols) * es,
+                        s.in.residual ? resbuf.data() + static_cast<std::size_t>(r * p.cols) * rs : nullptr,
+                        s.in.gamma_data.empty() ? nullptr : s.in.gamma_data.data(),
+                        s.in.beta_data.empty() ? nullptr : s.in.beta_data.data(), p.cols, y_bits.data(), elems.data());
+        for (std::int64_t i = 0; i < p.cols; ++i) y_recipe[static_cast<std::size_t>(r * p.cols + i)] = value_at(p.dtype, y_bits.data(), i);
+      }
+      rsum.merge(measure_quantized_recipe(s.spec, y_recipe.data(), nr, p.cols, qbuf.data(), scales ? sbuf.data() : nullptr, r0));
+    }
   }
-  const bool pass = sum.q_pass() && sum.scales_pass();
+  const bool recipe_pass = !recipe || rsum.pass(max_recipe_ulp);
+  const bool pass = sum.q_pass() && sum.scales_pass() && recipe_pass;
   const std::string q_budget = f.budget.max_q_ulp >= 0 ? std::to_string(f.budget.max_q_ulp) : "0.5 + x-dtype rounding";
   std::printf("%s  q %s max %.3g quanta (budget %s)  correctly rounded %.2f%%  non-finite mismatches %lld  saturated %lld",
               pass ? "PASS" : "FAIL", describe(s.spec).c_str(), sum.max_ulp, q_budget.c_str(),
@@ -233,6 +266,12 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
     std::printf("  worst scale %lld: got %.9g, exact %.9g%s; zero groups %lld\n", static_cast<long long>(sum.scale_max_index),
                 sum.scale_max_got, sum.scale_max_exact, s.spec.scales_are_e8m0() ? " (E8M0 exponents)" : "",
                 static_cast<long long>(sum.zero_groups));
+  if (recipe)
+    std::printf("  recipe    %s  q is %.3g quanta from the %s recipe's value (budget %g), %.2f%% its code; %.3g quanta from "
+                "y*/s, %.2f%% correctly rounded; %lld of %lld scales differ from the recipe's (worst %.3g %s)\n",
+                recipe_pass ? "PASS" : "FAIL", rsum.max_quanta, recipe->name.c_str(), max_recipe_ulp, 100 * rsum.matching_fraction(),
+                sum.max_ulp, 100 * sum.correctly_rounded_fraction(), static_cast<long long>(rsum.scales_differ),
+                static_cast<long long>(rsum.scales), rsum.scale_max_ulp, s.spec.scales_are_e8m0() ? "E8M0 steps" : "f32 ulps");
   if (!json_path.empty()) {
     nlohmann::json j = {{"x", problem.x}, {"op", std::string(name(p.op))}, {"shape", s.in.shape},
                         {"dtype", std::string(name(p.dtype))}, {"eps", p.eps}, {"rows", p.rows}, {"cols", p.cols},
@@ -257,6 +296,14 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
                      {"over_budget", sum.scales_over_budget},
                      {"budget", f.budget.max_scale_ulp >= 0 ? nlohmann::json(f.budget.max_scale_ulp) : nlohmann::json("default")},
                      {"pass", sum.scales_pass()}};
+    if (recipe)
+      j["recipe"] = {{"name", recipe->name},
+                     {"metric", "quanta of the format at the recipe's value f32(y * f32(1/s)) (clamped to its range), y the recipe's in x's dtype"},
+                     {"elements", rsum.elements}, {"max_ulp", num(rsum.max_quanta)}, {"max_ulp_index", rsum.max_index},
+                     {"max_ulp_got", num(rsum.max_got)}, {"max_ulp_target", num(rsum.max_target)},
+                     {"matching", rsum.matching_fraction()}, {"nonfinite_mismatches", rsum.nonfinite_mismatches},
+                     {"scales", rsum.scales}, {"scales_differ", rsum.scales_differ}, {"scale_max_ulp", num(rsum.scale_max_ulp)},
+                     {"budget", max_recipe_ulp}, {"pass", recipe_pass}};
     write_text_atomically(json_path, j.dump(2) + "\n");
   }
   return pass ? 0 : 1;

@@ -33,6 +33,9 @@ void refuse_quant_flags_without_quant(const QuantFlags& f);
 int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const std::string& y_path,
                         const KernelInfo* kernel = nullptr);
 // `check --quant`: the candidate's q (and scales) against the exact answer; JSON to json_path when given.
-int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std::string& json_path);
+// recipe: empty, or a recipe naming vllm (lnorm/recipe.hpp): q is also measured against the recipe's and gated by
+// max_recipe_ulp quanta, the scales against its scales exactly.
+int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std::string& json_path,
+                    const std::string& recipe = "", double max_recipe_ulp = 0.5);
 
 }  // namespace lnorm::cli

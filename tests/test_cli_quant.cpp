@@ -10,6 +10,7 @@
 
 #include "cli_support.hpp"
 #include "lnorm/npy.hpp"
+#include "lnorm/quant.hpp"
 
 using namespace lnorm;
 using namespace lnorm::testing;
@@ -125,4 +126,67 @@ TEST_CASE("quant flags: every misuse is refused by name and nothing is written (
   expect_refused(t, chk + " --quant int8 --scaling row", "--scales is required with row scaling");
   expect_refused(t, chk + " --quant fp8_e4m3 --scaling row --scales " + (t / "s.npy"), "holds '|i1' but fp8_e4m3 is stored as '|u1'");
   expect_refused(t, chk + " --quant int8 --scaling row --scales " + (t / "s.npy") + " --y " + (t / "q.npy"), "--y: not measured with --quant");
+}
+
+TEST_CASE("check --quant --recipe vllm: vLLM's rounding points read at most 0.5 quanta from the recipe, the exact q does not", "[cli][quant][recipe]") {
+  // 8x1024 bf16 RMSNorm to fp8_e4m3 per token: y rounded to bf16 first moves y by up to 2^-9 of itself, which
+  // moves q across a midpoint (2^-4 of q apart) for a few percent of the elements.
+  TempDir t;
+  const std::int64_t rows = 8, cols = 1024;
+  std::vector<std::uint16_t> xb(static_cast<std::size_t>(rows * cols));
+  for (std::size_t i = 0; i < xb.size(); ++i) {
+    const float v = std::sin(0.731f * static_cast<float>(i)) * (1.0f + static_cast<float>(i % 97) / 13.0f);
+    std::uint32_t u;
+    std::memcpy(&u, &v, 4);
+    xb[i] = static_cast<std::uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);  // bf16, to nearest even
+  }
+  io::save(t / "x.npy", "<u2", {rows, cols}, xb.data());
+  const std::string x = " --op rmsnorm --dtype bf16 --eps 1e-6 --x " + (t / "x.npy") + " --quant fp8_e4m3 --scaling row";
+  REQUIRE(cli("reference" + x + " --q " + (t / "q.npy") + " --scales " + (t / "s.npy") + " --y " + (t / "y.npy")).code == 0);
+  // The recipe's answer, as vLLM's kernels compute it: y in bf16, s = f32(amax/448), q = Q(f32(y * f32(1/s))).
+  const std::vector<std::uint8_t> yb = read_bytes(t / "y.npy");
+  std::vector<std::uint8_t> qv(static_cast<std::size_t>(rows * cols));
+  std::vector<float> sv(static_cast<std::size_t>(rows));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::vector<float> y(static_cast<std::size_t>(cols));
+    float amax = 0;
+    for (std::int64_t i = 0; i < cols; ++i) {
+      std::uint16_t h;
+      std::memcpy(&h, yb.data() + 2 * (r * cols + i), 2);
+      const std::uint32_t u = std::uint32_t{h} << 16;
+      std::memcpy(&y[static_cast<std::size_t>(i)], &u, 4);
+      amax = std::fmax(amax, std::fabs(y[static_cast<std::size_t>(i)]));
+    }
+    sv[static_cast<std::size_t>(r)] = amax / 448.0f;
+    const float inv = 1.0f / sv[static_cast<std::size_t>(r)];
+    for (std::int64_t i = 0; i < cols; ++i)
+      qv[static_cast<std::size_t>(r * cols + i)] = encode(QuantFormat::fp8_e4m3, y[static_cast<std::size_t>(i)] * inv);
+  }
+  io::save(t / "qv.npy", "|u1", {rows, cols}, qv.data());
+  io::save(t / "sv.npy", "<f4", {rows, 1}, sv.data());
+  const Result ok = cli("check" + x + " --q " + (t / "qv.npy") + " --scales " + (t / "sv.npy") + " --recipe vllm --json " + (t / "v.json"));
+  INFO(ok.out);
+  CHECK(ok.code == 0);
+  CHECK_THAT(ok.out, Contains("recipe    PASS"));
+  auto j = load_json(t / "v.json");
+  CHECK(j["recipe"]["max_ulp"].get<double>() <= 0.5);
+  CHECK(j["recipe"]["matching"].get<double>() == 1.0);
+  CHECK(j["recipe"]["scales_differ"] == 0);
+  CHECK(j["q"]["pass"] == true);                            // and within the exact answer's default budget
+  CHECK(j["q"]["correctly_rounded"].get<double>() < 0.995);  // though not correctly rounded everywhere
+  // The exact q (and scales) is not the recipe's answer.
+  const Result exact = cli("check" + x + " --q " + (t / "q.npy") + " --scales " + (t / "s.npy") + " --recipe vllm --json " + (t / "e.json"));
+  INFO(exact.out);
+  CHECK(exact.code == 1);
+  j = load_json(t / "e.json");
+  CHECK(j["q"]["pass"] == true);
+  CHECK(j["recipe"]["pass"] == false);
+  CHECK(j["recipe"]["max_ulp"].get<double>() > 0.5);
+  // The recipe's misuses, by name.
+  const Result no_q_rule = cli("check" + x + " --q " + (t / "q.npy") + " --scales " + (t / "s.npy") + " --recipe llama");
+  CHECK(no_q_rule.code == 2);
+  CHECK_THAT(no_q_rule.out, Contains("name vllm"));
+  const Result no_quant = cli("check --op rmsnorm --dtype bf16 --x " + (t / "x.npy") + " --y " + (t / "y.npy") + " --recipe vllm");
+  CHECK(no_quant.code == 2);
+  CHECK_THAT(no_quant.out, Contains("quantized output's recipe"));
 }

@@ -20,6 +20,7 @@ const std::vector<RecipeInfo>& known_recipes() {
       {"llama", "rmsnorm, add_rmsnorm", "the normalized value x*rstd rounded to x's dtype, then times the weight, rounded (LlamaRMSNorm)"},
       {"gemma", "every op", "weight 1 + gamma rounded to f32, one rounding at the end (GemmaRMSNorm)"},
       {"unrounded_h", "add_layernorm, add_rmsnorm", "statistics of x + residual before h is rounded (h still stored rounded)"},
+      {"vllm", "every forward op, with --quant", "y rounded to x's dtype, dynamic scales f32(amax/qmax) of it, q = Q(f32(y * f32(1/s))) (vLLM's fused norm + quant)"},
   };
   return all;
 }
@@ -43,7 +44,7 @@ Recipe parse_recipe(std::string_view s) {
     const std::size_t plus = s.find('+', start);
     const std::string_view part = s.substr(start, plus == std::string_view::npos ? std::string_view::npos : plus - start);
     bool* flag = part == "llama" ? &r.round_normalized : part == "gemma" ? &r.weight_in_f32
-               : part == "unrounded_h" ? &r.unrounded_sum : nullptr;
+               : part == "unrounded_h" ? &r.unrounded_sum : part == "vllm" ? &r.quant_vllm : nullptr;
     if (!flag) throw std::invalid_argument("unknown recipe '" + std::string(part) + "' in '" + r.name + "' (known: " +
                                            known_names() + "; combine with '+')");
     if (*flag) throw std::invalid_argument("recipe '" + r.name + "' names '" + std::string(part) + "' twice");

@@ -80,4 +80,25 @@ QuantSummary measure_quantized(const Problem& problem, const QuantSpec& spec, co
                                const void* gamma, const void* beta, const std::uint8_t* q, const void* scales,
                                std::int64_t rows, std::int64_t first_row, const QuantBudget& budget, int threads);
 
+// The vllm recipe (lnorm/recipe.hpp) for a quantized output: from y (rows×cols values already at the recipe's
+// y, i.e. in x's dtype, as doubles), the recipe's scales s_r and its pre-rounding values t = f32(y · f32(1/s_r));
+// a candidate's q is measured in quanta of the format at t (clamped to its range, as measure_quantized), so the
+// recipe's own q reads at most 0.5, and its scales against s_r (f32 ulps; mx: E8M0 steps).
+struct QuantRecipeSummary {
+  std::int64_t elements = 0, matching = 0, nonfinite_mismatches = 0;  // matching: q is the recipe's code
+  double max_quanta = 0;  // +Inf with a non-finite mismatch
+  std::int64_t max_index = -1;
+  double max_got = 0, max_target = 0;
+  std::int64_t scales = 0, scales_differ = 0;
+  double scale_max_ulp = 0;
+  std::int64_t scale_max_index = -1;
+  void merge(const QuantRecipeSummary& o);
+  bool pass(double max_quanta_budget) const {
+    return nonfinite_mismatches == 0 && max_quanta <= max_quanta_budget && scales_differ == 0;
+  }
+  double matching_fraction() const { return elements ? static_cast<double>(matching) / static_cast<double>(elements) : 1.0; }
+};
+QuantRecipeSummary measure_quantized_recipe(const QuantSpec& spec, const double* y, std::int64_t rows, std::int64_t cols,
+                                            const std::uint8_t* q, const void* scales, std::int64_t first_row);
+
 }  // namespace lnorm

@@ -16,6 +16,11 @@
 //   unrounded_h  Add & Norm: the statistics and z* are those of x + residual *before* h is rounded
 //                (h is still stored rounded). Some stacks do this on purpose; budgets.toml says what it
 //                costs against the op (mutant unrounded_h).
+//   vllm         a quantized output's (lnorm/quant.hpp, check --quant): y rounded to x's dtype (after the other
+//                parts' roundings), dynamic scales s = f32(f32(amax|y|) / qmax) of that y (mx: 2^(floor(log2
+//                amax) − emax_elem)), then q = Q(f32(y · f32(1/s))): one rounding to the format of an f32
+//                product — vLLM's fused RMSNorm + quant kernels (rms_norm_static_fp8_quant, the dynamic
+//                per-token and per-block ones). lnorm/quantize.hpp measure_quantized_recipe.
 // llama and gemma exclude each other (gemma has one rounding where llama has two).
 #pragma once
 
@@ -35,6 +40,7 @@ struct Recipe {
   bool round_normalized = false;  // llama
   bool weight_in_f32 = false;     // gemma
   bool unrounded_sum = false;     // unrounded_h
+  bool quant_vllm = false;        // vllm: q's rounding points (a quantized output's recipe)
   bool empty() const { return name.empty(); }
 };
 
