@@ -173,13 +173,13 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
   const Problem& p = s.in.problem;
   // The recipe: its y (x's dtype, after its other parts' roundings) row by row, then its q (quantize.hpp).
   std::optional<Recipe> recipe;
-  std::optional<RecipeReferencer> recipe_ref;
+  Problem recipe_p;
   if (!recipe_name.empty()) {
     try {
       recipe = parse_recipe(recipe_name);
       if (!recipe->quant_vllm)
         throw std::invalid_argument("with --quant the recipe must say how q is rounded: name vllm (e.g. '" + recipe_name + "+vllm')");
-      recipe_ref.emplace(recipe_problem(p, *recipe), *recipe);
+      recipe_p = recipe_problem(p, *recipe);
     } catch (const std::invalid_argument& e) {
       throw InputError(std::string("--recipe: ") + e.what());
     }
@@ -212,9 +212,6 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
   std::vector<std::uint8_t> qbuf;
   QuantSummary sum;
   QuantRecipeSummary rsum;
-  std::vector<double> y_recipe;
-  std::vector<std::byte> y_bits(static_cast<std::size_t>(p.cols) * es);
-  std::vector<ElementReference> elems(static_cast<std::size_t>(p.cols));
   for (std::int64_t r0 = 0; r0 < p.rows; r0 += chunk) {
     const std::int64_t nr = std::min(chunk, p.rows - r0);
     read_chunk(s, r0, nr, xbuf, resbuf);
@@ -228,18 +225,11 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
                                 s.in.gamma_data.empty() ? nullptr : s.in.gamma_data.data(),
                                 s.in.beta_data.empty() ? nullptr : s.in.beta_data.data(), qbuf.data(),
                                 scales ? sbuf.data() : nullptr, nr, r0, f.budget, p.threads));
-    if (recipe_ref) {
-      y_recipe.resize(static_cast<std::size_t>(nr * p.cols));
-      const std::size_t rs = s.in.residual ? size_of(p.residual_dtype) : 0;
-      for (std::int64_t r = 0; r < nr; ++r) {
-        recipe_ref->run(xbuf.data() + static_cast<std::size_t>(r * p.cols) * es,
-                        s.in.residual ? resbuf.data() + static_cast<std::size_t>(r * p.cols) * rs : nullptr,
-                        s.in.gamma_data.empty() ? nullptr : s.in.gamma_data.data(),
-                        s.in.beta_data.empty() ? nullptr : s.in.beta_data.data(), p.cols, y_bits.data(), elems.data());
-        for (std::int64_t i = 0; i < p.cols; ++i) y_recipe[static_cast<std::size_t>(r * p.cols + i)] = value_at(p.dtype, y_bits.data(), i);
-      }
-      rsum.merge(measure_quantized_recipe(s.spec, y_recipe.data(), nr, p.cols, qbuf.data(), scales ? sbuf.data() : nullptr, r0));
-    }
+    if (recipe)
+      rsum.merge(measure_quantized_recipe(recipe_p, s.spec, *recipe, xbuf.data(), s.in.residual ? resbuf.data() : nullptr,
+                                          s.in.gamma_data.empty() ? nullptr : s.in.gamma_data.data(),
+                                          s.in.beta_data.empty() ? nullptr : s.in.beta_data.data(), qbuf.data(),
+                                          scales ? sbuf.data() : nullptr, nr, r0));
   }
   const bool recipe_pass = !recipe || rsum.pass(max_recipe_ulp);
   const bool pass = sum.q_pass() && sum.scales_pass() && recipe_pass;

@@ -174,15 +174,16 @@ def check(x, y, gamma=None, beta=None, *, axis=-1, eps=1e-5, max_ulp=8, max_ulp_
     Returns a CheckResult, truthy when within budget. The GIL is released while it measures.
     quant: y is a quantized output q (uint8 fp8 bit patterns or int8) with its scales= (row, group:G, mx; scale=
     for tensor), measured as ``lnorm check --quant``: in quanta at y*/s with the candidate's own scales, the scales
-    against the exact ones; max_q_ulp / max_scale_ulp make the budgets flat. Returns a QuantCheckResult.
+    against the exact ones; max_q_ulp / max_scale_ulp make the budgets flat; recipe= (naming "vllm") also measures q
+    against the recipe's rounding points, gated by max_recipe_ulp quanta. Returns a QuantCheckResult.
     """
     if quant is not None:
-        if mean is not None or rstd is not None or h is not None or recipe is not None:
-            raise ValueError("quant: mean=, rstd=, h= and recipe= are not measured with a quantized output yet")
+        if mean is not None or rstd is not None or h is not None:
+            raise ValueError("quant: mean=, rstd= and h= are not measured with a quantized output yet")
         dtype, a = _arrays(dtype, x=x, gamma=gamma, beta=beta, residual=residual)
         return check_quant(a, y, dtype, quant=quant, scaling=scaling, scale=scale, scales=scales, max_q_ulp=max_q_ulp,
                            max_scale_ulp=max_scale_ulp, axis=axis, eps=eps, threads=threads, op=op,
-                           gamma_offset=gamma_offset)
+                           gamma_offset=gamma_offset, recipe=recipe, max_recipe_ulp=max_recipe_ulp)
     dtype, a = _arrays(dtype, x=x, y=y, gamma=gamma, beta=beta, mean=mean, rstd=rstd, residual=residual, h=h)
     d = _lnorm.check(a["x"], a["y"], a["gamma"], a["beta"], axis=axis, eps=eps, max_ulp=float(max_ulp),
                      max_ulp_per_kappa=float(max_ulp_per_kappa), mean=a["mean"], rstd=a["rstd"],

@@ -15,7 +15,9 @@ class QuantCheckResult:
 
     q: max_ulp (quanta at y*/s, inf on a non-finite mismatch), max_ulp_index, max_ulp_got, max_ulp_target,
     correctly_rounded, nonfinite_mismatches, saturated, over_budget, budget, pass. scales (None for tensor
-    scaling): max_ulp (f32 ulps; mx: E8M0 steps), zero_groups, over_budget, budget, pass."""
+    scaling): max_ulp (f32 ulps; mx: E8M0 steps), zero_groups, over_budget, budget, pass. recipe (None without
+    recipe=): name, max_ulp (quanta at the recipe's value), matching (the fraction that is the recipe's code),
+    nonfinite_mismatches, scales_differ, budget, pass."""
 
     passed: bool
     op: str
@@ -25,6 +27,7 @@ class QuantCheckResult:
     scaling: str
     q: dict
     scales: Optional[dict]
+    recipe: Optional[dict] = None
 
     def __bool__(self):
         return self.passed
@@ -36,6 +39,10 @@ class QuantCheckResult:
                 f"saturated {q['saturated']}")
         if self.scales is not None:
             line += f"  scales max {self.scales['max_ulp']:.3g}, {self.scales['over_budget']} over budget"
+        if self.recipe is not None:
+            r = self.recipe
+            line += (f"  recipe {r['name']} max {r['max_ulp']:.3g} quanta (budget {r['budget']:g}), "
+                     f"{100 * r['matching']:.2f}% its code, {r['scales_differ']} scales differ")
         return line
 
 
@@ -52,10 +59,11 @@ def run_quant(name, a, dtype, *, quant, scaling, scale, axis, eps, threads, op, 
 
 
 def check_quant(a, q, dtype, *, quant, scaling, scale, scales, max_q_ulp, max_scale_ulp, axis, eps, threads, op,
-                gamma_offset):
+                gamma_offset, recipe=None, max_recipe_ulp=0.5):
     d = _lnorm.quant_check(a["x"], q, a["gamma"], a["beta"], quant=quant, scaling=scaling, scale=scale, scales=scales,
                            max_q_ulp=max_q_ulp, max_scale_ulp=max_scale_ulp, axis=axis, eps=eps, dtype=dtype,
-                           threads=threads, op=op, gamma_offset=float(gamma_offset), residual=a["residual"])
+                           threads=threads, op=op, gamma_offset=float(gamma_offset), residual=a["residual"],
+                           recipe=recipe, max_recipe_ulp=float(max_recipe_ulp))
     d["passed"] = d.pop("pass")
     return QuantCheckResult(**d)
 

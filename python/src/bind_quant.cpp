@@ -2,10 +2,12 @@
 // metric of `lnorm check --quant`, on NumPy arrays. q is uint8 (fp8 bit patterns) or int8; row/group scales
 // float32, mx scales uint8 E8M0 codes, shaped x.shape[:axis] + (groups,).
 #include <cmath>
+#include <optional>
 #include <thread>
 
 #include "bindings.hpp"
 #include "lnorm/quantize.hpp"
+#include "lnorm/recipe.hpp"
 #include "lnorm/registry.hpp"
 
 namespace lnorm::python {
@@ -97,7 +99,8 @@ py::tuple quant_run_py(const std::string& kernel, py::handle x, py::handle gamma
 py::dict quant_check_py(py::handle x, py::handle q, py::handle gamma, py::handle beta, const std::string& quant,
                         const std::string& scaling, py::handle scale, py::handle scales, py::object max_q_ulp,
                         py::object max_scale_ulp, int axis, double eps, py::handle dtype, py::object threads,
-                        const std::string& op, double gamma_offset, py::handle residual) {
+                        const std::string& op, double gamma_offset, py::handle residual, py::object recipe_name,
+                        double max_recipe_ulp) {
   const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype,
                                           threads.is_none() ? default_threads() : threads.cast<int>(), op, gamma_offset,
                                           residual);
@@ -127,11 +130,27 @@ py::dict quant_check_py(py::handle x, py::handle q, py::handle gamma, py::handle
   if (!max_q_ulp.is_none()) budget.max_q_ulp = max_q_ulp.cast<double>();
   if (!max_scale_ulp.is_none()) budget.max_scale_ulp = max_scale_ulp.cast<double>();
   const void* sp = sa.is_none() ? nullptr : py::array(sa).data();
+  // recipe: q's rounding points as lnorm check --quant --recipe (must name vllm).
+  std::optional<Recipe> recipe;
+  Problem recipe_p;
+  if (!recipe_name.is_none()) {
+    try {
+      recipe = parse_recipe(recipe_name.cast<std::string>());
+      if (!recipe->quant_vllm) throw std::invalid_argument("with quant= the recipe must say how q is rounded: name vllm");
+      recipe_p = recipe_problem(in.problem, *recipe);
+    } catch (const std::invalid_argument& e) {
+      throw py::value_error(std::string("recipe: ") + e.what());
+    }
+  }
   QuantSummary m;
+  QuantRecipeSummary rm;
   {
     py::gil_scoped_release release;
     m = measure_quantized(in.problem, s, in.x.data(), in.residual_ptr(), in.gamma_ptr(), in.beta_ptr(),
                           static_cast<const std::uint8_t*>(qa.data()), sp, in.problem.rows, 0, budget, in.problem.threads);
+    if (recipe)
+      rm = measure_quantized_recipe(recipe_p, s, *recipe, in.x.data(), in.residual_ptr(), in.gamma_ptr(), in.beta_ptr(),
+                                    static_cast<const std::uint8_t*>(qa.data()), sp, in.problem.rows, 0);
   }
   py::dict qd;
   qd["metric"] = "quanta of the format at y*/s (clamped to its range), s the candidate's scale";
@@ -170,7 +189,23 @@ py::dict quant_check_py(py::handle x, py::handle q, py::handle gamma, py::handle
   out["scaling"] = describe(s).substr(describe(s).find('/') + 1);
   out["q"] = qd;
   out["scales"] = sd;
-  out["pass"] = m.q_pass() && m.scales_pass();
+  py::object rd = py::none();
+  if (recipe) {
+    py::dict d;
+    d["name"] = recipe->name;
+    d["metric"] = "quanta of the format at the recipe's value f32(y * f32(1/s)) (clamped to its range), y the recipe's in x's dtype";
+    d["elements"] = rm.elements;
+    d["max_ulp"] = rm.max_quanta;
+    d["max_ulp_index"] = rm.max_index >= 0 ? py::object(unravel(rm.max_index, in.shape)) : py::object(py::none());
+    d["matching"] = rm.matching_fraction();
+    d["nonfinite_mismatches"] = rm.nonfinite_mismatches;
+    d["scales_differ"] = rm.scales_differ;
+    d["budget"] = max_recipe_ulp;
+    d["pass"] = rm.pass(max_recipe_ulp);
+    rd = d;
+  }
+  out["recipe"] = rd;
+  out["pass"] = m.q_pass() && m.scales_pass() && (!recipe || rm.pass(max_recipe_ulp));
   return out;
 }
 
@@ -210,7 +245,8 @@ void bind_quant(py::module_& m) {
   m.def("quant_check", &quant_check_py, "x"_a, "q"_a, "gamma"_a = py::none(), "beta"_a = py::none(), py::kw_only(),
         "quant"_a, "scaling"_a = "tensor", "scale"_a = py::none(), "scales"_a = py::none(), "max_q_ulp"_a = py::none(),
         "max_scale_ulp"_a = py::none(), "axis"_a = -1, "eps"_a = 1e-5, "dtype"_a = py::none(), "threads"_a = py::none(),
-        "op"_a = "layernorm", "gamma_offset"_a = 0.0, "residual"_a = py::none());
+        "op"_a = "layernorm", "gamma_offset"_a = 0.0, "residual"_a = py::none(), "recipe"_a = py::none(),
+        "max_recipe_ulp"_a = 0.5);
   m.def("decode", &decode_py, "q"_a, "format"_a);
   m.def("decode_e8m0", &decode_e8m0_py, "codes"_a);
 }

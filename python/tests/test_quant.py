@@ -55,3 +55,31 @@ def test_misuse_is_refused():
         lnorm.check(x, q, quant="int8", scaling="row")
     with pytest.raises(TypeError, match="int8"):
         lnorm.check(x, q.view(np.uint8), quant="int8", scaling="row", scales=s)
+
+
+
+def e4m3(t):
+    """Q(t) for E4M3 (nearest, ties to even, saturating) in NumPy: the code whose value is nearest |t|."""
+    vals = lnorm.decode(np.arange(0x7f, dtype=np.uint8), "fp8_e4m3")  # codes 0..0x7e, increasing
+    a = np.minimum(np.abs(t).astype(np.float64), 448.0)
+    hi = np.clip(np.searchsorted(vals, a), 1, len(vals) - 1)
+    lo = hi - 1
+    d_lo, d_hi = a - vals[lo], vals[hi] - a
+    mag = np.where((d_hi < d_lo) | ((d_hi == d_lo) & (hi % 2 == 0)), hi, lo).astype(np.uint8)
+    return mag | np.where(np.signbit(t), 0x80, 0).astype(np.uint8)
+
+
+def test_recipe_vllm_accepts_vllms_arithmetic_and_not_the_exact_q():
+    # vLLM's per-token FP8 on f32 x: y in x's dtype, s = f32(amax / 448), q = Q(f32(y * f32(1 / s))).
+    x = rows((16, 1024), 5)
+    y = lnorm.reference(x, op="rmsnorm")[0]
+    s = (np.abs(y).max(axis=1, keepdims=True) / np.float32(448)).astype(np.float32)
+    q = e4m3((y * (np.float32(1) / s)).astype(np.float32))
+    r = lnorm.check(x, q, op="rmsnorm", quant="fp8_e4m3", scaling="row", scales=s, recipe="vllm")
+    assert r and r.recipe["max_ulp"] <= 0.5 and r.recipe["matching"] == 1.0 and r.recipe["scales_differ"] == 0, str(r)
+    # The exact scales are f32(amax*/448), one rounding, where the recipe's round amax to f32 first: some differ.
+    q_exact, s_exact = lnorm.reference(x, op="rmsnorm", quant="fp8_e4m3", scaling="row")
+    e = lnorm.check(x, q_exact, op="rmsnorm", quant="fp8_e4m3", scaling="row", scales=s_exact, recipe="vllm")
+    assert e.q["pass"] and (not e.recipe["pass"]) == (e.recipe["scales_differ"] > 0 or e.recipe["max_ulp"] > 0.5)
+    with pytest.raises(ValueError, match="name vllm"):
+        lnorm.check(x, q, op="rmsnorm", quant="fp8_e4m3", scaling="row", scales=s, recipe="llama")

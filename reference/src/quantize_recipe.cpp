@@ -5,7 +5,11 @@
 #include <cmath>
 #include <cstring>
 
+#include <vector>
+
+#include "lnorm/format.hpp"
 #include "lnorm/quantize.hpp"
+#include "lnorm/recipe.hpp"
 
 namespace lnorm {
 
@@ -95,6 +99,24 @@ QuantRecipeSummary measure_quantized_recipe(const QuantSpec& spec, const double*
       }
     }
   return out;
+}
+
+QuantRecipeSummary measure_quantized_recipe(const Problem& problem, const QuantSpec& spec, const Recipe& recipe,
+                                            const void* x, const void* residual, const void* gamma, const void* beta,
+                                            const std::uint8_t* q, const void* scales, std::int64_t rows, std::int64_t first_row) {
+  const std::int64_t n = problem.cols;
+  const std::size_t es = size_of(problem.dtype), rs = residual ? size_of(problem.residual_dtype) : 0;
+  RecipeReferencer ref(problem, recipe);
+  std::vector<std::byte> y_bits(static_cast<std::size_t>(n) * es);
+  std::vector<ElementReference> elems(static_cast<std::size_t>(n));
+  std::vector<double> y(static_cast<std::size_t>(rows * n));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    ref.run(static_cast<const std::byte*>(x) + static_cast<std::size_t>(r * n) * es,
+            residual ? static_cast<const std::byte*>(residual) + static_cast<std::size_t>(r * n) * rs : nullptr, gamma, beta, n,
+            y_bits.data(), elems.data());
+    for (std::int64_t i = 0; i < n; ++i) y[static_cast<std::size_t>(r * n + i)] = value_at(problem.dtype, y_bits.data(), i);
+  }
+  return measure_quantized_recipe(spec, y.data(), rows, n, q, scales, first_row);
 }
 
 }  // namespace lnorm

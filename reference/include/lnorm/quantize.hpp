@@ -100,5 +100,11 @@ struct QuantRecipeSummary {
 };
 QuantRecipeSummary measure_quantized_recipe(const QuantSpec& spec, const double* y, std::int64_t rows, std::int64_t cols,
                                             const std::uint8_t* q, const void* scales, std::int64_t first_row);
+struct Recipe;
+// The same from the problem's inputs (as measure_quantized takes them; problem: the plain op, from recipe_problem):
+// the recipe's y row by row (lnorm/recipe.hpp RecipeReferencer), then the measurement above.
+QuantRecipeSummary measure_quantized_recipe(const Problem& problem, const QuantSpec& spec, const Recipe& recipe,
+                                            const void* x, const void* residual, const void* gamma, const void* beta,
+                                            const std::uint8_t* q, const void* scales, std::int64_t rows, std::int64_t first_row);
 
 }  // namespace lnorm
