@@ -189,13 +189,21 @@ out = sys.argv[1]
 y = (np.load(f"{out}/qy.npy").astype(np.uint32) << 16).view(np.float32)  # y in bf16, widened
 s = np.load(f"{out}/qs.npy")
 np.save(f"{out}/qt.npy", np.clip(np.trunc(y / s), -128, 127).astype(np.int8))
+# vLLM's per-token int8 arithmetic: s = f32(amax(y in bf16)) / 127, q = round-half-even(f32(y * f32(1/s))).
+sv = (np.abs(y).max(axis=1, keepdims=True) / np.float32(127)).astype(np.float32)
+np.save(f"{out}/qvs.npy", sv)
+np.save(f"{out}/qv.npy", np.clip(np.rint((y * (np.float32(1) / sv)).astype(np.float32)), -128, 127).astype(np.int8))
 PYEOF
 # shellcheck disable=SC2086
 echo "  truncates  $(printf '%-28s' -) $(q_cell $token --q "$out/qt.npy" --scales "$out/qs.npy")"
+# The same vLLM arithmetic against its recipe (check --recipe vllm: the recipe's rounding points, at most 0.5 quantum).
+# shellcheck disable=SC2086
+"$lnorm" check $token --q "$out/qv.npy" --scales "$out/qvs.npy" --recipe vllm --json "$out/qcheck.json" >>"$out/check-quant.txt" 2>&1 || true
+echo "  vllm int8  $(printf '%-28s' -) $($py -c 'import json,sys; d=json.load(open(sys.argv[1])); q=d["q"]; r=d["recipe"]; print("%s %.3g q, %.2f%% CR; recipe vllm %s %.3g, %.2f%% its codes" % ("PASS" if q["pass"] else "FAIL", q["max_ulp"], 100 * q["correctly_rounded"], "PASS" if r["pass"] else "FAIL", r["max_ulp"], 100 * r["matching"]))' "$out/qcheck.json")"
 rm -f "$out"/q*.npy "$out/qcheck.json"
-echo "(the exact answer reads at most 0.5 quantum, 100% CR; a kernel's f32 y moves a near-tie's q now and then; budget: 0.5"
-echo " quantum + what rounding y to bf16 first can move y/s, so a kernel that rounds y to x's dtype passes and truncation does"
-echo " not; full verdicts: $out/check-quant.txt)"
+echo "(the exact answer reads at most 0.5 quantum, 100% CR, and so do the _cr kernels; a kernel's f32 y moves a near-tie's q"
+echo " now and then; budget: 0.5 quantum + what rounding y to bf16 first can move y/s, so vLLM's arithmetic (y in bf16 times"
+echo " f32(1/s)) passes, and is 0.5 from its own recipe, while truncation fails; full verdicts: $out/check-quant.txt)"
 echo
 
 echo "== 4. The CI gate (lnorm verify --quick): each op's properties x every kernel x op x dtype, against property_tests/budgets.toml"
