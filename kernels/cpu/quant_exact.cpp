@@ -27,8 +27,25 @@ class Decider {
                                   r_.beta ? r_.beta[i] : 0.0, m);
   }
 
-  // sign(amax* − T) over elements [b, e), T ≥ 0: the bound settles most elements, the rest exactly.
-  int compare_amax(std::int64_t b, std::int64_t e, double T) {
+  // amax* over [b, e) lies in [lo, hi]: the largest |y_i| − err_i and |y_i| + err_i.
+  struct AmaxBounds {
+    double lo = 0, hi = 0;
+  };
+  AmaxBounds amax_bounds(std::int64_t b, std::int64_t e) const {
+    AmaxBounds m;
+    for (std::int64_t i = b; i < e; ++i) {
+      const double a = std::fabs(r_.y[i]), d = err(i);
+      m.lo = a - d > m.lo ? a - d : m.lo;
+      m.hi = a + d > m.hi ? a + d : m.hi;
+    }
+    return m;
+  }
+
+  // sign(amax* − T) over elements [b, e), T ≥ 0: the group's bounds settle most thresholds at once, the bound of
+  // each element most of the rest, and the elements within their bound of T exactly.
+  int compare_amax(std::int64_t b, std::int64_t e, double T, const AmaxBounds& m) {
+    if (m.lo > T) return 1;
+    if (m.hi < T) return -1;
     int result = -1;
     for (std::int64_t i = b; i < e; ++i) {
       const double a = std::fabs(r_.y[i]), d = err(i);
@@ -71,15 +88,16 @@ bool even_f32(float v) { return (std::bit_cast<std::uint32_t>(v) & 1u) == 0; }
 
 // s* = f32(amax*/qmax) of elements [b, e): the candidate moved while amax* lies past a midpoint to a neighbour.
 float exact_scale(Decider& d, const ExactQuantRow& r, std::int64_t b, std::int64_t e, double qm) {
+  const Decider::AmaxBounds m = d.amax_bounds(b, e);
   double amax = 0;
-  for (std::int64_t i = b; i < e; ++i) amax = std::fmax(amax, std::fabs(r.y[i]));
+  for (std::int64_t i = b; i < e; ++i) amax = std::fabs(r.y[i]) > amax ? std::fabs(r.y[i]) : amax;  // (not fmax: a libm call)
   float c = static_cast<float>(amax / qm);
   if (!std::isfinite(c)) c = std::numeric_limits<float>::max();
   for (;;) {
     const float up = std::nextafter(c, std::numeric_limits<float>::infinity());
     if (std::isfinite(up)) {
       // Midpoints of adjacent f32 have 25 bits, qmax ≤ 7: their product is exact.
-      const int k = d.compare_amax(b, e, 0.5 * (static_cast<double>(c) + up) * qm);
+      const int k = d.compare_amax(b, e, 0.5 * (static_cast<double>(c) + up) * qm, m);
       if (k > 0 || (k == 0 && even_f32(up))) {
         c = up;
         continue;
@@ -87,7 +105,7 @@ float exact_scale(Decider& d, const ExactQuantRow& r, std::int64_t b, std::int64
     }
     if (c > 0) {
       const float dn = std::nextafter(c, 0.0f);
-      const int k = d.compare_amax(b, e, 0.5 * (static_cast<double>(c) + dn) * qm);
+      const int k = d.compare_amax(b, e, 0.5 * (static_cast<double>(c) + dn) * qm, m);
       if (k < 0 || (k == 0 && even_f32(dn))) {
         c = dn;
         continue;
@@ -99,16 +117,17 @@ float exact_scale(Decider& d, const ExactQuantRow& r, std::int64_t b, std::int64
 
 // X = floor(log2 amax*) − emax_elem, clamped to [−127, 127] (−127 for amax* = 0).
 int exact_mx_exponent(Decider& d, const ExactQuantRow& r, std::int64_t b, std::int64_t e, int emax) {
+  const Decider::AmaxBounds m = d.amax_bounds(b, e);
   double amax = 0;
-  for (std::int64_t i = b; i < e; ++i) amax = std::fmax(amax, std::fabs(r.y[i]));
+  for (std::int64_t i = b; i < e; ++i) amax = std::fabs(r.y[i]) > amax ? std::fabs(r.y[i]) : amax;  // (not fmax: a libm call)
   const int lo = -127 + emax, hi = 127 + emax;  // floor(log2) outside [lo, hi] clamps
   int k = amax > 0 && std::isfinite(amax) ? std::clamp(std::ilogb(amax), lo, hi) : lo;
   for (;;) {
-    if (k < hi && d.compare_amax(b, e, std::ldexp(1.0, k + 1)) >= 0) {
+    if (k < hi && d.compare_amax(b, e, std::ldexp(1.0, k + 1), m) >= 0) {
       ++k;
       continue;
     }
-    if (k > lo && d.compare_amax(b, e, std::ldexp(1.0, k)) < 0) {
+    if (k > lo && d.compare_amax(b, e, std::ldexp(1.0, k), m) < 0) {
       --k;
       continue;
     }
@@ -116,7 +135,36 @@ int exact_mx_exponent(Decider& d, const ExactQuantRow& r, std::int64_t b, std::i
   }
 }
 
-// Q(y*_i / s) exactly.
+// The code of t's rounding r (on the grid, |r| ≤ max) when the interval t ± e lies inside r's rounding region and on
+// one side of 0 (so y*/s, within e of t, rounds to r too); -1 otherwise. fp8: r by one addition
+// of C = 2^(max(e_a, emin) + 52 − mbits) (simd_quant.hpp's argument at 52 bits), its distance from the nearest
+// midpoint half a quantum, c·2^-53, minus |t − r|; int8: by the 1.5·2^52 addition, 0.5 − |t − r|.
+template <QuantFormat F>
+int settled_code(double t, double e) {
+  const double a = std::fabs(t);
+  if (!(a > e)) return -1;  // y*/s may be on either side of 0 (the zero's sign), or NaN
+  if constexpr (F == QuantFormat::int8) {
+    const double tc = std::clamp(t, -128.0, 127.0), r = (tc + 0x1.8p52) - 0x1.8p52;
+    if (!(0.5 - std::fabs(tc - r) > e)) return -1;
+    return static_cast<std::uint8_t>(static_cast<std::int8_t>(r));
+  } else {
+    constexpr bool kE4m3 = F == QuantFormat::fp8_e4m3;
+    constexpr int kMbits = kE4m3 ? 3 : 2, kBias = kE4m3 ? 7 : 15;
+    constexpr double kTop = kE4m3 ? 448.0 : 57344.0, kMinNormal = kE4m3 ? 0x1p-6 : 0x1p-14;
+    constexpr double kToUlp = 0x1p52 / (1 << kMbits), kSubnormalUnit = kE4m3 ? 0x1p9 : 0x1p16;  // 2^(52−mbits), 2^(mbits−emin)
+    const double ac = a < 2 * kTop ? a : 2 * kTop;
+    const double pow2 = std::bit_cast<double>(std::bit_cast<std::uint64_t>(ac) & 0xFFF0000000000000ull);  // 2^floor(log2 ac)
+    const double c = (pow2 > kMinNormal ? pow2 : kMinNormal) * kToUlp;
+    double r = (ac + c) - c;
+    if (!(c * 0x1p-53 - std::fabs(ac - r) > e)) return -1;
+    r = r < kTop ? r : kTop;  // saturation
+    const std::uint64_t mag = r < kMinNormal ? static_cast<std::uint64_t>(r * kSubnormalUnit)
+                                             : (std::bit_cast<std::uint64_t>(r) >> (52 - kMbits)) - (std::uint64_t{1023 - kBias} << kMbits);
+    return static_cast<int>(mag | (t < 0 ? 0x80u : 0u));
+  }
+}
+
+// Q(y*_i / s) exactly, where settled_code could not settle it.
 std::uint8_t exact_code(Decider& d, const ExactQuantRow& r, std::int64_t i, QuantFormat f, float s) {
   const double sd = s, t = r.y[i] / sd;
   const double e = d.err(i) / sd * (1 + 0x1p-50) + std::fabs(t) * 0x1p-52;
@@ -156,7 +204,17 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
       s = exact_scale(d, r, b, e, qmax(f));
       static_cast<float*>(scales)[at] = s;
     }
-    for (std::int64_t i = b; i < e; ++i) q[i] = exact_code(d, r, i, f, s);
+    const auto codes = [&](auto settled) {
+      const double sd = s;
+      for (std::int64_t i = b; i < e; ++i) {
+        const double t = r.y[i] / sd, err = d.err(i) / sd * (1 + 0x1p-50) + std::fabs(t) * 0x1p-52;
+        const int c = settled(t, err);
+        q[i] = c >= 0 ? static_cast<std::uint8_t>(c) : exact_code(d, r, i, f, s);
+      }
+    };
+    if (f == QuantFormat::fp8_e4m3) codes([](double t, double err) { return settled_code<QuantFormat::fp8_e4m3>(t, err); });
+    else if (f == QuantFormat::fp8_e5m2) codes([](double t, double err) { return settled_code<QuantFormat::fp8_e5m2>(t, err); });
+    else codes([](double t, double err) { return settled_code<QuantFormat::int8>(t, err); });
   }
 }
 
