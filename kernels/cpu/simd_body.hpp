@@ -675,6 +675,38 @@ void normalize_row(const typename X::Bits* x, const typename Gs::Bits* gamma, co
   if (i < n) group(i, n - i, false);
 }
 
+// What every row of a call shares: the parameters' view (Params), the weights' relative error w_rel = u where some
+// C + γ did not fit one f64 (w_hi's rounding, in the bound; |w| ≤ |w_hi|·(1 + 2^-53)), the largest |γ| and |β|.
+template <class V, class Gs, bool G, bool B>
+struct RowParams {
+  Params pr;
+  double w_rel, gmax, bmax;
+  RowParams(const Problem& p, const ::lnorm::cpu::Staged64& staged)
+      : pr{G ? staged.gamma_lo : nullptr, p.op.norm == Norm::layernorm},
+        w_rel(pr.w_lo ? ex::kU : 0.0),
+        gmax(G ? max_abs<V, Gs>(staged.gamma, p.cols) * (1 + 0x1p-52) : 1.0),
+        bmax(B ? max_abs<V, Gs>(staged.beta, p.cols) : 0.0) {}
+};
+
+// A row whose bound is not small (not seen outside constructed rows): its statistics by double-double, mean and rstd
+// written, every element y* rounded once to T and handed to store(i, bits). false (nothing written) where they are
+// not finite: the caller hands the row to welford_row.
+template <class X, class T, bool G, bool B, class Store>
+bool exact_row(const typename X::Bits* xr, const double* gamma, const double* beta, std::int64_t n, double eps, const Params& pr,
+               float* mean, float* rstd, std::int64_t row, ::lnorm::cpu::CrPaths& paths, Store store) {
+  ex::ExactStats es = ex::exact_stats<X>(xr, n, eps, pr.centred);
+  if (!es.finite) return false;
+  if (mean) mean[row] = static_cast<float>(es.m_hi + es.m_lo);
+  if (rstd) rstd[row] = static_cast<float>(es.r_hi + es.r_lo);
+  paths.exact += n;
+  ++paths.exact_rows;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double g = G ? gamma[i] : 1.0, g_lo = G && pr.w_lo ? pr.w_lo[i] : 0.0;
+    store(i, ex::exact_element<T>(ex::to_double<X>(xr[i]), g, B ? beta[i] : 0.0, es, g_lo));
+  }
+  return true;
+}
+
 template <class V, class X, class T, class Gs, bool G, bool B, bool NT>
 void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged64& staged) {
   using Bits = typename T::Bits;
@@ -686,10 +718,9 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
   float* mean = static_cast<float*>(t.mean);
   float* rstd = static_cast<float*>(t.rstd);
   const std::int64_t n = p.cols;
-  const Params pr{G ? staged.gamma_lo : nullptr, p.op.norm == Norm::layernorm};
-  // w_rel = u where some C + γ did not fit one f64 (w_hi's rounding, in the bound); |w| ≤ |w_hi|·(1 + 2^-53).
-  const double w_rel = pr.w_lo ? ex::kU : 0.0;
-  const double gmax = G ? max_abs<V, Gs>(gamma, n) * (1 + 0x1p-52) : 1.0, bmax = B ? max_abs<V, Gs>(beta, n) : 0.0;
+  const RowParams<V, Gs, G, B> rp(p, staged);
+  const Params& pr = rp.pr;
+  const double w_rel = rp.w_rel, gmax = rp.gmax, bmax = rp.bmax;
   ::lnorm::cpu::CrPaths paths;
   paths.elements = (end - begin) * n;
   for (std::int64_t row = begin; row < end; ++row) {
@@ -708,20 +739,8 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
       continue;
     }
     // The bound is not small (not seen outside constructed rows): every element by double-double.
-    ex::ExactStats es = ex::exact_stats<X>(xr, n, p.eps, pr.centred);
-    if (!es.finite) {
+    if (!exact_row<X, T, G, B>(xr, gamma, beta, n, p.eps, pr, mean, rstd, row, paths, [&](std::int64_t i, Bits b) { yr[i] = b; }))
       welford_row(p, t, row);
-      continue;
-    }
-    if (mean) mean[row] = static_cast<float>(es.m_hi + es.m_lo);
-    if (rstd) rstd[row] = static_cast<float>(es.r_hi + es.r_lo);
-    paths.exact += n;
-    ++paths.exact_rows;
-    for (std::int64_t i = 0; i < n; ++i) {
-      const double g = G ? gamma[i] : 1.0, g_lo = G && pr.w_lo ? pr.w_lo[i] : 0.0;
-      const double b = B ? beta[i] : 0.0;
-      yr[i] = ex::exact_element<T>(ex::to_double<X>(xr[i]), g, b, es, g_lo);
-    }
   }
   if (NT) V::sfence();
   ::lnorm::cpu::cr_paths_add(paths);
@@ -742,9 +761,9 @@ void rows_quantized(const Problem& p, const Tensors& t, std::int64_t begin, std:
   float* rstd = static_cast<float*>(t.rstd);
   double* y = staged.y_row;
   const std::int64_t n = p.cols;
-  const Params pr{G ? staged.gamma_lo : nullptr, p.op.norm == Norm::layernorm};
-  const double w_rel = pr.w_lo ? ex::kU : 0.0;
-  const double gmax = G ? max_abs<V, Gs>(gamma, n) * (1 + 0x1p-52) : 1.0, bmax = B ? max_abs<V, Gs>(beta, n) : 0.0;
+  const RowParams<V, Gs, G, B> rp(p, staged);
+  const Params& pr = rp.pr;
+  const double w_rel = rp.w_rel, gmax = rp.gmax, bmax = rp.bmax;
   ::lnorm::cpu::CrPaths paths;
   paths.elements = (end - begin) * n;
   for (std::int64_t row = begin; row < end; ++row) {
@@ -776,18 +795,9 @@ void rows_quantized(const Problem& p, const Tensors& t, std::int64_t begin, std:
       }
       er.e_abs = row_error(s, gmax, bmax);
     } else {
-      ex::ExactStats es = ex::exact_stats<X>(xr, n, p.eps, pr.centred);
-      if (!es.finite) {
+      if (!exact_row<X, F32, G, B>(xr, gamma, beta, n, p.eps, pr, mean, rstd, row, paths, [&](std::int64_t i, float v) { y[i] = v; })) {
         welford_row(p, t, row);
         continue;
-      }
-      if (mean) mean[row] = static_cast<float>(es.m_hi + es.m_lo);
-      if (rstd) rstd[row] = static_cast<float>(es.r_hi + es.r_lo);
-      paths.exact += n;
-      ++paths.exact_rows;
-      for (std::int64_t i = 0; i < n; ++i) {
-        const double g = G ? gamma[i] : 1.0, g_lo = G && pr.w_lo ? pr.w_lo[i] : 0.0;
-        y[i] = ex::exact_element<F32>(ex::to_double<X>(xr[i]), g, B ? beta[i] : 0.0, es, g_lo);
       }
       er.e_abs = 0x1p-150, er.e_rel = 0x1p-24;
     }
