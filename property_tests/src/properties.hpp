@@ -73,6 +73,13 @@ std::string check_eps_edges(const CheckContext&, const Case&);
 std::string check_row_independence(const CheckContext&, const Case&);
 std::string check_batch_invariance(const CheckContext&, const Case&);
 std::string check_quantized(const CheckContext&, const Case&);  // properties_quant.cpp
+// A case run with the quantized epilogue: q (rows*cols codes) and scales (bytes), or the violation (properties_quant.cpp).
+struct QuantOutputs {
+  std::vector<std::uint8_t> q;
+  std::vector<std::byte> scales;
+  std::string violation;
+};
+QuantOutputs run_quantized(const KernelInfo& kernel, const Case& c, const QuantSpec& spec, int threads, int prefill = 0);
 std::string check_determinism(const CheckContext&, const Case&);
 std::string check_affine_identity(const CheckContext&, const Case&);
 std::string check_invariance(const CheckContext&, const Case&);

@@ -92,12 +92,37 @@ Budget f32_y_budget(const CheckContext& ctx, Op op) {
   }
 }
 
-struct QuantRun {
-  std::vector<std::uint8_t> q;
-  std::vector<std::byte> scales;
-};
-
 }  // namespace
+
+QuantOutputs run_quantized(const KernelInfo& kernel, const Case& c, const QuantSpec& spec, int threads, int prefill) {
+  QuantOutputs out;
+  const DType d = c.spec.dtype, pd = c.spec.params(), rd = c.spec.residual();
+  const bool fused = c.spec.op.prologue == Prologue::residual_add;
+  const int mis = c.spec.misalign;
+  const KernelInputs in = kernel_inputs(c);
+  const Buffer x(d, in.x, mis), res(rd, in.residual, mis), g(pd, c.gamma, mis), b(pd, c.beta, mis);
+  Problem p;
+  try {
+    p = set_quant(c.problem(threads), spec);
+  } catch (const std::invalid_argument& e) {
+    out.violation = "harness: " + describe(spec) + ": " + e.what();
+    return out;
+  }
+  if (const auto why = unavailable_reason(kernel, p)) {
+    out.violation = "harness: the kernel declines " + describe(spec) + ": " + *why;
+    return out;
+  }
+  const std::int64_t n = p.rows * p.cols, per_row = spec.scales_per_row(p.cols);
+  out.q.assign(static_cast<std::size_t>(n), static_cast<std::uint8_t>(prefill));
+  out.scales.assign(static_cast<std::size_t>(p.rows * per_row) * (spec.scales_are_e8m0() ? 1 : 4), std::byte{static_cast<unsigned char>(prefill)});
+  std::vector<std::byte> h(fused ? static_cast<std::size_t>(n) * size_of(rd) : 0);
+  Tensors t{x.data(), c.gamma.empty() ? nullptr : g.data(), c.beta.empty() ? nullptr : b.data()};
+  if (fused) t.residual = res.data(), t.h = h.data();
+  t.q = out.q.data();
+  t.scales = per_row ? out.scales.data() : nullptr;
+  kernel.run(p, t);
+  return out;
+}
 
 std::string check_quantized(const CheckContext& ctx, const Case& c) {
   if (!ctx.kernel.takes.epilogues.contains(Epilogue::quantized) || c.spec.dtype == DType::f64) return "";
@@ -106,7 +131,7 @@ std::string check_quantized(const CheckContext& ctx, const Case& c) {
   const int mis = c.spec.misalign;
   Problem base = c.problem(1);
   const KernelInputs in = kernel_inputs(c);
-  const Buffer x(d, in.x, mis), res(rd, in.residual, mis), g(pd, c.gamma, mis), b(pd, c.beta, mis);
+  const Buffer x(d, in.x, mis), res(rd, in.residual, mis), g(pd, c.gamma, mis), b(pd, c.beta, mis);  // for the metric
   const std::int64_t rows = base.rows, cols = base.cols, n = rows * cols;
   const Exact exact = exact_answer(c);
   std::vector<double> y_exact(static_cast<std::size_t>(n));
@@ -129,25 +154,16 @@ std::string check_quantized(const CheckContext& ctx, const Case& c) {
     }
     ++checked;
     const std::int64_t per_row = spec.scales_per_row(cols);
-    const std::size_t scale_bytes = static_cast<std::size_t>(rows * per_row) * (spec.scales_are_e8m0() ? 1 : 4);
     // Two runs over different prefills: an element either run left alone differs between them.
-    QuantRun runs[2];
-    for (int k = 0; k < 2; ++k) {
-      runs[k].q.assign(static_cast<std::size_t>(n), k ? 0xff : 0x00);
-      runs[k].scales.assign(scale_bytes, std::byte{static_cast<unsigned char>(k ? 0xff : 0x00)});
-      std::vector<std::byte> h(fused ? static_cast<std::size_t>(n) * size_of(rd) : 0);
-      Tensors t{x.data(), c.gamma.empty() ? nullptr : g.data(), c.beta.empty() ? nullptr : b.data()};
-      if (fused) t.residual = res.data(), t.h = h.data();
-      t.q = runs[k].q.data();
-      t.scales = per_row ? runs[k].scales.data() : nullptr;
-      ctx.kernel.run(p, t);
-    }
+    const QuantOutputs runs[2] = {run_quantized(ctx.kernel, c, spec, 1, 0x00), run_quantized(ctx.kernel, c, spec, 1, 0xff)};
+    for (const QuantOutputs& r : runs)
+      if (!r.violation.empty()) return r.violation;
     for (std::int64_t i = 0; i < n; ++i)
       if (runs[0].q[static_cast<std::size_t>(i)] != runs[1].q[static_cast<std::size_t>(i)])
         return fmt("harness: %s: q element %lld unwritten or not deterministic (0x%02x vs 0x%02x)", drawn.text.c_str(),
                    static_cast<long long>(i), runs[0].q[static_cast<std::size_t>(i)], runs[1].q[static_cast<std::size_t>(i)]);
     if (runs[0].scales != runs[1].scales) return "harness: " + drawn.text + ": a scale unwritten or not deterministic";
-    const QuantRun& r = runs[0];
+    const QuantOutputs& r = runs[0];
     QuantBudget qb;
     qb.y_a = yb.a, qb.y_b = yb.b;
     const QuantSummary m = measure_quantized(p, spec, x.data(), fused ? res.data() : nullptr,

@@ -69,6 +69,8 @@ std::string check_row_independence(const CheckContext& ctx, const Case& c) {
 // that fits). One case in kBigEvery is the big one: 4097 rows of big_width(dtype), on 2 threads, whose y
 // passes 8 MiB in f32 and f64 (the SIMD kernels stream y with non-temporal stores past 8 MiB); 16-bit x keeps
 // f32's width (4 MiB of y: the harness's 8-byte-per-element copies of 8 MiB of bf16 cost a second per case).
+// A kernel that writes quantized outputs is held to the same with q and its per-row scales (fp8_e4m3, row
+// scaling: each row's scale is its own amax's, so nothing but the batch could move it).
 namespace {
 
 constexpr std::int64_t kBatchRows[] = {1, 7, 255, 256, 300, 1024, 4097};
@@ -129,6 +131,27 @@ std::string check_batch_invariance(const CheckContext& ctx, const Case& c0) {
         return fmt("batch of %lld rows of width %lld on %d thread(s): row %lld (base row %lld of %lld) differs from that row alone: ",
                    (long long)rows, (long long)n, threads, (long long)i, (long long)(i % k), (long long)k) + m;
       }
+    }
+  }
+  if (!ctx.kernel.takes.epilogues.contains(Epilogue::quantized) || c.spec.dtype == DType::f64) return "";
+  const QuantSpec spec{QuantFormat::fp8_e4m3, Scaling::row, 0, 0};
+  std::vector<QuantOutputs> alone_q;
+  for (std::int64_t r = 0; r < k; ++r) {
+    alone_q.push_back(run_quantized(ctx.kernel, select_rows(c, {r}), spec, 1));
+    if (!alone_q.back().violation.empty()) return fmt("q: base row %lld alone: ", (long long)r) + alone_q.back().violation;
+  }
+  for (int threads : {1, 2}) {
+    if (big && threads == 1) continue;
+    const QuantOutputs got = run_quantized(ctx.kernel, batch, spec, threads);
+    if (!got.violation.empty()) return fmt("q: batch of %lld rows on %d thread(s): ", (long long)rows, threads) + got.violation;
+    for (std::int64_t i = 0; i < rows; ++i) {
+      const QuantOutputs& one = alone_q[static_cast<std::size_t>(i % k)];
+      const bool same_q = std::equal(one.q.begin(), one.q.end(), got.q.begin() + i * n);
+      const bool same_s = std::equal(one.scales.begin(), one.scales.end(), got.scales.begin() + i * 4);
+      if (!same_q || !same_s)
+        return fmt("batch of %lld rows of width %lld on %d thread(s), q %s: row %lld (base row %lld) differs from that row alone (%s)",
+                   (long long)rows, (long long)n, threads, describe(spec).c_str(), (long long)i, (long long)(i % k),
+                   same_q ? "its scale" : "its codes");
     }
   }
   return "";
