@@ -7,6 +7,11 @@
 
 namespace lnorm::cpu {
 
+void quant_groups(const QuantSpec& spec, std::int64_t n, std::int64_t& group, std::int64_t& per_row) {
+  group = spec.group_size(n);
+  per_row = spec.scales_per_row(n);
+}
+
 std::uint8_t encode_quotient(QuantFormat f, float y, float s) {
   // In double (quant_epilogue.hpp: exact as a rounding of y/s).
   return encode(f, std::copysign(static_cast<double>(y) / static_cast<double>(s), static_cast<double>(y)));

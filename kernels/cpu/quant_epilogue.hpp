@@ -29,6 +29,10 @@ void quantize_row(const QuantSpec& spec, const float* y, std::int64_t n, std::ui
 // whose amax is Inf has no sign of its own). quantize_row's and the SIMD epilogue's tails.
 std::uint8_t encode_quotient(QuantFormat f, float y, float s);
 
+// spec.group_size(n) and spec.scales_per_row(n) for the ISA code, which must not compile its own copies of
+// QuantSpec's inline members (clang's ASan build emitted scales_per_row as a weak symbol in avx2.cpp.o).
+void quant_groups(const QuantSpec& spec, std::int64_t n, std::int64_t& group, std::int64_t& per_row);
+
 // One group's scale from its amax (the f32 max of |y|) and whether it holds a NaN: written to scales[at] (f32, or
 // E8M0 for mx; nothing for tensor) and returned as s (NaN for a NaN group, whose codes are all encode(NaN)).
 // quantize_row's and the SIMD epilogue's (simd_quant.hpp) one rule.

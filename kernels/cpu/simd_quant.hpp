@@ -51,7 +51,9 @@ typename V::I fp8_codes(typename V::F y, typename V::F s32, typename V::D sd, ty
   const typename V::I normal = V::add_i(V::template srli_i<23 - Mbits>(V::bits_i(r)), V::set1_i(-((127 - kBias) << Mbits)));
   typename V::I code = normal;
   // Rare lanes by branch, not by select: AVX2's selects cost a mask round trip each (avx2_ops.hpp lane_mask).
-  if (const typename V::M sub = V::cmp_lt(r, V::set1(kMinNormal))) code = V::select_i(sub, V::cvt_i(V::mul(r, V::set1(kSubnormalUnit))), code);
+  // (r clamped to 2^emin first: the other lanes' r·2^(mbits−emin) would leave int32's range, E5M2's 57344·2^16.)
+  if (const typename V::M sub = V::cmp_lt(r, V::set1(kMinNormal)))
+    code = V::select_i(sub, V::cvt_i(V::mul(V::min(r, V::set1(kMinNormal)), V::set1(kSubnormalUnit))), code);
   if (nan) code = V::select_i(nan, V::set1_i(0x7f), code);
   return V::or_i(code, V::and_i(V::template srli_i<24>(V::bits_i(y)), V::set1_i(0x80)));
 }
@@ -109,7 +111,8 @@ void encode_span(QuantFormat f, float s, const float* y, std::int64_t n, std::ui
 template <class V>
 void quantize_row_simd(const QuantSpec& spec, const float* y, std::int64_t n, std::uint8_t* q, void* scales, std::int64_t row) {
   constexpr int L = V::kLanes;
-  const std::int64_t G = spec.group_size(n), per_row = spec.scales_per_row(n);
+  std::int64_t G = 0, per_row = 0;
+  ::lnorm::cpu::quant_groups(spec, n, G, per_row);
   for (std::int64_t g = 0; g < n / G; ++g) {
     const float* yg = y + g * G;
     std::uint8_t* qg = q + g * G;
