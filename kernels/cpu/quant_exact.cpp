@@ -164,10 +164,8 @@ int settled_code(double t, double e) {
   }
 }
 
-// Q(y*_i / s) exactly, where settled_code could not settle it.
-std::uint8_t exact_code(Decider& d, const ExactQuantRow& r, std::int64_t i, QuantFormat f, float s) {
-  const double sd = s, t = r.y[i] / sd;
-  const double e = d.err(i) / sd * (1 + 0x1p-50) + std::fabs(t) * 0x1p-52;
+// Q(y*_i / s) exactly, where settled_code could not settle it (t = y_i/s, e: the bound moved to t).
+std::uint8_t exact_code(Decider& d, std::int64_t i, QuantFormat f, double sd, double t, double e) {
   const std::uint8_t lo = encode(f, t - e), hi = encode(f, t + e);
   if (lo == hi) return lo;
   const std::int64_t k_lo = ordinal_of_code(f, lo), k_hi = ordinal_of_code(f, hi);
@@ -209,7 +207,7 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
       for (std::int64_t i = b; i < e; ++i) {
         const double t = r.y[i] / sd, err = d.err(i) / sd * (1 + 0x1p-50) + std::fabs(t) * 0x1p-52;
         const int c = settled(t, err);
-        q[i] = c >= 0 ? static_cast<std::uint8_t>(c) : exact_code(d, r, i, f, s);
+        q[i] = c >= 0 ? static_cast<std::uint8_t>(c) : exact_code(d, i, f, sd, t, err);
       }
     };
     if (f == QuantFormat::fp8_e4m3) codes([](double t, double err) { return settled_code<QuantFormat::fp8_e4m3>(t, err); });
