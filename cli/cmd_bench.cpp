@@ -66,9 +66,9 @@ nlohmann::json result_json(const Result& r, const std::vector<Result>& all) {
   const auto ceiling = bench::copy_ceiling(all, r.entry.dtype, r.entry.shape, r.entry.op);
   const Result* od = find(all, "onednn", r.entry.dtype, r.entry.shape, r.entry.op);
   if (ceiling) j["copy"] = {{"winner", ceiling->winner}, {"bytes_per_second", ceiling->bytes_per_second}};
-  if (ceiling && r.skipped.empty()) {
-    j["fraction_of_copy"] = r.bytes_per_second / ceiling->bytes_per_second;
-    j["ceiling_suspect"] = bench::ceiling_suspect(r.bytes_per_second, *ceiling);
+  if (const auto f = bench::fraction_of_copy(r, all); f && ceiling) {
+    j["fraction_of_copy"] = *f;
+    j["ceiling_suspect"] = bench::ceiling_suspect(*f);
   }
   if (od && od->skipped.empty() && r.skipped.empty()) j["times_onednn"] = r.rows_per_second / od->rows_per_second;
   return j;
@@ -168,8 +168,9 @@ void print_tables(const std::vector<Result>& results, const std::vector<Shape>& 
         }
         char x[32] = "-";
         if (od && od->skipped.empty()) std::snprintf(x, sizeof x, "%.2fx", r.rows_per_second / od->rows_per_second);
-        const std::string pct = ceiling ? bench::percent_of_copy(r.bytes_per_second, *ceiling) : "-";
-        if (ceiling && bench::ceiling_suspect(r.bytes_per_second, *ceiling)) {
+        const auto f = bench::fraction_of_copy(r, results);
+        const std::string pct = ceiling && f ? bench::percent_of_copy(*f, r.bytes_per_second, *ceiling) : "-";
+        if (ceiling && f && bench::ceiling_suspect(*f)) {
           std::printf("  %-*s %-5s %9.2f  %s\n", w, r.entry.label().c_str(), d.c_str(), r.bytes_per_second / 1e9, pct.c_str());
         } else {
           std::printf("  %-*s %-5s %9.2f %10s %10s\n", w, r.entry.label().c_str(), d.c_str(), r.bytes_per_second / 1e9,
@@ -285,7 +286,7 @@ void add_bench(CLI::App& app, int& exit_code) {
     settings.threads = f->threads;
     settings.cold = f->cold;
     if (f->quick) settings.repetitions = 3, settings.min_seconds = 0.05;
-    std::printf("lnorm bench on %s, %d thread(s), %d repetitions%s\n", bench::hardware().c_str(), settings.threads,
+    std::printf("lnorm bench on %s, %d thread(s), %d rounds%s\n", bench::hardware().c_str(), settings.threads,
                 settings.repetitions, settings.cold ? ", cold caches" : ", warm caches");
     if (onednn_why) std::printf("oneDNN baseline: not built (%s)\n", onednn_why->c_str());
     std::fflush(stdout);

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include <benchmark/benchmark.h>
+
 #include "copies.hpp"
 #include "lnorm/half.hpp"
 #include "lnorm/parallel.hpp"
@@ -34,6 +36,16 @@ std::vector<std::byte> random_data(DType d, std::int64_t count, unsigned seed) {
     else { const auto h = bf16_from_float(v); std::memcpy(p, &h, 2); }
   }
   return out;
+}
+
+void evict_caches() {
+  static std::vector<std::uint64_t> junk(64u << 17);  // 64 MiB
+  std::uint64_t sum = 0;
+  for (std::size_t i = 0; i < junk.size(); i += 8) {
+    junk[i] += 1;
+    sum += junk[i];
+  }
+  benchmark::DoNotOptimize(sum);
 }
 
 namespace {

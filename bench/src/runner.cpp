@@ -1,4 +1,5 @@
-// Entries → Google Benchmark, and its median aggregates back as Results.
+// Entries → Results: `lnorm bench` times them in rounds (rounds.cpp); the lnorm_gbench binary registers them
+// with Google Benchmark.
 #include <algorithm>
 #include <benchmark/benchmark.h>
 #include <cpuid.h>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "bodies.hpp"
+#include "rounds.hpp"
 #include "lnorm/bench.hpp"
 
 namespace lnorm::bench {
@@ -84,20 +86,6 @@ double bytes_per_call(const Entry& e, const Settings& s) {
   return bytes;
 }
 
-constexpr int kColdIterations = 20;  // per repetition; a 4096x1024 f32 call from DRAM is ~1 ms here
-
-// Writes and reads a buffer larger than any last-level cache we expect (64 MiB), so the next call
-// finds its data in DRAM. Used by --cold; the pause around it keeps it out of the timing.
-void evict_caches() {
-  static std::vector<std::uint64_t> junk(64u << 17);  // 64 MiB
-  std::uint64_t sum = 0;
-  for (std::size_t i = 0; i < junk.size(); i += 8) {
-    junk[i] += 1;
-    sum += junk[i];
-  }
-  benchmark::DoNotOptimize(sum);
-}
-
 // Google Benchmark calls a benchmark's function once per repetition (and more to size the
 // iteration count); the data is made once per entry and kept until the next entry.
 void body(benchmark::State& state, Entry e, Settings s) {
@@ -134,23 +122,6 @@ void body(benchmark::State& state, Entry e, Settings s) {
       static_cast<double>(e.shape.rows) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
-// Keeps the median aggregate of each benchmark, and errors.
-class Collector : public benchmark::BenchmarkReporter {
- public:
-  std::map<std::string, benchmark::BenchmarkReporter::Run> medians;
-  std::map<std::string, std::string> errors;
-  std::function<void(const std::string&)> progress;
-  bool ReportContext(const Context&) override { return true; }
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& r : runs) {
-      const std::string name = r.run_name.function_name;  // without "/iterations:N" and the like
-      if (r.error_occurred) errors[name] = r.error_message;
-      else if (r.run_type == Run::RT_Aggregate && r.aggregate_name == "median") medians[name] = r;
-      else if (r.run_type == Run::RT_Iteration && progress && r.repetition_index <= 0) progress(name);
-    }
-  }
-};
-
 }  // namespace
 
 void register_entries(const std::vector<Entry>& entries, const Settings& settings) {
@@ -160,7 +131,7 @@ void register_entries(const std::vector<Entry>& entries, const Settings& setting
     auto* b = benchmark::RegisterBenchmark(e.name().c_str(), body, e, settings);
     // Cold calls are timed with the eviction paused out, so Google Benchmark would keep adding
     // iterations (each with a 64 MiB sweep) to reach its minimum time: fix the count instead.
-    if (settings.cold) b->Iterations(kColdIterations);
+    if (settings.cold) b->Iterations(kColdCalls);
   }
 }
 
@@ -174,7 +145,6 @@ std::vector<std::string> benchmark_flags(const Settings& settings) {
 std::vector<Result> run(const std::vector<Entry>& entries, const Settings& settings,
                         const std::function<void(const std::string&)>& progress) {
   std::vector<Result> results;
-  std::vector<Entry> runnable;
   for (const Entry& e : entries) {
     Result r;
     r.entry = e;
@@ -188,37 +158,12 @@ std::vector<Result> run(const std::vector<Entry>& entries, const Settings& setti
       r.skipped = copy_unavailable(e.what);
     }
     r.unavailable = !r.skipped.empty();
-    if (r.skipped.empty()) runnable.push_back(e);
     results.push_back(r);
   }
-  benchmark::ClearRegisteredBenchmarks();
-  std::vector<std::string> args = {"lnorm"};
-  for (const std::string& f : benchmark_flags(settings)) args.push_back(f);
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  int argc = static_cast<int>(argv.size());
-  benchmark::Initialize(&argc, argv.data());
-  register_entries(runnable, settings);
-  Collector collector;
-  collector.progress = progress;
-  benchmark::RunSpecifiedBenchmarks(&collector);
-  benchmark::ClearRegisteredBenchmarks();
-  for (Result& r : results) {
-    if (!r.skipped.empty()) continue;
-    const std::string name = r.entry.name();
-    if (auto it = collector.errors.find(name); it != collector.errors.end()) {
-      r.skipped = it->second;
-      continue;
-    }
-    const auto it = collector.medians.find(name);
-    if (it == collector.medians.end()) {
-      r.skipped = "no measurement";
-      continue;
-    }
-    r.seconds = it->second.GetAdjustedRealTime() * 1e-9;  // the default time unit is ns
-    r.bytes_per_second = bytes_per_call(r.entry, settings) / r.seconds;
-    r.rows_per_second = static_cast<double>(r.entry.shape.rows) / r.seconds;
-  }
+  std::vector<Result*> todo;
+  for (Result& r : results)
+    if (r.skipped.empty()) todo.push_back(&r);
+  time_in_rounds(todo, settings, [&](const Entry& e) { return bytes_per_call(e, settings); }, progress);
   return results;
 }
 

@@ -47,14 +47,17 @@ struct Result {
   // and the scales written in y's place
   double bytes_per_second = 0;
   double rows_per_second = 0;
+  // Each round's bytes per second, in round order (run(): every entry of a dtype, shape and stream count is timed
+  // once per round, back to back); empty when it did not run or came from elsewhere.
+  std::vector<double> round_bytes_per_second;
   std::string skipped;        // why it did not run (unavailable kernel, oneDNN declined)
   bool unavailable = false;   // skipped before the run: this machine or build cannot run it at all
 };
 
 struct Settings {
   int threads = 1;
-  int repetitions = 5;
-  double min_seconds = 0.1;  // per repetition
+  int repetitions = 5;       // rounds (`lnorm bench`), or Google Benchmark repetitions (lnorm_gbench)
+  double min_seconds = 0.1;  // per round: back-to-back calls of one entry for at least this long
   bool affine = true;        // gamma and beta, as oneDNN's use_scale | use_shift; RMSNorm: gamma only (Llama, Gemma)
   bool cold = false;         // evict the caches before every timed call (data comes from DRAM)
 };
@@ -76,18 +79,23 @@ std::string copy_unavailable(std::string_view what);
 
 struct Ceiling {
   double bytes_per_second = 0;
-  std::string winner;  // the copy that set it
+  std::string winner;  // the copy that set it (in most rounds)
 };
-// The fastest measured copy among `results` for this dtype and shape that moves op's streams (x to y, and
-// residual to h for Add & Norm); nullopt when none was measured.
+// The copy ceiling for this dtype and shape moving op's streams (x to y, and residual to h for Add & Norm):
+// where the copies were timed in the same rounds, the median over rounds of each round's fastest copy; otherwise
+// the fastest copy's median. nullopt when no copy was measured.
 std::optional<Ceiling> copy_ceiling(const std::vector<Result>& results, DType d, const Shape& s, Op op = Op::layernorm);
+// A result's speed as a fraction of the copy: the median over rounds of its speed over that round's fastest copy
+// (a kernel and the copy sampled in the same second of a shared memory system, whose bandwidth here moves 2x from
+// minute to minute); without rounds, its median over the ceiling. nullopt without a ceiling or a measurement.
+std::optional<double> fraction_of_copy(const Result& r, const std::vector<Result>& results);
 
-// Above this many times the ceiling a result is not trusted: a kernel moves at least the copy's bytes,
+// Above this fraction of the ceiling a result is not trusted: a kernel moves at least the copy's bytes,
 // so it cannot beat the fastest copy; 5% is the spread of medians of repeated copies on a busy machine.
 inline constexpr double kSuspectAbove = 1.05;
-bool ceiling_suspect(double bytes_per_second, const Ceiling& c);
+bool ceiling_suspect(double fraction);
 // The "% of copy" cell: "41%", or "ceiling suspect: 26.10 GB/s vs copy 24.00 GB/s (avx2_stream)".
-std::string percent_of_copy(double bytes_per_second, const Ceiling& c);
+std::string percent_of_copy(double fraction, double bytes_per_second, const Ceiling& c);
 
 // Registers the entries with Google Benchmark (names Entry::name()). For the lnorm_gbench binary,
 // which passes benchmark_flags(settings) ahead of its own command line.
