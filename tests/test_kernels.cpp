@@ -2,6 +2,7 @@
 #include <cpuid.h>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <set>
 #include <string>
 #include <tuple>
@@ -9,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "kernel_cases.hpp"
+#include "lnorm/format.hpp"
 #include "lnorm/params.hpp"
 #include "lnorm/registry.hpp"
 
@@ -179,6 +181,39 @@ TEST_CASE("every kernel: results are bitwise identical for 1, 2 and 3 threads", 
       INFO(k.name << " " << name(d));
       CHECK(ys[0] == ys[1]);
       CHECK(ys[0] == ys[2]);
+    }
+  }
+}
+
+// verify draws finite gamma and beta; this is their NaN and Inf. The SIMD kernels' bf16 narrowing skips its NaN
+// case where gamma and beta are finite (simd_body.hpp kFiniteNarrowing): here they are not, and every column whose
+// gamma or beta is NaN or Inf must come out non-finite as welford's does, the others finite and as before.
+TEST_CASE("every kernel: NaN or Inf in gamma or beta gives welford's non-finite columns and no other", "[kernels][nan]") {
+  for (const KernelInfo& k : registry()) {
+    for (DType d : {DType::f32, DType::bf16, DType::f16}) {
+      if (unavailable_reason(k, make_problem(1, 8, d, 1e-5, true, true))) continue;
+      for (std::int64_t cols : {129, 4100}) {  // 4100: past kWideMax, gamma and beta read in x's dtype
+        const std::int64_t rows = 5;
+        const auto x = testing::encode(d, testing::normal(d, rows * cols, 3, 2, 21));
+        auto g = testing::normal(d, cols, 1, 0.5, 22), b = testing::normal(d, cols, 0, 1, 23);
+        g[3] = std::numeric_limits<double>::quiet_NaN(), g[6] = std::numeric_limits<double>::infinity();
+        b[10] = -std::numeric_limits<double>::quiet_NaN(), b[12] = -std::numeric_limits<double>::infinity();
+        const auto gb = testing::encode(d, g), bb = testing::encode(d, b);
+        const auto run = [&](const KernelInfo& kk) {
+          std::vector<std::byte> y(x.size()), mean(rows * 8), rstd(rows * 8);
+          kk.run(make_problem(rows, cols, d, 1e-5, true, true), Tensors{x.data(), gb.data(), bb.data(), y.data(), mean.data(), rstd.data()});
+          return y;
+        };
+        const auto want = run(kernel("welford")), got = run(k);
+        INFO(k.name << " " << name(d) << " cols " << cols);
+        int non_finite = 0;
+        for (std::int64_t i = 0; i < rows * cols; ++i) {
+          const double w = value_at(d, want.data(), i), v = value_at(d, got.data(), i);
+          if (std::isnan(w) != std::isnan(v) || std::isinf(w) != std::isinf(v)) FAIL_CHECK("element " << i << ": " << v << ", welford " << w);
+          non_finite += !std::isfinite(v);
+        }
+        CHECK(non_finite == 4 * rows);
+      }
     }
   }
 }

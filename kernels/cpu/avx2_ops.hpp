@@ -75,8 +75,7 @@ struct Avx2Ops {
   // vcvtneps2bf16 and the emulation). 32-bit lanes holding the 16-bit result.
   static __m256i bf16_int32(__m256 v) {
     const __m256i bits = _mm256_castps_si256(v);
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
-    const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
+    const __m256i r = bf16_int32_finite(v);
     const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
     const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(0x40));
     return _mm256_blendv_epi8(r, quiet, nan);
@@ -133,20 +132,22 @@ struct Avx2Ops {
   }
   // 16 values, a then b: the same bits as store(p, a); store(p + 8, b). bf16 narrows both with one in-lane pack
   // and one permute, not an extract and a pack per vector: perf put 60% of avx2's bf16 output loop on those.
-  template <class T>
+  // Finite: the caller knows no lane is NaN (Inf may be), so bf16 skips the NaN lanes' quieting: 4 of its 13
+  // operations per vector (the same bits for every non-NaN lane).
+  template <class T, bool Finite = false>
   static void store2(typename T::Bits* p, F a, F b) {
     if constexpr (std::is_same_v<T, BF16>) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), pack_bf16(a, b));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), pack_bf16<Finite>(a, b));
     } else {
       store<T>(p, a);
       store<T>(p + 8, b);
     }
   }
   // Non-temporal: p aligned to 32 bytes.
-  template <class T>
+  template <class T, bool Finite = false>
   static void stream2(typename T::Bits* p, F a, F b) {
     if constexpr (std::is_same_v<T, BF16>) {
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(p), pack_bf16(a, b));
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(p), pack_bf16<Finite>(a, b));
     } else if constexpr (std::is_same_v<T, F32>) {
       _mm256_stream_ps(p, a);
       _mm256_stream_ps(p + 8, b);
@@ -154,9 +155,17 @@ struct Avx2Ops {
       _mm256_stream_si256(reinterpret_cast<__m256i*>(p), _mm256_set_m128i(to_bits16<T>(b), to_bits16<T>(a)));
     }
   }
+  // Round to nearest even without the NaN case: ±Inf and the overflow of the largest values to Inf come out right.
+  static __m256i bf16_int32_finite(__m256 v) {
+    const __m256i bits = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+    return _mm256_srli_epi32(_mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
+  }
+  template <bool Finite = false>
   static __m256i pack_bf16(F a, F b) {
     // packus interleaves the 128-bit halves (a0-3 b0-3 | a4-7 b4-7); the permute puts a before b.
-    return _mm256_permute4x64_epi64(_mm256_packus_epi32(bf16_int32(a), bf16_int32(b)), 0xD8);
+    if constexpr (Finite) return _mm256_permute4x64_epi64(_mm256_packus_epi32(bf16_int32_finite(a), bf16_int32_finite(b)), 0xD8);
+    else return _mm256_permute4x64_epi64(_mm256_packus_epi32(bf16_int32(a), bf16_int32(b)), 0xD8);
   }
   // Non-temporal: p aligned to 8 * sizeof(Bits) bytes. The same values as store.
   template <class T>

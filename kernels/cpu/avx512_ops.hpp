@@ -122,12 +122,13 @@ struct Avx512Ops {
     else _mm256_stream_si256(reinterpret_cast<__m256i*>(p), to_bits16<T>(v));
   }
   // 2 x 16 values, a then b (the same as two stores: AVX-512 narrows with one vpmovdw per vector already).
-  template <class T>
+  // Finite (the caller knows no lane is NaN): the same bits; AVX2's bf16 narrowing uses it (avx2_ops.hpp).
+  template <class T, bool Finite = false>
   static void store2(typename T::Bits* p, F a, F b) {
     store<T>(p, a);
     store<T>(p + 16, b);
   }
-  template <class T>
+  template <class T, bool Finite = false>
   static void stream2(typename T::Bits* p, F a, F b) {
     stream<T>(p, a);
     stream<T>(p + 16, b);

@@ -257,7 +257,7 @@ Stats stats_of(const typename T::Bits* x, std::int64_t n, float eps, bool centre
 // this pass runs from L1 (kPrefetch).
 // X: how x is stored (T, or F32: Add & Norm's f32 h beside 16-bit y); T: y's storage; Gs: how gamma and beta
 // are stored (T, or F32 once widened: rows_wide).
-template <class V, class X, class T, class Gs, bool G, bool B, bool NT, bool Centred>
+template <class V, class X, class T, class Gs, bool G, bool B, bool NT, bool Centred, bool Finite = false>
 void normalize_row(const typename X::Bits* x, const typename Gs::Bits* gamma, const typename Gs::Bits* beta,
                    typename T::Bits* y, std::int64_t n, const Stats& s, const typename X::Bits* next) {
   using F = typename V::F;
@@ -296,20 +296,40 @@ void normalize_row(const typename X::Bits* x, const typename Gs::Bits* gamma, co
           V::prefetch_l2(next + i);
         }
       }
-      V::template stream2<T>(y + i, one(i, 0, false), one(i + L, 0, false));
+      V::template stream2<T, Finite>(y + i, one(i, 0, false), one(i + L, 0, false));
     }
     if (i + L <= n) {
       V::template stream<T>(y + i, one(i, 0, false));
       i += L;
     }
   } else {
-    for (; i + kStep <= n; i += kStep) V::template store2<T>(y + i, one(i, 0, false), one(i + L, 0, false));
+    for (; i + kStep <= n; i += kStep) V::template store2<T, Finite>(y + i, one(i, 0, false), one(i + L, 0, false));
     if (i + L <= n) {
       V::template store<T>(y + i, one(i, 0, false));
       i += L;
     }
   }
   if (i < n) masked_at(i, n - i);
+}
+
+// Whether a bf16 y's narrowing may skip NaN lanes where they cannot occur (AVX2: 4 of 13 operations a vector).
+// `lnorm bench --kernel avx2 --shape 1024x768 --dtype bf16`, two runs before and after, AMD EPYC (Zen 3, AVX2):
+// LayerNorm 8.4, 9.0 → 11.2, 11.8 GB/s; RMSNorm 10.9, 12.2 → 14.6, 14.9. Other storage types gain nothing.
+template <class T>
+constexpr bool kFiniteNarrowing = std::is_same_v<T, BF16>;
+
+// No NaN or Inf among p[0, n) (gamma or beta as the output loop reads them: f32 once widened, or x's storage).
+template <class S>
+bool all_finite(const typename S::Bits* p, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<S, F32>) {
+      if (!__builtin_isfinite(p[i])) return false;
+    } else {
+      constexpr unsigned kExp = std::is_same_v<S, BF16> ? 0x7F80u : 0x7C00u;  // bf16's / f16's exponent field
+      if ((p[i] & kExp) == kExp) return false;
+    }
+  }
+  return true;
 }
 
 // Q: the quantized epilogue. Each row's y is formed in f32 (T = F32) into q_row (cols floats, the generic
@@ -327,6 +347,9 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
   const std::int64_t n = p.cols;
   const float eps = static_cast<float>(p.eps);
   const bool is_centred = p.op.norm == Norm::layernorm;  // one row driver for both ops: only the statistics differ
+  // A safe row's y is never NaN where gamma and beta are finite: x − m, the statistics and t are finite there, and
+  // a finite product and sum round to ±Inf at worst. The bf16 narrowing then skips its NaN case (store2's Finite).
+  const bool finite = kFiniteNarrowing<T> && (!G || all_finite<Gs>(gamma, n)) && (!B || all_finite<Gs>(beta, n));
   // Row + 1's statistics before row's output pass: the scalar tail of one row's
   // statistics (f64 divisions and sqrt) overlaps the other row's output loop.
   Stats next = begin < end ? stats_of<V, X>(x + begin * n, n, eps, is_centred) : Stats{};
@@ -343,13 +366,17 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
     const XBits* ahead = row + kAhead < end ? xr + kAhead * n : xr;
     typename T::Bits* yr = Q ? reinterpret_cast<typename T::Bits*>(q_row) : y + row * n;
     const bool nt = NT && head_to_align(yr, 64) >= 0;
-    if (is_centred) {
-      if (nt) normalize_row<V, X, T, Gs, G, B, NT, true>(xr, gamma, beta, yr, n, s, ahead);
-      else normalize_row<V, X, T, Gs, G, B, false, true>(xr, gamma, beta, yr, n, s, ahead);
-    } else {
-      if (nt) normalize_row<V, X, T, Gs, G, B, NT, false>(xr, gamma, beta, yr, n, s, ahead);
-      else normalize_row<V, X, T, Gs, G, B, false, false>(xr, gamma, beta, yr, n, s, ahead);
-    }
+    const auto out = [&]<bool Finite>() LNORM_ALWAYS_INLINE {
+      if (is_centred) {
+        if (nt) normalize_row<V, X, T, Gs, G, B, NT, true, Finite>(xr, gamma, beta, yr, n, s, ahead);
+        else normalize_row<V, X, T, Gs, G, B, false, true, Finite>(xr, gamma, beta, yr, n, s, ahead);
+      } else {
+        if (nt) normalize_row<V, X, T, Gs, G, B, NT, false, Finite>(xr, gamma, beta, yr, n, s, ahead);
+        else normalize_row<V, X, T, Gs, G, B, false, false, Finite>(xr, gamma, beta, yr, n, s, ahead);
+      }
+    };
+    if (finite) out.template operator()<kFiniteNarrowing<T>>();
+    else out.template operator()<false>();
     if constexpr (Q) quantize_row_simd<V>(p.quant, q_row, n, static_cast<std::uint8_t*>(t.q) + row * n, t.scales, row);
   }
   if (NT) V::sfence();

@@ -182,12 +182,13 @@ struct EmulatedOps {
   static void stream(typename T::Bits* p, F v) {
     mask_store<T>(static_cast<M>(kAll), p, v);
   }
-  template <class T>
+  // Finite (the caller knows no lane is NaN): the same bits; AVX2's bf16 narrowing uses it (avx2_ops.hpp).
+  template <class T, bool Finite = false>
   static void store2(typename T::Bits* p, F a, F b) {
     store<T>(p, a);
     store<T>(p + L, b);
   }
-  template <class T>
+  template <class T, bool Finite = false>
   static void stream2(typename T::Bits* p, F a, F b) {
     store2<T>(p, a, b);
   }
