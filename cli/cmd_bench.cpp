@@ -63,6 +63,9 @@ nlohmann::json result_json(const Result& r, const std::vector<Result>& all) {
                       {"seconds", r.seconds},           {"bytes_per_second", r.bytes_per_second},
                       {"rows_per_second", r.rows_per_second}};
   if (!r.skipped.empty()) j["skipped"] = r.skipped;
+  // Each round's GB/s (the entries of a dtype, shape and stream count timed once per round, back to back): a ratio
+  // of two kernels taken per round sees the same second of a shared machine (scripts/bench_ratios.py).
+  if (!r.round_bytes_per_second.empty()) j["round_bytes_per_second"] = r.round_bytes_per_second;
   const auto ceiling = bench::copy_ceiling(all, r.entry.dtype, r.entry.shape, r.entry.op);
   const Result* od = find(all, "onednn", r.entry.dtype, r.entry.shape, r.entry.op);
   if (ceiling) j["copy"] = {{"winner", ceiling->winner}, {"bytes_per_second", ceiling->bytes_per_second}};
