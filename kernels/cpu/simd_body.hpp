@@ -190,12 +190,12 @@ float row_shift(const typename T::Bits* x, std::int64_t n) {
   return std::isfinite(shift) ? shift : x0;
 }
 
+// shift: row_shift<V, T>(x, n), taken by the caller (rows_typed takes it a row ahead).
 template <class V, class T>
-Stats row_stats(const typename T::Bits* x, std::int64_t n, float eps) {
+Stats row_stats(const typename T::Bits* x, std::int64_t n, float eps, float shift) {
   const double nd = static_cast<double>(n), epsd = static_cast<double>(eps);
   // Pass 1, fused: S = Σ (x − shift), Q = Σ (x − shift)² in one read; accepted when the
   // cancellation factor K = (Q/n)/var is at most kMaxCancel and the range is safe.
-  const float shift = row_shift<V, T>(x, n);
   double s1 = 0, q1 = 0;
   centred_sums<V, T>(x, n, shift, s1, q1);
   const double mean = static_cast<double>(shift) + s1 / nd;
@@ -246,9 +246,10 @@ Stats rms_stats(const typename T::Bits* x, std::int64_t n, float eps) {
   return {0.0f, 0.0f, rstd, safe};
 }
 
+// shift: LayerNorm's row_shift (RMSNorm: unused).
 template <class V, class T>
-Stats stats_of(const typename T::Bits* x, std::int64_t n, float eps, bool centred) {
-  return centred ? row_stats<V, T>(x, n, eps) : rms_stats<V, T>(x, n, eps);
+Stats stats_of(const typename T::Bits* x, std::int64_t n, float eps, bool centred, float shift) {
+  return centred ? row_stats<V, T>(x, n, eps, shift) : rms_stats<V, T>(x, n, eps);
 }
 
 // y = fma(x − m, rstd, −mean_lo·rstd) · γ + β (the two-float centre in one FMA); RMSNorm (Centred = false)
@@ -350,13 +351,19 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
   // A safe row's y is never NaN where gamma and beta are finite: x − m, the statistics and t are finite there, and
   // a finite product and sum round to ±Inf at worst. The bf16 narrowing then skips its NaN case (store2's Finite).
   const bool finite = kFiniteNarrowing<T> && (!G || all_finite<Gs>(gamma, n)) && (!B || all_finite<Gs>(beta, n));
-  // Row + 1's statistics before row's output pass: the scalar tail of one row's
-  // statistics (f64 divisions and sqrt) overlaps the other row's output loop.
-  Stats next = begin < end ? stats_of<V, X>(x + begin * n, n, eps, is_centred) : Stats{};
+  // Row + 1's statistics before row's output pass: the scalar tail of one row's statistics (f64 divisions and
+  // sqrt) overlaps the other row's output loop. Row + 2's shift too: it is a chain of ~40 cycles (32 loads, f64
+  // sums, a horizontal sum through memory) that the row's sums wait on. The same bits. avx2 LayerNorm f32 against
+  // the best sketch, median of per-round ratios, four runs of each binary alternating (AMD EPYC Zen 3): 64x768
+  // 0.85-0.94 → 0.93-1.00; 64x4096 and 1024x768 unchanged within the spread (docs/performance.md, issue 37 on AVX2).
+  const auto shift_of = [&](std::int64_t r) { return is_centred ? row_shift<V, X>(x + r * n, n) : 0.0f; };
+  Stats next = begin < end ? stats_of<V, X>(x + begin * n, n, eps, is_centred, shift_of(begin)) : Stats{};
+  float shift_next = begin + 1 < end ? shift_of(begin + 1) : 0.0f;
   for (std::int64_t row = begin; row < end; ++row) {
     const XBits* xr = x + row * n;
     const Stats s = next;
-    if (row + 1 < end) next = stats_of<V, X>(xr + n, n, eps, is_centred);
+    if (row + 1 < end) next = stats_of<V, X>(xr + n, n, eps, is_centred, shift_next);
+    if (row + 2 < end) shift_next = shift_of(row + 2);
     if (!s.safe) {
       welford_row(p, t, row);
       continue;
