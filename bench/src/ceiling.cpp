@@ -5,16 +5,11 @@
 #include <map>
 
 #include "lnorm/bench.hpp"
+#include "rounds.hpp"  // median
 
 namespace lnorm::bench {
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 std::vector<const Result*> copies_for(const std::vector<Result>& results, DType d, const Shape& s, Op op) {
   std::vector<const Result*> out;

@@ -59,15 +59,15 @@ double time_round(Body& b, long calls, bool cold) {
   return total / static_cast<double>(calls);
 }
 
+}  // namespace
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-}  // namespace
-
-void time_in_rounds(std::vector<Result*>& todo, const Settings& settings, const std::function<double(const Entry&)>& bytes,
+void time_in_rounds(const std::vector<Result*>& todo, const Settings& settings, const std::function<double(const Entry&)>& bytes,
                     const std::function<void(const std::string&)>& progress) {
   // Groups in first-seen order; every body of a group is resident while it runs (memory: the sum of their
   // operands, a few GiB at 16384x4096).
