@@ -67,4 +67,13 @@ void ops_d(const double* a, const double* b, const double* c, float y_min, doubl
   std::memcpy(near16 + 8, h, sizeof(std::uint16_t) * V::kDLanes);
 }
 
+// The backward's subnormal test (avx2_ops.hpp's subnormal_key): out[g] = whether either of the two vectors of
+// group g (16 floats) holds a subnormal, the key taken over both.
+void any_subnormal(const float* in, std::int64_t groups, std::uint8_t* out) {
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const float* v = in + g * 16;
+    out[g] = V::any_subnormal(V::subnormal_key(V::subnormal_key(V::subnormal_key_init(), _mm256_loadu_ps(v)), _mm256_loadu_ps(v + 8)));
+  }
+}
+
 }  // namespace lnorm::testing::avx2_probe

@@ -73,4 +73,13 @@ void bf16_raw(const float* in, std::uint16_t* out, std::int64_t n) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_loadu_ps(in + i))));
 }
 
+// The backward's subnormal test on 16 lanes (avx2_native_probe.cpp's twin): groups of 32 floats.
+void any_subnormal(const float* in, std::int64_t groups, std::uint8_t* out) {
+  using V = Avx512Ops<false>;
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const float* v = in + g * 32;
+    out[g] = V::any_subnormal(V::subnormal_key(V::subnormal_key(V::subnormal_key_init(), _mm512_loadu_ps(v)), _mm512_loadu_ps(v + 16)));
+  }
+}
+
 }  // namespace lnorm::testing::avx512_probe

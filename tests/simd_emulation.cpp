@@ -95,4 +95,18 @@ void emu_ops_d(int lanes, const double* a, const double* b, const double* c, flo
   else ops_d<8>(a, b, c, y_min, fma, mx, masks, near16);
 }
 
+void emu_any_subnormal(int lanes, const float* in, std::int64_t groups, std::uint8_t* out) {
+  const auto run = [&](auto ops) {
+    using V = decltype(ops);
+    for (std::int64_t g = 0; g < groups; ++g) {
+      typename V::F a, b;
+      std::memcpy(a.v, in + g * 2 * V::kLanes, sizeof a.v);
+      std::memcpy(b.v, in + g * 2 * V::kLanes + V::kLanes, sizeof b.v);
+      out[g] = V::any_subnormal(V::subnormal_key(V::subnormal_key(V::subnormal_key_init(), a), b));
+    }
+  };
+  if (lanes == 16) run(EmulatedOps<16>{});
+  else run(EmulatedOps<8>{});
+}
+
 }  // namespace lnorm::testing::simd_emulation

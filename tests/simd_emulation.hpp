@@ -33,4 +33,8 @@ float emu_widen_f16(std::uint16_t h);
 void emu_ops_d(int lanes, const double* a, const double* b, const double* c, float y_min, double* fma, double* mx,
                std::uint8_t* masks, std::uint16_t* near16);
 
+// The backward's subnormal test (subnormal_key over two vectors, then any_subnormal) on groups of 2·lanes floats:
+// out[g] = whether group g holds a subnormal. The probes' any_subnormal are the native twins.
+void emu_any_subnormal(int lanes, const float* in, std::int64_t groups, std::uint8_t* out);
+
 }  // namespace lnorm::testing::simd_emulation

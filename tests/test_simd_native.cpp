@@ -27,7 +27,8 @@
   void f16_d(const double* in, std::uint16_t* out, std::int64_t n);                                                   \
   void widen_f16(const std::uint16_t* in, float* out, std::int64_t n);                                                \
   void ops_d(const double* a, const double* b, const double* c, float y_min, double* fma, double* mx, std::uint8_t* masks, \
-             std::uint16_t* near16);
+             std::uint16_t* near16);                                                                                \
+  void any_subnormal(const float* in, std::int64_t groups, std::uint8_t* out);
 namespace lnorm::testing::avx512_probe {
 LNORM_PROBE_DECLS
 void bf16_raw(const float* in, std::uint16_t* out, std::int64_t n);
@@ -216,13 +217,14 @@ struct Probe {
   void (*f16_d)(const double*, std::uint16_t*, std::int64_t);
   void (*widen_f16)(const std::uint16_t*, float*, std::int64_t);
   void (*ops_d)(const double*, const double*, const double*, float, double*, double*, std::uint8_t*, std::uint16_t*);
+  void (*any_subnormal)(const float*, std::int64_t, std::uint8_t*);
 };
 namespace p512 = lnorm::testing::avx512_probe;
 namespace p2 = lnorm::testing::avx2_probe;
 Probe avx512_probe() {
-  return {16, cpu::cpu_has_avx512_bf16(), &p512::bf16_f, &p512::f16_f, &p512::bf16_d, &p512::f16_d, &p512::widen_f16, &p512::ops_d};
+  return {16, cpu::cpu_has_avx512_bf16(), &p512::bf16_f, &p512::f16_f, &p512::bf16_d, &p512::f16_d, &p512::widen_f16, &p512::ops_d, &p512::any_subnormal};
 }
-const Probe kAvx2Probe{8, false, &p2::bf16_f, &p2::f16_f, &p2::bf16_d, &p2::f16_d, &p2::widen_f16, &p2::ops_d};
+const Probe kAvx2Probe{8, false, &p2::bf16_f, &p2::f16_f, &p2::bf16_d, &p2::f16_d, &p2::widen_f16, &p2::ops_d, &p2::any_subnormal};
 
 void narrowing_equals_emulation(const Probe& probe) {
   const auto in = conversion_inputs();
@@ -338,6 +340,45 @@ void ops_d_equal_emulation(const Probe& probe) {
 }
 }  // namespace
 
+namespace {
+// The backward's subnormal test (subnormal_key, any_subnormal): a group of two vectors holds one probe value in a
+// lane that moves with the index, beside values that are not subnormal (±0, normals at both ends, ±Inf, NaNs);
+// the answer must be fpclassify's, natively and in the emulation (both widths). Probe values: every f32 exponent
+// with fractions at and around the subnormal boundary's edges, and random patterns.
+void subnormal_test_equals_fpclassify(const Probe& probe) {
+  std::vector<float> probes;
+  for (std::uint32_t e = 0; e < 256; ++e)
+    for (std::uint32_t f : {0u, 1u, 2u, 0x3FFFFFu, 0x400000u, 0x7FFFFEu, 0x7FFFFFu})
+      for (std::uint32_t sign : {0u, 0x80000000u}) probes.push_back(std::bit_cast<float>(sign | e << 23 | f));
+  std::mt19937 rng(4);
+  for (int i = 0; i < 200000; ++i) probes.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(rng())));
+  for (int i = 0; i < 20000; ++i) probes.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(rng()) & 0x807FFFFFu));  // subnormal or 0
+  const float others[] = {0.0f, -0.0f, 0x1p-126f, -0x1p-126f, 1.0f, 0x1.fffffep127f, INFINITY, -INFINITY, NAN, -NAN};
+  const int width = 2 * probe.lanes;
+  const auto groups = static_cast<std::int64_t>(probes.size());
+  std::vector<float> in(probes.size() * static_cast<std::size_t>(width));
+  std::vector<std::uint8_t> native(probes.size()), emulated(probes.size());
+  for (std::size_t g = 0; g < probes.size(); ++g) {
+    for (int l = 0; l < width; ++l) in[g * width + l] = others[(g + static_cast<std::size_t>(l)) % std::size(others)];
+    in[g * width + g % static_cast<std::size_t>(width)] = probes[g];
+  }
+  probe.any_subnormal(in.data(), groups, native.data());
+  emu::emu_any_subnormal(probe.lanes, in.data(), groups, emulated.data());
+  std::size_t bad_native = 0, bad_emulated = 0, subnormals = 0, first = 0;
+  for (std::size_t g = 0; g < probes.size(); ++g) {
+    const bool want = std::fpclassify(probes[g]) == FP_SUBNORMAL;
+    subnormals += want;
+    if ((native[g] != 0) != want && bad_native++ == 0) first = g;
+    bad_emulated += (emulated[g] != 0) != want;
+  }
+  INFO(probes.size() << " groups, " << subnormals << " with a subnormal; first native miss 0x" << std::hex
+                     << std::bit_cast<std::uint32_t>(probes[first]));
+  CHECK(bad_native == 0);
+  CHECK(bad_emulated == 0);
+  CHECK(subnormals > 20000);
+}
+}  // namespace
+
 TEST_CASE("native AVX-512 f32 -> bf16 (AVX512-BF16 and integer) and f32 -> f16 equal the emulated conversions", "[avx512][native]") {
   narrowing_equals_emulation(avx512_probe());
 }
@@ -352,6 +393,12 @@ TEST_CASE("native AVX2 f32 -> bf16 (integer) and f32 -> f16 equal the emulated c
 }
 TEST_CASE("native AVX2 f64 -> f16/bf16 through round-to-odd f32 equals the emulation, and f16 -> f32 too", "[avx2_ops][native]") {
   odd_narrowing_equals_emulation(kAvx2Probe);
+}
+TEST_CASE("native AVX-512 subnormal_key finds exactly the groups that hold a subnormal, as the emulation", "[avx512][native]") {
+  subnormal_test_equals_fpclassify(avx512_probe());
+}
+TEST_CASE("native AVX2 subnormal_key finds exactly the groups that hold a subnormal, as the emulation", "[avx2_ops][native]") {
+  subnormal_test_equals_fpclassify(kAvx2Probe);
 }
 TEST_CASE("native AVX2 fmadd_pd, max_pd, join_ps, differ_bits, near_mid16_f and store equal the emulation", "[avx2_ops][native]") {
   ops_d_equal_emulation(kAvx2Probe);

@@ -44,12 +44,19 @@ struct Avx2Ops {
   static float first(F a) { return _mm256_cvtss_f32(a); }
   static F abs(F a) { return _mm256_and_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF))); }
   static F max(F a, F b) { return _mm256_max_ps(a, b); }  // a > b ? a : b (b where either is NaN, or both are zeros)
-  static M subnormal(F a) {  // exponent field 0, fraction not 0
-    const __m256i bits = _mm256_castps_si256(a);
-    const __m256i zero = _mm256_setzero_si256();
-    const __m256i exp0 = _mm256_cmpeq_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x7F800000)), zero);
-    const __m256i frac0 = _mm256_cmpeq_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x007FFFFF)), zero);
-    return static_cast<M>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_andnot_si256(frac0, exp0))));
+  // Whether any of a row's values was subnormal, as a running unsigned minimum of bits(|a|) − 1 per lane (key
+  // starts at all ones, subnormal_key_init): that is below 0x007FFFFF exactly for a subnormal a (±0 wraps to all
+  // ones; normals, Inf and NaN are at or above it). Two instructions besides |a| (shared with the row's max|a|),
+  // where an exponent-and-fraction test took seven on AVX2 (the backward's pass 1: simd_backward_body.hpp).
+  static F subnormal_key_init() { return _mm256_castsi256_ps(_mm256_set1_epi32(-1)); }
+  static F subnormal_key(F key, F a) {
+    const __m256i m1 = _mm256_sub_epi32(_mm256_castps_si256(abs(a)), _mm256_set1_epi32(1));
+    return _mm256_castsi256_ps(_mm256_min_epu32(_mm256_castps_si256(key), m1));
+  }
+  static bool any_subnormal(F key) {
+    const __m256i k = _mm256_castps_si256(key);
+    const __m256i below = _mm256_cmpeq_epi32(_mm256_min_epu32(k, _mm256_set1_epi32(0x007FFFFE)), k);  // k ≤ 0x007FFFFE
+    return _mm256_movemask_ps(_mm256_castsi256_ps(below)) != 0;
   }
   static void store_ps(float* p, F a) { _mm256_storeu_ps(p, a); }
   // avx512_ops.hpp's f32-width steps of the correctly rounded kernels, on 8 lanes (lo in 0-3, hi in 4-7).
@@ -80,8 +87,9 @@ struct Avx2Ops {
     const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(0x40));
     return _mm256_blendv_epi8(r, quiet, nan);
   }
+  template <bool Finite = false>
   static __m128i bf16_int(__m256 v) {
-    const __m256i r = bf16_int32(v);  // ≤ 0xFFFF per lane: packus keeps it
+    const __m256i r = Finite ? bf16_int32_finite(v) : bf16_int32(v);  // ≤ 0xFFFF per lane: packus keeps it
     return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
   }
   static __m256 widen_bf16(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
@@ -91,10 +99,11 @@ struct Avx2Ops {
     if constexpr (std::is_same_v<T, F16>) return _mm256_cvtph_ps(h);
     else return widen_bf16(h);
   }
-  template <class T>
+  // Finite: as store2's (below).
+  template <class T, bool Finite = false>
   static __m128i to_bits16(F v) {
     if constexpr (std::is_same_v<T, F16>) return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    else return bf16_int(v);
+    else return bf16_int<Finite>(v);
   }
 
   template <class T>
@@ -114,10 +123,10 @@ struct Avx2Ops {
       return from_bits16<T>(_mm_load_si128(reinterpret_cast<const __m128i*>(buf)));
     }
   }
-  template <class T>
+  template <class T, bool Finite = false>
   static void store(typename T::Bits* p, F v) {
     if constexpr (std::is_same_v<T, F32>) _mm256_storeu_ps(p, v);
-    else _mm_storeu_si128(reinterpret_cast<__m128i*>(p), to_bits16<T>(v));
+    else _mm_storeu_si128(reinterpret_cast<__m128i*>(p), to_bits16<T, Finite>(v));
   }
   template <class T>
   static void mask_store(M k, typename T::Bits* p, F v) {
@@ -168,14 +177,18 @@ struct Avx2Ops {
     else return _mm256_permute4x64_epi64(_mm256_packus_epi32(bf16_int32(a), bf16_int32(b)), 0xD8);
   }
   // Non-temporal: p aligned to 8 * sizeof(Bits) bytes. The same values as store.
-  template <class T>
+  template <class T, bool Finite = false>
   static void stream(typename T::Bits* p, F v) {
     if constexpr (std::is_same_v<T, F32>) _mm256_stream_ps(p, v);
-    else _mm_stream_si128(reinterpret_cast<__m128i*>(p), to_bits16<T>(v));
+    else _mm_stream_si128(reinterpret_cast<__m128i*>(p), to_bits16<T, Finite>(v));
   }
   static void sfence() { _mm_sfence(); }
-  static void prefetch_l2(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1); }
-  static void prefetch_l1(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+  // Forced inline: GCC 12 found these wrappers of __builtin_prefetch "looping const" and its first DCE of
+  // the callers (cddce1, before they were inlined) deleted the backward's calls to prefetch_l1 from avx2.cpp
+  // as dead code (none of avx2's 24 prefetcht0 reached the object; avx512.cpp's did). Inlined first, the
+  // builtin is kept.
+  __attribute__((always_inline)) static void prefetch_l2(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1); }
+  __attribute__((always_inline)) static void prefetch_l1(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 
   // ---- 4 f64 lanes (avx2_cr) ----
   static D zero_pd() { return _mm256_setzero_pd(); }

@@ -38,7 +38,14 @@ struct Avx512Ops {
   static float first(F a) { return _mm512_cvtss_f32(a); }
   static F abs(F a) { return _mm512_abs_ps(a); }  // the sign bit cleared (NaN payloads kept)
   static F max(F a, F b) { return _mm512_max_ps(a, b); }  // a > b ? a : b (b where either is NaN, or both are zeros)
-  static M subnormal(F a) { return _mm512_fpclass_ps_mask(a, 0x20); }  // vfpclassps (DQ): lanes holding a subnormal
+  // Whether any value was subnormal: avx2_ops.hpp's running unsigned minimum of bits(|a|) − 1 (below 0x007FFFFF
+  // exactly for a subnormal a).
+  static F subnormal_key_init() { return _mm512_castsi512_ps(_mm512_set1_epi32(-1)); }
+  static F subnormal_key(F key, F a) {
+    const __m512i m1 = _mm512_sub_epi32(_mm512_castps_si512(abs(a)), _mm512_set1_epi32(1));
+    return _mm512_castsi512_ps(_mm512_min_epu32(_mm512_castps_si512(key), m1));
+  }
+  static bool any_subnormal(F key) { return _mm512_cmple_epu32_mask(_mm512_castps_si512(key), _mm512_set1_epi32(0x007FFFFE)) != 0; }
   static void store_ps(float* p, F a) { _mm512_storeu_ps(p, a); }
   // The correctly rounded kernels' f32-width steps (simd_body.hpp, cr::normalize_row). lo and hi rounded to
   // nearest f32, lo in lanes 0-7, hi in 8-15.
@@ -105,7 +112,7 @@ struct Avx512Ops {
     if constexpr (std::is_same_v<T, F32>) return _mm512_maskz_loadu_ps(k, p);
     else return from_bits16<T>(_mm256_maskz_loadu_epi16(k, p));
   }
-  template <class T>
+  template <class T, bool Finite = false>  // Finite: store2's; the same bits either way here
   static void store(typename T::Bits* p, F v) {
     if constexpr (std::is_same_v<T, F32>) _mm512_storeu_ps(p, v);
     else _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), to_bits16<T>(v));
@@ -116,7 +123,7 @@ struct Avx512Ops {
     else _mm256_mask_storeu_epi16(p, k, to_bits16<T>(v));
   }
   // Non-temporal: p aligned to 16 * sizeof(Bits) bytes. The same values as store.
-  template <class T>
+  template <class T, bool Finite = false>
   static void stream(typename T::Bits* p, F v) {
     if constexpr (std::is_same_v<T, F32>) _mm512_stream_ps(p, v);
     else _mm256_stream_si256(reinterpret_cast<__m256i*>(p), to_bits16<T>(v));
@@ -135,8 +142,9 @@ struct Avx512Ops {
   }
   static void sfence() { _mm_sfence(); }
   // A hint only (fetch the line at p into L2); no value changes.
-  static void prefetch_l2(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1); }
-  static void prefetch_l1(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+  // Forced inline, as avx2_ops.hpp's: GCC 12's early DCE deleted calls to the out-of-line wrappers.
+  __attribute__((always_inline)) static void prefetch_l2(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1); }
+  __attribute__((always_inline)) static void prefetch_l1(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 
   // ---- 8 f64 lanes (avx512_cr) ----
   static D zero_pd() { return _mm512_setzero_pd(); }

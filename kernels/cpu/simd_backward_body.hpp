@@ -61,10 +61,10 @@ template <class V>
 struct Sums {
   typename V::D d_lo, d_hi, g_lo, g_hi, gu_lo, gu_hi;
   typename V::F max_g, max_dy;
-  typename V::M sub_dy;
+  typename V::F sub_key;  // whether a dy (RMSNorm: or an x) was subnormal: V::subnormal_key
   static Sums zero() {
     const typename V::D z = V::zero_pd();
-    return {z, z, z, z, z, z, V::zero(), V::zero(), 0};
+    return {z, z, z, z, z, z, V::zero(), V::zero(), V::subnormal_key_init()};
   }
 };
 
@@ -104,8 +104,8 @@ inline void pass1(Sums<V>& s, typename V::F d, typename V::F vdy, typename V::F 
   const typename V::F g = V::mul(vdy, vw);
   s.max_g = V::max(s.max_g, V::abs(g));
   s.max_dy = V::max(s.max_dy, V::abs(vdy));
-  s.sub_dy = static_cast<typename V::M>(s.sub_dy | V::subnormal(vdy));
-  if (!Centred) s.sub_dy = static_cast<typename V::M>(s.sub_dy | V::subnormal(d));  // RMSNorm: d = x (below)
+  s.sub_key = V::subnormal_key(s.sub_key, vdy);
+  if (!Centred) s.sub_key = V::subnormal_key(s.sub_key, d);  // RMSNorm: d = x (below)
   if (Centred) {  // RMSNorm needs neither: its mean and mean(g) are 0 (and each sum costs two vcvtps2pd, below)
     add_f64<V>(s.d_lo, s.d_hi, d);
     add_f64<V>(s.g_lo, s.g_hi, g);
@@ -126,7 +126,7 @@ inline float max_lane(typename V::F a) {
 // After pass 1: mean(g), mean(g·xhat) and xhat's shift, or false when a sum is not finite (the careful row
 // decides it).
 template <class V, bool Centred>
-bool finish_row(const lnorm::cpu::BackwardRows& a, const Sums<V>& s, Row& row) {
+bool finish_row(const lnorm::cpu::BackwardRows& a, const Sums<V> s, Row& row) {
   const double sd = Centred ? hsum_pd<V>(V::add_pd(s.d_lo, s.d_hi)) : 0.0;
   const double sg = Centred ? hsum_pd<V>(V::add_pd(s.g_lo, s.g_hi)) : 0.0, sgu = hsum_pd<V>(V::add_pd(s.gu_lo, s.gu_hi));
   if (!std::isfinite(sd) || !std::isfinite(sg) || !std::isfinite(sgu)) return false;
@@ -134,7 +134,7 @@ bool finish_row(const lnorm::cpu::BackwardRows& a, const Sums<V>& s, Row& row) {
   const double nd = static_cast<double>(a.cols);
   const double rs = static_cast<double>(row.rstd), g_terms = static_cast<double>(max_g) * (rs > 1 ? rs : 1.0);
   if (!((2.0 + std::sqrt(nd)) * (g_terms > max_dy ? g_terms : static_cast<double>(max_dy)) < 0x1p126)) return false;
-  if ((max_g != 0.0f && max_g < 0x1p-90f) || s.sub_dy != 0) return false;
+  if ((max_g != 0.0f && max_g < 0x1p-90f) || V::any_subnormal(s.sub_key)) return false;
   if (max_dy >= 0x1p64f) return false;  // huge dy: this file's header says why
   const double inv_n = 1.0 / static_cast<double>(a.cols), rstd = static_cast<double>(row.rstd);
   const double mean_lo = sd * inv_n;
@@ -236,9 +236,11 @@ void rows_of(const lnorm::cpu::BackwardRows& a, std::int64_t r0, std::int64_t r1
       // rstd·g − xhat·(rstd·mean(g·xhat)), each term of dx's own size (this file's header says why).
       const F v = Centred ? V::mul(V::sub(V::mul(vdy, vw), V::fmadd(xhat, vmgx, vmg)), vrstd)
                           : V::sub(V::mul(V::mul(vdy, vw), vrstd), V::mul(xhat, vrmgx));
+      // Finite: dx is finite on every row that reaches here (x, g and g·u finite: their f64 sums are; the range
+      // test bounds every term below 2^126), so AVX2's bf16 narrowing skips its NaN case (the same bits).
       if (masked) V::template mask_store<T>(k, dx + at, v);
-      else if (stream) V::template stream<T>(dx + at, v);
-      else V::template store<T>(dx + at, v);
+      else if (stream) V::template stream<T, true>(dx + at, v);
+      else V::template store<T, true>(dx + at, v);
       if (dg) add_partials<V>(dg, at, count, V::mul(vdy, xhat));
       if (db) add_partials<V>(db, at, count, vdy);
     };

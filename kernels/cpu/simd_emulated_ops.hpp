@@ -90,11 +90,24 @@ struct EmulatedOps {
     for (int i = 0; i < L; ++i) a.v[i] = a.v[i] > b.v[i] ? a.v[i] : b.v[i];
     return a;
   }
-  static M subnormal(F a) {
-    unsigned m = 0;
-    for (int i = 0; i < L; ++i)
-      if (std::fpclassify(a.v[i]) == FP_SUBNORMAL) m |= 1u << i;
-    return static_cast<M>(m);
+  // avx2_ops.hpp's subnormal key: per lane the unsigned minimum of bits(|a|) − 1, below 0x007FFFFF exactly for
+  // a subnormal a (the lanes hold bit patterns, moved and never computed on as floats).
+  static F subnormal_key_init() {
+    F r;
+    for (float& l : r.v) l = from_bits32(0xFFFFFFFFu);
+    return r;
+  }
+  static F subnormal_key(F key, F a) {
+    for (int i = 0; i < L; ++i) {
+      const std::uint32_t m1 = (bits32(a.v[i]) & 0x7FFFFFFFu) - 1u, k = bits32(key.v[i]);
+      key.v[i] = from_bits32(m1 < k ? m1 : k);
+    }
+    return key;
+  }
+  static bool any_subnormal(F key) {
+    for (float l : key.v)
+      if (bits32(l) < 0x007FFFFFu) return true;
+    return false;
   }
   static void store_ps(float* p, F a) { std::memcpy(p, a.v, sizeof a.v); }
   static F join_ps(D lo, D hi) {
@@ -174,11 +187,11 @@ struct EmulatedOps {
       else p[i] = narrow<T>(v.v[i]);
     }
   }
-  template <class T>
+  template <class T, bool Finite = false>  // Finite: store2's (below)
   static void store(typename T::Bits* p, F v) {
     mask_store<T>(static_cast<M>(kAll), p, v);
   }
-  template <class T>
+  template <class T, bool Finite = false>
   static void stream(typename T::Bits* p, F v) {
     mask_store<T>(static_cast<M>(kAll), p, v);
   }
