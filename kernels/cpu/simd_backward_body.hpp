@@ -44,7 +44,9 @@
 // What limits it: the f32 → f64 conversions of the exact sums. vcvtps2pd zmm ← ymm issues about once per 1.6
 // cycles on this Zen 5 (a loop of 6 per iteration: 9.8-10.4 cycles), and a LayerNorm element needs 10 per 16
 // lanes (Σd, Σg, Σg·u, dgamma, dbeta: two each), RMSNorm 6; in cache (64x1024) LayerNorm runs at 0.41 ns per
-// element. At DRAM sizes the loads of the next row wait besides (software prefetch, kAheadBytes). Measured
+// element; on a Zen 3 (AVX2) the LayerNorm f32 loop is 62 instructions per 8 elements, ten of them f32 → f64
+// conversions of two µops each. At DRAM sizes the loads of the next row wait besides (software prefetch,
+// kAheadBytes; the prefetch wrappers must be inlined or GCC 12 deletes the calls: avx2_ops.hpp). Measured
 // with `lnorm bench --dir bwd` (README "Backward"; docs/performance.md).
 //
 // Included inside an anonymous namespace after the layer's header and simd_body.hpp's helpers (hsum_pd):
@@ -56,7 +58,8 @@ namespace bwd {
 
 // One row's f64 sums of pass 1 (8 lanes × 2 each): Σd, Σg (LayerNorm), Σg·u. A local of the column loop, so
 // the compiler keeps it in registers (as a member of a row struct copied between rows GCC kept it on the
-// stack: a store and a reload per addition).
+// stack: a store and a reload per addition), and finish_row takes it by value (by reference, GCC stored all
+// nine accumulators to the stack every step).
 template <class V>
 struct Sums {
   typename V::D d_lo, d_hi, g_lo, g_hi, gu_lo, gu_hi;
