@@ -239,8 +239,9 @@ void rows_of(const lnorm::cpu::BackwardRows& a, std::int64_t r0, std::int64_t r1
       // rstd·g − xhat·(rstd·mean(g·xhat)), each term of dx's own size (this file's header says why).
       const F v = Centred ? V::mul(V::sub(V::mul(vdy, vw), V::fmadd(xhat, vmgx, vmg)), vrstd)
                           : V::sub(V::mul(V::mul(vdy, vw), vrstd), V::mul(xhat, vrmgx));
-      // Finite: dx is finite on every row that reaches here (x, g and g·u finite: their f64 sums are; the range
-      // test bounds every term below 2^126), so AVX2's bf16 narrowing skips its NaN case (the same bits).
+      // Finite: dx is finite on every row that reaches here, so AVX2's bf16 narrowing skips its NaN case (the same
+      // bits). Every summed f32 term is finite, as its f64 sum is: LayerNorm's d = x − m and g; RMSNorm's g·u alone,
+      // which is NaN or ±Inf wherever g or u = x·rstd is not finite. The range test bounds dx's terms below 2^126.
       if (masked) V::template mask_store<T>(k, dx + at, v);
       else if (stream) V::template stream<T, true>(dx + at, v);
       else V::template store<T, true>(dx + at, v);
