@@ -1,13 +1,8 @@
 #include "lnorm/format.hpp"
 
-#include <cstring>
-
-#include <bit>
-#include <cassert>
+#include <algorithm>
 #include <cmath>
-#include <limits>
-
-#include "lnorm/half.hpp"
+#include <cstring>
 
 namespace lnorm {
 
