@@ -43,10 +43,12 @@
 //   - q = 0 is a constant row (checked: one more pass, only then) or all |x − m| < 2^-75 (not constant:
 //     welford).
 // Rows failing it (and NaN/Inf rows) take cpu::welford_row, the scalar kernel with exact scaling.
-// Memory: the statistics of row r + 1 are computed before row r's output pass (the scalar tail of one row's
-// statistics, f64 divisions and sqrt, overlaps the other's output loop), and at DRAM sizes y is written with
-// non-temporal stores (aligned main loop after a masked head: an ordinary store reads each line of y first,
-// three DRAM streams against the copy's two) while row r + kAhead is prefetched into L2. Masked heads and
+// Memory: on short rows in cache the statistics of row r + 1 are computed before row r's output pass (the
+// scalar tail of one row's statistics, f64 divisions and sqrt, overlaps the other's output loop); on long rows
+// and at DRAM sizes each row's own just before its output pass, which then reads x from L1 (stats_ahead). At
+// DRAM sizes y is written with non-temporal stores (aligned main loop after a masked head: an ordinary store
+// reads each line of y first, three DRAM streams against the copy's two) while row r + kAhead is prefetched
+// into L2. Masked heads and
 // tails: nothing read or written past a row. Sums are reduced in a fixed order, so a row's result is the same
 // on any thread.
 //
@@ -118,6 +120,22 @@ struct Stats {
   float m, mean_lo, rstd;
   bool safe;
 };
+
+// Whether rows_typed takes row r + 1's statistics before row r's output pass (ahead) or row r's own just before
+// it (in order); the same bits either way. Ahead hides the statistics' scalar tail (f64 divisions, sqrt) behind
+// the other row's output loop, which pays on short rows in cache; but it reads the next row between a row's
+// statistics and its output pass, and on long rows (two rows of x beside gamma and beta are more than L1) or at
+// DRAM sizes the row's x has left L1 by then. Measured in one process per setting pair, the two settings and a
+// streaming copy interleaved in 9 rounds, median of the per-round ratios in order / ahead (AMD EPYC Zen 5,
+// bench/results/issue37-zen5-order): f32 64x768 0.93-1.01, 256x1024 0.97-1.07; 128x2048 1.02-1.19, 64x4096
+// 1.09-1.14, 32x8192 1.00-1.05; bf16 (gamma and beta widened to f32) 768-2048 wide 0.90-1.01, 64x4096 1.00-1.06;
+// at DRAM sizes (16384x1024, 8192x2048, 16384x4096) f32 0.96-1.17, bf16 0.98-1.16. So rows of x from
+// kInOrderRowBytes up, and every streamed call, go in order.
+constexpr std::int64_t kInOrderRowBytes = 8192;
+template <class X, bool NT>
+bool stats_ahead(std::int64_t n) {
+  return !NT && n * static_cast<std::int64_t>(sizeof(typename X::Bits)) < kInOrderRowBytes;
+}
 
 template <class V>
 void fold(typename V::F a, typename V::F b, typename V::D& lo, typename V::D& hi) {
@@ -351,19 +369,32 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
   // A safe row's y is never NaN where gamma and beta are finite: x − m, the statistics and t are finite there, and
   // a finite product and sum round to ±Inf at worst. The bf16 narrowing then skips its NaN case (store2's Finite).
   const bool finite = kFiniteNarrowing<T> && (!G || all_finite<Gs>(gamma, n)) && (!B || all_finite<Gs>(beta, n));
-  // Row + 1's statistics before row's output pass: the scalar tail of one row's statistics (f64 divisions and
-  // sqrt) overlaps the other row's output loop. Row + 2's shift too: it is a chain of ~40 cycles (32 loads, f64
-  // sums, a horizontal sum through memory) that the row's sums wait on. The same bits. avx2 LayerNorm f32 against
-  // the best sketch, median of per-round ratios, four runs of each binary alternating (AMD EPYC Zen 3): 64x768
-  // 0.85-0.94 → 0.93-1.00; 64x4096 and 1024x768 unchanged within the spread (docs/performance.md, issue 37 on AVX2).
+  // Where a row's statistics are taken (the same bits either way: stats_ahead). Ahead: row + 1's before row's
+  // output pass, so the scalar tail of one row's statistics (f64 divisions and sqrt) overlaps the other row's
+  // output loop. In order: the row's own just before its output pass, which then reads x from L1. The shift is
+  // taken a row ahead in both (a chain of ~40 cycles, 32 loads, f64 sums, a horizontal sum through memory, that
+  // the row's sums wait on), after the row's statistics, when the next row's first lines are in cache (avx2
+  // LayerNorm f32 against the best sketch, taken ahead like this, four runs of each binary alternating, AMD EPYC
+  // Zen 3: 64x768 0.85-0.94 → 0.93-1.00; docs/performance.md, issue 37 on AVX2).
+  const bool ahead = stats_ahead<X, NT>(n);
   const auto shift_of = [&](std::int64_t r) { return is_centred ? row_shift<V, X>(x + r * n, n) : 0.0f; };
-  Stats next = begin < end ? stats_of<V, X>(x + begin * n, n, eps, is_centred, shift_of(begin)) : Stats{};
-  float shift_next = begin + 1 < end ? shift_of(begin + 1) : 0.0f;
+  const auto stats = [&](std::int64_t r, float shift) { return stats_of<V, X>(x + r * n, n, eps, is_centred, shift); };
+  float shift = begin < end ? shift_of(begin) : 0.0f;  // of the next row whose statistics are taken
+  Stats next{};
+  if (ahead && begin < end) {
+    next = stats(begin, shift);
+    if (begin + 1 < end) shift = shift_of(begin + 1);
+  }
   for (std::int64_t row = begin; row < end; ++row) {
     const XBits* xr = x + row * n;
-    const Stats s = next;
-    if (row + 1 < end) next = stats_of<V, X>(xr + n, n, eps, is_centred, shift_next);
-    if (row + 2 < end) shift_next = shift_of(row + 2);
+    const std::int64_t r_stats = ahead ? row + 1 : row;  // whose statistics this step takes
+    Stats s = next;
+    if (r_stats < end) {
+      const Stats taken = stats(r_stats, shift);
+      if (ahead) next = taken;
+      else s = taken;
+      if (r_stats + 1 < end) shift = shift_of(r_stats + 1);
+    }
     if (!s.safe) {
       welford_row(p, t, row);
       continue;
@@ -427,7 +458,8 @@ void rows_wide(const Problem& p, const Tensors& t, std::int64_t begin, std::int6
       };
       if (p.has_gamma) widen(gamma, g32);
       if (p.has_beta) widen(beta, b32);
-      return rows_nt<V, X, T, F32, NT, Q>(p, t, begin, end, g32, b32, staged.y_row);
+      // Only what was widened is handed on (GCC 12 warned of an uninitialized array passed where it is unread).
+      return rows_nt<V, X, T, F32, NT, Q>(p, t, begin, end, p.has_gamma ? g32 : nullptr, p.has_beta ? b32 : nullptr, staged.y_row);
     }
   }
   rows_nt<V, X, T, T, NT, Q>(p, t, begin, end, gamma, beta, staged.y_row);
