@@ -1,4 +1,5 @@
-// Temporary A/B driver (not committed): two settings of LNORM_TUNE_ORDER and a streaming copy, interleaved in
+// A/B driver (issue 37; README.md beside it): two settings of a temporary environment knob (LNORM_TUNE_ORDER, or the
+// variable named by ABVAR) and a streaming copy, interleaved in
 // rounds inside one process; per-round ratios, medians.
 #include <immintrin.h>
 #include <algorithm>
@@ -20,7 +21,7 @@ static void stream_copy(const void* s, void* d, size_t bytes) {
   _mm_sfence();
 }
 int main(int argc, char** argv) {
-  // ab KERNEL OP DTYPE ROWS COLS MODEA MODEB ROUNDS
+  // ab KERNEL OP DTYPE ROWS COLS MODEA MODEB ROUNDS [bwd]
   const char* kn = argv[1]; std::string op = argv[2], dt = argv[3];
   long rows = atol(argv[4]), cols = atol(argv[5]); const char* ma = argv[6]; const char* mb = argv[7]; int R = atoi(argv[8]);
   DType d = dt == "f32" ? DType::f32 : DType::bf16;
@@ -35,13 +36,28 @@ int main(int argc, char** argv) {
   for (long i = 0; i < cols; ++i) { put(g.data(), i, 1 + 0.1f * nd(rng)); put(b.data(), i, 0.1f * nd(rng)); }
   memset(y, 0, nb); memset(y2, 0, nb);
   Tensors t; t.x = x; t.gamma = g.data(); t.beta = b.data(); t.y = y; t.mean = mean.data(); t.rstd = rstd.data();
+  // DIR "bwd" (a ninth argument): the backward, from the forward's saved statistics (welford's), dy random, dx into y.
+  const bool bwd = argc > 9 && std::string(argv[9]) == "bwd";
+  char* dy = nullptr;
+  std::vector<char> dg(cols * es), db(cols * es);
+  if (bwd) {
+    const KernelInfo* w = find_kernel("welford");
+    w->run(p, t);
+    dy = (char*)aligned_alloc(64, nb);
+    for (long i = 0; i < rows * cols; ++i) put(dy, i, nd(rng));
+    p = with_op(p, op == "rmsnorm" ? Op::rmsnorm_bwd : Op::layernorm_bwd);
+    Tensors tb; tb.x = x; tb.gamma = g.data(); tb.dy = dy; tb.saved_mean = op == "rmsnorm" ? nullptr : mean.data(); tb.saved_rstd = rstd.data();
+    tb.dx = y; tb.dgamma = dg.data(); tb.dbeta = db.data();
+    t = tb;
+  }
   const KernelInfo* k = find_kernel(kn);
   if (auto why = unavailable_reason(*k, p)) { printf("unavailable: %s\n", why->c_str()); return 1; }
-  const double bytes = 2.0 * nb;
+  const double bytes = (bwd ? 3.0 : 2.0) * nb;  // x (and dy) read, y (dx) written: the bench's count
   auto timed = [&](auto&& f) { int calls = 0; double t0 = now(), t1; do { f(); ++calls; t1 = now(); } while (t1 - t0 < 0.05); return bytes * calls / (t1 - t0) / 1e9; };
   auto runA = [&] { setenv(getenv("ABVAR") ? getenv("ABVAR") : "LNORM_TUNE_ORDER", ma, 1); k->run(p, t); };
   auto runB = [&] { setenv(getenv("ABVAR") ? getenv("ABVAR") : "LNORM_TUNE_ORDER", mb, 1); k->run(p, t); };
-  auto cp = [&] { stream_copy(x, y2, nb); };
+  // The backward's copy moves 2/3 of its counted bytes: read its B/A only.
+  auto cp = [&] { if (bwd) { stream_copy(x, y2, nb / 2); stream_copy(dy, y2 + nb / 2, nb / 2); } else stream_copy(x, y2, nb); };
   runA(); runB(); cp();
   std::vector<double> ra, rb, rab, ca, cb;
   for (int r = 0; r < R; ++r) {
