@@ -5,8 +5,8 @@
 # It writes 8 files, flat, into $OUT (or bench/results/gpu-DATE when run by hand), the device tool's
 # limit (a ninth is not brought back):
 #   run.log  tests.txt  verify.txt  verify.json  verify_add.txt  verify_add.json  gpu_bench.json  torch_layernorm.json
-# The nvidia-smi line and the summary table (printed last) are in run.log only. Steps, each capped so one hang cannot eat the lease (150 + 180 +
-# 90 + 90 s, under the 540 s call; expected ~4 minutes): the GPU tests (device bits == the CPU
+# The nvidia-smi line and the summary table (printed last) are in run.log only. Steps, each capped so one
+# hang cannot eat the lease (150 + 180 + 90 + 90 s, under the 540 s call; expected ~4 minutes): the GPU tests (device bits == the CPU
 # emulation's, 2^31+ elements, NaN rows, constant rows, ...), `lnorm verify` (full suite) on the three
 # CUDA kernels, the CUDA benchmark against the device copy, torch.nn.functional.layer_norm on the
 # same shapes, and the comparison with issue 6's targets.

@@ -48,9 +48,8 @@
 // and at DRAM sizes each row's own just before its output pass, which then reads x from L1 (stats_ahead). At
 // DRAM sizes y is written with non-temporal stores (aligned main loop after a masked head: an ordinary store
 // reads each line of y first, three DRAM streams against the copy's two) while row r + kAhead is prefetched
-// into L2. Masked heads and
-// tails: nothing read or written past a row. Sums are reduced in a fixed order, so a row's result is the same
-// on any thread.
+// into L2. Masked heads and tails: nothing read or written past a row. Sums are reduced in a fixed order, so a
+// row's result is the same on any thread.
 //
 // cr (avx2_cr, avx512_cr): cr_exact.hpp's header has the algorithm and its proven bound. x is re-read and
 // converted from storage in each pass (no f64 scratch row); w = C + γ and β are staged in f64 once per call by
