@@ -54,8 +54,28 @@ void copies_x(const Problem& p, const Tensors& t) {
   std::memcpy(t.y, t.x, static_cast<std::size_t>(p.elements()) * size_of(p.dtype));
 }
 
+// A correct run (welford's), after which one element of one input is a step off: the harness compares each
+// input's bytes with what it handed over. Which input, and which element, are set by the test.
+const void* Tensors::*g_altered = nullptr;
+std::int64_t g_altered_at = 0;
+void alter_input(const Tensors& t) {
+  auto* v = static_cast<float*>(const_cast<void*>(t.*g_altered));
+  v[g_altered_at] = std::nextafter(v[g_altered_at], INFINITY);
+}
+void changes_input(const Problem& p, const Tensors& t) {  // forward and backward: the op says which welford runs
+  find_kernel("welford")->run(p, t);
+  alter_input(t);
+}
+
 const KernelInfo kWritesBefore{"writes_before_y", "test", {.dtypes = {DType::f32}, .forward_norms = {Norm::layernorm}}, &writes_before_y};
 const KernelInfo kSkipsLast{"skips_last_y", "test", {.dtypes = {DType::f32}, .forward_norms = {Norm::layernorm}}, &skips_last_y};
+// fuses_add: the forward gets the Add & Norm problem as asked, residual included.
+const KernelInfo kChangesInput{"changes_input", "test",
+                               {.dtypes = {DType::f32}, .forward_norms = {Norm::layernorm}, .prologues = {Prologue::none, Prologue::residual_add},
+                                .fuses_add = true, .f32_residual = true},
+                               &changes_input};
+const KernelInfo kChangesInputBwd{"changes_input_bwd", "test", {.dtypes = {DType::f32}, .backward_norms = {Norm::layernorm}}, nullptr,
+                                  &changes_input};
 const KernelInfo kCopiesX{"copies_x", "test", {.dtypes = {DType::f32}, .forward_norms = {Norm::layernorm}}, &copies_x};
 
 Case one_row_case(std::int64_t n) {
@@ -142,6 +162,47 @@ TEST_CASE("harness: a write before y, a y element never written, are reported", 
   CHECK_THAT(run_guarded(kWritesBefore, c).violation, Catch::Matchers::Contains("wrote outside y"));
   CHECK_THAT(run_guarded(kSkipsLast, c).violation, Catch::Matchers::Contains("never wrote y element 50"));
   CHECK(run_guarded(*find_kernel("welford"), c).violation.empty());
+}
+
+TEST_CASE("harness: a kernel that changes an input is reported, naming the element", "[harness]") {
+  CaseSpec s;
+  s.row_classes = {RowClass::normal};
+  s.shape = {3, 17};
+  s.axis = 1;
+  s.data_seed = 5;
+  s.gamma = s.beta = Affine::random;
+  const Case c = materialize(s);
+  const auto violation = [&](const void* Tensors::*input, std::int64_t at, const Case& on) {
+    g_altered = input;
+    g_altered_at = at;
+    return run_guarded(kChangesInput, on).violation;
+  };
+  CHECK_THAT(violation(&Tensors::x, 40, c), Catch::Matchers::Equals("harness: modified x at element 40"));
+  CHECK_THAT(violation(&Tensors::gamma, 3, c), Catch::Matchers::Equals("harness: modified gamma or beta at column 3"));
+  CHECK_THAT(violation(&Tensors::beta, 16, c), Catch::Matchers::Equals("harness: modified gamma or beta at column 16"));
+  Case beta_only = c;
+  beta_only.gamma.clear();
+  beta_only.spec.gamma = Affine::absent;
+  CHECK_THAT(violation(&Tensors::beta, 0, beta_only), Catch::Matchers::Equals("harness: modified beta at column 0"));
+  Case fused = c;
+  fused.spec.op = Op::add_layernorm;
+  CHECK_THAT(violation(&Tensors::residual, 50, fused), Catch::Matchers::Equals("harness: modified the residual at element 50"));
+  CHECK_THAT(violation(&Tensors::x, 0, fused), Catch::Matchers::Equals("harness: modified x at element 0"));
+
+  Case bwd = c;
+  bwd.spec.op = Op::layernorm_bwd;
+  bwd = materialize(bwd.spec);  // with dy
+  const auto bwd_violation = [&](const void* Tensors::*input, std::int64_t at) {
+    g_altered = input;
+    g_altered_at = at;
+    return run_guarded_backward(kChangesInputBwd, bwd).violation;
+  };
+  CHECK_THAT(bwd_violation(&Tensors::x, 7), Catch::Matchers::Equals("harness: modified x or dy at element 7"));
+  CHECK_THAT(bwd_violation(&Tensors::dy, 50), Catch::Matchers::Equals("harness: modified x or dy at element 50"));
+  CHECK_THAT(bwd_violation(&Tensors::gamma, 2), Catch::Matchers::Equals("harness: modified gamma at column 2"));
+  CHECK_THAT(bwd_violation(&Tensors::saved_rstd, 1), Catch::Matchers::Equals("harness: modified the saved statistics of row 1"));
+  CHECK_THAT(bwd_violation(&Tensors::saved_mean, 2), Catch::Matchers::Equals("harness: modified the saved statistics of row 2"));
+  g_altered = nullptr;
 }
 
 // Issue 34: a budget is a bound, a measurement over many seeds, or a policy, and the built-in file says which

@@ -1,6 +1,7 @@
 // The backward's harness (lnorm/harness.hpp): a backward kernel run inside guard bytes with the forward's saved
 // statistics, and the exact gradients. Moved out of properties_backward.cpp so that `lnorm report --dir bwd`
 // measures kernels exactly as `lnorm verify --dir bwd` runs them.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -41,10 +42,14 @@ BackwardOutputs run_guarded_backward(const KernelInfo& k, const Case& c, const S
   }
   const Buffer x(d, c.x, mis), g(pd, c.gamma, mis), dy(d, c.dy, mis);
   const Buffer sm(sd, has_mean ? saved.mean : std::vector<double>{}, 0), sr(sd, saved.rstd, 0);
+  // The inputs' bytes before the run: a kernel must leave them as it got them.
+  const std::vector<std::byte> x_before = x.snapshot(), g_before = g.snapshot(), dy_before = dy.snapshot();
+  const std::vector<std::byte> sm_before = sm.snapshot(), sr_before = sr.snapshot();
   Buffer dx(d, n, mis), dg(pd, p.has_gamma ? cols : 0, mis), db(pd, p.has_beta ? cols : 0, mis);
-  dx.fill_bits(canary_bits(d));
-  dg.fill_bits(canary_bits(pd));
-  db.fill_bits(canary_bits(pd));
+  const std::uint64_t dx_canary = canary_bits(d), param_canary = canary_bits(pd);
+  dx.fill_bits(dx_canary);
+  dg.fill_bits(param_canary);
+  db.fill_bits(param_canary);
   Tensors t;
   t.x = x.data();
   t.gamma = p.has_gamma ? g.data() : nullptr;
@@ -55,12 +60,9 @@ BackwardOutputs run_guarded_backward(const KernelInfo& k, const Case& c, const S
   t.dgamma = p.has_gamma ? dg.data() : nullptr;
   t.dbeta = p.has_beta ? db.data() : nullptr;
   k.run(p, t);
-  out.dx.resize(n);
-  for (std::size_t i = 0; i < n; ++i) out.dx[i] = dx.bits(i);
-  out.dgamma.resize(dg.count());
-  for (std::size_t j = 0; j < dg.count(); ++j) out.dgamma[j] = dg.bits(j);
-  out.dbeta.resize(db.count());
-  for (std::size_t j = 0; j < db.count(); ++j) out.dbeta[j] = db.bits(j);
+  out.dx = dx.all_bits();
+  out.dgamma = dg.all_bits();
+  out.dbeta = db.all_bits();
   const auto note = [&](const std::string& what) {
     if (out.violation.empty()) out.violation = "harness: " + what;
   };
@@ -69,34 +71,20 @@ BackwardOutputs run_guarded_backward(const KernelInfo& k, const Case& c, const S
   if (!db.guards_intact()) note("wrote outside dbeta (guard region changed)");
   if (!x.guards_intact() || !g.guards_intact() || !dy.guards_intact() || !sm.guards_intact() || !sr.guards_intact())
     note("wrote around an input buffer");
-  const Format f = format_of(d), pf = format_of(pd), sf = format_of(sd);
+  if (const std::size_t i = std::min(x.first_change(x_before), dy.first_change(dy_before)); i < n)
+    note("modified x or dy at element " + std::to_string(i));
+  if (const std::size_t j = g.first_change(g_before); j < g.count()) note("modified gamma at column " + std::to_string(j));
+  if (const std::size_t r = std::min(sr.first_change(sr_before), has_mean ? sm.first_change(sm_before) : sr.count()); r < sr.count())
+    note("modified the saved statistics of row " + std::to_string(r));
   for (std::size_t i = 0; i < n; ++i) {
-    if (x.bits(i) != double_to_bits(f, c.x[i]) || dy.bits(i) != double_to_bits(f, c.dy[i])) {
-      note("modified x or dy at element " + std::to_string(i));
-      break;
-    }
-  }
-  for (std::size_t j = 0; j < g.count(); ++j) {
-    if (g.bits(j) != double_to_bits(pf, c.gamma[j])) {
-      note("modified gamma at column " + std::to_string(j));
-      break;
-    }
-  }
-  for (std::size_t r = 0; r < saved.rstd.size(); ++r) {
-    if (sr.bits(r) != double_to_bits(sf, saved.rstd[r]) || (has_mean && sm.bits(r) != double_to_bits(sf, saved.mean[r]))) {
-      note("modified the saved statistics of row " + std::to_string(r));
-      break;
-    }
-  }
-  for (std::size_t i = 0; i < n; ++i) {
-    if (out.dx[i] == canary_bits(d)) {
+    if (out.dx[i] == dx_canary) {
       note("never wrote dx element " + std::to_string(i) + " (row " + std::to_string(i / cols) + ")");
       break;
     }
   }
   for (const auto& [v, what] : {std::pair{&out.dgamma, "dgamma"}, std::pair{&out.dbeta, "dbeta"}}) {
     for (std::size_t j = 0; j < v->size(); ++j) {
-      if ((*v)[j] == canary_bits(pd)) {
+      if ((*v)[j] == param_canary) {
         note(std::string("never wrote ") + what + " column " + std::to_string(j));
         break;
       }
