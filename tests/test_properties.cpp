@@ -76,6 +76,16 @@ const KernelInfo kChangesInput{"changes_input", "test",
                                &changes_input};
 const KernelInfo kChangesInputBwd{"changes_input_bwd", "test", {.dtypes = {DType::f32}, .backward_norms = {Norm::layernorm}}, nullptr,
                                   &changes_input};
+// Add & Norm with h one step off at element 8 (the harness compares h with x + residual rounded once).
+void h_one_off(const Problem& p, const Tensors& t) {
+  find_kernel("welford")->run(p, t);
+  float* h = static_cast<float*>(t.h);
+  h[8] = std::nextafter(h[8], INFINITY);
+}
+const KernelInfo kHOneOff{"h_one_off", "test",
+                          {.dtypes = {DType::f32}, .forward_norms = {Norm::layernorm}, .prologues = {Prologue::none, Prologue::residual_add},
+                           .fuses_add = true, .f32_residual = true},
+                          &h_one_off};
 const KernelInfo kCopiesX{"copies_x", "test", {.dtypes = {DType::f32}, .forward_norms = {Norm::layernorm}}, &copies_x};
 
 Case one_row_case(std::int64_t n) {
@@ -188,6 +198,13 @@ TEST_CASE("harness: a kernel that changes an input is reported, naming the eleme
   fused.spec.op = Op::add_layernorm;
   CHECK_THAT(violation(&Tensors::residual, 50, fused), Catch::Matchers::Equals("harness: modified the residual at element 50"));
   CHECK_THAT(violation(&Tensors::x, 0, fused), Catch::Matchers::Equals("harness: modified x at element 0"));
+  // h one step off, where the harness split each value (h is c.x) and where the residual is given.
+  CHECK_THAT(run_guarded(kHOneOff, fused).violation, Catch::Matchers::StartsWith("h: element 8 (row 0)"));
+  Case given = fused;
+  given.residual.assign(given.x.size(), 0.25);
+  CHECK_THAT(run_guarded(kHOneOff, given).violation, Catch::Matchers::StartsWith("h: element 8 (row 0)"));
+  CHECK(run_guarded(*find_kernel("welford"), fused).violation.empty());
+  CHECK(run_guarded(*find_kernel("welford"), given).violation.empty());
 
   Case bwd = c;
   bwd.spec.op = Op::layernorm_bwd;
