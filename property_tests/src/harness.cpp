@@ -88,13 +88,14 @@ std::vector<std::byte> Buffer::snapshot() const {
   return std::vector<std::byte>(p, p + count_ * size_of(dtype_));
 }
 
+// before: this buffer's own snapshot (the same size).
 std::size_t Buffer::first_change(const std::vector<std::byte>& before) const {
   const std::size_t size = size_of(dtype_);
   const std::byte* p = static_cast<const std::byte*>(data());
   // (An empty buffer's data may be null, which memcmp may not be handed even for 0 bytes: UBSan's nonnull.)
-  if (before.size() == count_ * size && (count_ == 0 || std::memcmp(p, before.data(), before.size()) == 0)) return count_;
+  if (count_ == 0 || std::memcmp(p, before.data(), before.size()) == 0) return count_;
   for (std::size_t i = 0; i < count_; ++i)
-    if (i * size + size > before.size() || std::memcmp(p + i * size, before.data() + i * size, size) != 0) return i;
+    if (std::memcmp(p + i * size, before.data() + i * size, size) != 0) return i;
   return count_;
 }
 

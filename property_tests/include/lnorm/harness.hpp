@@ -42,9 +42,9 @@ class Buffer {
   // Every element's bits (zero-extended), in one loop typed by the element size: as count() calls of bits(i)
   // (a switch and a variable-size copy each) reading the outputs back was a tenth of verify's harness time.
   std::vector<std::uint64_t> all_bits() const;
-  // A copy of the data's bytes, and the first element whose bytes differ from such a copy (count() when none
-  // do): a kernel must leave its inputs as it got them, and comparing bytes with memcmp is what re-encoding
-  // every input value after each run cost before (perf: 9% of `lnorm verify --op add_layernorm`).
+  // A copy of the data's bytes, and the first element whose bytes differ from this buffer's own copy (count()
+  // when none do): a kernel must leave its inputs as it got them. A memcmp against the copy replaced encoding
+  // every input value again after each run (perf: 9% of `lnorm verify --op add_layernorm`).
   std::vector<std::byte> snapshot() const;
   std::size_t first_change(const std::vector<std::byte>& snapshot) const;
   // Guard bytes before and after the data, as filled by the constructor.
