@@ -190,8 +190,12 @@ def test_run_refuses_unknown_kernels_and_unsupported_dtypes():
 
 
 def test_the_gil_is_released_while_check_works():
-    # A spinning thread notes the longest time it could not run. Were the GIL held through the C++
-    # work, that gap would span the whole check; released, it stays at scheduling noise.
+    # A polling thread wakes every millisecond and notes the longest time between two of its wake-ups.
+    # Were the GIL held through the C++ work, the thread could not run from the first wake-up after the
+    # check began until the check returned: the gap would span the whole check. Released, the gap stays
+    # at scheduling noise. The thread sleeps rather than spins: a sleeper is woken at once by the kernel's
+    # scheduler even when every core is busy (ctest -j runs other tests beside this one), where a spinner
+    # competes for a time slice; CI once saw a spinner stalled 93 ms of a 176 ms check with the GIL released.
     import threading
     import time
 
@@ -199,13 +203,14 @@ def test_the_gil_is_released_while_check_works():
     y = lnorm.run("welford", x)[0]
     stop, gap = threading.Event(), [0.0]
 
-    def spin():
+    def poll():
         last = time.perf_counter()
         while not stop.is_set():
+            time.sleep(0.001)
             now = time.perf_counter()
             gap[0], last = max(gap[0], now - last), now
 
-    t = threading.Thread(target=spin)
+    t = threading.Thread(target=poll)
     t.start()
     time.sleep(0.05)
     start = time.perf_counter()
