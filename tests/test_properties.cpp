@@ -86,6 +86,26 @@ const KernelInfo kHOneOff{"h_one_off", "test",
                           {.dtypes = {DType::f32}, .forward_norms = {Norm::layernorm}, .prologues = {Prologue::none, Prologue::residual_add},
                            .fuses_add = true, .f32_residual = true},
                           &h_one_off};
+// Backward kernels whose bits are not a function of their inputs: dgamma one step off on more than one thread, or
+// dx one step off on every second call. The determinism property must see both (it runs one set of buffers five
+// times: GuardedBackward).
+void nudge(void* p, std::int64_t at) {
+  auto* v = static_cast<float*>(p);
+  v[at] = std::nextafter(v[at], INFINITY);
+}
+void varies_with_threads(const Problem& p, const Tensors& t) {
+  find_kernel("welford")->run(p, t);
+  if (p.threads > 1) nudge(t.dgamma, 0);
+}
+void varies_between_runs(const Problem& p, const Tensors& t) {
+  static int calls = 0;
+  find_kernel("welford")->run(p, t);
+  if (++calls % 2 == 0) nudge(t.dx, p.elements() - 1);
+}
+const KernelInfo kVariesWithThreadsBwd{"varies_with_threads_bwd", "test", {.dtypes = {DType::f32}, .backward_norms = {Norm::layernorm}},
+                                       nullptr, &varies_with_threads};
+const KernelInfo kVariesBetweenRunsBwd{"varies_between_runs_bwd", "test", {.dtypes = {DType::f32}, .backward_norms = {Norm::layernorm}},
+                                       nullptr, &varies_between_runs};
 const KernelInfo kCopiesX{"copies_x", "test", {.dtypes = {DType::f32}, .forward_norms = {Norm::layernorm}}, &copies_x};
 
 Case one_row_case(std::int64_t n) {
@@ -220,6 +240,27 @@ TEST_CASE("harness: a kernel that changes an input is reported, naming the eleme
   CHECK_THAT(bwd_violation(&Tensors::saved_rstd, 1), Catch::Matchers::Equals("harness: modified the saved statistics of row 1"));
   CHECK_THAT(bwd_violation(&Tensors::saved_mean, 2), Catch::Matchers::Equals("harness: modified the saved statistics of row 2"));
   g_altered = nullptr;
+}
+
+TEST_CASE("backward determinism: bits that change between runs or with the thread count are reported", "[harness]") {
+  CaseSpec s;
+  s.row_classes = {RowClass::normal};
+  s.shape = {3, 1000};  // tiled by the property to 263 rows (2^18 elements)
+  s.axis = 1;
+  s.data_seed = 5;
+  s.gamma = Affine::random;
+  s.op = Op::layernorm_bwd;
+  const Case c = materialize(s);
+  const KernelBudget budget;
+  Worst worst;
+  const auto check = [&](const KernelInfo& k) {
+    const CheckContext ctx{k, budget, worst};
+    return backward_definition(Property::determinism, DType::f32, Op::layernorm_bwd).check(ctx, c);
+  };
+  CHECK(check(*find_kernel("welford")).empty());
+  CHECK_THAT(check(kVariesWithThreadsBwd), Catch::Matchers::Equals("263 rows on 2 threads: dgamma/dbeta differ from 1 thread (a reduction "
+                                                                    "order that depends on the split)"));
+  CHECK_THAT(check(kVariesBetweenRunsBwd), Catch::Matchers::Equals("263 rows: a second run on 1 thread gave different bits"));
 }
 
 // Issue 34: a budget is a bound, a measurement over many seeds, or a policy, and the built-in file says which

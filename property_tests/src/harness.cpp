@@ -83,6 +83,23 @@ std::vector<std::uint64_t> Buffer::all_bits() const {
   return out;
 }
 
+std::size_t Buffer::find_bits(std::uint64_t pattern) const {
+  const std::byte* p = static_cast<const std::byte*>(data());
+  std::size_t at = count_;
+  with_bits_type(dtype_, [&]<class Bits>(Bits) {
+    const auto want = static_cast<Bits>(pattern);
+    for (std::size_t i = 0; i < count_; ++i) {
+      Bits b;
+      std::memcpy(&b, p + i * sizeof(Bits), sizeof(Bits));
+      if (b == want) {
+        at = i;
+        return;
+      }
+    }
+  });
+  return at;
+}
+
 std::vector<std::byte> Buffer::snapshot() const {
   const std::byte* p = static_cast<const std::byte*>(data());
   return std::vector<std::byte>(p, p + count_ * size_of(dtype_));
@@ -132,10 +149,7 @@ KernelInputs kernel_inputs(const Case& c) {
       continue;
     }
     // u = 1/2 + k/64, k from the position and the seed (a splitmix step): many different splits, no rng state.
-    std::uint64_t z = c.spec.data_seed + 0x9E3779B97F4A7C15ull * (i + 1);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    const double u = 0.5 + static_cast<double>((z ^ (z >> 31)) % 33) / 64;
+    const double u = 0.5 + static_cast<double>(position_hash(c.spec.data_seed, i) % 33) / 64;
     const double xv = round_to_format(xf, v * u);  // in [v/2, v]: v − xv is exact in x's format
     in.x[i] = xv;
     in.residual[i] = v - xv == 0 ? std::copysign(0.0, v) : v - xv;

@@ -29,67 +29,84 @@ SavedStats saved_stats(const Case& c) {
   return s;
 }
 
-BackwardOutputs run_guarded_backward(const KernelInfo& k, const Case& c, const SavedStats& saved, int threads) {
-  const DType d = c.spec.dtype, pd = c.spec.params(), sd = stats_dtype(d);
-  const Problem p = c.problem(threads);
+namespace {
+std::size_t param_count(const Problem& p, bool present) { return present ? static_cast<std::size_t>(p.cols) : 0; }
+}  // namespace
+
+GuardedBackward::GuardedBackward(const KernelInfo& k, const Case& c, const SavedStats& saved)
+    : k_(k),
+      c_(c),
+      has_mean_(c.spec.op.norm == Norm::layernorm),
+      x_(c.spec.dtype, c.x, c.spec.misalign),
+      g_(c.spec.params(), c.gamma, c.spec.misalign),
+      dy_(c.spec.dtype, c.dy, c.spec.misalign),
+      sm_(stats_dtype(c.spec.dtype), has_mean_ ? saved.mean : std::vector<double>{}, 0),
+      sr_(stats_dtype(c.spec.dtype), saved.rstd, 0),
+      dx_(c.spec.dtype, static_cast<std::size_t>(c.problem().elements()), c.spec.misalign),
+      dg_(c.spec.params(), param_count(c.problem(), c.problem().has_gamma), c.spec.misalign),
+      db_(c.spec.params(), param_count(c.problem(), c.problem().has_beta), c.spec.misalign),
+      // The inputs' bytes before the first run: a kernel must leave them as it got them.
+      x_before_(x_.snapshot()),
+      g_before_(g_.snapshot()),
+      dy_before_(dy_.snapshot()),
+      sm_before_(sm_.snapshot()),
+      sr_before_(sr_.snapshot()),
+      dx_canary_(canary_bits(c.spec.dtype)),
+      param_canary_(canary_bits(c.spec.params())) {}
+
+std::string GuardedBackward::run(int threads) {
+  const Problem p = c_.problem(threads);
+  if (const auto why = unavailable_reason(k_, p)) return "harness: the kernel declines this case: " + *why;
   const auto n = static_cast<std::size_t>(p.elements()), cols = static_cast<std::size_t>(p.cols);
-  const int mis = c.spec.misalign;
-  const bool has_mean = c.spec.op.norm == Norm::layernorm;
-  BackwardOutputs out;
-  if (const auto why = unavailable_reason(k, p)) {
+  dx_.fill_bits(dx_canary_);
+  dg_.fill_bits(param_canary_);
+  db_.fill_bits(param_canary_);
+  Tensors t;
+  t.x = x_.data();
+  t.gamma = p.has_gamma ? g_.data() : nullptr;
+  t.dy = dy_.data();
+  t.saved_mean = has_mean_ ? sm_.data() : nullptr;
+  t.saved_rstd = sr_.data();
+  t.dx = dx_.data();
+  t.dgamma = p.has_gamma ? dg_.data() : nullptr;
+  t.dbeta = p.has_beta ? db_.data() : nullptr;
+  k_.run(p, t);
+  std::string violation;
+  const auto note = [&](const std::string& what) {
+    if (violation.empty()) violation = "harness: " + what;
+  };
+  if (!dx_.guards_intact()) note("wrote outside dx (guard region changed)");
+  if (!dg_.guards_intact()) note("wrote outside dgamma (guard region changed)");
+  if (!db_.guards_intact()) note("wrote outside dbeta (guard region changed)");
+  if (!x_.guards_intact() || !g_.guards_intact() || !dy_.guards_intact() || !sm_.guards_intact() || !sr_.guards_intact())
+    note("wrote around an input buffer");
+  if (const std::size_t i = std::min(x_.first_change(x_before_), dy_.first_change(dy_before_)); i < n)
+    note("modified x or dy at element " + std::to_string(i));
+  if (const std::size_t j = g_.first_change(g_before_); j < g_.count()) note("modified gamma at column " + std::to_string(j));
+  if (const std::size_t r = std::min(sr_.first_change(sr_before_), has_mean_ ? sm_.first_change(sm_before_) : sr_.count());
+      r < sr_.count())
+    note("modified the saved statistics of row " + std::to_string(r));
+  if (const std::size_t i = dx_.find_bits(dx_canary_); i < n)
+    note("never wrote dx element " + std::to_string(i) + " (row " + std::to_string(i / cols) + ")");
+  if (const std::size_t j = dg_.find_bits(param_canary_); j < dg_.count()) note("never wrote dgamma column " + std::to_string(j));
+  if (const std::size_t j = db_.find_bits(param_canary_); j < db_.count()) note("never wrote dbeta column " + std::to_string(j));
+  return violation;
+}
+
+BackwardOutputs GuardedBackward::outputs() const { return {dx_.all_bits(), dg_.all_bits(), db_.all_bits(), ""}; }
+
+GuardedBackward::Bytes GuardedBackward::output_bytes() const { return {dx_.snapshot(), dg_.snapshot(), db_.snapshot()}; }
+
+BackwardOutputs run_guarded_backward(const KernelInfo& k, const Case& c, const SavedStats& saved, int threads) {
+  if (const auto why = unavailable_reason(k, c.problem(threads))) {
+    BackwardOutputs out;
     out.violation = "harness: the kernel declines this case: " + *why;
     return out;
   }
-  const Buffer x(d, c.x, mis), g(pd, c.gamma, mis), dy(d, c.dy, mis);
-  const Buffer sm(sd, has_mean ? saved.mean : std::vector<double>{}, 0), sr(sd, saved.rstd, 0);
-  // The inputs' bytes before the run: a kernel must leave them as it got them.
-  const std::vector<std::byte> x_before = x.snapshot(), g_before = g.snapshot(), dy_before = dy.snapshot();
-  const std::vector<std::byte> sm_before = sm.snapshot(), sr_before = sr.snapshot();
-  Buffer dx(d, n, mis), dg(pd, p.has_gamma ? cols : 0, mis), db(pd, p.has_beta ? cols : 0, mis);
-  const std::uint64_t dx_canary = canary_bits(d), param_canary = canary_bits(pd);
-  dx.fill_bits(dx_canary);
-  dg.fill_bits(param_canary);
-  db.fill_bits(param_canary);
-  Tensors t;
-  t.x = x.data();
-  t.gamma = p.has_gamma ? g.data() : nullptr;
-  t.dy = dy.data();
-  t.saved_mean = has_mean ? sm.data() : nullptr;
-  t.saved_rstd = sr.data();
-  t.dx = dx.data();
-  t.dgamma = p.has_gamma ? dg.data() : nullptr;
-  t.dbeta = p.has_beta ? db.data() : nullptr;
-  k.run(p, t);
-  out.dx = dx.all_bits();
-  out.dgamma = dg.all_bits();
-  out.dbeta = db.all_bits();
-  const auto note = [&](const std::string& what) {
-    if (out.violation.empty()) out.violation = "harness: " + what;
-  };
-  if (!dx.guards_intact()) note("wrote outside dx (guard region changed)");
-  if (!dg.guards_intact()) note("wrote outside dgamma (guard region changed)");
-  if (!db.guards_intact()) note("wrote outside dbeta (guard region changed)");
-  if (!x.guards_intact() || !g.guards_intact() || !dy.guards_intact() || !sm.guards_intact() || !sr.guards_intact())
-    note("wrote around an input buffer");
-  if (const std::size_t i = std::min(x.first_change(x_before), dy.first_change(dy_before)); i < n)
-    note("modified x or dy at element " + std::to_string(i));
-  if (const std::size_t j = g.first_change(g_before); j < g.count()) note("modified gamma at column " + std::to_string(j));
-  if (const std::size_t r = std::min(sr.first_change(sr_before), has_mean ? sm.first_change(sm_before) : sr.count()); r < sr.count())
-    note("modified the saved statistics of row " + std::to_string(r));
-  for (std::size_t i = 0; i < n; ++i) {
-    if (out.dx[i] == dx_canary) {
-      note("never wrote dx element " + std::to_string(i) + " (row " + std::to_string(i / cols) + ")");
-      break;
-    }
-  }
-  for (const auto& [v, what] : {std::pair{&out.dgamma, "dgamma"}, std::pair{&out.dbeta, "dbeta"}}) {
-    for (std::size_t j = 0; j < v->size(); ++j) {
-      if ((*v)[j] == param_canary) {
-        note(std::string("never wrote ") + what + " column " + std::to_string(j));
-        break;
-      }
-    }
-  }
+  GuardedBackward runs(k, c, saved);
+  std::string violation = runs.run(threads);
+  BackwardOutputs out = runs.outputs();
+  out.violation = std::move(violation);
   return out;
 }
 

@@ -42,6 +42,9 @@ class Buffer {
   // Every element's bits (zero-extended), in one loop typed by the element size: as count() calls of bits(i)
   // (a switch and a variable-size copy each) reading the outputs back was a tenth of verify's harness time.
   std::vector<std::uint64_t> all_bits() const;
+  // The first element holding these bits (count() when none does), in the same typed loop: a canary left
+  // unwritten, looked for in the buffer itself.
+  std::size_t find_bits(std::uint64_t pattern) const;
   // A copy of the data's bytes, and the first element whose bytes differ from this buffer's own copy (count()
   // when none do): a kernel must leave its inputs as it got them. A memcmp against the copy replaced encoding
   // every input value again after each run (perf: 9% of `lnorm verify --op add_layernorm`).
@@ -73,6 +76,15 @@ struct Outputs {
 // split of each value v of c.x: x = v·u rounded to x's dtype with u in [1/2, 1] drawn from the element's
 // position and the case's seed, residual = v − x (exact by Sterbenz's lemma; zero takes v's sign, so
 // −0 + −0 keeps h = −0). For another op: x = c.x, no residual.
+// A well-mixed 64-bit value from a seed and a position (one splitmix64 step): per-element draws with no
+// generator state, the same on every platform.
+inline std::uint64_t position_hash(std::uint64_t seed, std::size_t i) {
+  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 struct KernelInputs {
   std::vector<double> x, residual;
 };
@@ -104,6 +116,37 @@ struct SavedStats {
   std::vector<double> mean, rstd;
 };
 SavedStats saved_stats(const Case& c);
+// One backward case's buffers, encoded once, for a kernel run as often as a property asks: determinism runs a
+// case tiled to 2^18 elements five times, and under ASan every fresh buffer of that size is mapped and faulted in
+// anew (perf, `lnorm verify --dir bwd --quick --property determinism` in the asan build: page faults, copies and
+// fills of new buffers were most of its samples). Each run refills the outputs with the canary and checks what
+// run_guarded_backward checks, the inputs against their bytes before the first run. It keeps references to k and
+// c: both must outlive it.
+class GuardedBackward {
+ public:
+  GuardedBackward(const KernelInfo& k, const Case& c, const SavedStats& saved);
+  // Runs the kernel on `threads` threads: "" or "harness: " + what it broke.
+  std::string run(int threads);
+  // The last run's outputs as bits (violation empty).
+  BackwardOutputs outputs() const;
+  // The last run's outputs' bytes, and whether this run's are the same: a comparison without new buffers.
+  struct Bytes {
+    std::vector<std::byte> dx, dgamma, dbeta;
+  };
+  Bytes output_bytes() const;
+  bool same_dx(const Bytes& b) const { return dx_.first_change(b.dx) == dx_.count(); }
+  bool same_params(const Bytes& b) const {
+    return dg_.first_change(b.dgamma) == dg_.count() && db_.first_change(b.dbeta) == db_.count();
+  }
+
+ private:
+  const KernelInfo& k_;
+  const Case& c_;
+  bool has_mean_;
+  Buffer x_, g_, dy_, sm_, sr_, dx_, dg_, db_;
+  std::vector<std::byte> x_before_, g_before_, dy_before_, sm_before_, sr_before_;
+  std::uint64_t dx_canary_, param_canary_;
+};
 BackwardOutputs run_guarded_backward(const KernelInfo& k, const Case& c, const SavedStats& saved, int threads = 1);
 BackwardOutputs run_guarded_backward(const KernelInfo& k, const Case& c, int threads = 1);
 // The exact gradients rounded once (bits) and their references (lnorm/backward.hpp).
