@@ -303,14 +303,17 @@ Case select_rows(const Case& c, const std::vector<std::int64_t>& rows) {
   const std::int64_t n = c.spec.cols();
   out.spec.shape = {static_cast<std::int64_t>(rows.size()), n};
   out.spec.axis = 1;
-  out.x.clear();
-  out.residual.clear();
-  for (std::int64_t r : rows) out.x.insert(out.x.end(), c.x.begin() + r * n, c.x.begin() + (r + 1) * n);
-  if (!c.residual.empty())
-    for (std::int64_t r : rows) out.residual.insert(out.residual.end(), c.residual.begin() + r * n, c.residual.begin() + (r + 1) * n);
-  out.dy.clear();
-  if (!c.dy.empty())
-    for (std::int64_t r : rows) out.dy.insert(out.dy.end(), c.dy.begin() + r * n, c.dy.begin() + (r + 1) * n);
+  // Each array sized once, then filled: appended row by row it grew by doubling, and for a batch of 2^18 elements
+  // the reallocations were a fifth of `verify --property batch_invariance`'s samples under ASan (page faults).
+  const auto pick = [&](const std::vector<double>& from, std::vector<double>& to) {
+    to = {};
+    if (from.empty()) return;
+    to.reserve(rows.size() * static_cast<std::size_t>(n));
+    for (std::int64_t r : rows) to.insert(to.end(), from.begin() + r * n, from.begin() + (r + 1) * n);
+  };
+  pick(c.x, out.x);
+  pick(c.residual, out.residual);
+  pick(c.dy, out.dy);
   return out;
 }
 
