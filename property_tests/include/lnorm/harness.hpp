@@ -72,10 +72,6 @@ struct Outputs {
   bool same_bits(const Outputs& o) const { return y == o.y && mean == o.mean && rstd == o.rstd && h == o.h; }
 };
 
-// Add & Norm: the kernel's x and residual for a case (Case's comment): the given residual, or an exact
-// split of each value v of c.x: x = v·u rounded to x's dtype with u in [1/2, 1] drawn from the element's
-// position and the case's seed, residual = v − x (exact by Sterbenz's lemma; zero takes v's sign, so
-// −0 + −0 keeps h = −0). For another op: x = c.x, no residual.
 // A well-mixed 64-bit value from a seed and a position (one splitmix64 step): per-element draws with no
 // generator state, the same on every platform.
 inline std::uint64_t position_hash(std::uint64_t seed, std::size_t i) {
@@ -85,6 +81,10 @@ inline std::uint64_t position_hash(std::uint64_t seed, std::size_t i) {
   return z ^ (z >> 31);
 }
 
+// Add & Norm: the kernel's x and residual for a case (Case's comment): the given residual, or an exact
+// split of each value v of c.x: x = v·u rounded to x's dtype with u in [1/2, 1] drawn from the element's
+// position and the case's seed, residual = v − x (exact by Sterbenz's lemma; zero takes v's sign, so
+// −0 + −0 keeps h = −0). For another op: x = c.x, no residual.
 struct KernelInputs {
   std::vector<double> x, residual;
 };
