@@ -211,12 +211,16 @@ TEST_CASE("cli: onepass turns an offset row into NaN and check fails it, welford
   CHECK_THAT(good.out, Contains("PASS"));
 }
 
-TEST_CASE("cli: check reports a planted k-ulp error as exactly k scaled ulps and gates on --max-ulp", "[cli]") {
+// A k-ulp error planted at an exact 1.5: k scaled ulps in f32. A 16-bit output is measured from the interval of
+// reals that round to it, in f32 ulps (docs/verify.md "How error is measured"): k steps off is (k − 0.5) of its
+// own ulps past that interval, (k − 0.5)·2^13 f32 ulps for f16 and (k − 0.5)·2^16 for bf16.
+TEST_CASE("cli: check reports a planted k-ulp error as its scaled ulps and gates on --max-ulp", "[cli]") {
   struct Fmt {
     DType d;
     double ulp_of_1_5;
+    double f32_ulps_per_ulp;  // 0: f32, read as k
   };
-  for (const auto& [d, ulp] : {Fmt{DType::f32, 0x1p-23}, Fmt{DType::f16, 0x1p-10}, Fmt{DType::bf16, 0x1p-7}}) {
+  for (const auto& [d, ulp, per] : {Fmt{DType::f32, 0x1p-23, 0}, Fmt{DType::f16, 0x1p-10, 0x1p13}, Fmt{DType::bf16, 0x1p-7, 0x1p16}}) {
     TempDir t;
     const std::string dtype = std::string(" --dtype ") + std::string(lnorm::name(d));
     const std::string x = " --x " + (t / "x.npy") + dtype + " --eps 0";
@@ -232,15 +236,16 @@ TEST_CASE("cli: check reports a planted k-ulp error as exactly k scaled ulps and
       save(t / "cand.npy", cand);
       const std::string check = "check" + x + " --y " + (t / "cand.npy") + " --max-ulp-per-kappa 0 --json " +
                                 (t / "out.json") + " --max-ulp ";
-      const Result ok = cli(check + std::to_string(k));
+      const double want = per == 0 ? k : (k - 0.5) * per;
+      const Result ok = cli(check + std::to_string(want));
       INFO(ok.out);
       CHECK(ok.code == 0);
       const auto j = load_json(t / "out.json");
-      CHECK(j.at("max_ulp").get<double>() == k);
+      CHECK(j.at("max_ulp").get<double>() == want);
       CHECK(j.at("max_ulp_index").get<std::int64_t>() == static_cast<std::int64_t>(kPlanted));
       CHECK(j.at("correctly_rounded").get<double>() == 15.0 / 16.0);
       CHECK(j.at("pass").get<bool>());
-      const Result over = cli(check + std::to_string(k - 0.5));
+      const Result over = cli(check + std::to_string(want - 0.5));
       INFO(over.out);
       CHECK(over.code == 1);
       CHECK_FALSE(load_json(t / "out.json").at("pass").get<bool>());

@@ -251,8 +251,6 @@ TEST_CASE("npy: every malformed or unsupported file is rejected with its path an
        "unexpected key 'x'"},
       {"duplicate", craft("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (6,)}", data6),
        "duplicate key 'descr'"},
-      {"fortran", craft(header_with("'<f4'", "True", "(2, 3)"), data6),
-       "Fortran-order arrays are not supported; save with np.ascontiguousarray"},
       {"fortran_int", craft(header_with("'<f4'", "0", "(2, 3)"), data6), "fortran_order must be True or False"},
       {"negative", craft(header_with("'<f4'", "False", "(-2, -3)"), data6), "negative dimension -2"},
       {"float_dim", craft(header_with("'<f4'", "False", "(2.5, 3)"), data6), "non-integer dimension 2.5"},
@@ -331,6 +329,45 @@ TEST_CASE("npy: read(first, count) returns exactly that element range", "[npy]")
   reader.read(10, 0, nullptr);     // an empty range at the end is fine
   check_message(error_of([&] { reader.read(8, 3, part.data()); }), path, "cannot read 3 elements from element 8");
   check_message(error_of([&] { reader.read(-1, 1, part.data()); }), path, "the array has 10 elements");
+}
+
+TEST_CASE("npy: a Fortran-order file (np.save of a transposed array) reads in C order", "[npy]") {
+  TempDir tmp;
+  // The 2x3 array [[0, 1, 2], [3, 4, 5]] stored column-major: 0 3 1 4 2 5.
+  const std::string path = tmp.file("f.npy");
+  write_file(path, craft("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", f4_bytes({0, 3, 1, 4, 2, 5})));
+  NpyReader reader(path);
+  CHECK(reader.header().fortran_order);
+  std::vector<float> all(6, -1);
+  reader.read(0, 6, all.data());
+  CHECK(all == std::vector<float>{0, 1, 2, 3, 4, 5});
+  std::vector<float> row(3, -1);
+  reader.read(3, 3, row.data());  // the second row alone, as check streams rows
+  CHECK(row == std::vector<float>{3, 4, 5});
+
+  // 3-d: element (i, j, k) of a 2x3x4 array holds 100i + 10j + k; column-major puts i fastest.
+  std::vector<float> f;
+  for (int k = 0; k < 4; ++k)
+    for (int j = 0; j < 3; ++j)
+      for (int i = 0; i < 2; ++i) f.push_back(static_cast<float>(100 * i + 10 * j + k));
+  std::string bytes(f.size() * 4, '\0');
+  std::memcpy(bytes.data(), f.data(), bytes.size());
+  const std::string path3 = tmp.file("f3.npy");
+  write_file(path3, craft("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3, 4), }", bytes));
+  NpyReader r3(path3);
+  std::vector<float> c(24);
+  r3.read(0, 24, c.data());
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 4; ++k) CHECK(c[static_cast<std::size_t>(12 * i + 4 * j + k)] == static_cast<float>(100 * i + 10 * j + k));
+
+  // One long dimension (1-d, or 1xN): the orders are the same bytes, streamed from the file.
+  const std::string path1 = tmp.file("f1.npy");
+  write_file(path1, craft("{'descr': '<f4', 'fortran_order': True, 'shape': (1, 3), }", f4_bytes({7, 8, 9})));
+  NpyReader r1(path1);
+  std::vector<float> one(3);
+  r1.read(0, 3, one.data());
+  CHECK(one == std::vector<float>{7, 8, 9});
 }
 
 TEST_CASE("npy: NpyWriter streams chunks and only publishes the file on commit", "[npy]") {

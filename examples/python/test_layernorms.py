@@ -82,8 +82,11 @@ def test_torch_layer_norm_offset_rows_lose_about_twice_kappa():
         for kappa in (1e2, 1e4, 1e6):
             c = lnorm.case("offset", shape=(8, 1024), kappa=kappa, seed=seed)
             r = lnorm.check(c.x, torch_layer_norm(torch.from_numpy(c.x), None, None, 1e-5))
-            worst = max(worst, r.max_ulp / (8 + r.max_ulp_kappa))
-    # Measured up to 2.05 x (8 + kappa) over 140 such cases; 3 says "about 2 kappa", not 10 or 100.
+            w = r.worst_over_budget  # the element furthest over its own allowance, 8 + 1*kappa
+            worst = max(worst, w["error"] / w["allowed"])
+    # Measured 1.53 x its allowance over these 24 cases (2 of them fail the default budget; 2.05 x over 140 cases
+    # with the element of the largest error, before rows with var << eps were measured against their own spread);
+    # 3 says "about 2 kappa", not 10 or 100.
     assert 1 < worst < 3, worst
 
 

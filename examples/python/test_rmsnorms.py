@@ -9,13 +9,14 @@ Run:  PYTHONPATH=build/release/python /usr/bin/python3 -m pytest examples/python
 - Gemma-style (GemmaRMSNorm): the weight stored zero-centred, (1 + w) computed in f32, one cast at the end
   — one rounding, so lnorm checks it with gamma_offset=1.
 
-What lnorm finds (README "Python" keeps this list): against the exact RMSNorm the Gemma-style one is
-correctly rounded (max 0.5 scaled ulp, 100% of 262144 outputs), the Llama-style one is not: max 1.39 scaled
-ulp, 75% correctly rounded — its intermediate cast costs up to one ulp. Both pass RMSNorm's own laws
-(oddness, scale invariance, ...) within their budgets; the Llama one needs 1.5 ulp where the Gemma one
-meets the default bf16 budget of 1. Against *its recipe's* answer (recipe="llama": the cast included) the
-Llama one is correctly rounded — max 0.5 ulp, 100% — and an RMSNorm that skips the cast is not (max 1.44
-ulp from the llama recipe, 74.9%; 0.50002 from the exact answer); the Gemma one is its recipe's answer too (recipe="gemma").
+What lnorm finds (README "Python" keeps this list; errors in scaled f32 ulps, a bf16 output measured from the
+interval that rounds to it, docs/verify.md): against the exact RMSNorm the Gemma-style one is correctly rounded
+(0 scaled ulp, 100% of 262144 outputs), the Llama-style one is not: it fails the default budget (8 f32 ulps) with
+outputs up to 6.1e4 f32 ulps (0.93 bf16 ulp) past the interval of their exact value, 75% correctly rounded — its
+intermediate cast costs up to a bf16 ulp. Against *its recipe's* answer (recipe="llama": the cast included) the
+Llama one is correctly rounded — 0 scaled ulp, 100% — and passes (with a recipe, the recipe gates y); an RMSNorm
+that skips the cast is not its answer (4.9e4 scaled ulp from the llama recipe, 74.9%; 1.03 from the exact answer,
+a near-tie the f32 statistics rounded the other way); the Gemma one is its recipe's answer too (recipe="gemma").
 """
 
 import numpy as np
@@ -69,15 +70,18 @@ def test_gemma_style_is_correctly_rounded_against_the_exact_rmsnorm_with_offset_
     assert not lnorm.check(bits(x), bits(y), bits(wz), op="rmsnorm", eps=1e-6, dtype="bf16", max_ulp_per_kappa=0)
 
 
-def test_llama_style_is_within_1_5_ulp_but_not_correctly_rounded(data):
+BF16_ULP = 2.0 ** 16  # one bf16 ulp in f32 ulps at the same scale: the metric's unit for a bf16 output
+
+
+def test_llama_style_is_up_to_a_bf16_ulp_off_and_fails_the_exact_gate(data):
     x, w, _ = data
     y = llama_rmsnorm(x, w, 1e-6)
-    r = lnorm.check(bits(x), bits(y), bits(w), op="rmsnorm", eps=1e-6, dtype="bf16", max_ulp=1.5, max_ulp_per_kappa=0)
-    assert r, str(r)
-    assert 1.0 < r.max_ulp <= 1.5          # the intermediate cast: up to an ulp more than one rounding
+    r = lnorm.check(bits(x), bits(y), bits(w), op="rmsnorm", eps=1e-6, dtype="bf16", max_ulp_per_kappa=0)
+    assert not r, str(r)                   # 8 f32 ulps past one rounding: the cast is not f32 arithmetic
+    assert 0.5 * BF16_ULP < r.max_ulp < BF16_ULP  # measured 6.1e4: the intermediate cast costs up to a bf16 ulp
     assert r.correctly_rounded < 0.8       # measured 0.749
-    assert not lnorm.check(bits(x), bits(y), bits(w), op="rmsnorm", eps=1e-6, dtype="bf16", max_ulp=0.5,
-                           max_ulp_per_kappa=0)
+    assert lnorm.check(bits(x), bits(y), bits(w), op="rmsnorm", eps=1e-6, dtype="bf16", max_ulp=BF16_ULP,
+                       max_ulp_per_kappa=0)
 
 
 def no_cast_rmsnorm(x, weight, eps):
@@ -93,13 +97,14 @@ def test_llama_style_is_its_recipes_answer_and_one_without_the_cast_is_not(data)
                     recipe="llama")
     assert r, str(r)
     assert r.recipe["max_ulp"] <= 0.5 and r.recipe["correctly_rounded"] == 1.0
-    assert r.max_ulp > 1.0                 # the same output, against the exact RMSNorm
+    assert r.max_ulp > 0.5 * BF16_ULP and not r.y_pass  # the same output, against the exact RMSNorm: reported
     r = lnorm.check(bits(x), bits(no_cast_rmsnorm(x, w, 1e-6)), bits(w), op="rmsnorm", eps=1e-6, dtype="bf16",
                     recipe="llama")
-    assert not r and r.recipe["max_ulp"] > 1.0, str(r)
+    assert not r and r.recipe["max_ulp"] > 0.5 * BF16_ULP, str(r)
     # Against the exact answer it is as good as f32 arithmetic gets (one rounding at the end): measured max
-    # 0.50002 ulp, a near-tie the f32 statistics rounded the other way. Just not the recipe's answer.
-    assert r.max_ulp < 0.51 and r.correctly_rounded > 0.9999
+    # 1.03 f32 ulps past the interval of its exact value, a near-tie the f32 statistics rounded the other way.
+    # Just not the recipe's answer.
+    assert r.max_ulp < 2 and r.correctly_rounded > 0.9999 and r.y_pass
 
 
 def test_gemma_style_is_its_recipes_answer(data):

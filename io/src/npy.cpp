@@ -291,8 +291,7 @@ void interpret_header(const std::string& path, const PyValue& dict, NpyHeader& h
 
   if (fortran->kind != PyValue::Kind::Bool)
     fail(path, "fortran_order must be True or False, not " + excerpt(fortran->source));
-  if (fortran->boolean)
-    fail(path, "Fortran-order arrays are not supported; save with np.ascontiguousarray");
+  h.fortran_order = fortran->boolean;
 
   if (descr->kind != PyValue::Kind::Str)
     fail(path, "unsupported dtype " + excerpt(descr->source) + " (structured); " + kSupported);
@@ -447,12 +446,54 @@ NpyHeader parse_npy(std::string_view bytes, const std::string& name) {
   });
 }
 
+namespace {
+
+// The column-major data `f` of an array of `shape` reordered to row-major in `c` (item bytes each): walk the C
+// order with an odometer over the indices, keeping the Fortran offset in step.
+void fortran_to_c(const std::vector<std::byte>& f, std::vector<std::byte>& c, const std::vector<std::int64_t>& shape,
+                  std::size_t item) {
+  const std::size_t dims = shape.size();
+  std::vector<std::int64_t> stride(dims), index(dims, 0);  // Fortran strides in elements
+  std::int64_t s = 1;
+  for (std::size_t d = 0; d < dims; ++d) stride[d] = s, s *= shape[d];
+  c.resize(f.size());
+  const std::int64_t n = static_cast<std::int64_t>(f.size() / item);
+  std::int64_t off = 0;
+  for (std::int64_t k = 0; k < n; ++k) {
+    std::memcpy(c.data() + static_cast<std::size_t>(k) * item, f.data() + static_cast<std::size_t>(off) * item, item);
+    for (std::size_t d = dims; d-- > 0;) {  // the last index moves fastest in C order
+      if (++index[d] < shape[d]) {
+        off += stride[d];
+        break;
+      }
+      off -= stride[d] * (shape[d] - 1);
+      index[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
 void NpyReader::read(std::int64_t first, std::int64_t count, void* dst) {
   if (!file_) fail(path_, "read from a moved-from reader");
   if (first < 0 || count < 0 || first > header_.elements || count > header_.elements - first)
     fail(path_, "cannot read " + std::to_string(count) + " elements from element " + std::to_string(first) +
                     ": the array has " + std::to_string(header_.elements) + " elements");
   if (count == 0) return;
+  // One dimension of more than one element or none: the two orders are the same bytes.
+  std::size_t long_dims = 0;
+  for (std::int64_t d : header_.shape) long_dims += d > 1;
+  if (!header_.fortran_order || long_dims <= 1) return read_file(first, count, dst);
+  if (c_order_.empty()) {
+    std::vector<std::byte> f(static_cast<std::size_t>(header_.elements) * header_.item_size);
+    read_file(0, header_.elements, f.data());
+    fortran_to_c(f, c_order_, header_.shape, header_.item_size);
+  }
+  std::memcpy(dst, c_order_.data() + static_cast<std::size_t>(first) * header_.item_size,
+              static_cast<std::size_t>(count) * header_.item_size);
+}
+
+void NpyReader::read_file(std::int64_t first, std::int64_t count, void* dst) {
   const std::uint64_t offset = header_.data_offset + static_cast<std::uint64_t>(first) * header_.item_size;
   const std::size_t bytes = static_cast<std::size_t>(count) * header_.item_size;
   if (::fseeko(file_.get(), static_cast<off_t>(offset), SEEK_SET) != 0)

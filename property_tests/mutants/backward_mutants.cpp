@@ -12,6 +12,11 @@
 //   drops_tail_block   dgamma and dbeta leave out the rows past the last full 64-row block (a cross-row
 //                      reduction whose remainder block is never merged)
 //   saved_wrong_row    the saved mean/rstd of row r + 1 (mod rows) used for row r (a stride or index bug)
+// and two that live in 16-bit storage (registered for f16 and bf16 x only; issue 51: the gate that counted a
+// 16-bit gradient's error in ulps of its own format passed both on 8192 rows):
+//   dbeta_zero             dbeta written as zeros (a bias gradient never accumulated)
+//   param_sums_in_x_dtype  dgamma and dbeta summed down the rows in x's 16-bit format, rounded after every add (an
+//                          accumulator kept in the storage type)
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -104,12 +109,18 @@ void run_typed(BackwardDefect defect, const Problem& p, const Tensors& t) {
     }
   }
   const std::int64_t full_blocks = rows / 64 * 64;
+  // param_sums_in_x_dtype: each running sum rounded to T after every add.
+  const auto acc = [&](L sum, L v) {
+    if (defect != BackwardDefect::param_sums_in_x_dtype) return sum + v;
+    return static_cast<L>(to_float(from_double<T>(static_cast<double>(sum + v))));
+  };
   for (std::int64_t r = 0; r < rows; ++r) {
     if (defect == BackwardDefect::drops_tail_block && full_blocks > 0 && r >= full_blocks) break;
     for (std::int64_t j = 0; j < n; ++j) {
       const L dyv = load<T>(t.dy, r * n + j);
-      if (defect != BackwardDefect::dgamma_wrong_axis) dg[static_cast<std::size_t>(j)] += dyv * xhat[static_cast<std::size_t>(r * n + j)];
-      if (defect != BackwardDefect::dbeta_wrong_rows || r > 0) db[static_cast<std::size_t>(j)] += dyv;
+      if (defect != BackwardDefect::dgamma_wrong_axis) dg[static_cast<std::size_t>(j)] = acc(dg[static_cast<std::size_t>(j)], dyv * xhat[static_cast<std::size_t>(r * n + j)]);
+      if ((defect != BackwardDefect::dbeta_wrong_rows || r > 0) && defect != BackwardDefect::dbeta_zero)
+        db[static_cast<std::size_t>(j)] = acc(db[static_cast<std::size_t>(j)], dyv);
     }
   }
   if (defect == BackwardDefect::dgamma_wrong_axis) {

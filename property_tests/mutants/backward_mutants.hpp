@@ -15,6 +15,8 @@ enum class BackwardDefect {
   dbeta_wrong_rows,
   drops_tail_block,
   saved_wrong_row,
+  dbeta_zero,
+  param_sums_in_x_dtype,
 };
 
 void run_backward_mutant(BackwardDefect defect, const Problem& p, const Tensors& t);

@@ -25,6 +25,9 @@
 //                     accumulator in the storage type).
 //   ignores_offset    y uses gamma where it should use (C + gamma): Gemma's (1 + w) forgotten.
 //   subtracts_mean    (RMSNorm only) the mean subtracted: a LayerNorm shipped as an RMSNorm.
+//   offset_16bit      (f16 and bf16 only) every output 2^-8 too high (beta added twice where beta is small, a
+//                     bias folded in twice): half a bf16 ulp at 1, so each bf16 output is within 1 ulp of its
+//                     own answer; the gate that counted errors in ulps of the 16-bit output passed it (issue 51).
 //   batch_dependent   batches of 256 rows or more take a "large batch" path whose running sums are rounded
 //                     to f32 after every add (the small-batch path, the control's, sums in double): a row's
 //                     bits depend on how many rows share its batch. vLLM #48271 (its block size chosen by the
@@ -70,7 +73,11 @@ enum class Defect {
   ignores_offset,
   subtracts_mean,
   batch_dependent,
+  offset_16bit,
 };
+
+// offset_16bit's shift: half a bf16 ulp at 1 (2^-7), 4 f16 ulps at 1 (2^-10).
+constexpr double kOffset16 = 0x1p-8;
 
 // batch_dependent: the row count from which its "large batch" path is taken (vLLM's threshold).
 constexpr std::int64_t kLargeBatchRows = 256;
@@ -223,6 +230,7 @@ void run_typed(const Problem& p, const Tensors& t) {
         A v = (load(xr[i]) - s.mean) * s.rstd;
         if (gamma) v *= static_cast<A>(gamma[i]);
         if (beta) v += static_cast<A>(beta[i]);
+        if constexpr (D == Defect::offset_16bit) v += static_cast<A>(kOffset16);
         if constexpr (std::is_same_v<T, double>) yr[i] = static_cast<double>(v);
         else if constexpr (std::is_same_v<T, float>) yr[i] = static_cast<float>(v);
         else yr[i] = from_float<T>(static_cast<float>(v));  // two roundings: ≤ 0.5 ulp + 2^-13 ulp
@@ -402,6 +410,8 @@ void run_quant(const Problem& p, const Tensors& t) {
 }
 
 constexpr DTypeSet kAll{DType::f32, DType::f64, DType::f16, DType::bf16};
+// The mutants whose defect lives in 16-bit storage alone run there only, so that what catches them is seen there.
+constexpr DTypeSet k16Bit{DType::f16, DType::bf16};
 
 template <BackwardDefect D>
 void run_bwd(const Problem& p, const Tensors& t) {
@@ -409,8 +419,9 @@ void run_bwd(const Problem& p, const Tensors& t) {
 }
 
 // A defect in the forward of the plain norms.
-constexpr KernelInfo mutant(std::string_view id, std::string_view summary, ForwardFn fn, NormSet norms = kBothNorms) {
-  return KernelInfo{id, summary, {.dtypes = kAll, .forward_norms = norms}, fn};
+constexpr KernelInfo mutant(std::string_view id, std::string_view summary, ForwardFn fn, NormSet norms = kBothNorms,
+                            DTypeSet dtypes = kAll) {
+  return KernelInfo{id, summary, {.dtypes = dtypes, .forward_norms = norms}, fn};
 }
 // A defect in Add & Norm's fusion (the plain norms are the control's): the forward takes the whole problem.
 constexpr KernelInfo add_mutant(std::string_view id, std::string_view summary, ForwardFn fn) {
@@ -422,8 +433,9 @@ constexpr KernelInfo quant_mutant(std::string_view id, std::string_view summary,
                                   .fuses_add = true, .f32_residual = true}, fn};
 }
 // A defect in the backward.
-constexpr KernelInfo bwd_mutant(std::string_view id, std::string_view summary, BackwardFn fn, NormSet norms = kBothNorms) {
-  return KernelInfo{id, summary, {.dtypes = kAll, .backward_norms = norms}, nullptr, fn};
+constexpr KernelInfo bwd_mutant(std::string_view id, std::string_view summary, BackwardFn fn, NormSet norms = kBothNorms,
+                                DTypeSet dtypes = kAll) {
+  return KernelInfo{id, summary, {.dtypes = dtypes, .backward_norms = norms}, nullptr, fn};
 }
 
 }  // namespace
@@ -443,7 +455,7 @@ const KernelInfo& control() {
 }
 
 std::span<const KernelInfo> all() {
-  static const std::array<KernelInfo, 32> kMutants{
+  static const std::array<KernelInfo, 35> kMutants{
       mutant("mutant_var_unbiased", "variance divided by n-1 instead of n (NaN at n = 1)",
              &run<Defect::var_unbiased>),
       mutant("mutant_eps_outside_sqrt", "rstd = 1/(sqrt(var) + eps) instead of 1/sqrt(var + eps)",
@@ -473,6 +485,8 @@ std::span<const KernelInfo> all() {
       mutant("mutant_batch_dependent",
              "batches of 256 rows or more sum in f32, smaller ones in double: a row's bits depend on its batch's size",
              &run<Defect::batch_dependent>),
+      mutant("mutant_offset_16bit", "16-bit outputs 2^-8 too high (half a bf16 ulp at 1): a constant bias", &run<Defect::offset_16bit>,
+             kBothNorms, k16Bit),
       add_mutant("mutant_add_unrounded_h", "Add & Norm: statistics and y from x + residual unrounded (h written rounded)",
              &run_add_defect<AddDefect::unrounded_h>),
       add_mutant("mutant_add_residual_ignored", "Add & Norm: statistics from x alone, y from h", &run_add_defect<AddDefect::residual_ignored>),
@@ -503,6 +517,10 @@ std::span<const KernelInfo> all() {
              &run_bwd<BackwardDefect::drops_tail_block>),
       bwd_mutant("mutant_bwd_saved_wrong_row", "backward: row r uses the saved mean/rstd of row r+1",
              &run_bwd<BackwardDefect::saved_wrong_row>),
+      bwd_mutant("mutant_bwd_dbeta_zero_16bit", "backward, 16-bit x: dbeta written as zeros",
+             &run_bwd<BackwardDefect::dbeta_zero>, kBothNorms, k16Bit),
+      bwd_mutant("mutant_bwd_param_sums_16bit", "backward, 16-bit x: dgamma and dbeta summed in x's 16-bit format",
+             &run_bwd<BackwardDefect::param_sums_in_x_dtype>, kBothNorms, k16Bit),
   };
   return kMutants;
 }

@@ -11,16 +11,21 @@
 #include "lnorm/verify.hpp"
 #include "mutants.hpp"
 
-// Arguments (optional): `--cases N` (default: the quick suite's 24), then the ops to run, e.g.
-// `mutants add_rmsnorm` (default: every forward op).
+// Arguments (optional): `--cases N` (default: the quick suite's 24), `--seed S` (default: verify's, 1), then the ops
+// to run, e.g. `mutants add_rmsnorm` (default: every forward op).
 int main(int argc, char** argv) {
   using namespace lnorm;
   using namespace lnorm::verify;
   std::vector<Op> ops;
   int cases = 0;
+  long long seed = -1;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--cases" && i + 1 < argc) {
       cases = std::atoi(argv[++i]);
+      continue;
+    }
+    if (std::string(argv[i]) == "--seed" && i + 1 < argc) {
+      seed = std::atoll(argv[++i]);
       continue;
     }
     const auto op = parse_op(argv[i]);
@@ -36,6 +41,7 @@ int main(int argc, char** argv) {
   Settings settings;
   settings.quick = true;
   settings.cases = cases;
+  if (seed >= 0) settings.seed = static_cast<decltype(settings.seed)>(seed);
   settings.shrink = false;  // caught or not is the question; the first failing case is printed unshrunk
   settings.command = "lnorm verify (mutant: rebuild with it in the registry)";
   int uncaught = 0;

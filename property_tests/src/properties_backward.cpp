@@ -43,12 +43,17 @@ std::string gradient_within(const CheckContext& ctx, const Case& c, const char* 
   std::array<bool, kRowClassCount> seen{};
   const bool is_dx = std::string(what) == "dx";
   std::string failure;
+  // The bias gate (lnorm/metrics.hpp): dx's rows, or the parameter gradient's columns, are its independent units.
+  ErrorSummary bias;
+  bias.units = is_dx ? c.spec.rows() : static_cast<std::int64_t>(got.size());
   std::size_t i = 0;
   for (; i < got.size(); ++i) {
     const double v = bits_to_double(f, got[i]);
-    const double e = scaled_ulp_error(f, v, got[i], exact[i], elems[i]);
+    const double signed_e = signed_scaled_error(f, v, got[i], elems[i]);
+    const double e = std::isnan(signed_e) ? scaled_ulp_error(f, v, got[i], exact[i], elems[i]) : std::fabs(signed_e);
     const double k = kappa ? (*kappa)[i / static_cast<std::size_t>(kappa_stride)] : 0.0;
-    const double allowed = budget.allowed(std::isnan(k) ? 0 : k);
+    const double allowed = allowed_ulps(f, budget, elems[i], k);
+    if (!std::isnan(signed_e)) bias.add_signed(signed_e, allowed);
     const char* idx = is_dx ? "dx[row %lld, col %lld]" : "%s[%lld]";
     char where[96];
     if (is_dx) std::snprintf(where, sizeof where, idx, (long long)(i / static_cast<std::size_t>(kappa_stride)), (long long)(i % static_cast<std::size_t>(kappa_stride)));
@@ -65,11 +70,16 @@ std::string gradient_within(const CheckContext& ctx, const Case& c, const char* 
       seen[cls] = true;
     }
     if (e > allowed) {
-      failure = fmt("%s = %.9g, exact %.9g: %.4g scaled ulp > allowed %.4g (a %g + b %g x kappa %.4g)", where, v,
+      failure = fmt("%s = %.9g, exact %.9g: %.6g scaled ulp > allowed %.6g (a %g + b %g x kappa %.4g)", where, v,
                     elems[i].y_hi + elems[i].y_lo, e, allowed, budget.a, budget.b, k);
       break;
     }
   }
+  if (failure.empty() && !bias.bias_within())
+    failure = fmt("%s's mean signed error %+.4g scaled ulp over %lld elements is past its bound %.4g (0.5 + 3 x mean "
+                  "allowance %.4g / sqrt(%lld %s)): a systematic error, every element pushed the same way",
+                  what, bias.mean_signed_error(), (long long)bias.signed_elements, bias.bias_bound(), bias.mean_allowed(),
+                  (long long)bias.units, is_dx ? "rows" : "columns");
   if (!got.empty()) {
     ctx.worst.note(m, worst);
     ctx.worst.add(m + ".elements", static_cast<double>(std::min(i + 1, got.size())));
@@ -228,11 +238,11 @@ std::string check_bwd_determinism(const CheckContext& ctx, const Case& c) {
   return "";
 }
 
-// The per-element allowance of dx in the format's units: allowed_i·ulp(scale_i), the most a kernel within
-// budget may be off; the sums below are bounded by the sum of these (times |x_i − mean| for orthogonality).
+// The per-element allowance of dx in the format's units: allowed_distance (the compute format's error and the
+// storage rounding), the most a kernel within budget may be off; the sums below are bounded by the sum of these (times |x_i − mean| for orthogonality).
 double dx_allowance(const CheckContext& ctx, const Format& f, const ExactGradients& e, std::size_t i, std::int64_t n) {
   const double k = e.ref.row_kappa[i / static_cast<std::size_t>(n)];
-  return ctx.budget.dx.allowed(std::isnan(k) ? 0 : k) * ulp_at(f, e.ref.dx[i].scale);
+  return allowed_distance(f, e.ref.dx[i], allowed_ulps(f, ctx.budget.dx, e.ref.dx[i], k));
 }
 
 // Σ_i dx_i·d_i over row r, which is 0 exactly for the weights d the laws name, against the most a kernel within

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from . import _lnorm
-from ._check import _arrays
+from ._check import _arrays, detail_lines, number_text
 
 
 def reference_backward(x, dy, gamma=None, *, axis=-1, eps=1e-5, dtype=None, threads=None, op="layernorm",
@@ -35,8 +35,8 @@ class BackwardCheckResult:
     dgamma_undecided: int     # dgamma columns rounded from 6144 bits, not decided exactly (0 in practice)
     # Each gradient given: max_ulp (inf on a non-finite mismatch), max_ulp_nonfinite, max_finite_ulp,
     # max_ulp_index (a tuple), max_ulp_got, max_ulp_exact, correctly_rounded, nonfinite_mismatches,
-    # over_budget, elements, budget, pass; None when not given. Scaled ulps against each gradient's scale
-    # (docs/DESIGN.md "Backward").
+    # over_budget, elements, budget, worst_over_budget, bias, pass; None when not given. Scaled ulps of the
+    # compute format against each gradient's scale (docs/DESIGN.md "Backward", docs/verify.md).
     dx: Optional[dict]
     dgamma: Optional[dict]
     dbeta: Optional[dict]
@@ -49,8 +49,10 @@ class BackwardCheckResult:
         for nm in ("dx", "dgamma", "dbeta"):
             s = getattr(self, nm)
             if s is not None:
-                parts.append(f" {nm} max {s['max_ulp']:.3g} scaled ulp (budget {s['budget']:g}) correctly rounded "
-                             f"{100 * s['correctly_rounded']:.2f}% non-finite mismatches {s['nonfinite_mismatches']} ")
+                top = "inf" if s["max_ulp"] == float("inf") else number_text(s["max_ulp"], s["budget"])
+                parts.append(f" {nm} max {top} scaled ulp (budget {s['budget']:g}) correctly rounded "
+                             f"{100 * s['correctly_rounded']:.2f}% non-finite mismatches {s['nonfinite_mismatches']}"
+                             f"{'' if s['bias']['pass'] else ' BIASED'} ")
         lines = ["".join(parts), f"  input     {self.shape}, {self.op} backward {self.dtype}, axis {self.axis}, "
                                  f"eps {self.eps:.9g}"]
         for nm in ("dx", "dgamma", "dbeta"):
@@ -59,6 +61,7 @@ class BackwardCheckResult:
                 lines.append(f"  worst {nm:<6} at {s['max_ulp_index']}: got {s['max_ulp_got']!r}, exact "
                              f"{s['max_ulp_exact']!r}, {s['max_ulp']:.4g} scaled ulp; {s['over_budget']} of "
                              f"{s['elements']} over budget")
+                lines += detail_lines(nm, s, "rows" if nm == "dx" else "columns")
         return "\n".join(lines)
 
 

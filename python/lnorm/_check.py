@@ -48,6 +48,37 @@ def reference(x, gamma=None, beta=None, *, axis=-1, eps=1e-5, dtype=None, thread
                             gamma_offset=float(gamma_offset), residual=a["residual"])
 
 
+def number_text(value, limit):
+    """value with 3 significant digits, or more until its text compares with limit's as the values do: an
+    error of 8.0001 against a budget of 8 reads "8.0001", not "8" (as `lnorm check` prints it)."""
+    for digits in range(3, 17):
+        t, lt = f"{value:.{digits}g}", f"{limit:.{digits}g}"
+        if (value > limit) == (float(t) > float(lt)) and (value < limit) == (float(t) < float(lt)):
+            return t
+    return f"{value:.17g}"
+
+
+def detail_lines(name, s, unit):
+    """The lines `lnorm check` prints under its summary for one measured output (a dict with worst_over_budget,
+    bias, over_budget, elements): the element furthest over its own allowance, and the bias gate."""
+    lines = []
+    w = s.get("worst_over_budget")
+    if s.get("over_budget", 0) > 0 and w is not None:
+        err = "inf" if w["error"] == float("inf") else number_text(w["error"], w["allowed"])
+        lines.append(f"  over      {name} {w['index']}: got {w['got']!r}, exact {w['exact']!r}, {err} scaled ulp > "
+                     f"allowed {number_text(w['allowed'], w['error'])} (row kappa {w['kappa']:.4g}); "
+                     f"{s['over_budget']} of {s['elements']} elements over budget")
+    b = s.get("bias")
+    if b is not None and b["gated"] and b["elements"] > 0:
+        m, bound = b["mean_signed_error"], b["bound"]
+        sign = "+" if m >= 0 else "-"
+        lines.append(f"  bias      {name} mean signed error {sign}{number_text(abs(m), bound)} scaled ulp over "
+                     f"{b['elements']} elements, bound {number_text(bound, abs(m))} (0.5 + 3 x mean allowance "
+                     f"{b['mean_allowed']:.4g} / sqrt({b['units']} {unit}))"
+                     f"{'' if b['pass'] else ': a systematic error, FAIL'}")
+    return lines
+
+
 @dataclass(frozen=True)
 class CheckResult:
     """What ``lnorm check --json`` reports; truthy when within budget. ``str()`` is the CLI's verdict."""
@@ -90,6 +121,13 @@ class CheckResult:
     h: Optional[dict] = None
     residual_dtype: Optional[str] = None  # Add & Norm: the residual's (and h's) dtype
     y_pass: bool = True                   # y against the exact answer alone
+    y_gated: bool = True                  # y_pass counts in passed (False with a recipe and no max_ulp: the recipe gates)
+    # The element furthest over its own allowance (where a FAIL is; not always the element of max_ulp): index,
+    # error, allowed (a + b*kappa at its row's kappa, in scaled ulps), kappa, got, exact.
+    worst_over_budget: Optional[dict] = None
+    # The bias gate: mean_signed_error (scaled ulps, positive above the exact answer), bound (0.5 + 3 x
+    # mean_allowed / sqrt(units)), mean_allowed, elements, units (rows), gated, pass (docs/verify.md).
+    bias: Optional[dict] = None
 
     @property
     def nan_mismatches(self):
@@ -111,9 +149,14 @@ class CheckResult:
         b = self.budget
         # RMSNorm has no mean, so no kappa (0 by definition): print the budget that applies, as `lnorm check`.
         budget = f"{b['a']:g} + {b['b']:g}*kappa" if "layernorm" in self.op else f"{b['a']:g}"
-        head = (f"{'PASS' if self.passed else 'FAIL'}  y max {self.max_ulp:.3g} scaled ulp "
+        if not self.y_gated:
+            budget = "not gated: the recipe is; max_ulp gates it too"
+        top = "inf" if self.max_ulp == float("inf") else number_text(self.max_ulp, b["a"])
+        head = (f"{'PASS' if self.passed else 'FAIL'}  y max {top} scaled ulp "
                 f"(budget {budget})  correctly rounded {100 * self.correctly_rounded:.2f}%  "
                 f"non-finite mismatches {self.nonfinite_mismatches}")
+        if self.y_gated and self.bias is not None and not self.bias["pass"]:
+            head += f"  bias {self.bias['mean_signed_error']:+.3g} scaled ulp (bound {self.bias['bound']:.3g})"
         if self.mean is not None:
             head += f"  mean {self.mean['max_ulp']:g} ulp"
         if self.rstd is not None:
@@ -144,6 +187,8 @@ class CheckResult:
             lines.append(f"  finite    max {self.max_finite_ulp:.4g} scaled ulp over the elements without a "
                          f"non-finite mismatch")
         lines.append(f"  over budget {self.over_budget} of {self.elements} elements")
+        lines += detail_lines("y", {"worst_over_budget": self.worst_over_budget, "bias": self.bias,
+                                    "over_budget": self.over_budget, "elements": self.elements}, "rows")
         if self.first_nonfinite_mismatch_index is not None:
             lines.append(f"  first non-finite mismatch at {self.first_nonfinite_mismatch_index}")
         for what, s in (("mean", self.mean), ("rstd", self.rstd)):
@@ -154,20 +199,22 @@ class CheckResult:
         return "\n".join(lines)
 
 
-def check(x, y, gamma=None, beta=None, *, axis=-1, eps=1e-5, max_ulp=8, max_ulp_per_kappa=1, mean=None, rstd=None,
+def check(x, y, gamma=None, beta=None, *, axis=-1, eps=1e-5, max_ulp=None, max_ulp_per_kappa=1, mean=None, rstd=None,
           max_mean_ulp=None, max_rstd_ulp=None, dtype=None, threads=None, op="layernorm", gamma_offset=0.0,
           recipe=None, max_recipe_ulp=0.5, residual=None, h=None, max_h_ulp=None, quant=None, scaling="tensor",
           scale=None, scales=None, max_q_ulp=None, max_scale_ulp=None):
     """Measures a candidate output y (and optionally mean/rstd) against the exact answer for x: the
     LayerNorm of x, or op="rmsnorm" (no mean: mean= is refused), with gamma_offset as in reference().
 
-    Budget: max_ulp + max_ulp_per_kappa * kappa scaled ulps per element (DESIGN.md "Measuring
-    error"); max_mean_ulp / max_rstd_ulp also gate the statistics (default: reported only): the mean
+    Budget: max_ulp (default 8) + max_ulp_per_kappa * kappa scaled ulps per element, in ulps of the compute
+    format (f32; f64 for f64) from the interval of reals that round to the output (docs/verify.md "How error is
+    measured"), and the mean signed error within its bound (.bias); max_mean_ulp / max_rstd_ulp also gate the statistics (default: reported only): the mean
     in ulps of max(|mean|, sqrt(var + eps)) as lnorm verify measures it, rstd in plain ulps.
     recipe: also measure y against a recipe's answer ("llama": the normalized value rounded to x's dtype
     before the weight multiply; "gemma": weight 1 + gamma in f32, one rounding at the end — it sets
     gamma_offset to 1), gated by max_recipe_ulp (default 0.5); the result's .recipe holds that measurement
-    and the exact answer's stays in max_ulp (README "Recipes").
+    and the exact answer's stays in max_ulp, reported (y_pass) and gated only when max_ulp is given (docs/cli.md
+    "Recipes").
     residual: Add & Norm — y is measured against the norm of the exact h (x + residual rounded once),
     whatever the candidate's h; h= also measures a candidate h against the exact sum, gated by max_h_ulp
     (default 0.5: the sum rounded once); the result's .h holds it.
@@ -185,7 +232,8 @@ def check(x, y, gamma=None, beta=None, *, axis=-1, eps=1e-5, max_ulp=8, max_ulp_
                            max_scale_ulp=max_scale_ulp, axis=axis, eps=eps, threads=threads, op=op,
                            gamma_offset=gamma_offset, recipe=recipe, max_recipe_ulp=max_recipe_ulp)
     dtype, a = _arrays(dtype, x=x, y=y, gamma=gamma, beta=beta, mean=mean, rstd=rstd, residual=residual, h=h)
-    d = _lnorm.check(a["x"], a["y"], a["gamma"], a["beta"], axis=axis, eps=eps, max_ulp=float(max_ulp),
+    d = _lnorm.check(a["x"], a["y"], a["gamma"], a["beta"], axis=axis, eps=eps,
+                     max_ulp=None if max_ulp is None else float(max_ulp),
                      max_ulp_per_kappa=float(max_ulp_per_kappa), mean=a["mean"], rstd=a["rstd"],
                      max_mean_ulp=max_mean_ulp, max_rstd_ulp=max_rstd_ulp, dtype=dtype, threads=threads, op=op,
                      gamma_offset=float(gamma_offset), recipe=recipe, max_recipe_ulp=float(max_recipe_ulp),

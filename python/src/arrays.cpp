@@ -192,6 +192,31 @@ py::array encode(DType d, const std::vector<double>& values, const std::vector<s
   return out;
 }
 
+void add_error_fields(py::dict& d, const ErrorSummary& s, const std::vector<std::int64_t>& shape) {
+  if (s.worst_excess_index >= 0) {
+    py::dict w;
+    w["index"] = unravel(s.worst_excess_index, shape);
+    w["error"] = s.worst_excess_error;
+    w["allowed"] = s.worst_excess_allowed;
+    w["kappa"] = s.worst_excess_kappa;
+    w["got"] = s.worst_excess_got;
+    w["exact"] = s.worst_excess_exact;
+    d["worst_over_budget"] = w;
+  } else {
+    d["worst_over_budget"] = py::none();
+  }
+  py::dict b;
+  b["metric"] = "mean signed error in scaled ulps (positive: above the exact answer)";
+  b["mean_signed_error"] = s.mean_signed_error();
+  b["mean_allowed"] = s.mean_allowed();
+  b["elements"] = s.signed_elements;
+  b["units"] = s.units;
+  b["bound"] = s.units > 0 ? py::object(py::float_(s.bias_bound())) : py::object(py::none());
+  b["gated"] = s.units > 0;
+  b["pass"] = s.bias_within();
+  d["bias"] = b;
+}
+
 py::tuple unravel(std::int64_t flat, const std::vector<std::int64_t>& shape) {
   std::vector<std::int64_t> c(shape.size());
   for (std::size_t i = shape.size(); i-- > 0;) {

@@ -10,6 +10,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "lnorm/metrics.hpp"
 #include "lnorm/problem.hpp"
 
 namespace lnorm::python {
@@ -57,6 +58,11 @@ py::array stats_array(py::handle a, const ProblemArrays& in, const std::string& 
 py::array encode(DType d, const std::vector<double>& values, const std::vector<std::int64_t>& shape);
 // A flat C-order index as a tuple of coordinates in shape.
 py::tuple unravel(std::int64_t flat, const std::vector<std::int64_t>& shape);
+
+// What every measured output adds to its dict beside its worst error (check --json's error_json): the element
+// furthest over its own allowance ("worst_over_budget": index, error, allowed, kappa, got, exact; None without
+// elements) and the bias gate ("bias": mean_signed_error, mean_allowed, elements, units, bound, gated, pass).
+void add_error_fields(py::dict& d, const ErrorSummary& s, const std::vector<std::int64_t>& shape);
 
 void bind_reference(py::module_& m);
 void bind_verify(py::module_& m);

@@ -94,6 +94,7 @@ CheckSummary measure_rows(const Problem& p, const void* x, const void* gamma, co
         const RowReference row = ref.run(in, gamma, beta, p.cols, exact.data(), elems.data());
         const bool constant = p.op.norm == Norm::layernorm && !row.nonfinite && constant_in_storage(fused ? hfmt : fmt, in, p.cols);
         part.constant_row_count += constant;
+        ++part.y.units;  // a row shares its mean's and rstd's errors: the bias gate's independent unit
         for (std::int64_t i = 0; i < p.cols; ++i) {
           const std::uint64_t got = load_bits(yb + off, es, i);
           part.y.add(fmt, (first_row + r) * p.cols + i, bits_to_double(fmt, got), got, load_bits(exact.data(), es, i),

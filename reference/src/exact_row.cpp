@@ -102,6 +102,7 @@ struct RowReferencer::Impl {
   Dyadic S, M, W;
   BigFloat sqrtW;
   DD mean_dd, rstd_dd;
+  double floor = 1;  // LayerNorm's scale floor for this row: rho_floor(sqrt(M/W)) (reference.hpp)
   bool fast_ok = false;
 
   explicit Impl(const Problem& p)
@@ -143,9 +144,13 @@ struct RowReferencer::Impl {
     }
   }
 
-  // docs/DESIGN.md "Measuring error" (output_scale: LayerNorm's floors |z*| at 1, RMSNorm's does not).
-  double scale_of(std::size_t i, double z) const {
-    return output_scale(centred, std::fabs(weight_dd(i).hi), std::fabs(z), beta.empty() ? 0.0 : std::fabs(beta[i]));
+  // docs/DESIGN.md "Measuring error" (output_scale: LayerNorm's floors |z*| at the row's rho_floor, RMSNorm's
+  // does not). The element's reference with its scale and, where the floor is below 1, its kappa scale.
+  ElementReference element(std::size_t i, double hi, double lo, double z) const {
+    const double w = std::fabs(weight_dd(i).hi), b = beta.empty() ? 0.0 : std::fabs(beta[i]), az = std::fabs(z);
+    ElementReference e{hi, lo, z, output_scale(centred ? floor : 0.0, w, az, b)};
+    if (centred && floor < 1) e.kappa_scale = output_scale(1.0, w, az, b);
+    return e;
   }
 
   // sign(y* − m) for element i, exactly. D = n·x − S.
@@ -166,7 +171,7 @@ struct RowReferencer::Impl {
       const BigFloat z = to_bigfloat(D) / sqrtW;
       const BigFloat y = to_bigfloat(A) / sqrtW + (beta.empty() ? 0.0 : beta[i]);
       const DD ydd = to_dd(y);
-      *e = {ydd.hi, ydd.lo, z.convert_to<double>(), scale_of(i, z.convert_to<double>())};
+      *e = element(i, ydd.hi, ydd.lo, z.convert_to<double>());
     }
     return detail::round_exactly(fmt, guess, [&](const Dyadic& m) { return compare_y(A, i, m); });
   }
@@ -210,7 +215,7 @@ struct RowReferencer::Impl {
     const DD p = detail::mul(d, rstd_dd);  // z*
     const DD q = w.lo == 0 ? detail::mul(p, g) : detail::mul(p, w);  // the same bound (< 2^-102 each)
     const DD y = detail::add(q, b);
-    if (e) *e = {y.hi, y.lo, p.hi, scale_of(i, p.hi)};
+    if (e) *e = element(i, y.hi, y.lo, p.hi);
     const double eps_i = kFastRelBound * (std::fabs(b) + std::fabs(g) * rstd_dd.hi * (std::fabs(xi) + std::fabs(mean_dd.hi))) +
                          kUnderflowSlack * (1 + rstd_dd.hi * std::fabs(g));
     const std::int64_t k = round_to_ordinal(fmt, y.hi);
@@ -284,6 +289,8 @@ struct RowReferencer::Impl {
       return out;
     }
     sqrtW = sqrt(to_bigfloat(W));
+    out.rho = BigFloat(sqrt(to_bigfloat(M)) / sqrtW).convert_to<double>();  // M ≥ 0: n²·var
+    floor = rho_floor(out.rho);
     const BigFloat rstd_bf = BigFloat(n) / sqrtW;
     // rstd = n/sqrt(W) > m > 0  <=>  n² > m²·W.
     const Dyadic n2{n_big * n_big, 0};

@@ -328,7 +328,9 @@ QuantSummary measure_quantized(const Problem& p, const QuantSpec& spec, const vo
             }
             if (allowed < 0) {
               const double xv = rq.value_x(i);
-              const double tx = sv == 0 ? t : std::clamp(xv / sv, lo, hi);
+              // A zero scale sends every nonzero y to ±max whatever its error: the target itself, half a quantum
+              // (with t = ±Inf here the allowance was infinite, and a q of anything read "max 14 quanta, over budget 0").
+              const double tx = sv == 0 ? target : std::clamp(xv / sv, lo, hi);
               // Q(y_x/s) is within half a quantum *at y_x/s* of it, and y_x/s is |tx − target| from y*/s: the two
               // binades differ where rounding y to x's dtype moves it across a power of two (f16's subnormals).
               allowed = (std::isfinite(xv) ? (0.5 * quantum_at(f, tx) + std::fabs(tx - target)) / quantum : 0.5) + kRecipeSlack;

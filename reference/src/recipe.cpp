@@ -142,7 +142,7 @@ struct RecipeReferencer::Impl {
       if (y_out) set_bits_at(p.dtype, y_out, i, round_sum_bits(yfmt, prod.hi, prod.lo));
       // The scale of the recipe's last step, round(w·v): s with the recipe's normalized value v for z*
       // (with z*, a w·z* just under a binade whose w·v is over it read a correct rounding as 0.88 ulp).
-      if (elems) elems[i] = {prod.hi, prod.lo, v_elems[ui].z, output_scale(false, std::fabs(w), std::fabs(vi), 0.0)};
+      if (elems) elems[i] = {prod.hi, prod.lo, v_elems[ui].z, output_scale(0.0, std::fabs(w), std::fabs(vi), 0.0)};
     }
     return inexact;
   }

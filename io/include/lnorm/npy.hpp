@@ -1,6 +1,7 @@
 // lnorm/npy.hpp — strict, streaming reader and atomic writer for NumPy .npy files.
 //
-// Only what the harness exchanges is accepted: C-order arrays of '<f4' (f32), '<f8' (f64), '<f2' (f16),
+// Only what the harness exchanges is accepted: arrays (C order, or Fortran order: np.save of a transposed array,
+// read whole and served in C order) of '<f4' (f32), '<f8' (f64), '<f2' (f16),
 // '<u2' (bf16 bit patterns), '|u1' (fp8 bit patterns, mx's E8M0 scales) and '|i1' (int8). Everything else is rejected with an NpyError whose message is one line:
 // "<path>: <what is wrong>", so the CLI can print it as is and exit 2.
 //
@@ -31,6 +32,7 @@ struct NpyHeader {
   std::size_t item_size = 0;        // bytes per element
   std::int64_t elements = 0;        // product of shape (1 for 0-d)
   std::uint64_t data_offset = 0;    // byte offset of the data in the file
+  bool fortran_order = false;       // the file holds the data column-major (numpy's fortran_order: True)
 };
 
 namespace detail {
@@ -49,14 +51,18 @@ class NpyReader {
   const NpyHeader& header() const { return header_; }
   const std::string& path() const { return path_; }
 
-  // Reads elements [first, first+count) into dst (count*item_size bytes) with one fread.
-  // Throws NpyError if the range is outside the array or on I/O failure.
+  // Reads elements [first, first+count), counted in C order, into dst (count*item_size bytes) with one fread.
+  // Throws NpyError if the range is outside the array or on I/O failure. A Fortran-order file is read whole on
+  // the first call and reordered to C order in memory (a column-major array has no C-order row to stream: every
+  // row reaches across the whole file), so it costs one copy of the array in memory.
   void read(std::int64_t first, std::int64_t count, void* dst);
 
  private:
+  void read_file(std::int64_t first, std::int64_t count, void* dst);
   std::string path_;
   NpyHeader header_;
   detail::FilePtr file_;
+  std::vector<std::byte> c_order_;  // a Fortran-order file's data in C order, once read
 };
 
 // The same checks as NpyReader on a whole .npy file held in memory (the fuzz target uses it): returns the

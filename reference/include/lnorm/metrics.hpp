@@ -1,10 +1,21 @@
-// The error metric of every output, in one place (docs/DESIGN.md "Measuring error"): `check`, `verify`,
-// `report`, the Python module and the C++ library all measure through these functions.
-//   y:    scaled ulp error against the exact element (scaled_ulp_error)
+// The error metric of every output, in one place (docs/DESIGN.md "Measuring error", docs/verify.md "How error
+// is measured"): `check`, `verify`, `report`, the Python module and the C++ library all measure through these.
+//   y:    scaled ulp error against the exact element (scaled_ulp_error), in ulps of the *compute* format
 //   mean: |mean − mean*| in ulps of max(|mean*|, sqrt(var + eps)) (stat_error, Stat::mean)
 //   rstd: plain ulp distance to rstd* rounded once (stat_error, Stat::rstd)
 // A non-finite mismatch — NaN or ±Inf where the exact answer is finite, a finite value where it is NaN,
 // ±Inf where the exact answer does not round to that infinity — has error +Inf: it is never "0 ulp".
+//
+// The allowance model. A correct kernel computes an output in its compute format C (f32 for f16, bf16 and f32
+// outputs; f64 for f64) with some error E, then rounds it once to the storage format F. So an output is judged
+// in two parts, each where it arises:
+//   - the one rounding to F is free: an output of a narrower F is measured from the *interval of reals that round
+//     to it* (0 when it is correctly rounded), so it costs nothing relative to the value itself;
+//   - what is left is the computation's own error, measured in ulps of C at the element's scale s (the size of
+//     the terms it is formed from), and gated by a + b·kappa of those ulps.
+// Before this model a 16-bit output's error was counted in ulps of F at s: an allowance 2^16 (bf16) or 2^13
+// (f16) times wider than the computation makes, through which a bf16 dbeta of zeros, y + 0.006 and a dropped
+// mean(g) all passed (issue 51).
 #pragma once
 
 #include <cstdint>
@@ -15,18 +26,51 @@
 
 namespace lnorm {
 
-// Allowed scaled-ulp error per element: a + b·kappa (kappa of the element's row).
+// The format an output stored in f is computed in by a correct kernel: f32 for f16, bf16 and f32 (every kernel
+// here, PyTorch's and ONNX Runtime's 16-bit norms accumulate and normalize in f32), f64 for f64.
+inline Format compute_format(const Format& f) { return format_of(f.dtype == DType::f64 ? DType::f64 : DType::f32); }
+
+// Allowed scaled-ulp error per element: a + b·kappa (kappa of the element's row), in ulps of the compute format.
 struct Budget {
   double a = 8;
   double b = 1;
   // b = 0 means no kappa term even where kappa overflows double (0·Inf would be NaN, which no error exceeds).
+  // The kappa term at an element whose scale is its kappa scale (every output but LayerNorm's y on rows with
+  // var < eps/3: allowed_ulps has the general form).
   double allowed(double kappa) const { return b == 0 ? a : a + b * kappa; }
 };
 
-// Scaled ulp error of one output value `got` (a value of format f) against the exact element.
+// Scaled ulp error of one output value `got` (a value of format f) against the exact element: |signed_error|.
 // +Inf for a non-finite mismatch; 0 for NaN where the exact answer is NaN.
 double scaled_ulp_error(const Format& f, double got, std::uint64_t got_bits, std::uint64_t exact_bits,
                         const ElementReference& exact);
+
+// The signed error of a finite output against a finite exact value, in ulps of the compute format at the
+// element's scale: (p − y*)/ulp_C(s), where p is got itself when f is its own compute format (f32, f64), and for
+// a narrower f the point nearest y* of the interval of reals that round to got (so 0 when got is correctly
+// rounded, and at most a kernel's own error E when got is its C value, off by E, rounded once). Positive when
+// got lies above y*. NaN where either side is not finite (scaled_ulp_error has the non-finite rules).
+double signed_scaled_error(const Format& f, double got, std::uint64_t got_bits, const ElementReference& exact);
+
+// The error of an output `got` against a real target (a metamorphic law's value rather than an exact reference)
+// at scale s, measured as against y*: from got's rounding interval, in ulps of the compute format at s. +Inf
+// where one side is not finite and they differ.
+double scaled_error_to(const Format& f, double got, double target, double scale);
+
+// One ulp of f in ulps of its compute format at the same scale, 2^(p_C − p_F): what an error that arises in f (x's
+// own rounding, as a metamorphic law's input) costs in the metric's units. 1 for f32 and f64.
+inline double storage_ulp_in_compute_ulps(const Format& f) {
+  return static_cast<double>(std::int64_t{1} << (compute_format(f).precision - f.precision));
+}
+
+// The allowance at one element in scaled ulps: a + b·kappa, the kappa term measured at the element's kappa_scale
+// (the mean's rounding, u·kappa·|w|, is an absolute error in z, whatever the scale's floor: reference.hpp).
+double allowed_ulps(const Format& f, const Budget& budget, const ElementReference& exact, double kappa);
+
+// The most |got − y*| an output within `ulps` scaled ulps can show: ulps·ulp_C(s), plus, for a storage format
+// narrower than C, its one rounding (half an ulp of f at |y*| + that). Two outputs within budget of the same y*
+// differ by at most the sum of theirs: what the metamorphic properties compare against.
+double allowed_distance(const Format& f, const ElementReference& exact, double ulps);
 
 // Bit-identical to the exact answer rounded once (+0 and -0 are the same value; NaN matches NaN).
 bool correctly_rounded(const Format& f, std::uint64_t got_bits, std::uint64_t exact_bits);
@@ -51,7 +95,7 @@ struct ErrorSummary {
   std::int64_t elements = 0;
   std::int64_t correctly_rounded = 0;
   std::int64_t nonfinite_mismatches = 0;
-  std::int64_t over_budget = 0;  // elements (non-finite mismatches included) over a + b·kappa
+  std::int64_t over_budget = 0;  // elements (non-finite mismatches included) over their allowance
   // The worst scaled ulp error: +Inf when there is any non-finite mismatch (then max_ulp_index is the
   // first one's). max_finite_ulp is the worst over the elements without one.
   double max_ulp = 0;
@@ -59,13 +103,42 @@ struct ErrorSummary {
   double max_ulp_kappa = 0, max_ulp_got = 0, max_ulp_exact = 0;
   double max_finite_ulp = 0;
   std::int64_t first_nonfinite_mismatch_index = -1;
+  // The element furthest over (or least under) its own allowance: where a FAIL is, which need not be the element
+  // of the largest error (an element of a large-kappa row may err more and still be within its budget).
   double worst_excess = -std::numeric_limits<double>::infinity();  // max of e − allowed
   std::int64_t worst_excess_index = -1;
+  double worst_excess_error = 0, worst_excess_allowed = 0, worst_excess_kappa = 0, worst_excess_got = 0,
+         worst_excess_exact = 0;
+
+  // The bias gate (docs/verify.md "The mean signed error"): a per-element allowance cannot see an error spread
+  // thinly over every element in one direction (beta added twice, y + 0.006, n − 1, a dropped mean(g)), so the
+  // mean of the signed errors is gated too. A correct computation's errors have no preferred sign: a correctly
+  // rounded output's mean lies within 0.5 (every element does), and the errors a row shares (its mean's and its
+  // rstd's rounding, each within the allowance) average out over independent rows like mean_allowed/sqrt(units).
+  // `units`: the independent parts the caller measured (rows for y and dx, columns for dgamma and dbeta); 0 leaves
+  // the bias ungated (h, a recipe's y). Sums are exact in fixed point (2^-20 scaled ulp, each term clamped to
+  // ±2^40), so the mean does not depend on how rows were split over threads.
+  static constexpr double kBiasFloor = 0.5;   // a correctly rounded output's largest mean signed error
+  static constexpr double kBiasSpread = 3.0;  // standard deviations of the rows' shared errors kept as margin:
+                                              // a uniform shift in ±A has sd A/sqrt(3), so 3·A is over 5 sd
+  std::int64_t units = 0;
+  std::int64_t signed_elements = 0;  // elements with a finite signed error (both sides finite)
+  __extension__ typedef __int128 Fixed;  // GCC's and Clang's 128-bit integer (no ISO C++ type is as wide)
+  Fixed signed_fixed = 0, allowed_fixed = 0;
 
   double correctly_rounded_fraction() const {
     return elements ? static_cast<double>(correctly_rounded) / static_cast<double>(elements) : 1.0;
   }
-  bool within_budget() const { return over_budget == 0; }
+  double mean_signed_error() const;  // 0 without a finite element
+  double mean_allowed() const;       // the mean per-element allowance over the same elements
+  // kBiasFloor + kBiasSpread·mean_allowed/sqrt(units); +Inf when units is 0 (not gated).
+  double bias_bound() const;
+  bool bias_within() const;
+  bool within_budget() const { return over_budget == 0; }  // every element within its allowance
+  bool passes() const { return within_budget() && bias_within(); }
+  // One element's part in the bias gate alone (add() calls it): its signed error and its allowance, both in
+  // scaled ulps. For a caller that gates elements itself (verify) and needs only the bias.
+  void add_signed(double signed_error, double allowed);
   void add(const Format& f, std::int64_t index, double got, std::uint64_t got_bits,
            std::uint64_t exact_bits, const ElementReference& exact, double kappa, const Budget& budget);
   void merge(const ErrorSummary& other);  // other's indices must already be global

@@ -9,6 +9,7 @@
 // The reference includes only the problem description and the storage types, never a kernel.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -23,15 +24,35 @@ struct ElementReference {
   double y_hi = 0, y_lo = 0;  // y* ≈ y_hi + y_lo, relative error < 2^-90 (NaN where y* is NaN)
   double z = 0;               // z* = (x − mean)·rstd (x·rstd for RMSNorm), to double precision (NaN where y* is NaN)
   double scale = 0;           // output_scale(...): the size the error is measured against
+  // The size the budget's kappa term is measured against, where it differs from scale (< 0: the same). LayerNorm's
+  // y on a row with var < eps/3: the mean's rounding costs z about u·kappa absolutely, so its term stays at the
+  // floor of 1 (output_scale with floor 1) while the error's own scale floors at rho (below).
+  double kappa_scale = -1;
 };
 
 // The size an output's error is measured against (docs/DESIGN.md "Measuring error"), w = C + γ:
-//   LayerNorm  s = |w|·max(1, |z*|) + |β|: x − mean carries an absolute error ~u·std into z, so a z near 0
-//              is measured against 1;
-//   RMSNorm    s = |w|·|z*| + |β|: z = x·rstd is a product, relatively accurate, so a small output is measured
-//              against itself (with the floor an all-zero row of outputs near 1e-27 read 9e-21 ulp and passed).
-inline double output_scale(bool centred, double abs_w, double abs_z, double abs_beta) {
-  return abs_w * (centred && abs_z < 1 ? 1.0 : abs_z) + abs_beta;
+//   s = |w|·max(floor, |z*|) + |β|
+// LayerNorm: floor = rho_floor(rho). x − mean carries the mean's rounding as an absolute error in z: a careful
+//   sum of the row errs by about u·(|mean| + spread), which is u·(kappa + rho) in z, rho = sqrt(var/(var + eps)) the
+//   z-size of the row's spread. The kappa part is the budget's b·kappa; rho is the floor. It was 1 (rho's value
+//   when eps ≪ var), and then on rows with var ≪ eps, where |z*| ≤ rho ≪ 1, y = −y*, y = 0 and eps off by 10x all
+//   passed (issue 51).
+// RMSNorm: floor = 0. z = x·rstd is a product, relatively accurate, so a small output is measured against itself
+//   (with a floor of 1 an all-zero row of outputs near 1e-27 read 9e-21 ulp and passed).
+inline double output_scale(double floor, double abs_w, double abs_z, double abs_beta) {
+  return abs_w * (abs_z < floor ? floor : abs_z) + abs_beta;
+}
+
+// LayerNorm's floor: rho = sqrt(var/(var + eps)) rounded up to a power of two (at most 1). The power of two keeps
+// every row with var ≥ eps/3 (rho > 1/2) at exactly the floor of 1 that the budgets were measured on, where
+// rho = 1 − eps/(2·var) would otherwise move an element's scale a binade down for nothing; below it the floor is
+// within 2x of rho. A row with var = 0 (constant) has no spread to measure against and keeps the floor of 1 (with
+// rho's 0 an output against its exact β = 0 read in ulps of 2^-149); check reports those rows at kappa 0 apart.
+inline double rho_floor(double rho) {
+  if (!(rho > 0) || rho >= 0.5) return 1;
+  int e = 0;
+  const double m = std::frexp(rho, &e);  // rho = m·2^e, m in [1/2, 1)
+  return m == 0.5 ? rho : std::ldexp(1.0, e);
 }
 
 struct RowReference {
@@ -39,6 +60,8 @@ struct RowReference {
   double rstd = 0;     // exact 1/sqrt(var + eps) rounded once to the stats format (+Inf if var+eps == 0);
                        // RMSNorm: 1/sqrt(mean(x²) + eps)
   double kappa = 0;    // |mean| / sqrt(var + eps), 0 when var + eps == 0 (NaN for a non-finite row; 0 for RMSNorm)
+  double rho = 0;      // sqrt(var / (var + eps)): the z-size of the row's spread, whose rounding to a power of two
+                       // is LayerNorm's scale floor (rho_floor); 0 where var + eps == 0 (RMSNorm: mean(x²) for var)
   bool nonfinite = false;          // the row held a NaN or an Inf
   std::int64_t exact_fallbacks = 0;  // elements the fast path could not certify (diagnostics)
 };
