@@ -106,6 +106,27 @@ TEST_CASE("check --quant: one quantum off, or a scale 2^-8 off, fails with its o
   CHECK(j["scales"]["max_ulp"].get<double>() > 1000);
 }
 
+TEST_CASE("check --quant: a row scale of 0 under q's exact codes counts q's elements over budget (CLI)", "[cli][quant]") {
+  // Before issue 51 a zero scale gave q an infinite allowance: "max 14 quanta, over budget 0 of 1024", q passing,
+  // and with --max-scale-ulp 1e30 the whole check passing. Against a zero scale every nonzero y is ±max (Q(±Inf),
+  // saturating): the exact codes are over by many quanta.
+  TempDir t;
+  save_x(t / "x.npy");
+  const std::string x = " --op rmsnorm --x " + (t / "x.npy") + " --quant fp8_e4m3 --scaling row";
+  REQUIRE(cli("reference" + x + " --q " + (t / "q.npy") + " --scales " + (t / "s.npy")).code == 0);
+  std::vector<std::uint8_t> s = read_bytes(t / "s.npy");
+  std::memset(s.data() + 4, 0, 4);  // row 1's scale: +0
+  io::save(t / "s0.npy", "<f4", {4, 1}, s.data());
+  const Result r = cli("check" + x + " --q " + (t / "q.npy") + " --scales " + (t / "s0.npy") + " --max-scale-ulp 1e30 --json " +
+                       (t / "r.json"));
+  INFO(r.out);
+  CHECK(r.code == 1);
+  const auto j = load_json(t / "r.json");
+  CHECK(j["q"]["pass"] == false);
+  CHECK(j["q"]["over_budget"].get<std::int64_t>() > 200);  // row 1's nonzero elements
+  CHECK(j["q"]["over_budget"].get<std::int64_t>() <= 256);
+}
+
 TEST_CASE("quant flags: every misuse is refused by name and nothing is written (CLI)", "[cli][quant][bad_input]") {
   TempDir t;
   save_x(t / "x.npy");

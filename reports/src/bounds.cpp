@@ -1,8 +1,9 @@
 // Worst-case bounds, first order in the unit roundoff, for one row of width n and condition
-// kappa = |mean|/sqrt(var + eps). Units: the scaled ulps of DESIGN.md "Measuring error". Because
-// ulp(s) > u·s for the output format's unit roundoff u, an absolute error of E·u_w·s (u_w: the
-// unit roundoff of the working precision) is at most E·u_w/u scaled ulps; when the output format is
-// narrower than the working one (f16/bf16 data, f32 math) the final rounding adds ½.
+// kappa = |mean|/sqrt(var + eps). Units: the scaled ulps of DESIGN.md "Measuring error", ulps of the output's
+// compute format C (f32 for f32, f16 and bf16; f64 for f64). Because ulp_C(s) > u_C·s, an absolute error of
+// E·u_w·s (u_w: the unit roundoff of the working precision) is at most E·u_w/u_C scaled ulps; the final rounding
+// adds ½ where the output is C itself and the math is wider (f32 outputs of f64 math), and nothing for a 16-bit
+// output (the metric measures it from the interval that rounds to it).
 //
 // Sums. A sum that passes each value through c roundings errs by at most c·u·Σ|x_i| (Higham 2002,
 // "Accuracy and Stability of Numerical Algorithms", 2nd ed., §4.2; c = n − 1 for a sequential sum,
@@ -27,6 +28,7 @@
 #include <limits>
 
 #include "lnorm/format.hpp"
+#include "lnorm/metrics.hpp"
 
 namespace lnorm::report {
 namespace {
@@ -121,11 +123,11 @@ std::optional<Algorithm> algorithm_of(std::string_view kernel) {
 
 double error_bound(Algorithm a, std::int64_t n, double kappa, DType d) {
   if (!std::isfinite(kappa)) return std::numeric_limits<double>::infinity();
-  const double u_out = format_of(d).unit_roundoff();
+  const Format out = format_of(d), c = compute_format(out);
   const bool f64_math = d == DType::f64 || a == Algorithm::correctly_rounded;
   const double u_w = f64_math ? 0x1p-53 : 0x1p-24;
-  const double e = work_units(a, n, kappa, u_w) * (u_w / u_out);
-  return u_w < u_out ? e + 0.5 : e;
+  const double e = work_units(a, n, kappa, u_w) * (u_w / c.unit_roundoff());
+  return u_w < c.unit_roundoff() && out.dtype == c.dtype ? e + 0.5 : e;
 }
 
 bool bound_applies(Algorithm a, std::int64_t n, double max_abs_x, double var_plus_eps, DType d) {
