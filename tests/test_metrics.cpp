@@ -1,5 +1,6 @@
 // The error metrics of DESIGN.md "Measuring error", on hand-computed values.
 #include <cmath>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -132,4 +133,95 @@ TEST_CASE("metrics: the mean's error is in ulps of max(|mean|, sqrt(var + eps)),
   CHECK(m.max_ulp_index == 1);
   CHECK(m.nonfinite_mismatches == 1);
   CHECK_FALSE(m.passes(-1));  // a non-finite mismatch fails even when the mean is not gated
+}
+
+// Issue 51's allowance model (docs/verify.md "How error is measured"): a 16-bit output measured from the interval of
+// reals that round to it, in ulps of its compute format (f32).
+TEST_CASE("metrics: a 16-bit output reads its distance from y* to the interval that rounds to it, in f32 ulps", "[metrics]") {
+  const Format bf = format_of(DType::bf16), f16 = format_of(DType::f16);
+  CHECK(compute_format(bf).dtype == DType::f32);
+  CHECK(compute_format(format_of(DType::f64)).dtype == DType::f64);
+  // y* = 1.1 (w = 2, beta = 0.5, z = 0.3: s = 2.5, ulp_f32(2.5) = 2^-22). bf16 near 1.1 is spaced 2^-7.
+  const ElementReference e{1.1, 0, 0.3, 2.5};
+  CHECK(scaled_ulp_error(bf, 1.1015625, bits(bf, 1.1015625), bits(bf, 1.1015625), e) == 0);  // correctly rounded
+  // One step up: its interval starts at 1.10546875, 0.00546875 above y*.
+  CHECK(scaled_ulp_error(bf, 1.109375, bits(bf, 1.109375), 0, e) == Approx(0.00546875 / 0x1p-22).epsilon(1e-12));
+  CHECK(signed_scaled_error(bf, 1.109375, bits(bf, 1.109375), e) > 0);
+  CHECK(signed_scaled_error(bf, 1.09375, bits(bf, 1.09375), e) < 0);
+  // An exact tie at the midpoint 1.09765625 is 0 from both neighbours' closed intervals (correctly_rounded tells them apart).
+  const ElementReference tie{1.09765625, 0, 0.3, 2.5};
+  CHECK(scaled_ulp_error(bf, 1.09375, bits(bf, 1.09375), 0, tie) == 0);
+  CHECK(scaled_ulp_error(bf, 1.1015625, bits(bf, 1.1015625), 0, tie) == 0);
+  // Zero: its interval is ± half the smallest subnormal; f16's largest value ends at the overflow threshold 65520.
+  CHECK(scaled_ulp_error(f16, 0.0, bits(f16, 0.0), 0, ElementReference{0x1p-26, 0, 0, 1}) == 0);
+  CHECK(scaled_ulp_error(f16, 65504, bits(f16, 65504), 0, ElementReference{65519, 0, 1, 65519}) == 0);
+  CHECK(scaled_ulp_error(f16, 65504, bits(f16, 65504), 0, ElementReference{65536, 0, 1, 65536}) == Approx(16 / 0x1p-7));
+  // An f32 output is measured as before: |got − y*| in f32 ulps.
+  const Format f32 = format_of(DType::f32);
+  CHECK(scaled_error_to(f32, 1.0 + 3 * 0x1p-23, 1.0, 1.0) == 3);
+  CHECK(scaled_error_to(bf, 1.0, 1.0 + 0x1p-9, 1.0) == 0);  // within bf16's rounding interval of 1
+  CHECK(storage_ulp_in_compute_ulps(bf) == 0x1p16);
+  CHECK(storage_ulp_in_compute_ulps(f16) == 0x1p13);
+  CHECK(storage_ulp_in_compute_ulps(f32) == 1);
+}
+
+TEST_CASE("metrics: LayerNorm's floor is rho rounded up to a power of two; the kappa term stays at the floor of 1", "[metrics]") {
+  CHECK(rho_floor(1.0) == 1);
+  CHECK(rho_floor(0.6) == 1);   // var >= eps/3: the floor of 1, as the budgets were measured
+  CHECK(rho_floor(0.5) == 1);
+  CHECK(rho_floor(0.3) == 0.5);
+  CHECK(rho_floor(0.25) == 0.25);
+  CHECK(rho_floor(9.5e-8) == 0x1p-23);
+  CHECK(rho_floor(0.0) == 1);   // a constant row keeps 1
+  CHECK(output_scale(0x1p-23, 2, 1e-9, 0) == 2 * 0x1p-23);
+  CHECK(output_scale(0, 2, 1e-9, 0) == 2e-9);  // RMSNorm: no floor
+  // allowed_ulps: a + b·kappa·ulp(kappa_scale)/ulp(scale).
+  const Format f32 = format_of(DType::f32);
+  ElementReference e{1e-7, 0, 1e-7, 0x1p-23};
+  e.kappa_scale = 1;
+  CHECK(allowed_ulps(f32, Budget{8, 1}, e, 10) == 8 + 10 * 0x1p23);
+  CHECK(allowed_ulps(f32, Budget{8, 0}, e, 10) == 8);
+  CHECK(allowed_ulps(f32, Budget{8, 1}, ElementReference{1, 0, 1, 1}, 10) == 18);
+  // allowed_distance: the compute error, plus one rounding for a 16-bit output.
+  CHECK(allowed_distance(f32, ElementReference{1, 0, 1, 1}, 8) == 8 * 0x1p-23);
+  CHECK(allowed_distance(format_of(DType::bf16), ElementReference{1, 0, 1, 1}, 8) == 8 * 0x1p-23 + 0x1p-8);
+}
+
+TEST_CASE("metrics: the bias gate fails a mean signed error past 0.5 + 3 x mean allowance / sqrt(units), whatever the split", "[metrics]") {
+  const Format f32 = format_of(DType::f32);
+  // 400 rows of 8 elements, each y* = 1 (s = 1), each output 2 ulps high: every element within 8, the mean 2 past
+  // 0.5 + 3·8/20 = 1.7.
+  ErrorSummary whole;
+  std::vector<ErrorSummary> parts(3);
+  for (int r = 0; r < 400; ++r) {
+    ErrorSummary& part = parts[static_cast<std::size_t>(r % 3)];
+    ++whole.units, ++part.units;
+    for (int i = 0; i < 8; ++i) {
+      const double got = 1 + 2 * 0x1p-23;
+      whole.add(f32, r * 8 + i, got, bits(f32, got), bits(f32, 1.0), exact(1, 1), 0, Budget{8, 0});
+      part.add(f32, r * 8 + i, got, bits(f32, got), bits(f32, 1.0), exact(1, 1), 0, Budget{8, 0});
+    }
+  }
+  CHECK(whole.within_budget());
+  CHECK(whole.mean_signed_error() == Approx(2));
+  CHECK(whole.bias_bound() == Approx(0.5 + 3 * 8 / 20.0));
+  CHECK_FALSE(whole.bias_within());
+  CHECK_FALSE(whole.passes());
+  ErrorSummary merged;
+  for (const ErrorSummary& p : parts) merged.merge(p);
+  CHECK(merged.mean_signed_error() == whole.mean_signed_error());  // fixed point: exact whatever the split
+  CHECK(merged.units == 400);
+  // Without units the bias is reported, not gated.
+  ErrorSummary ungated = whole;
+  ungated.units = 0;
+  CHECK(ungated.bias_within());
+  // The element furthest over its own allowance is kept with its numbers.
+  ErrorSummary s;
+  s.add(f32, 0, 1 + 20 * 0x1p-23, 0, 0, exact(1, 1), 100, Budget{8, 1});  // 20 within 108 (kappa 100)
+  s.add(f32, 1, 1 + 9 * 0x1p-23, 0, 0, exact(1, 1), 0, Budget{8, 1});     // 9 over 8
+  CHECK(s.max_ulp_index == 0);
+  CHECK(s.worst_excess_index == 1);
+  CHECK(s.worst_excess_error == 9);
+  CHECK(s.worst_excess_allowed == 8);
+  CHECK(s.over_budget == 1);
 }
