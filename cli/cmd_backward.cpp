@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lnorm/backward.hpp"
+#include "lnorm/check.hpp"
 #include "lnorm/metrics.hpp"
 #include "lnorm/npy.hpp"
 #include "lnorm/reference.hpp"
@@ -187,28 +188,17 @@ int run_backward_check(const ProblemFlags& pf, const BackwardFlags& bf, double m
   BackwardReference ref;
   reference_backward(p, l.x.data(), l.in.gamma_data.empty() ? nullptr : l.in.gamma_data.data(), l.dy.data(), edx.data(),
                      edg.data(), edb.data(), &ref);
-  const Format fx = format_of(p.dtype), fp = format_of(p.param_dtype);
   std::vector<Gated> gated;
-  // kappa(i): the kappa the element's budget a + b·kappa uses (dx: its row's; dgamma: its column's largest).
-  const auto measure = [&](const char* nm, const std::string& path, const std::vector<std::byte>& got,
-                           const std::vector<std::byte>& exact, const std::vector<ElementReference>& elems, const Format& f,
-                           double own, auto kappa) {
+  const auto measure = [&](const char* nm, Gradient which, const std::string& path, const std::vector<std::byte>& got,
+                           const std::vector<std::byte>& exact, double own) {
     if (path.empty()) return;
     Gated g{nm, path, {}, own >= 0 ? own : max_ulp};
-    // The bias gate's independent units: dx's rows (a row shares its statistics' errors), a parameter
-    // gradient's columns (each its own sum over the rows).
-    g.s.units = nm == std::string("dx") ? p.rows : p.cols;
-    for (std::size_t i = 0; i < elems.size(); ++i) {
-      const auto at = static_cast<std::int64_t>(i);
-      const std::uint64_t b = bits_at(f.dtype, got.data(), at);
-      g.s.add(f, at, bits_to_double(f, b), b, bits_at(f.dtype, exact.data(), at), elems[i], kappa(i), Budget{g.budget, per_kappa});
-    }
+    g.s = measure_gradient(which, p, l.x.data(), l.dy.data(), got.data(), exact.data(), ref, Budget{g.budget, per_kappa});
     gated.push_back(std::move(g));
   };
-  const auto cols = static_cast<std::size_t>(p.cols);
-  measure("dx", bf.dx, cdx, edx, ref.dx, fx, bf.max_dx_ulp, [&](std::size_t i) { return ref.row_kappa[i / cols]; });
-  measure("dgamma", bf.dgamma, cdg, edg, ref.dgamma, fp, bf.max_dgamma_ulp, [&](std::size_t i) { return ref.dgamma_kappa[i]; });
-  measure("dbeta", bf.dbeta, cdb, edb, ref.dbeta, fp, bf.max_dbeta_ulp, [](std::size_t) { return 0.0; });
+  measure("dx", Gradient::dx, bf.dx, cdx, edx, bf.max_dx_ulp);
+  measure("dgamma", Gradient::dgamma, bf.dgamma, cdg, edg, bf.max_dgamma_ulp);
+  measure("dbeta", Gradient::dbeta, bf.dbeta, cdb, edb, bf.max_dbeta_ulp);
   bool pass = true;
   for (const Gated& g : gated) pass = pass && g.s.passes();
 

@@ -221,7 +221,7 @@ int run_check(const CheckFlags& f) {
     std::printf("  finite    max %.4g scaled ulp over the elements without a non-finite mismatch\n", ey.max_finite_ulp);
   std::printf("  over budget %lld of %lld elements\n", static_cast<long long>(ey.over_budget),
               static_cast<long long>(ey.elements));
-  std::printf("%s", over_budget_lines("y", ey, [&](std::int64_t i) { return coords(i, in.shape); }, "rows").c_str());
+  std::printf("%s", over_budget_lines("y", ey, [&](std::int64_t i) { return coords(i, in.shape); }, "rows", y_gated).c_str());
   if (constant_rows > 0 && econst.max_ulp_index >= 0)
     std::printf("  constant  %lld rows constant in storage (exact answer beta whatever their kappa): worst %s got %.17g, "
                 "exact %.17g, %.4g scaled ulp at kappa 0; %lld of %lld elements over %g%s\n",
@@ -255,7 +255,7 @@ int run_check(const CheckFlags& f) {
         {"metric", "scaled ulps of the compute format (f32; f64 for f64) at the element's scale, from the interval of "
                    "reals that round to the output (docs/verify.md \"How error is measured\")"},
         {"budget", {{"a", f.budget.a}, {"b", f.budget.b}}}, {"pass", pass}};
-    j.update(error_json(ey));
+    j.update(error_json(ey, y_gated));
     if (mean_in) j["mean"] = stat_json(em, f.max_mean_ulp, "ulps of max(|mean|, sqrt(var + eps))");
     if (rstd_in) j["rstd"] = stat_json(er, f.max_rstd_ulp, "ulps of rstd");
     if (p.op.norm == Norm::layernorm)

@@ -23,8 +23,9 @@ nlohmann::json ulp_json(double e);
 std::string number_text(double value, double limit);
 
 // The fields every measured output shares in check's JSON: the worst error, the worst over-budget element,
-// the bias gate. The caller adds what is its own (budget, metric, candidate path).
-nlohmann::json error_json(const ErrorSummary& s);
+// the bias gate. The caller adds what is its own (budget, metric, candidate path). gated = false: the output is
+// measured and reported but not part of the verdict (y with a recipe), so its bias neither gates nor reads FAIL.
+nlohmann::json error_json(const ErrorSummary& s, bool gated = true);
 
 // Where an element index is, as text (check: coordinates in x's shape; a gradient of the parameters: its index).
 using Where = std::function<std::string(std::int64_t)>;
@@ -32,6 +33,7 @@ using Where = std::function<std::string(std::int64_t)>;
 // The detail lines under check's summary line for one output named `name` (each begins with two spaces and
 // ends with a newline): the element furthest over its allowance when any is over, and the bias line when the
 // bias is gated (`unit`: what s.units counts, "rows" or "columns"). Empty when there is nothing to say.
-std::string over_budget_lines(const char* name, const ErrorSummary& s, const Where& where, const char* unit);
+std::string over_budget_lines(const char* name, const ErrorSummary& s, const Where& where, const char* unit,
+                              bool gated = true);
 
 }  // namespace lnorm::cli

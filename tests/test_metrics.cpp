@@ -165,7 +165,7 @@ TEST_CASE("metrics: a 16-bit output reads its distance from y* to the interval t
   CHECK(storage_ulp_in_compute_ulps(f32) == 1);
 }
 
-TEST_CASE("metrics: LayerNorm's floor is rho rounded up to a power of two; the kappa term stays at the floor of 1", "[metrics]") {
+TEST_CASE("metrics: LayerNorm's floor is rho rounded up to a power of two, and the kappa term stays at the floor of 1", "[metrics]") {
   CHECK(rho_floor(1.0) == 1);
   CHECK(rho_floor(0.6) == 1);   // var >= eps/3: the floor of 1, as the budgets were measured
   CHECK(rho_floor(0.5) == 1);
@@ -187,7 +187,7 @@ TEST_CASE("metrics: LayerNorm's floor is rho rounded up to a power of two; the k
   CHECK(allowed_distance(format_of(DType::bf16), ElementReference{1, 0, 1, 1}, 8) == 8 * 0x1p-23 + 0x1p-8);
 }
 
-TEST_CASE("metrics: the bias gate fails a mean signed error past 0.5 + 3 x mean allowance / sqrt(units), whatever the split", "[metrics]") {
+TEST_CASE("metrics: the bias gate fails a mean signed error past 0.5 + 3 x mean allowance / sqrt(distinct units), whatever the split", "[metrics]") {
   const Format f32 = format_of(DType::f32);
   // 400 rows of 8 elements, each y* = 1 (s = 1), each output 2 ulps high: every element within 8, the mean 2 past
   // 0.5 + 3·8/20 = 1.7.
@@ -195,7 +195,8 @@ TEST_CASE("metrics: the bias gate fails a mean signed error past 0.5 + 3 x mean 
   std::vector<ErrorSummary> parts(3);
   for (int r = 0; r < 400; ++r) {
     ErrorSummary& part = parts[static_cast<std::size_t>(r % 3)];
-    ++whole.units, ++part.units;
+    const std::uint64_t key = UnitKey().word(static_cast<std::uint64_t>(r)).value();  // 400 distinct rows
+    whole.add_unit(key), part.add_unit(key);
     for (int i = 0; i < 8; ++i) {
       const double got = 1 + 2 * 0x1p-23;
       whole.add(f32, r * 8 + i, got, bits(f32, got), bits(f32, 1.0), exact(1, 1), 0, Budget{8, 0});
@@ -210,11 +211,31 @@ TEST_CASE("metrics: the bias gate fails a mean signed error past 0.5 + 3 x mean 
   ErrorSummary merged;
   for (const ErrorSummary& p : parts) merged.merge(p);
   CHECK(merged.mean_signed_error() == whole.mean_signed_error());  // fixed point: exact whatever the split
-  CHECK(merged.units == 400);
+  CHECK(merged.units() == 400);
   // Without units the bias is reported, not gated.
   ErrorSummary ungated = whole;
-  ungated.units = 0;
+  ungated.unit_keys.clear();
   CHECK(ungated.bias_within());
+  // 400 copies of one row share their errors: one unit, and the bound is 0.5 + 3·8.
+  ErrorSummary copies = whole;
+  copies.unit_keys = {UnitKey().bytes("row", 3).value()};
+  CHECK(copies.bias_bound() == Approx(24.5));
+  CHECK(copies.bias_within());
+  // The kappa part of an allowance (a mean rounded to the working format) may share its sign across rows: allowed
+  // whole. With kappa 10 at b = 1 the same 2-ulp shift is within 0.5 + 3·8/20 + 10.
+  ErrorSummary kappa_rows;
+  for (int r = 0; r < 400; ++r) {
+    kappa_rows.add_unit(UnitKey().word(static_cast<std::uint64_t>(r)).value());
+    for (int i = 0; i < 8; ++i)
+      kappa_rows.add(f32, r * 8 + i, 1 + 2 * 0x1p-23, bits(f32, 1 + 2 * 0x1p-23), bits(f32, 1.0), exact(1, 1), 10, Budget{8, 1});
+  }
+  CHECK(kappa_rows.mean_kappa_allowed() == Approx(10));
+  CHECK(kappa_rows.bias_bound() == Approx(0.5 + 3 * 8 / 20.0 + 10));
+  CHECK(kappa_rows.bias_within());
+  // Equal inputs give equal keys; different ones (bytes or length) do not.
+  CHECK(UnitKey().bytes("abcdefghij", 10).value() == UnitKey().bytes("abcdefghij", 10).value());
+  CHECK(UnitKey().bytes("abcdefghij", 10).value() != UnitKey().bytes("abcdefghik", 10).value());
+  CHECK(UnitKey().bytes("abc", 3).value() != UnitKey().bytes("abc\0", 4).value());
   // The element furthest over its own allowance is kept with its numbers.
   ErrorSummary s;
   s.add(f32, 0, 1 + 20 * 0x1p-23, 0, 0, exact(1, 1), 100, Budget{8, 1});  // 20 within 108 (kappa 100)
@@ -224,4 +245,16 @@ TEST_CASE("metrics: the bias gate fails a mean signed error past 0.5 + 3 x mean 
   CHECK(s.worst_excess_error == 9);
   CHECK(s.worst_excess_allowed == 8);
   CHECK(s.over_budget == 1);
+}
+
+TEST_CASE("metrics: h is measured in ulps of its own format, its one rounding included", "[metrics]") {
+  const Format bf = format_of(DType::bf16);
+  ErrorSummary h = storage_summary();
+  // The exact sum 1 + 2^-8 is a tie between bf16's 1 and 1 + 2^-7: either reads 0.5 ulp; 1 + 2^-6 reads 1.5.
+  const ElementReference sum{1 + 0x1p-8, 0, 0, 1 + 0x1p-8};
+  h.add(bf, 0, 1.0, bits(bf, 1.0), bits(bf, 1.0), sum, 0, Budget{0.5, 0});
+  h.add(bf, 1, 1 + 0x1p-6, bits(bf, 1 + 0x1p-6), bits(bf, 1.0), sum, 0, Budget{0.5, 0});
+  CHECK(h.max_ulp == 1.5);
+  CHECK(h.over_budget == 1);
+  CHECK(h.signed_elements == 0);  // no bias part: a sum's rounding is judged element by element
 }

@@ -43,9 +43,24 @@ std::string gradient_within(const CheckContext& ctx, const Case& c, const char* 
   std::array<bool, kRowClassCount> seen{};
   const bool is_dx = std::string(what) == "dx";
   std::string failure;
-  // The bias gate (lnorm/metrics.hpp): dx's rows, or the parameter gradient's columns, are its independent units.
+  // The bias gate (lnorm/metrics.hpp): dx's rows, or the parameter gradient's columns, are its independent units,
+  // one per distinct input (x's and dy's row; dy's column, and x's for dgamma), as check's measure_gradient.
   ErrorSummary bias;
-  bias.units = is_dx ? c.spec.rows() : static_cast<std::int64_t>(got.size());
+  const auto cols = static_cast<std::size_t>(c.spec.cols());
+  const auto unit_key = [&](std::size_t i) {
+    UnitKey key;
+    if (is_dx) {
+      const std::size_t at = i / cols * cols;
+      key.bytes(c.x.data() + at, cols * sizeof(double)).bytes(c.dy.data() + at, cols * sizeof(double));
+    } else {
+      for (std::size_t k = i; k < c.dy.size(); k += cols) {
+        key.bytes(&c.dy[k], sizeof(double));
+        if (std::string(what) == "dgamma") key.bytes(&c.x[k], sizeof(double));
+      }
+    }
+    return key.value();
+  };
+  std::size_t last_unit = static_cast<std::size_t>(-1);
   std::size_t i = 0;
   for (; i < got.size(); ++i) {
     const double v = bits_to_double(f, got[i]);
@@ -53,7 +68,11 @@ std::string gradient_within(const CheckContext& ctx, const Case& c, const char* 
     const double e = std::isnan(signed_e) ? scaled_ulp_error(f, v, got[i], exact[i], elems[i]) : std::fabs(signed_e);
     const double k = kappa ? (*kappa)[i / static_cast<std::size_t>(kappa_stride)] : 0.0;
     const double allowed = allowed_ulps(f, budget, elems[i], k);
-    if (!std::isnan(signed_e)) bias.add_signed(signed_e, allowed);
+    if (!std::isnan(signed_e)) {
+      bias.add_signed(signed_e, budget.a, allowed - budget.a);
+      const std::size_t unit = is_dx ? i / cols : i;  // once per unit that added a signed error
+      if (unit != last_unit) bias.add_unit(unit_key(i)), last_unit = unit;
+    }
     const char* idx = is_dx ? "dx[row %lld, col %lld]" : "%s[%lld]";
     char where[96];
     if (is_dx) std::snprintf(where, sizeof where, idx, (long long)(i / static_cast<std::size_t>(kappa_stride)), (long long)(i % static_cast<std::size_t>(kappa_stride)));
@@ -77,9 +96,10 @@ std::string gradient_within(const CheckContext& ctx, const Case& c, const char* 
   }
   if (failure.empty() && !bias.bias_within())
     failure = fmt("%s's mean signed error %+.4g scaled ulp over %lld elements is past its bound %.4g (0.5 + 3 x mean "
-                  "allowance %.4g / sqrt(%lld %s)): a systematic error, every element pushed the same way",
-                  what, bias.mean_signed_error(), (long long)bias.signed_elements, bias.bias_bound(), bias.mean_allowed(),
-                  (long long)bias.units, is_dx ? "rows" : "columns");
+                  "allowance %.4g / sqrt(%lld distinct %s) + kappa part %.4g): a systematic error, every element pushed "
+                  "the same way", what, bias.mean_signed_error(), (long long)bias.signed_elements, bias.bias_bound(),
+                  bias.mean_allowed() - bias.mean_kappa_allowed(), (long long)bias.units(), is_dx ? "rows" : "columns",
+                  bias.mean_kappa_allowed());
   if (!got.empty()) {
     ctx.worst.note(m, worst);
     ctx.worst.add(m + ".elements", static_cast<double>(std::min(i + 1, got.size())));

@@ -125,7 +125,7 @@ std::string check_eps_edges_rms(const CheckContext& ctx, const Case& c) {
 // and by ≤ u·|z_i| through rms(x) (|δrms|/rms ≤ max_i |δ_i/x'_i| ≤ u): together 2 ulps of x's format F at |z|
 // (RMSNorm's scale), 2·2^(p_C − p_F) ulps of the compute format the metric counts in (the output's own rounding
 // is free there). So
-//   |RMS_kernel(x')_i − z_i(x)| ≤ a_budget + 2·2^(p_C − p_F) scaled ulps.
+//   |RMS_kernel(x')_i − z_i(x)| ≤ a_budget·ulp(s')/ulp(s) + 2·2^(p_C − p_F) scaled ulps (s' the scaled row's scale).
 // a = (1 + U[0, 1))·2^k, k ∈ [−8, 8]: not a power of two, so x' is rounded.
 std::string check_scale_invariance(const CheckContext& ctx, const Case& c) {
   const Format f = format_of(c.spec.dtype);
@@ -137,7 +137,8 @@ std::string check_scale_invariance(const CheckContext& ctx, const Case& c) {
   for (double& v : scaled.x) v = round_to_format(f, a * v);
   const Outputs got = run_guarded(ctx.kernel, scaled);
   if (!got.violation.empty()) return got.violation;
-  const double allowed = ctx.budget.y.allowed(0) + 2 * storage_ulp_in_compute_ulps(f);
+  const Format cf = compute_format(f);
+  const Exact moved = exact_answer(scaled);
   const double min_normal = std::ldexp(1.0, f.emin);
   for (std::int64_t r = 0; r < c.spec.rows(); ++r) {
     if (base.rows[static_cast<std::size_t>(r)].nonfinite) continue;
@@ -154,7 +155,10 @@ std::string check_scale_invariance(const CheckContext& ctx, const Case& c) {
       const auto k = static_cast<std::size_t>(i);
       const double z = base.elems[k].z, yv = bits_to_double(f, got.y[k]);
       if (std::isnan(z)) continue;  // a zero row with eps = 0
-      const double e = scaled_error_to(f, yv, z, base.elems[k].scale);
+      // The kernel's budget holds at the scaled row's scale s', the error is read at x's s (as LayerNorm's invariance).
+      const double s = base.elems[k].scale, s_moved = moved.elems[k].scale;
+      const double allowed = ctx.budget.y.allowed(0) * (ulp_at(cf, s_moved) / ulp_at(cf, s)) + 2 * storage_ulp_in_compute_ulps(f);
+      const double e = scaled_error_to(f, yv, z, s);
       if (!std::isfinite(e)) return fmt("row %lld: RMS(a·x)[%lld] = %g where RMS(x) = %.9g", (long long)r, (long long)(i - r * n), yv, z);
       ctx.worst.note("scale_invariance_ulp", e);
       if (e > allowed) {

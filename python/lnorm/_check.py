@@ -72,9 +72,11 @@ def detail_lines(name, s, unit):
     if b is not None and b["gated"] and b["elements"] > 0:
         m, bound = b["mean_signed_error"], b["bound"]
         sign = "+" if m >= 0 else "-"
+        kappa = b.get("mean_kappa_allowed", 0.0)
+        kappa_text = f" + kappa part {number_text(kappa, 0)}" if kappa > 0 else ""
         lines.append(f"  bias      {name} mean signed error {sign}{number_text(abs(m), bound)} scaled ulp over "
                      f"{b['elements']} elements, bound {number_text(bound, abs(m))} (0.5 + 3 x mean allowance "
-                     f"{b['mean_allowed']:.4g} / sqrt({b['units']} {unit}))"
+                     f"{b['mean_allowed'] - kappa:.4g} / sqrt({b['units']} {unit}){kappa_text})"
                      f"{'' if b['pass'] else ': a systematic error, FAIL'}")
     return lines
 
@@ -125,8 +127,9 @@ class CheckResult:
     # The element furthest over its own allowance (where a FAIL is; not always the element of max_ulp): index,
     # error, allowed (a + b*kappa at its row's kappa, in scaled ulps), kappa, got, exact.
     worst_over_budget: Optional[dict] = None
-    # The bias gate: mean_signed_error (scaled ulps, positive above the exact answer), bound (0.5 + 3 x
-    # mean_allowed / sqrt(units)), mean_allowed, elements, units (rows), gated, pass (docs/verify.md).
+    # The bias gate: mean_signed_error (scaled ulps, positive above the exact answer), bound (0.5 + 3 x the mean
+    # flat allowance / sqrt(units) + mean_kappa_allowed), mean_allowed, elements, units (distinct rows), gated, pass
+    # (docs/verify.md "The mean signed error").
     bias: Optional[dict] = None
 
     @property

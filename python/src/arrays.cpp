@@ -192,7 +192,7 @@ py::array encode(DType d, const std::vector<double>& values, const std::vector<s
   return out;
 }
 
-void add_error_fields(py::dict& d, const ErrorSummary& s, const std::vector<std::int64_t>& shape) {
+void add_error_fields(py::dict& d, const ErrorSummary& s, const std::vector<std::int64_t>& shape, bool gated) {
   if (s.worst_excess_index >= 0) {
     py::dict w;
     w["index"] = unravel(s.worst_excess_index, shape);
@@ -209,11 +209,12 @@ void add_error_fields(py::dict& d, const ErrorSummary& s, const std::vector<std:
   b["metric"] = "mean signed error in scaled ulps (positive: above the exact answer)";
   b["mean_signed_error"] = s.mean_signed_error();
   b["mean_allowed"] = s.mean_allowed();
+  b["mean_kappa_allowed"] = s.mean_kappa_allowed();
   b["elements"] = s.signed_elements;
-  b["units"] = s.units;
-  b["bound"] = s.units > 0 ? py::object(py::float_(s.bias_bound())) : py::object(py::none());
-  b["gated"] = s.units > 0;
-  b["pass"] = s.bias_within();
+  b["units"] = s.units();
+  b["bound"] = s.units() > 0 ? py::object(py::float_(s.bias_bound())) : py::object(py::none());
+  b["gated"] = gated && s.units() > 0;
+  b["pass"] = !(gated && s.units() > 0) || s.bias_within();
   d["bias"] = b;
 }
 

@@ -6,6 +6,7 @@
 
 #include "bindings.hpp"
 #include "lnorm/backward.hpp"
+#include "lnorm/check.hpp"
 #include "lnorm/format.hpp"
 #include "lnorm/metrics.hpp"
 
@@ -105,27 +106,18 @@ py::dict check_backward_py(py::handle x, py::handle dy, py::handle gamma, py::ha
   std::vector<std::byte> edg(static_cast<std::size_t>(p.cols) * size_of(p.param_dtype)), edb(edg.size());
   BackwardReference ref;
   std::vector<ErrorSummary> sums(cands.size());
+  std::vector<const void*> data;  // taken with the GIL held (a py::array touches reference counts)
+  for (const Candidate& k : cands) data.push_back(py::array(k.array).data());
   {
     py::gil_scoped_release release;
     reference_backward(p, b.in.x.data(), b.in.gamma_ptr(), b.dy.data(), edx.data(), edg.data(), edb.data(), &ref);
     for (std::size_t c = 0; c < cands.size(); ++c) {
       const Candidate& k = cands[c];
-      const bool is_dx = std::strcmp(k.name, "dx") == 0;
-      const std::vector<ElementReference>& elems = is_dx ? ref.dx : std::strcmp(k.name, "dgamma") == 0 ? ref.dgamma : ref.dbeta;
-      const std::vector<std::byte>& exact = is_dx ? edx : std::strcmp(k.name, "dgamma") == 0 ? edg : edb;
-      const Format f = format_of(k.dtype);
-      const auto* got = static_cast<const std::byte*>(py::array(k.array).data());
-      const bool is_dgamma = std::strcmp(k.name, "dgamma") == 0;
-      const auto cols = static_cast<std::size_t>(p.cols);
-      sums[c].units = is_dx ? p.rows : p.cols;  // the bias gate's independent units, as check --dir bwd's
-      for (std::size_t i = 0; i < elems.size(); ++i) {
-        const auto at = static_cast<std::int64_t>(i);
-        const std::uint64_t gb = bits_at(k.dtype, got, at), eb = bits_at(k.dtype, exact.data(), at);
-        // As check --dir bwd: dx's row kappa, dgamma's column's largest, none for dbeta.
-        const double kappa = is_dx ? ref.row_kappa[i / cols] : is_dgamma ? ref.dgamma_kappa[i] : 0.0;
-        sums[c].add(f, static_cast<std::int64_t>(i), bits_to_double(f, gb), gb, eb, elems[i], kappa,
-                    Budget{k.budget, max_ulp_per_kappa});
-      }
+      const Gradient which = std::strcmp(k.name, "dx") == 0 ? Gradient::dx : std::strcmp(k.name, "dgamma") == 0 ? Gradient::dgamma : Gradient::dbeta;
+      const std::vector<std::byte>& exact = which == Gradient::dx ? edx : which == Gradient::dgamma ? edg : edb;
+      // As check --dir bwd (lnorm/check.hpp measure_gradient).
+      sums[c] = measure_gradient(which, p, b.in.x.data(), b.dy.data(), data[c], exact.data(), ref,
+                                 Budget{k.budget, max_ulp_per_kappa});
     }
   }
   py::dict d;

@@ -61,8 +61,9 @@ py::tuple unravel(std::int64_t flat, const std::vector<std::int64_t>& shape);
 
 // What every measured output adds to its dict beside its worst error (check --json's error_json): the element
 // furthest over its own allowance ("worst_over_budget": index, error, allowed, kappa, got, exact; None without
-// elements) and the bias gate ("bias": mean_signed_error, mean_allowed, elements, units, bound, gated, pass).
-void add_error_fields(py::dict& d, const ErrorSummary& s, const std::vector<std::int64_t>& shape);
+// elements) and the bias gate ("bias": mean_signed_error, mean_allowed, mean_kappa_allowed, elements, units, bound,
+// gated, pass). gated = false: reported, not part of the verdict (y with a recipe).
+void add_error_fields(py::dict& d, const ErrorSummary& s, const std::vector<std::int64_t>& shape, bool gated = true);
 
 void bind_reference(py::module_& m);
 void bind_verify(py::module_& m);

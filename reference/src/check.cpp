@@ -94,14 +94,22 @@ CheckSummary measure_rows(const Problem& p, const void* x, const void* gamma, co
         const RowReference row = ref.run(in, gamma, beta, p.cols, exact.data(), elems.data());
         const bool constant = p.op.norm == Norm::layernorm && !row.nonfinite && constant_in_storage(fused ? hfmt : fmt, in, p.cols);
         part.constant_row_count += constant;
-        ++part.y.units;  // a row shares its mean's and rstd's errors: the bias gate's independent unit
+        // The bias gate's unit: a row shares its mean's and rstd's errors. Counted once per distinct input row (x, and
+        // the residual), and only when it added a signed error; a row constant in storage is judged apart (below).
+        const std::int64_t signed_before = part.y.signed_elements;
         for (std::int64_t i = 0; i < p.cols; ++i) {
           const std::uint64_t got = load_bits(yb + off, es, i);
           part.y.add(fmt, (first_row + r) * p.cols + i, bits_to_double(fmt, got), got, load_bits(exact.data(), es, i),
-                     elems[static_cast<std::size_t>(i)], row.kappa, budget);
+                     elems[static_cast<std::size_t>(i)], row.kappa, budget, /*bias=*/!constant);
           if (constant)
             part.constant_rows.add(fmt, (first_row + r) * p.cols + i, bits_to_double(fmt, got), got,
                                    load_bits(exact.data(), es, i), elems[static_cast<std::size_t>(i)], 0.0, {budget.a, 0});
+        }
+        if (part.y.signed_elements > signed_before) {
+          UnitKey key;
+          key.bytes(xb + off, static_cast<std::size_t>(p.cols) * es);
+          if (fused) key.bytes(resb + static_cast<std::size_t>(r * p.cols) * hs, static_cast<std::size_t>(p.cols) * hs);
+          part.y.add_unit(key.value());
         }
         if (recipe_ref) {
           const void* res = fused ? static_cast<const void*>(resb + static_cast<std::size_t>(r * p.cols) * hs) : nullptr;
@@ -122,6 +130,41 @@ CheckSummary measure_rows(const Problem& p, const void* x, const void* gamma, co
   CheckSummary out;
   for (const CheckSummary& part : parts) out.merge(part);
   return out;
+}
+
+ErrorSummary measure_gradient(Gradient g, const Problem& p, const void* x, const void* dy, const void* got,
+                              const void* exact, const BackwardReference& ref, const Budget& budget) {
+  const DType d = g == Gradient::dx ? p.dtype : p.param_dtype;
+  const Format f = format_of(d);
+  const std::vector<ElementReference>& elems = g == Gradient::dx ? ref.dx : g == Gradient::dgamma ? ref.dgamma : ref.dbeta;
+  const std::size_t xs = size_of(p.dtype);
+  const auto* xb = static_cast<const std::byte*>(x);
+  const auto* dyb = static_cast<const std::byte*>(dy);
+  ErrorSummary s;
+  const std::int64_t per_unit = g == Gradient::dx ? p.cols : 1;
+  for (std::int64_t u = 0; u * per_unit < static_cast<std::int64_t>(elems.size()); ++u) {
+    const std::int64_t before = s.signed_elements;
+    for (std::int64_t i = u * per_unit; i < (u + 1) * per_unit; ++i) {
+      const std::uint64_t b = bits_at(d, got, i);
+      const double kappa = g == Gradient::dx ? ref.row_kappa[static_cast<std::size_t>(u)]
+                           : g == Gradient::dgamma ? ref.dgamma_kappa[static_cast<std::size_t>(i)] : 0.0;
+      s.add(f, i, bits_to_double(f, b), b, bits_at(d, exact, i), elems[static_cast<std::size_t>(i)], kappa, budget);
+    }
+    if (s.signed_elements == before) continue;
+    UnitKey key;
+    if (g == Gradient::dx) {
+      const std::size_t row = static_cast<std::size_t>(u * p.cols) * xs, bytes = static_cast<std::size_t>(p.cols) * xs;
+      key.bytes(xb + row, bytes).bytes(dyb + row, bytes);
+    } else {
+      for (std::int64_t r = 0; r < p.rows; ++r) {  // column u, down the rows
+        const std::size_t at = static_cast<std::size_t>(r * p.cols + u) * xs;
+        key.bytes(dyb + at, xs);
+        if (g == Gradient::dgamma) key.bytes(xb + at, xs);
+      }
+    }
+    s.add_unit(key.value());
+  }
+  return s;
 }
 
 }  // namespace lnorm

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 namespace lnorm {
 
@@ -56,6 +57,14 @@ double scaled_ulp_error(const Format& f, double got, std::uint64_t got_bits, std
   if (std::isinf(got)) return got_bits == exact_bits ? 0.0 : kInf;  // Inf only where y* rounds to Inf
   if (std::isinf(exact.y_hi)) return kInf;
   return std::fabs(signed_scaled_error(f, got, got_bits, exact));
+}
+
+double storage_ulp_error(const Format& f, double got, std::uint64_t got_bits, std::uint64_t exact_bits,
+                         const ElementReference& exact) {
+  if (std::isnan(exact.y_hi)) return std::isnan(got) ? 0.0 : kInf;
+  if (std::isnan(got)) return kInf;
+  if (std::isinf(got)) return got_bits == exact_bits ? 0.0 : kInf;
+  return std::fabs((got - exact.y_hi) - exact.y_lo) / ulp_at(f, exact.scale);
 }
 
 double scaled_error_to(const Format& f, double got, double target, double scale) {
@@ -112,34 +121,40 @@ double from_fixed(ErrorSummary::Fixed v, std::int64_t count) {
 }  // namespace
 
 double ErrorSummary::mean_signed_error() const { return from_fixed(signed_fixed, signed_elements); }
-double ErrorSummary::mean_allowed() const { return from_fixed(allowed_fixed, signed_elements); }
+double ErrorSummary::mean_allowed() const { return from_fixed(flat_fixed + kappa_fixed, signed_elements); }
+double ErrorSummary::mean_kappa_allowed() const { return from_fixed(kappa_fixed, signed_elements); }
 double ErrorSummary::bias_bound() const {
-  if (units <= 0) return kInf;
-  return kBiasFloor + kBiasSpread * mean_allowed() / std::sqrt(static_cast<double>(units));
+  if (unit_keys.empty()) return kInf;
+  return kBiasFloor + kBiasSpread * from_fixed(flat_fixed, signed_elements) / std::sqrt(static_cast<double>(units())) +
+         mean_kappa_allowed();
 }
-bool ErrorSummary::bias_within() const { return units <= 0 || std::fabs(mean_signed_error()) <= bias_bound(); }
+bool ErrorSummary::bias_within() const { return unit_keys.empty() || std::fabs(mean_signed_error()) <= bias_bound(); }
 
-void ErrorSummary::add_signed(double signed_error, double allowed) {
+void ErrorSummary::add_signed(double signed_error, double flat_allowed, double kappa_allowed) {
   ++signed_elements;
   signed_fixed += to_fixed(signed_error);
-  allowed_fixed += to_fixed(allowed);
+  flat_fixed += to_fixed(flat_allowed);
+  kappa_fixed += to_fixed(kappa_allowed);
 }
 
 void ErrorSummary::add(const Format& f, std::int64_t index, double got, std::uint64_t got_bits,
                        std::uint64_t exact_bits, const ElementReference& exact, double kappa,
-                       const Budget& budget) {
+                       const Budget& budget, bool bias) {
   ++elements;
   if (lnorm::correctly_rounded(f, got_bits, exact_bits)) ++correctly_rounded;
-  const double e = scaled_ulp_error(f, got, got_bits, exact_bits, exact);
-  const double allowed = allowed_ulps(f, budget, exact, kappa);
+  // The signed error once: its magnitude is the error wherever both sides are finite; the non-finite rules otherwise.
+  const double signed_e = storage_units ? std::numeric_limits<double>::quiet_NaN() : signed_scaled_error(f, got, got_bits, exact);
+  const double e = !std::isnan(signed_e) ? std::fabs(signed_e)
+                   : storage_units      ? storage_ulp_error(f, got, got_bits, exact_bits, exact)
+                                        : scaled_ulp_error(f, got, got_bits, exact_bits, exact);
+  const double allowed = storage_units ? budget.allowed(std::isnan(kappa) ? 0.0 : kappa) : allowed_ulps(f, budget, exact, kappa);
   const bool nonfinite = std::isinf(e);
   if (nonfinite) {
     ++nonfinite_mismatches;
     if (first_nonfinite_mismatch_index < 0) first_nonfinite_mismatch_index = index;
   } else {
     max_finite_ulp = std::max(max_finite_ulp, e);
-    const double signed_e = signed_scaled_error(f, got, got_bits, exact);
-    if (!std::isnan(signed_e)) add_signed(signed_e, allowed);
+    if (bias && !std::isnan(signed_e)) add_signed(signed_e, budget.a, allowed - budget.a);
   }
   // Strictly greater: the first element of a run of equal errors (and the first non-finite one) is kept.
   if (e > max_ulp || max_ulp_index < 0) {
@@ -150,8 +165,11 @@ void ErrorSummary::add(const Format& f, std::int64_t index, double got, std::uin
     max_ulp_exact = exact.y_hi + exact.y_lo;
   }
   if (e > allowed) ++over_budget;
-  if (e - allowed > worst_excess || worst_excess_index < 0) {
-    worst_excess = e - allowed;
+  // A non-finite mismatch against an infinite allowance (kappa past double's range) is still the worst excess: Inf,
+  // not Inf − Inf = NaN, which no later element would compare above.
+  const double excess = nonfinite ? kInf : e - allowed;
+  if (excess > worst_excess || worst_excess_index < 0) {
+    worst_excess = excess;
     worst_excess_index = index;
     worst_excess_error = e;
     worst_excess_allowed = allowed;
@@ -184,10 +202,38 @@ void ErrorSummary::merge(const ErrorSummary& o) {
     worst_excess_got = o.worst_excess_got;
     worst_excess_exact = o.worst_excess_exact;
   }
-  units += o.units;
+  unit_keys.insert(o.unit_keys.begin(), o.unit_keys.end());
   signed_elements += o.signed_elements;
   signed_fixed += o.signed_fixed;
-  allowed_fixed += o.allowed_fixed;
+  flat_fixed += o.flat_fixed;
+  kappa_fixed += o.kappa_fixed;
+}
+
+namespace {
+std::uint64_t splitmix(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+UnitKey& UnitKey::word(std::uint64_t w) {
+  h_ = splitmix(h_ ^ w);
+  return *this;
+}
+
+UnitKey& UnitKey::bytes(const void* p, std::size_t n) {
+  const auto* b = static_cast<const unsigned char*>(p);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, b + i, 8);
+    word(w);
+  }
+  std::uint64_t tail = n;  // the length, and the last bytes
+  for (; i < n; ++i) tail = (tail << 8) | b[i];
+  return word(tail);
 }
 
 void StatSummary::add(Stat s, const Format& f, std::int64_t row, double got, const RowReference& exact) {

@@ -98,7 +98,7 @@ class RowQuantizer {
     double best = -kInf;
     bool any = false;
     for (std::int64_t i = b; i < b + G; ++i) {
-      if (std::fabs(approx(i)) + kCandidateSlack * e(i).scale * (1 + 2 * row_.kappa) < amax / 2) continue;
+      if (std::fabs(approx(i)) + kCandidateSlack * outer_scale(i) * (1 + 2 * row_.kappa) < amax / 2) continue;
       const int sign = ref_.compare(i, 0.0);
       if (sign == 0) continue;
       any = true;
@@ -137,21 +137,29 @@ class RowQuantizer {
   }
 
   const RowReference& row() const { return row_; }
-  double metric_scale(std::int64_t i) const { return e(i).scale; }
+  // The kernel's own f32 y error at element i, absolutely: its budget a + b·kappa in f32 ulps of the element's scale,
+  // the kappa term at its kappa scale (lnorm/metrics.hpp allowed_ulps: on rows with var < eps/3 the scale floors at
+  // rho, while the mean's rounding stays u·kappa·|w|).
+  double y_error(std::int64_t i, const QuantBudget& budget) const {
+    return allowed_ulps(f32_, Budget{budget.y_a, budget.y_b}, e(i), row_.kappa) * ulp_at(f32_, e(i).scale);
+  }
 
-  // Group g's amax (to double precision) and the largest metric scale in it (QuantBudget's y error per element is
-  // (y_a + y_b·kappa) f32 ulps of that scale, so this bounds what it can move the amax by).
-  void group_extent(std::int64_t g, double& amax, double& scale) const {
+  // Group g's amax (to double precision) and the largest y error in it (y_error: what the kernel's y error can
+  // move the amax by).
+  void group_extent(std::int64_t g, const QuantBudget& budget, double& amax, double& y_err) const {
     const std::int64_t G = spec_.group_size(p_.cols), b = g * G;
-    amax = scale = 0;
+    amax = y_err = 0;
     for (std::int64_t i = b; i < b + G; ++i) {
       amax = std::max(amax, std::fabs(approx(i)));
-      scale = std::max(scale, e(i).scale);
+      y_err = std::max(y_err, y_error(i, budget));
     }
   }
 
  private:
   const ElementReference& e(std::int64_t i) const { return elems_[static_cast<std::size_t>(i)]; }
+  // The scale with LayerNorm's floor of 1 (its kappa scale where rho's floor is below it): what kCandidateSlack's
+  // bound is stated against (|w|·(|z| + 2 kappa) and |β| are at most it times 1 + 2 kappa).
+  double outer_scale(std::int64_t i) const { return std::max(e(i).scale, e(i).kappa_scale); }
   const Problem& p_;
   QuantSpec spec_;
   RowReferencer ref_;
@@ -281,9 +289,8 @@ QuantSummary measure_quantized(const Problem& p, const QuantSpec& spec, const vo
             if ((budget.y_a > 0 || budget.y_b > 0) && !std::isnan(exact) && !zero) {
               // The kernel's own y error E moves its amax by at most E: s by E/qmax (in f32 ulps of s*), or mx's
               // exponent by one step where the amax lies within E of a power of two.
-              double amax = 0, mscale = 0;
-              rq.group_extent(g, amax, mscale);
-              const double E = (budget.y_a + budget.y_b * rq.row().kappa) * ulp_at(f32, mscale);
+              double amax = 0, E = 0;
+              rq.group_extent(g, budget, amax, E);
               if (spec.scaling == Scaling::mx) {
                 const double p2 = std::ldexp(1.0, std::ilogb(amax));
                 allowed += (amax - p2 <= E || 2 * p2 - amax <= E) ? 1 : 0;
@@ -335,8 +342,7 @@ QuantSummary measure_quantized(const Problem& p, const QuantSpec& spec, const vo
               // binades differ where rounding y to x's dtype moves it across a power of two (f16's subnormals).
               allowed = (std::isfinite(xv) ? (0.5 * quantum_at(f, tx) + std::fabs(tx - target)) / quantum : 0.5) + kRecipeSlack;
               if (budget.y_a > 0 || budget.y_b > 0) {  // the kernel's own f32 y error, in quanta at y*/s
-                const double y_err = (budget.y_a + budget.y_b * rq.row().kappa) * ulp_at(f32, rq.metric_scale(i));
-                allowed += sv == 0 ? 0 : y_err / sv / quantum;
+                allowed += sv == 0 ? 0 : rq.y_error(i, budget) / sv / quantum;
               }
             }
           }

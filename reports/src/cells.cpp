@@ -125,7 +125,10 @@ std::optional<double> bound_for(Algorithm a, const verify::Case& input, const ve
     for (std::int64_t i = 0; i < n; ++i) max_abs = std::max(max_abs, std::abs(input.x[r * static_cast<std::size_t>(n) + static_cast<std::size_t>(i)]));
     const double var_plus_eps = 1 / (row.rstd * row.rstd);  // from the rounded rstd: only a range test
     if (!bound_applies(a, n, max_abs, var_plus_eps, input.spec.dtype)) return std::nullopt;
-    const double b = error_bound(a, n, row.kappa, input.spec.dtype);
+    // error_bound is in scaled ulps at LayerNorm's old floor of 1; on a row with var < eps/3 the scale floors at
+    // rho̅ (reference.hpp rho_floor), and every absolute error term reads 1/rho̅ times more there.
+    const double floor = input.spec.op.norm == Norm::layernorm ? rho_floor(row.rho) : 1.0;
+    const double b = error_bound(a, n, row.kappa, input.spec.dtype) / floor;
     bound = bound ? std::max(*bound, b) : b;
   }
   return bound;

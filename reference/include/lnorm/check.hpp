@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "lnorm/add.hpp"
+#include "lnorm/backward.hpp"
 #include "lnorm/metrics.hpp"
 #include "lnorm/problem.hpp"
 #include "lnorm/recipe.hpp"
@@ -13,7 +14,7 @@ namespace lnorm {
 
 struct CheckSummary {
   ErrorSummary y;
-  ErrorSummary h;          // Add & Norm's sum, when a candidate h was given (elements == 0 otherwise)
+  ErrorSummary h = storage_summary();  // Add & Norm's sum, when a candidate h was given (elements == 0 otherwise)
   StatSummary mean, rstd;  // empty (rows == 0) when that statistic was not given
   ErrorSummary recipe;     // y against the recipe's answer, when a recipe was given (elements == 0 otherwise)
   // LayerNorm's rows that are constant in storage (x, or h for Add & Norm; finite): their exact answer is β
@@ -53,5 +54,15 @@ struct RecipeInputs {
 CheckSummary measure_rows(const Problem& problem, const void* x, const void* gamma, const void* beta, const void* y,
                           const void* mean, const void* rstd, std::int64_t rows, std::int64_t first_row,
                           const Budget& budget, int threads, const AddInputs& add = {}, const RecipeInputs& recipe = {});
+
+// One candidate gradient against the exact one, as `check --dir bwd` and lnorm.check_backward gate it (DESIGN.md
+// "Backward"): x and dy of problem.dtype (rows*cols), `got` and `exact` of the gradient's dtype (dx: problem.dtype,
+// rows*cols; dgamma, dbeta: problem.param_dtype, cols), ref from reference_backward. Each element's budget is
+// a + b·kappa at dx's row kappa or dgamma's column's largest (none for dbeta). The bias gate's units are dx's rows
+// (a row shares its statistics' errors) and the parameter gradients' columns (each its own sum), one per distinct
+// input: x's and dy's row, or column (dbeta: dy's column); identical rows or columns (a constant dy) count once.
+enum class Gradient { dx, dgamma, dbeta };
+ErrorSummary measure_gradient(Gradient g, const Problem& problem, const void* x, const void* dy, const void* got,
+                              const void* exact, const BackwardReference& ref, const Budget& budget);
 
 }  // namespace lnorm

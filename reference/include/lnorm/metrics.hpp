@@ -18,8 +18,10 @@
 // mean(g) all passed (issue 51).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <unordered_set>
 
 #include "lnorm/format.hpp"
 #include "lnorm/reference.hpp"
@@ -51,6 +53,11 @@ double scaled_ulp_error(const Format& f, double got, std::uint64_t got_bits, std
 // rounded, and at most a kernel's own error E when got is its C value, off by E, rounded once). Positive when
 // got lies above y*. NaN where either side is not finite (scaled_ulp_error has the non-finite rules).
 double signed_scaled_error(const Format& f, double got, std::uint64_t got_bits, const ElementReference& exact);
+
+// |got − y*| in ulps of f itself at the element's scale, the rounding to f included (the non-finite rules as
+// scaled_ulp_error): for an output whose only error is its one rounding, h = x + residual (ErrorSummary::storage_units).
+double storage_ulp_error(const Format& f, double got, std::uint64_t got_bits, std::uint64_t exact_bits,
+                         const ElementReference& exact);
 
 // The error of an output `got` against a real target (a metamorphic law's value rather than an exact reference)
 // at scale s, measured as against y*: from got's rounding interval, in ulps of the compute format at s. +Inf
@@ -112,36 +119,69 @@ struct ErrorSummary {
 
   // The bias gate (docs/verify.md "The mean signed error"): a per-element allowance cannot see an error spread
   // thinly over every element in one direction (beta added twice, y + 0.006, n − 1, a dropped mean(g)), so the
-  // mean of the signed errors is gated too. A correct computation's errors have no preferred sign: a correctly
-  // rounded output's mean lies within 0.5 (every element does), and the errors a row shares (its mean's and its
-  // rstd's rounding, each within the allowance) average out over independent rows like mean_allowed/sqrt(units).
-  // `units`: the independent parts the caller measured (rows for y and dx, columns for dgamma and dbeta); 0 leaves
-  // the bias ungated (h, a recipe's y). Sums are exact in fixed point (2^-20 scaled ulp, each term clamped to
-  // ±2^40), so the mean does not depend on how rows were split over threads.
+  // mean of the signed errors is gated too:
+  //   |mean signed error| ≤ 0.5 + 3·mean(a)/sqrt(units) + mean(b·kappa part)
+  // - 0.5: a correctly rounded output's mean lies within it (every element does);
+  // - the flat part a of each allowance (the kernel's own roundings): what a unit shares (a row's mean and rstd
+  //   rounding, within a) has no preferred sign and averages out over independent units; a uniform shift in ±a
+  //   has sd a/sqrt(3), so 3·a/sqrt(units) is over 5 sd;
+  // - the kappa part (a mean rounded to the working format): it may share its sign across rows (Σx·fl(1/n) on rows
+  //   whose means have one sign), so it is allowed whole.
+  // Units are the independent parts, counted once per distinct input (add_unit with unit_key): rows for y and dx,
+  // columns for dgamma and dbeta. Identical rows (a broadcast input) or identical columns (a constant dy) share
+  // their errors and count as one. No unit leaves the bias ungated (h, a recipe's y). Sums are exact in fixed
+  // point (2^-20 scaled ulp, each term clamped to ±2^40), so the mean does not depend on how rows were split.
   static constexpr double kBiasFloor = 0.5;   // a correctly rounded output's largest mean signed error
-  static constexpr double kBiasSpread = 3.0;  // standard deviations of the rows' shared errors kept as margin:
-                                              // a uniform shift in ±A has sd A/sqrt(3), so 3·A is over 5 sd
-  std::int64_t units = 0;
-  std::int64_t signed_elements = 0;  // elements with a finite signed error (both sides finite)
+  static constexpr double kBiasSpread = 3.0;  // sds of the units' shared errors kept as margin (above)
+  std::unordered_set<std::uint64_t> unit_keys;  // the distinct units that added a signed element
+  std::int64_t signed_elements = 0;             // elements with a finite signed error (both sides finite)
   __extension__ typedef __int128 Fixed;  // GCC's and Clang's 128-bit integer (no ISO C++ type is as wide)
-  Fixed signed_fixed = 0, allowed_fixed = 0;
+  Fixed signed_fixed = 0, flat_fixed = 0, kappa_fixed = 0;
+  // Measure in ulps of the output's own format (|got − y*|/ulp_f(s), the rounding included), not of its compute
+  // format: h's, whose only error is its one rounding (a double-rounded 16-bit h must not read 0).
+  bool storage_units = false;
 
   double correctly_rounded_fraction() const {
     return elements ? static_cast<double>(correctly_rounded) / static_cast<double>(elements) : 1.0;
   }
+  std::int64_t units() const { return static_cast<std::int64_t>(unit_keys.size()); }
+  void add_unit(std::uint64_t key) { unit_keys.insert(key); }
   double mean_signed_error() const;  // 0 without a finite element
-  double mean_allowed() const;       // the mean per-element allowance over the same elements
-  // kBiasFloor + kBiasSpread·mean_allowed/sqrt(units); +Inf when units is 0 (not gated).
+  double mean_allowed() const;       // the mean per-element allowance (flat and kappa parts) over the same elements
+  double mean_kappa_allowed() const;  // its kappa part
+  // The bound above; +Inf when there is no unit (not gated).
   double bias_bound() const;
   bool bias_within() const;
   bool within_budget() const { return over_budget == 0; }  // every element within its allowance
   bool passes() const { return within_budget() && bias_within(); }
-  // One element's part in the bias gate alone (add() calls it): its signed error and its allowance, both in
-  // scaled ulps. For a caller that gates elements itself (verify) and needs only the bias.
-  void add_signed(double signed_error, double allowed);
+  // One element's part in the bias gate alone (add() calls it): its signed error and its allowance's flat and
+  // kappa parts, in scaled ulps. For a caller that gates elements itself (verify) and needs only the bias.
+  void add_signed(double signed_error, double flat_allowed, double kappa_allowed);
+  // bias = false: measured and gated per element, left out of the bias (check's rows constant in storage, judged
+  // apart at kappa 0).
   void add(const Format& f, std::int64_t index, double got, std::uint64_t got_bits,
-           std::uint64_t exact_bits, const ElementReference& exact, double kappa, const Budget& budget);
+           std::uint64_t exact_bits, const ElementReference& exact, double kappa, const Budget& budget, bool bias = true);
   void merge(const ErrorSummary& other);  // other's indices must already be global
+};
+
+// A summary that measures in ulps of the output's own format (ErrorSummary::storage_units): h's, whose only error
+// is its one rounding.
+inline ErrorSummary storage_summary() {
+  ErrorSummary s;
+  s.storage_units = true;
+  return s;
+}
+
+// The key of a unit's inputs for ErrorSummary::add_unit: equal inputs give equal keys (splitmix64 over the bytes and
+// the 8-byte words given; a collision merges two units, with odds ~units²/2^64).
+class UnitKey {
+ public:
+  UnitKey& bytes(const void* p, std::size_t n);
+  UnitKey& word(std::uint64_t w);
+  std::uint64_t value() const { return h_; }
+
+ private:
+  std::uint64_t h_ = 0x9E3779B97F4A7C15ull;
 };
 
 // The same for a per-row statistic (mean or rstd), measured by stat_error.
