@@ -319,10 +319,11 @@ void add_check(CLI::App& app, int& exit_code) {
     f->max_ulp_given = max_ulp->count() > 0;
     if (quant_asked(f->quant)) {
       if (backward_asked(f->bwd)) throw InputError("--quant: a forward output (--dir bwd gates --dx, --dgamma, --dbeta)");
-      for (const auto& [v, flag] : {std::pair{f->y, "--y"}, {f->mean, "--mean"}, {f->rstd, "--rstd"}, {f->h, "--h"}})
+      for (const auto& [v, flag] : {std::pair{f->mean, "--mean"}, {f->rstd, "--rstd"}, {f->h, "--h"}})
         if (!v.empty()) throw InputError(std::string(flag) + ": not measured with --quant yet (the candidate is --q)");
       if (f->max_ulp_given || f->strict_constant_rows) throw InputError("--max-ulp/--strict-constant-rows: y's; --quant gates q by --max-q-ulp");
-      exit_code = run_quant_check(f->problem, f->quant, f->json, f->recipe, f->max_recipe_ulp);
+      // --y with --quant: the y the candidate's quantizer was handed; q and scales are gated against the rule on it.
+      exit_code = run_quant_check(f->problem, f->quant, f->json, f->recipe, f->max_recipe_ulp, f->y);
       return;
     }
     refuse_quant_flags_without_quant(f->quant);

@@ -9,7 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lnorm/format.hpp"
 #include "lnorm/npy.hpp"
+#include "lnorm/quant_contract.hpp"
 #include "lnorm/kernel.hpp"
 #include "lnorm/recipe.hpp"
 #include "lnorm/reference.hpp"
@@ -166,9 +168,9 @@ int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const 
 }
 
 int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std::string& json_path,
-                    const std::string& recipe_name, double max_recipe_ulp) {
+                    const std::string& recipe_name, double max_recipe_ulp, const std::string& y_path) {
   if (f.q.empty()) throw InputError("--q is required with --quant (the candidate's quantized output)");
-  check_outputs({{json_path, "--json"}}, {problem.x, problem.gamma, problem.beta, problem.residual, f.q, f.scales});
+  check_outputs({{json_path, "--json"}}, {problem.x, problem.gamma, problem.beta, problem.residual, f.q, f.scales, y_path});
   QuantSetup s = setup(problem, f);
   const Problem& p = s.in.problem;
   // The recipe: its y (x's dtype, after its other parts' roundings) row by row, then its q (quantize.hpp).
@@ -206,12 +208,29 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
       throw InputError(f.scales + ": has shape " + shape_text(scales->header().shape) + "; expected " +
                        shape_text(s.scales_shape) + " (" + std::to_string(per_row) + " per row)");
   }
+  // The y the candidate's quantizer was handed: f32, or x's dtype (vLLM quantizes y rounded to x's dtype).
+  std::optional<io::NpyReader> yin;
+  DType y_dtype = DType::f32;
+  if (!y_path.empty()) {
+    yin.emplace(y_path);
+    const std::string& d = yin->header().descr;
+    if (d == descr_of(DType::f32)) y_dtype = DType::f32;
+    else if (d == descr_of(p.dtype)) y_dtype = p.dtype;
+    else
+      throw InputError(y_path + ": holds '" + d + "' but the y a quantizer is handed is f32 ('" + descr_of(DType::f32) +
+                       "') or x's dtype ('" + descr_of(p.dtype) + "')");
+    if (yin->header().shape != s.in.shape)
+      throw InputError(y_path + ": has shape " + shape_text(yin->header().shape) + " but x has shape " + shape_text(s.in.shape));
+  }
+  const ConsistencyRule rule = recipe ? ConsistencyRule::vllm : ConsistencyRule::contract;
   const std::size_t es = size_of(p.dtype);
   const std::int64_t chunk = rows_per_chunk(p.cols, es);
-  std::vector<std::byte> xbuf, resbuf, sbuf;
+  std::vector<std::byte> xbuf, resbuf, sbuf, ybuf;
+  std::vector<float> yf;
   std::vector<std::uint8_t> qbuf;
   QuantSummary sum;
   QuantRecipeSummary rsum;
+  ConsistencySummary csum;
   for (std::int64_t r0 = 0; r0 < p.rows; r0 += chunk) {
     const std::int64_t nr = std::min(chunk, p.rows - r0);
     read_chunk(s, r0, nr, xbuf, resbuf);
@@ -225,6 +244,14 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
                                 s.in.gamma_data.empty() ? nullptr : s.in.gamma_data.data(),
                                 s.in.beta_data.empty() ? nullptr : s.in.beta_data.data(), qbuf.data(),
                                 scales ? sbuf.data() : nullptr, nr, r0, f.budget, p.threads));
+    if (yin) {
+      const std::int64_t count = nr * p.cols;
+      ybuf.resize(static_cast<std::size_t>(count) * size_of(y_dtype));
+      yin->read(r0 * p.cols, count, ybuf.data());
+      yf.resize(static_cast<std::size_t>(count));
+      for (std::int64_t i = 0; i < count; ++i) yf[static_cast<std::size_t>(i)] = static_cast<float>(value_at(y_dtype, ybuf.data(), i));
+      csum.merge(measure_consistency(s.spec, rule, yf.data(), nr, p.cols, qbuf.data(), scales ? sbuf.data() : nullptr, r0));
+    }
     if (recipe)
       rsum.merge(measure_quantized_recipe(recipe_p, s.spec, *recipe, xbuf.data(), s.in.residual ? resbuf.data() : nullptr,
                                           s.in.gamma_data.empty() ? nullptr : s.in.gamma_data.data(),
@@ -232,7 +259,8 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
                                           scales ? sbuf.data() : nullptr, nr, r0));
   }
   const bool recipe_pass = !recipe || rsum.pass(max_recipe_ulp);
-  const bool pass = sum.q_pass() && sum.scales_pass() && recipe_pass;
+  const bool consistent = !yin || csum.pass();
+  const bool pass = sum.q_pass() && sum.scales_pass() && recipe_pass && consistent;
   const std::string q_budget = f.budget.max_q_ulp >= 0 ? std::to_string(f.budget.max_q_ulp) : "0.5 + x-dtype rounding";
   std::printf("%s  q %s max %.3g quanta (budget %s)  correctly rounded %.2f%%  non-finite mismatches %lld  saturated %lld",
               pass ? "PASS" : "FAIL", describe(s.spec).c_str(), sum.max_ulp, q_budget.c_str(),
@@ -262,6 +290,9 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
                 recipe_pass ? "PASS" : "FAIL", rsum.max_quanta, recipe->name.c_str(), max_recipe_ulp, 100 * rsum.matching_fraction(),
                 sum.max_ulp, 100 * sum.correctly_rounded_fraction(), static_cast<long long>(rsum.scales_differ),
                 static_cast<long long>(rsum.scales), rsum.scale_max_ulp, s.spec.scales_are_e8m0() ? "E8M0 steps" : "f32 ulps");
+  if (yin)
+    std::printf("  consistency %s  %s (%s rule, %s y)\n", consistent ? "PASS" : "FAIL", describe(csum, s.spec).c_str(),
+                recipe ? "the vllm recipe's" : "lnorm/quant.hpp's", std::string(name(y_dtype)).c_str());
   if (!json_path.empty()) {
     nlohmann::json j = {{"x", problem.x}, {"op", std::string(name(p.op))}, {"shape", s.in.shape},
                         {"dtype", std::string(name(p.dtype))}, {"eps", p.eps}, {"rows", p.rows}, {"cols", p.cols},
@@ -294,6 +325,18 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
                      {"matching", rsum.matching_fraction()}, {"nonfinite_mismatches", rsum.nonfinite_mismatches},
                      {"scales", rsum.scales}, {"scales_differ", rsum.scales_differ}, {"scale_max_ulp", num(rsum.scale_max_ulp)},
                      {"budget", max_recipe_ulp}, {"pass", recipe_pass}};
+    if (yin) {
+      nlohmann::json first = nlohmann::json::array();
+      for (const ConsistencyMismatch& m : csum.first)
+        first.push_back(m.scale ? nlohmann::json{{"scale", m.index}, {"amax", num(m.y)}, {"got", num(m.got)}, {"expected", num(m.expected)}}
+                                : nlohmann::json{{"element", m.index}, {"y", num(m.y)}, {"got", num(m.got)}, {"expected", num(m.expected)},
+                                                 {"got_code", m.got_code}, {"expected_code", m.expected_code}});
+      j["consistency"] = {{"y", y_path}, {"y_dtype", std::string(name(y_dtype))},
+                          {"rule", recipe ? "vllm: s = f32(amax/qmax), q = Q(f32(y * f32(1/s)))"
+                                          : "lnorm/quant.hpp: s = f32(amax/qmax) correctly rounded (mx: 2^(floor(log2 amax) - emax_elem)), q = Q(y/s) exactly"},
+                          {"codes", csum.codes}, {"codes_differ", csum.codes_differ}, {"scales", csum.scales},
+                          {"scales_differ", csum.scales_differ}, {"first", first}, {"pass", consistent}};
+    }
     write_text_atomically(json_path, j.dump(2) + "\n");
   }
   return pass ? 0 : 1;

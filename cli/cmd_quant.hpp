@@ -35,7 +35,10 @@ int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const 
 // `check --quant`: the candidate's q (and scales) against the exact answer; JSON to json_path when given.
 // recipe: empty, or a recipe naming vllm (lnorm/recipe.hpp): q is also measured against the recipe's and gated by
 // max_recipe_ulp quanta, the scales against its scales exactly.
+// y_path (may be empty): the candidate's own y, the values its quantizer was handed (f32, or x's dtype): q and the
+// scales are then also gated against the quantizer's rule applied to that y, bit for bit (lnorm/quant_contract.hpp;
+// with the vllm recipe, the recipe's rounding points): "consistency".
 int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std::string& json_path,
-                    const std::string& recipe = "", double max_recipe_ulp = 0.5);
+                    const std::string& recipe = "", double max_recipe_ulp = 0.5, const std::string& y_path = "");
 
 }  // namespace lnorm::cli

@@ -146,7 +146,10 @@ TEST_CASE("quant flags: every misuse is refused by name and nothing is written (
   const std::string chk = "check --op rmsnorm --x " + (t / "x.npy") + " --q " + (t / "q.npy");
   expect_refused(t, chk + " --quant int8 --scaling row", "--scales is required with row scaling");
   expect_refused(t, chk + " --quant fp8_e4m3 --scaling row --scales " + (t / "s.npy"), "holds '|i1' but fp8_e4m3 is stored as '|u1'");
-  expect_refused(t, chk + " --quant int8 --scaling row --scales " + (t / "s.npy") + " --y " + (t / "q.npy"), "--y: not measured with --quant");
+  // --y with --quant is the y the quantizer was handed: f32 or x's dtype, x's shape.
+  expect_refused(t, chk + " --quant int8 --scaling row --scales " + (t / "s.npy") + " --y " + (t / "q.npy"),
+                 "holds '|i1' but the y a quantizer is handed is f32");
+  expect_refused(t, chk + " --quant int8 --scaling row --scales " + (t / "s.npy") + " --mean " + (t / "q.npy"), "--mean: not measured with --quant");
 }
 
 TEST_CASE("check --quant --recipe vllm: vLLM's rounding points read at most 0.5 quanta from the recipe, the exact q does not", "[cli][quant][recipe]") {
@@ -210,4 +213,57 @@ TEST_CASE("check --quant --recipe vllm: vLLM's rounding points read at most 0.5 
   const Result no_quant = cli("check --op rmsnorm --dtype bf16 --x " + (t / "x.npy") + " --y " + (t / "y.npy") + " --recipe vllm");
   CHECK(no_quant.code == 2);
   CHECK_THAT(no_quant.out, Contains("quantized output's recipe"));
+}
+
+TEST_CASE("check --quant --y: a quantizer breaking ties away from zero passes q's budget and fails consistency (CLI)", "[cli][quant]") {
+  // RMSNorm rows of ±1 with eps 0: y* = ±gamma exactly, and gamma is 272 (the tie between E4M3's 256, the even
+  // code, and 288), 100 (the tie between 96, even, and 104) or 101 (no tie): tensor scale 1, so y*/s = y*. The ties-away q is 0.5
+  // quanta from y*/s, inside q's budget (issue 52: the gate could not tell it from the right one); given the y its
+  // quantizer was handed, its codes are not Q(y/s).
+  TempDir t;
+  const std::int64_t rows = 4, cols = 64;
+  std::vector<float> x(static_cast<std::size_t>(rows * cols)), gamma(static_cast<std::size_t>(cols), 272.0f), y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = (i * 7 % 3 == 0) ? -1.0f : 1.0f;
+  gamma[3] = 100.0f;
+  gamma[5] = 101.0f;
+  for (std::size_t i = 0; i < x.size(); ++i) y[i] = x[i] * gamma[i % static_cast<std::size_t>(cols)];
+  io::save(t / "x.npy", "<f4", {rows, cols}, x.data());
+  io::save(t / "g.npy", "<f4", {cols}, gamma.data());
+  io::save(t / "y.npy", "<f4", {rows, cols}, y.data());
+  std::vector<std::uint8_t> away(y.size());
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    const double v = y[i], a = std::fabs(v);
+    // ties away from zero: round |v| up at a midpoint (encode's ties-to-even, nudged past the tie)
+    const double nudged = a * (1 + 0x1p-30);
+    away[i] = encode(QuantFormat::fp8_e4m3, v < 0 ? -nudged : nudged);
+  }
+  io::save(t / "away.npy", "|u1", {rows, cols}, away.data());
+  const std::string base = "check --op rmsnorm --eps 0 --x " + (t / "x.npy") + " --gamma " + (t / "g.npy") +
+                           " --quant fp8_e4m3 --scaling tensor --scale 1";
+  REQUIRE(cli("reference --op rmsnorm --eps 0 --x " + (t / "x.npy") + " --gamma " + (t / "g.npy") +
+              " --quant fp8_e4m3 --scaling tensor --scale 1 --q " + (t / "q.npy")).code == 0);
+  const Result budget_only = cli(base + " --q " + (t / "away.npy"));
+  INFO(budget_only.out);
+  CHECK(budget_only.code == 0);  // 0.5 quanta from y*/s: q's budget alone passes it
+  const Result exact = cli(base + " --q " + (t / "q.npy") + " --y " + (t / "y.npy") + " --json " + (t / "e.json"));
+  INFO(exact.out);
+  CHECK(exact.code == 0);
+  CHECK(load_json(t / "e.json")["consistency"]["pass"] == true);
+  const Result r = cli(base + " --q " + (t / "away.npy") + " --y " + (t / "y.npy") + " --json " + (t / "r.json"));
+  INFO(r.out);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Contains("consistency FAIL"));
+  const auto j = load_json(t / "r.json");
+  CHECK(j["pass"] == false);
+  CHECK(j["q"]["pass"] == true);
+  CHECK(j["consistency"]["pass"] == false);
+  CHECK(j["consistency"]["codes_differ"].get<std::int64_t>() == rows * (cols - 1));  // every tie; 101 is none
+  CHECK(j["consistency"]["first"][0]["got"] == -288.0);  // x[0] = −1: y = −272
+  CHECK(j["consistency"]["first"][0]["expected"] == -256.0);
+  // A y of the wrong dtype or shape is refused by name.
+  std::vector<double> yd(y.begin(), y.end());
+  io::save(t / "y64.npy", "<f8", {rows, cols}, yd.data());
+  const Result bad = cli(base + " --q " + (t / "q.npy") + " --y " + (t / "y64.npy"));
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.out, Contains("y64.npy: holds '<f8'"));
 }
