@@ -204,7 +204,10 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
     if (scales->header().descr != scales_descr(s.spec))
       throw InputError(f.scales + ": holds '" + scales->header().descr + "' but " + f.scaling + " scales are '" +
                        scales_descr(s.spec) + "'");
-    if (scales->header().shape != s.scales_shape)
+    // One scale per row may also come shaped x.shape[:axis] (ONNX's ReduceMax with keepdims=0 gives [rows]): the
+    // same values in the same order.
+    const std::vector<std::int64_t> rows_shape(s.scales_shape.begin(), s.scales_shape.end() - 1);
+    if (scales->header().shape != s.scales_shape && !(per_row == 1 && scales->header().shape == rows_shape))
       throw InputError(f.scales + ": has shape " + shape_text(scales->header().shape) + "; expected " +
                        shape_text(s.scales_shape) + " (" + std::to_string(per_row) + " per row)");
   }

@@ -267,3 +267,24 @@ TEST_CASE("check --quant --y: a quantizer breaking ties away from zero passes q'
   CHECK(bad.code == 2);
   CHECK_THAT(bad.out, Contains("y64.npy: holds '<f8'"));
 }
+
+TEST_CASE("check --quant: row scales shaped [rows] are read as [rows, 1] (ONNX's ReduceMax without keepdims)", "[cli][quant]") {
+  TempDir t;
+  save_x(t / "x.npy");
+  const std::string x = " --op rmsnorm --x " + (t / "x.npy") + " --quant fp8_e4m3 --scaling row";
+  REQUIRE(cli("reference" + x + " --q " + (t / "q.npy") + " --scales " + (t / "s.npy")).code == 0);
+  std::vector<std::uint8_t> s = read_bytes(t / "s.npy");
+  io::save(t / "s1.npy", "<f4", {4}, s.data());
+  const Result r = cli("check" + x + " --q " + (t / "q.npy") + " --scales " + (t / "s1.npy"));
+  INFO(r.out);
+  CHECK(r.code == 0);
+  // group:G's scales keep their group axis: [rows] is refused there, by name.
+  REQUIRE(cli("reference --op rmsnorm --x " + (t / "x.npy") + " --quant fp8_e4m3 --scaling group:128 --q " + (t / "qg.npy") +
+              " --scales " + (t / "sg.npy")).code == 0);
+  const std::vector<std::uint8_t> sg = read_bytes(t / "sg.npy");
+  io::save(t / "sg1.npy", "<f4", {8}, sg.data());
+  const Result g = cli("check --op rmsnorm --x " + (t / "x.npy") + " --quant fp8_e4m3 --scaling group:128 --q " + (t / "qg.npy") +
+                       " --scales " + (t / "sg1.npy"));
+  CHECK(g.code == 2);
+  CHECK_THAT(g.out, Contains("expected 4x2 (2 per row)"));
+}
