@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "error_text.hpp"
 #include "lnorm/format.hpp"
 #include "lnorm/npy.hpp"
 #include "lnorm/quant_contract.hpp"
@@ -265,12 +266,16 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
   const bool consistent = !yin || csum.pass();
   const bool pass = sum.q_pass() && sum.scales_pass() && recipe_pass && consistent;
   const std::string q_budget = f.budget.max_q_ulp >= 0 ? std::to_string(f.budget.max_q_ulp) : "0.5 + x-dtype rounding";
-  std::printf("%s  q %s max %.3g quanta (budget %s)  correctly rounded %.2f%%  non-finite mismatches %lld  saturated %lld",
-              pass ? "PASS" : "FAIL", describe(s.spec).c_str(), sum.max_ulp, q_budget.c_str(),
-              100 * sum.correctly_rounded_fraction(), static_cast<long long>(sum.nonfinite_mismatches),
+  // Digits enough for the verdict: against a flat budget, against it; by default, against the 0.5 a correctly
+  // rounded code needs (0.500064 does not read "0.5").
+  const double q_limit = f.budget.max_q_ulp >= 0 ? f.budget.max_q_ulp : 0.5;
+  std::printf("%s  q %s max %s quanta (budget %s)  correctly rounded %s%%  non-finite mismatches %lld  saturated %lld",
+              pass ? "PASS" : "FAIL", describe(s.spec).c_str(), number_text(sum.max_ulp, q_limit).c_str(), q_budget.c_str(),
+              percent_text(sum.correctly_rounded_fraction()).c_str(), static_cast<long long>(sum.nonfinite_mismatches),
               static_cast<long long>(sum.saturated));
   if (per_row > 0)
-    std::printf("  scales max %.3g %s, %lld of %lld over budget", sum.scale_max_ulp,
+    std::printf("  scales max %s %s, %lld of %lld over budget",
+                number_text(sum.scale_max_ulp, f.budget.max_scale_ulp >= 0 ? f.budget.max_scale_ulp : 0).c_str(),
                 s.spec.scales_are_e8m0() ? "E8M0 steps" : "f32 ulps", static_cast<long long>(sum.scales_over_budget),
                 static_cast<long long>(sum.scales));
   std::printf("\n  input     %s %s, %s %s, eps %.9g, %lld rows x %lld\n", problem.x.c_str(), shape_text(s.in.shape).c_str(),
@@ -288,10 +293,11 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
                 sum.scale_max_got, sum.scale_max_exact, s.spec.scales_are_e8m0() ? " (E8M0 exponents)" : "",
                 static_cast<long long>(sum.zero_groups));
   if (recipe)
-    std::printf("  recipe    %s  q is %.3g quanta from the %s recipe's value (budget %g), %.2f%% its code; %.3g quanta from "
-                "y*/s, %.2f%% correctly rounded; %lld of %lld scales differ from the recipe's (worst %.3g %s)\n",
-                recipe_pass ? "PASS" : "FAIL", rsum.max_quanta, recipe->name.c_str(), max_recipe_ulp, 100 * rsum.matching_fraction(),
-                sum.max_ulp, 100 * sum.correctly_rounded_fraction(), static_cast<long long>(rsum.scales_differ),
+    std::printf("  recipe    %s  q is %s quanta from the %s recipe's value (budget %g), %s%% its code; %s quanta from "
+                "y*/s, %s%% correctly rounded; %lld of %lld scales differ from the recipe's (worst %.3g %s)\n",
+                recipe_pass ? "PASS" : "FAIL", number_text(rsum.max_quanta, max_recipe_ulp).c_str(), recipe->name.c_str(),
+                max_recipe_ulp, percent_text(rsum.matching_fraction()).c_str(), number_text(sum.max_ulp, 0.5).c_str(),
+                percent_text(sum.correctly_rounded_fraction()).c_str(), static_cast<long long>(rsum.scales_differ),
                 static_cast<long long>(rsum.scales), rsum.scale_max_ulp, s.spec.scales_are_e8m0() ? "E8M0 steps" : "f32 ulps");
   if (yin)
     std::printf("  consistency %s  %s (%s rule, %s y)\n", consistent ? "PASS" : "FAIL", describe(csum, s.spec).c_str(),

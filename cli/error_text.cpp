@@ -27,6 +27,16 @@ std::string number_text(double value, double limit) {
   return printed(value, 17);
 }
 
+std::string percent_text(double fraction) {
+  char buf[64];
+  for (int decimals = 2; decimals <= 12; ++decimals) {
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, 100 * fraction);
+    const double read = std::strtod(buf, nullptr);
+    if ((fraction < 1) == (read < 100) && (fraction > 0) == (read > 0)) break;
+  }
+  return buf;
+}
+
 nlohmann::json error_json(const ErrorSummary& s, bool gated) {
   nlohmann::json j = {
       {"elements", s.elements}, {"max_ulp", ulp_json(s.max_ulp)}, {"max_ulp_nonfinite", std::isinf(s.max_ulp)},

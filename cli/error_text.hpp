@@ -22,6 +22,10 @@ nlohmann::json ulp_json(double e);
 // comparing differently with it (value > limit must not read as equal or below).
 std::string number_text(double value, double limit);
 
+// A fraction in [0, 1] as a percentage with 2 decimals, or more until it does not read as 100% (or 0%) when it is
+// not: 99.999% correctly rounded must not print "100.00%".
+std::string percent_text(double fraction);
+
 // The fields every measured output shares in check's JSON: the worst error, the worst over-budget element,
 // the bias gate. The caller adds what is its own (budget, metric, candidate path). gated = false: the output is
 // measured and reported but not part of the verdict (y with a recipe), so its bias neither gates nor reads FAIL.

@@ -288,3 +288,25 @@ TEST_CASE("check --quant: row scales shaped [rows] are read as [rows, 1] (ONNX's
   CHECK(g.code == 2);
   CHECK_THAT(g.out, Contains("expected 4x2 (2 per row)"));
 }
+
+TEST_CASE("check --quant prints the digits that explain the verdict: 0.50005 is not 'max 0.5', 99.998% is not 100.00%", "[cli][quant]") {
+  // RMSNorm rows of ±1, eps 0: y* = ±gamma exactly. gamma[0] = 100.0004 (E4M3 quantum 8 there: 104 is 0.49995
+  // quanta off, 96 is 0.50005); one element of 65536 written as 96 fails a flat budget of 0.5.
+  TempDir t;
+  const std::int64_t rows = 256, cols = 256;
+  std::vector<float> x(static_cast<std::size_t>(rows * cols), 1.0f), gamma(static_cast<std::size_t>(cols), 101.0f);
+  gamma[0] = 100.0004f;
+  io::save(t / "x.npy", "<f4", {rows, cols}, x.data());
+  io::save(t / "g.npy", "<f4", {cols}, gamma.data());
+  const std::string args = " --op rmsnorm --eps 0 --x " + (t / "x.npy") + " --gamma " + (t / "g.npy") + " --quant fp8_e4m3 --scale 1";
+  REQUIRE(cli("reference" + args + " --q " + (t / "q.npy")).code == 0);
+  std::vector<std::uint8_t> q = read_bytes(t / "q.npy");
+  REQUIRE(decode(QuantFormat::fp8_e4m3, q[0]) == 104.0);
+  q[0] = encode(QuantFormat::fp8_e4m3, 96.0);
+  io::save(t / "q1.npy", "|u1", {rows, cols}, q.data());
+  const Result r = cli("check" + args + " --q " + (t / "q1.npy") + " --max-q-ulp 0.5");
+  INFO(r.out);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Contains("max 0.50005"));
+  CHECK_THAT(r.out, Contains("correctly rounded 99.998%"));
+}
