@@ -205,7 +205,7 @@ class CheckResult:
 def check(x, y, gamma=None, beta=None, *, axis=-1, eps=1e-5, max_ulp=None, max_ulp_per_kappa=1, mean=None, rstd=None,
           max_mean_ulp=None, max_rstd_ulp=None, dtype=None, threads=None, op="layernorm", gamma_offset=0.0,
           recipe=None, max_recipe_ulp=0.5, residual=None, h=None, max_h_ulp=None, quant=None, scaling="tensor",
-          scale=None, scales=None, max_q_ulp=None, max_scale_ulp=None):
+          scale=None, scales=None, max_q_ulp=None, max_scale_ulp=None, quant_y=None):
     """Measures a candidate output y (and optionally mean/rstd) against the exact answer for x: the
     LayerNorm of x, or op="rmsnorm" (no mean: mean= is refused), with gamma_offset as in reference().
 
@@ -225,15 +225,20 @@ def check(x, y, gamma=None, beta=None, *, axis=-1, eps=1e-5, max_ulp=None, max_u
     quant: y is a quantized output q (uint8 fp8 bit patterns or int8) with its scales= (row, group:G, mx; scale=
     for tensor), measured as ``lnorm check --quant``: in quanta at y*/s with the candidate's own scales, the scales
     against the exact ones; max_q_ulp / max_scale_ulp make the budgets flat; recipe= (naming "vllm") also measures q
-    against the recipe's rounding points, gated by max_recipe_ulp quanta. Returns a QuantCheckResult.
+    against the recipe's rounding points, gated by max_recipe_ulp quanta. quant_y: the y the candidate's quantizer
+    was handed (float32, or float16): q and the scales are also gated against the quantizer's rule applied to it, bit
+    for bit, no budget (``lnorm check --quant --y``; the vllm rule with recipe=); the result's .consistency.
+    Returns a QuantCheckResult.
     """
+    if quant_y is not None and quant is None:
+        raise ValueError("quant_y: the y a quantizer was handed; needs quant=")
     if quant is not None:
         if mean is not None or rstd is not None or h is not None:
             raise ValueError("quant: mean=, rstd= and h= are not measured with a quantized output yet")
         dtype, a = _arrays(dtype, x=x, gamma=gamma, beta=beta, residual=residual)
         return check_quant(a, y, dtype, quant=quant, scaling=scaling, scale=scale, scales=scales, max_q_ulp=max_q_ulp,
                            max_scale_ulp=max_scale_ulp, axis=axis, eps=eps, threads=threads, op=op,
-                           gamma_offset=gamma_offset, recipe=recipe, max_recipe_ulp=max_recipe_ulp)
+                           gamma_offset=gamma_offset, recipe=recipe, max_recipe_ulp=max_recipe_ulp, quant_y=quant_y)
     dtype, a = _arrays(dtype, x=x, y=y, gamma=gamma, beta=beta, mean=mean, rstd=rstd, residual=residual, h=h)
     d = _lnorm.check(a["x"], a["y"], a["gamma"], a["beta"], axis=axis, eps=eps,
                      max_ulp=None if max_ulp is None else float(max_ulp),

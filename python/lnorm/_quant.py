@@ -17,7 +17,9 @@ class QuantCheckResult:
     correctly_rounded, nonfinite_mismatches, saturated, over_budget, budget, pass. scales (None for tensor
     scaling): max_ulp (f32 ulps; mx: E8M0 steps), zero_groups, over_budget, budget, pass. recipe (None without
     recipe=): name, max_ulp (quanta at the recipe's value), matching (the fraction that is the recipe's code),
-    nonfinite_mismatches, scales_differ, budget, pass."""
+    nonfinite_mismatches, scales_differ, budget, pass. consistency (None without quant_y=): q and the scales against
+    the quantizer's rule applied to the y it was handed, bit for bit: rule, codes, codes_differ, scales,
+    scales_differ, first (up to five mismatches), pass."""
 
     passed: bool
     op: str
@@ -28,6 +30,7 @@ class QuantCheckResult:
     q: dict
     scales: Optional[dict]
     recipe: Optional[dict] = None
+    consistency: Optional[dict] = None
 
     def __bool__(self):
         return self.passed
@@ -43,6 +46,10 @@ class QuantCheckResult:
             r = self.recipe
             line += (f"  recipe {r['name']} max {r['max_ulp']:.3g} quanta (budget {r['budget']:g}), "
                      f"{100 * r['matching']:.2f}% its code, {r['scales_differ']} scales differ")
+        if self.consistency is not None:
+            c = self.consistency
+            line += (f"  consistency {'PASS' if c['pass'] else 'FAIL'}: {c['codes_differ']} of {c['codes']} codes, "
+                     f"{c['scales_differ']} of {c['scales']} scales differ from the rule on the y handed in")
         return line
 
 
@@ -59,11 +66,11 @@ def run_quant(name, a, dtype, *, quant, scaling, scale, axis, eps, threads, op, 
 
 
 def check_quant(a, q, dtype, *, quant, scaling, scale, scales, max_q_ulp, max_scale_ulp, axis, eps, threads, op,
-                gamma_offset, recipe=None, max_recipe_ulp=0.5):
+                gamma_offset, recipe=None, max_recipe_ulp=0.5, quant_y=None):
     d = _lnorm.quant_check(a["x"], q, a["gamma"], a["beta"], quant=quant, scaling=scaling, scale=scale, scales=scales,
                            max_q_ulp=max_q_ulp, max_scale_ulp=max_scale_ulp, axis=axis, eps=eps, dtype=dtype,
                            threads=threads, op=op, gamma_offset=float(gamma_offset), residual=a["residual"],
-                           recipe=recipe, max_recipe_ulp=float(max_recipe_ulp))
+                           recipe=recipe, max_recipe_ulp=float(max_recipe_ulp), quant_y=quant_y)
     d["passed"] = d.pop("pass")
     return QuantCheckResult(**d)
 

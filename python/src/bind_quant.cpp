@@ -2,10 +2,14 @@
 // metric of `lnorm check --quant`, on NumPy arrays. q is uint8 (fp8 bit patterns) or int8; row/group scales
 // float32, mx scales uint8 E8M0 codes, shaped x.shape[:axis] + (groups,).
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "bindings.hpp"
+#include "lnorm/format.hpp"
+#include "lnorm/quant_contract.hpp"
 #include "lnorm/quantize.hpp"
 #include "lnorm/recipe.hpp"
 #include "lnorm/registry.hpp"
@@ -100,7 +104,7 @@ py::dict quant_check_py(py::handle x, py::handle q, py::handle gamma, py::handle
                         const std::string& scaling, py::handle scale, py::handle scales, py::object max_q_ulp,
                         py::object max_scale_ulp, int axis, double eps, py::handle dtype, py::object threads,
                         const std::string& op, double gamma_offset, py::handle residual, py::object recipe_name,
-                        double max_recipe_ulp) {
+                        double max_recipe_ulp, py::handle quant_y) {
   const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype,
                                           threads.is_none() ? default_threads() : threads.cast<int>(), op, gamma_offset,
                                           residual);
@@ -142,10 +146,32 @@ py::dict quant_check_py(py::handle x, py::handle q, py::handle gamma, py::handle
       throw py::value_error(std::string("recipe: ") + e.what());
     }
   }
+  // quant_y: the y the candidate's quantizer was handed (float32, or float16 x's values; a bf16 y as float32,
+  // exactly): q and the scales gated against the rule applied to it (lnorm/quant_contract.hpp), bit for bit.
+  std::vector<float> handed;
+  if (!quant_y.is_none()) {
+    const py::array ya = contiguous(quant_y, "quant_y");
+    if (shape_of(ya) != in.shape)
+      throw py::value_error("quant_y has shape " + shape_text(shape_of(ya)) + " but x has shape " + shape_text(in.shape));
+    handed.resize(static_cast<std::size_t>(ya.size()));
+    if (ya.dtype().is(py::dtype("float32"))) {
+      std::memcpy(handed.data(), ya.data(), handed.size() * 4);
+    } else if (ya.dtype().is(py::dtype("float16"))) {
+      for (std::size_t i = 0; i < handed.size(); ++i)
+        handed[i] = static_cast<float>(value_at(DType::f16, ya.data(), static_cast<std::int64_t>(i)));
+    } else {
+      throw py::type_error("quant_y: the y a quantizer is handed is float32 (a bf16 y as float32, exactly) or float16, not " +
+                           dtype_text(ya));
+    }
+  }
   QuantSummary m;
   QuantRecipeSummary rm;
+  ConsistencySummary cm;
   {
     py::gil_scoped_release release;
+    if (!handed.empty())
+      cm = measure_consistency(s, recipe ? ConsistencyRule::vllm : ConsistencyRule::contract, handed.data(), in.problem.rows,
+                               in.problem.cols, static_cast<const std::uint8_t*>(qa.data()), sp);
     m = measure_quantized(in.problem, s, in.x.data(), in.residual_ptr(), in.gamma_ptr(), in.beta_ptr(),
                           static_cast<const std::uint8_t*>(qa.data()), sp, in.problem.rows, 0, budget, in.problem.threads);
     if (recipe)
@@ -205,7 +231,25 @@ py::dict quant_check_py(py::handle x, py::handle q, py::handle gamma, py::handle
     rd = d;
   }
   out["recipe"] = rd;
-  out["pass"] = m.q_pass() && m.scales_pass() && (!recipe || rm.pass(max_recipe_ulp));
+  py::object cd = py::none();
+  if (!handed.empty()) {
+    py::list first;
+    for (const ConsistencyMismatch& mm : cm.first) {
+      py::dict e;
+      if (mm.scale) e["scale"] = mm.index, e["amax"] = mm.y;
+      else e["element"] = unravel(mm.index, in.shape), e["y"] = mm.y, e["got_code"] = mm.got_code, e["expected_code"] = mm.expected_code;
+      e["got"] = mm.got, e["expected"] = mm.expected;
+      first.append(e);
+    }
+    py::dict d;
+    d["rule"] = recipe ? "vllm" : "contract";
+    d["codes"] = cm.codes, d["codes_differ"] = cm.codes_differ, d["scales"] = cm.scales, d["scales_differ"] = cm.scales_differ;
+    d["first"] = first;
+    d["pass"] = cm.pass();
+    cd = d;
+  }
+  out["consistency"] = cd;
+  out["pass"] = m.q_pass() && m.scales_pass() && (!recipe || rm.pass(max_recipe_ulp)) && (handed.empty() || cm.pass());
   return out;
 }
 
@@ -246,7 +290,7 @@ void bind_quant(py::module_& m) {
         "quant"_a, "scaling"_a = "tensor", "scale"_a = py::none(), "scales"_a = py::none(), "max_q_ulp"_a = py::none(),
         "max_scale_ulp"_a = py::none(), "axis"_a = -1, "eps"_a = 1e-5, "dtype"_a = py::none(), "threads"_a = py::none(),
         "op"_a = "layernorm", "gamma_offset"_a = 0.0, "residual"_a = py::none(), "recipe"_a = py::none(),
-        "max_recipe_ulp"_a = 0.5);
+        "max_recipe_ulp"_a = 0.5, "quant_y"_a = py::none());
   m.def("decode", &decode_py, "q"_a, "format"_a);
   m.def("decode_e8m0", &decode_e8m0_py, "codes"_a);
 }

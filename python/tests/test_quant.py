@@ -83,3 +83,33 @@ def test_recipe_vllm_accepts_vllms_arithmetic_and_not_the_exact_q():
     assert e.q["pass"] and (not e.recipe["pass"]) == (e.recipe["scales_differ"] > 0 or e.recipe["max_ulp"] > 0.5)
     with pytest.raises(ValueError, match="name vllm"):
         lnorm.check(x, q, op="rmsnorm", quant="fp8_e4m3", scaling="row", scales=s, recipe="llama")
+
+
+def test_quant_y_gates_the_quantizer_on_the_y_it_was_handed():
+    # RMSNorm rows of +-1 with eps 0: y* = +-gamma exactly; gamma 272 is the E4M3 tie between 256 (even) and 288.
+    # A quantizer breaking ties away from zero writes 288: 0.5 quanta from y*/s, inside q's budget, so check alone
+    # passes it; given the y it was handed (quant_y=), its codes are not Q(y/s) and it fails (issue 52).
+    rng = np.random.default_rng(7)
+    x = np.where(rng.random((4, 64)) < 0.5, -1.0, 1.0).astype(np.float32)
+    g = np.full(64, 272.0, np.float32)
+    g[5] = 101.0  # no tie
+    y = x * g
+    q, _ = lnorm.reference(x, g, op="rmsnorm", eps=0, quant="fp8_e4m3", scale=1.0)
+    away = q.copy()
+    ties = np.abs(y) == 272.0
+    away[ties] = np.where(y[ties] > 0, 0x79, 0xF9).astype(np.uint8)  # +-288
+    assert lnorm.decode(away[ties], "fp8_e4m3").tolist() == [288.0 if v > 0 else -288.0 for v in y[ties]]
+    kw = dict(op="rmsnorm", eps=0, quant="fp8_e4m3", scale=1.0)
+    assert lnorm.check(x, away, g, **kw)  # q's budget alone cannot tell
+    exact = lnorm.check(x, q, g, quant_y=y, **kw)
+    assert exact and exact.consistency["pass"] and exact.consistency["codes_differ"] == 0, str(exact)
+    r = lnorm.check(x, away, g, quant_y=y, **kw)
+    assert not r and r.q["pass"] and not r.consistency["pass"], str(r)
+    assert r.consistency["codes_differ"] == int(ties.sum())
+    first = r.consistency["first"][0]
+    assert abs(first["got"]) == 288.0 and abs(first["expected"]) == 256.0
+    assert "consistency FAIL" in str(r)
+    with pytest.raises(TypeError, match="quant_y"):
+        lnorm.check(x, q, g, quant_y=y.astype(np.float64), **kw)
+    with pytest.raises(ValueError, match="needs quant="):
+        lnorm.check(x, y, g, op="rmsnorm", eps=0, quant_y=y)
