@@ -103,7 +103,7 @@ bool same_code(QuantFormat f, std::uint8_t got, std::uint8_t want) {
 }
 
 template <class Fn>
-void each_group(const QuantSpec& spec, ConsistencyRule rule, const float* y, std::int64_t rows, std::int64_t cols, Fn&& fn) {
+void each_group(const QuantSpec& spec, const float* y, std::int64_t rows, std::int64_t cols, Fn&& fn) {
   const std::int64_t G = spec.group_size(cols);
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t g = 0; g < cols / G; ++g) {
@@ -112,7 +112,6 @@ void each_group(const QuantSpec& spec, ConsistencyRule rule, const float* y, std
       const double stored = spec.scaling == Scaling::tensor ? spec.scale : rule_scale(spec, yg, G, zero);
       fn(r, g, G, yg, stored, zero);
     }
-  (void)rule;
 }
 
 std::uint8_t rule_code(const QuantSpec& spec, ConsistencyRule rule, float y, double s) {
@@ -131,7 +130,7 @@ void ConsistencySummary::merge(const ConsistencySummary& o) {
 void quantize_given_y(const QuantSpec& spec, ConsistencyRule rule, const float* y, std::int64_t rows, std::int64_t cols,
                       std::uint8_t* q, void* scales) {
   const std::int64_t per_row = spec.scales_per_row(cols);
-  each_group(spec, rule, y, rows, cols, [&](std::int64_t r, std::int64_t g, std::int64_t G, const float* yg, double stored, bool) {
+  each_group(spec, y, rows, cols, [&](std::int64_t r, std::int64_t g, std::int64_t G, const float* yg, double stored, bool) {
     if (per_row) {
       const std::int64_t at = r * per_row + g;
       if (spec.scaling == Scaling::mx) static_cast<std::uint8_t*>(scales)[at] = std::isnan(stored) ? 255 : static_cast<std::uint8_t>(stored + 127);
@@ -150,7 +149,7 @@ ConsistencySummary measure_consistency(const QuantSpec& spec, ConsistencyRule ru
   const auto note = [&](ConsistencyMismatch m) {
     if (out.first.size() < ConsistencySummary::kExamples) out.first.push_back(m);
   };
-  each_group(spec, rule, y, rows, cols, [&](std::int64_t r, std::int64_t g, std::int64_t G, const float* yg, double stored, bool zero) {
+  each_group(spec, y, rows, cols, [&](std::int64_t r, std::int64_t g, std::int64_t G, const float* yg, double stored, bool zero) {
     double s = scale_value(spec, stored);
     if (per_row) {
       const std::int64_t at = r * per_row + g;
