@@ -39,6 +39,7 @@ struct PluginKernel {
   std::uint32_t abi_version = LNORM_PLUGIN_ABI_VERSION;
   std::uint32_t dtypes = 0;
   std::vector<Op> ops;  // exactly the ops it declared
+  QuantInput quant_input = QuantInput::not_handed;  // lnorm_kernel_decl.quant_input
   int (*why_not)(const lnorm_problem*, char*, size_t) = nullptr;
   void (*run)(const lnorm_problem*, const lnorm_tensors*) = nullptr;
 };
@@ -48,6 +49,11 @@ std::deque<PluginKernel>& slots() {
   return s;
 }
 
+static_assert(static_cast<int>(QuantInput::not_handed) == LNORM_QUANT_INPUT_NOT_HANDED &&
+                  static_cast<int>(QuantInput::f32_y) == LNORM_QUANT_INPUT_F32_Y &&
+                  static_cast<int>(QuantInput::x_dtype_y) == LNORM_QUANT_INPUT_X_DTYPE_Y &&
+                  static_cast<int>(QuantInput::exact_y) == LNORM_QUANT_INPUT_EXACT_Y,
+              "lnorm/plugin.h numbers the quantizer's inputs as lnorm/kernel.hpp does");
 static_assert(static_cast<int>(DType::f32) == LNORM_F32 && static_cast<int>(DType::f64) == LNORM_F64 &&
                   static_cast<int>(DType::f16) == LNORM_F16 && static_cast<int>(DType::bf16) == LNORM_BF16,
               "lnorm/plugin.h numbers dtypes as lnorm::DType does (the dtype masks are passed through)");
@@ -108,7 +114,7 @@ void plugin_run(const PluginKernel& k, const Problem& p, const Tensors& t) {
   const lnorm_problem c = to_c(p);
   const lnorm_tensors ct{t.x,  t.gamma, t.beta,   t.y,     t.mean,       t.rstd,       t.residual,         t.h,
                          t.dy, t.dx,    t.dgamma, t.dbeta, t.saved_mean, t.saved_rstd, sizeof(lnorm_tensors),
-                         t.q,  t.scales};
+                         t.q,  t.scales, k.quant_input == QuantInput::f32_y || k.quant_input == QuantInput::x_dtype_y ? t.quant_y : nullptr};
   const RunningPluginKernel running(k.name.c_str());
   k.run(&c, &ct);
 }
@@ -226,6 +232,12 @@ void load_plugin(const std::string& path) {
     const bool listed = decl_has(offsetof(lnorm_kernel_decl, op_count) + sizeof(size_t)) && decl->op_count > 0;
     pk.abi_version = version;
     const std::string where = what + "kernel #" + std::to_string(i) + (kname ? std::string(" (") + kname + ")" : "") + ": ";
+    if (decl_has(offsetof(lnorm_kernel_decl, quant_input) + sizeof(std::int32_t))) {
+      const std::int32_t qi = decl->quant_input;
+      if (qi < LNORM_QUANT_INPUT_NOT_HANDED || qi > LNORM_QUANT_INPUT_EXACT_Y)
+        throw InputError(where + "quant_input is " + std::to_string(qi) + ", not an lnorm_quant_input (0 to 3)");
+      pk.quant_input = static_cast<QuantInput>(qi);
+    }
     if (!valid_name(kname)) throw InputError(where + "name must be letters, digits, '_' or '-' (and not empty)");
     if (!pk.run) throw InputError(where + "run is NULL");
     if (pk.dtypes == 0 || (pk.dtypes & ~kKnownDTypes)) throw InputError(where + "dtypes must be a nonempty set of LNORM_DTYPE_BIT(...)");
@@ -273,6 +285,7 @@ void load_plugin(const std::string& path) {
     // why_not; a version-1 kernel's conventions are refused there by name.
     info.takes.fuses_add = true;
     info.takes.f32_residual = true;
+    info.takes.quant_input = stored.quant_input;
     info.forward = kTrampolines[slot].run;
     info.backward = kTrampolines[slot].run;
     info.why_not = kTrampolines[slot].why_not;

@@ -45,7 +45,7 @@ struct Emulated {
 constexpr Takes kFastTakes{.dtypes = {DType::f32, DType::f16, DType::bf16}, .forward_norms = kBothNorms,
                            .backward_norms = kBothNorms, .prologues = kWithAdd, .epilogues = kWithQuant, .f32_residual = true};
 constexpr Takes kCrTakes{.dtypes = {DType::f32, DType::f16, DType::bf16}, .forward_norms = kBothNorms, .prologues = kWithAdd,
-                         .epilogues = kWithQuant, .f32_residual = true};
+                         .epilogues = kWithQuant, .f32_residual = true, .quant_input = QuantInput::exact_y};
 
 template <int L>
 void ops_d(const double* a, const double* b, const double* c, float y_min, double* fma, double* mx, std::uint8_t* masks,

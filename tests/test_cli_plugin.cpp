@@ -375,3 +375,22 @@ TEST_CASE("cli plugin: a version-5 kernel that declares the quantized epilogue i
   const nlohmann::json sj = load_json(t / "s.json");
   CHECK(sj["results"][0]["status"] == "pass");
 }
+
+TEST_CASE("cli plugin: quantizer bugs inside q's budget (ties away, a reciprocal scale, an MX exponent of a rounded amax) fail "
+          "verify at seeds 1-5 through the y the kernel hands out, and its correct build passes",
+          "[cli][plugin][quant]") {
+  const std::string common = " --kernel quant:two_pass --property quantized --op layernorm --dtype f32";
+  for (int seed = 1; seed <= 5; ++seed) {
+    const std::string s = " --seed " + std::to_string(seed);
+    const Result ok = cli("verify --quick --plugin " + std::string(QUANT_PLUGIN) + common + s);
+    INFO(ok.out);
+    CHECK(ok.code == 0);
+    for (const char* bad_plugin : {QUANT_TIES_AWAY_PLUGIN, QUANT_SCALE_RECIPROCAL_PLUGIN, QUANT_MX_BF16_AMAX_PLUGIN}) {
+      const Result bad = cli("verify --quick --plugin " + std::string(bad_plugin) + common + s);
+      INFO(bad_plugin << " seed " << seed << "\n" << bad.out);
+      CHECK(bad.code == 1);
+      // The part that sees it: the contract applied to the y it handed out (q's budget passes these).
+      CHECK(bad.out.find("not the contract applied to the y it was handed (f32_y)") != std::string::npos);
+    }
+  }
+}

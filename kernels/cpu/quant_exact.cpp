@@ -194,6 +194,17 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
   for (std::int64_t g = 0; g < r.n / G; ++g) {
     const std::int64_t b = g * G, e = b + G, at = row * per_row + g;
     float s = spec.scale;
+    // A NaN y* (a NaN gamma or beta beside finite x: a NaN x sends its row to the fallback) makes its group's scale NaN
+    // (E8M0 255) and every code there NaN, as lnorm/quant.hpp says; the walks below would skip it (a NaN is never the
+    // amax). With a tensor scale, only its own code.
+    bool nan = false;
+    for (std::int64_t i = b; i < e; ++i) nan |= r.y[i] != r.y[i];
+    if (nan && spec.scaling != Scaling::tensor) {
+      if (spec.scaling == Scaling::mx) static_cast<std::uint8_t*>(scales)[at] = 255;
+      else static_cast<float*>(scales)[at] = std::numeric_limits<float>::quiet_NaN();
+      for (std::int64_t i = b; i < e; ++i) q[i] = encode(f, r.y[i] != r.y[i] ? r.y[i] : std::numeric_limits<double>::quiet_NaN());
+      continue;
+    }
     if (spec.scaling == Scaling::mx) {
       const int x = exact_mx_exponent(d, r, b, e, emax_elem(f));
       static_cast<std::uint8_t*>(scales)[at] = static_cast<std::uint8_t>(x + 127);
@@ -205,6 +216,10 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
     const auto codes = [&](auto settled) {
       const double sd = s;
       for (std::int64_t i = b; i < e; ++i) {
+        if (r.y[i] != r.y[i]) {
+          q[i] = encode(f, r.y[i]);
+          continue;
+        }
         const double t = r.y[i] / sd, err = d.err(i) / sd * (1 + 0x1p-50) + std::fabs(t) * 0x1p-52;
         const int c = settled(t, err);
         q[i] = c >= 0 ? static_cast<std::uint8_t>(c) : exact_code(d, i, f, sd, t, err);

@@ -6,6 +6,7 @@
 // Rows are split across threads; a row's result never depends on which thread computed it.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -59,7 +60,9 @@ void normalize_range(const Problem& p, const Tensors& t, StatsFn stats, const Ac
   if (quantized) row_y.resize(static_cast<std::size_t>(n));
   const auto finish_row = [&](std::int64_t r) {
     if constexpr (std::is_same_v<A, float>) {
-      if (quantized) quantize_row(p.quant, row_y.data(), n, static_cast<std::uint8_t*>(t.q) + r * n, t.scales, r);
+      if (!quantized) return;
+      quantize_row(p.quant, row_y.data(), n, static_cast<std::uint8_t*>(t.q) + r * n, t.scales, r);
+      if (t.quant_y) std::copy(row_y.begin(), row_y.end(), static_cast<float*>(t.quant_y) + r * n);  // what it quantized
     }
   };
   for (std::int64_t r = begin; r < end; ++r) {

@@ -414,7 +414,11 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
     };
     if (finite) out.template operator()<kFiniteNarrowing<T>>();
     else out.template operator()<false>();
-    if constexpr (Q) quantize_row_simd<V>(p.quant, q_row, n, static_cast<std::uint8_t*>(t.q) + row * n, t.scales, row);
+    if constexpr (Q) {
+      quantize_row_simd<V>(p.quant, q_row, n, static_cast<std::uint8_t*>(t.q) + row * n, t.scales, row);
+      if (float* handed = t.quant_y ? static_cast<float*>(t.quant_y) + row * n : nullptr)  // what it quantized
+        for (std::int64_t i = 0; i < n; ++i) handed[i] = q_row[i];
+    }
   }
   if (NT) V::sfence();
 }

@@ -95,7 +95,7 @@ constexpr DTypeSet kSimdDTypes{DType::f32, DType::f16, DType::bf16};
 constexpr Takes kFastTakes{.dtypes = kSimdDTypes, .forward_norms = kBothNorms, .backward_norms = kBothNorms,
                            .prologues = kWithAdd, .epilogues = kWithQuant, .f32_residual = true};
 constexpr Takes kCrTakes{.dtypes = kSimdDTypes, .forward_norms = kBothNorms, .prologues = kWithAdd, .epilogues = kWithQuant,
-                         .f32_residual = true};
+                         .f32_residual = true, .quant_input = QuantInput::exact_y};
 
 }  // namespace
 

@@ -430,7 +430,7 @@ constexpr KernelInfo add_mutant(std::string_view id, std::string_view summary, F
 // A defect in the quantized epilogue (q and scales; y is the control's): every forward op, f32/f16/bf16.
 constexpr KernelInfo quant_mutant(std::string_view id, std::string_view summary, ForwardFn fn) {
   return KernelInfo{id, summary, {.dtypes = kAll, .forward_norms = kBothNorms, .prologues = kWithAdd, .epilogues = kWithQuant,
-                                  .fuses_add = true, .f32_residual = true}, fn};
+                                  .fuses_add = true, .f32_residual = true, .quant_input = QuantInput::x_dtype_y}, fn};
 }
 // A defect in the backward.
 constexpr KernelInfo bwd_mutant(std::string_view id, std::string_view summary, BackwardFn fn, NormSet norms = kBothNorms,
@@ -449,13 +449,13 @@ const KernelInfo& control() {
   static const KernelInfo kControl{
       "mutant_control", "no defect: two-pass in double (long double for f64), rounded once; Add & Norm: h rounded once, then the same in long double",
       {.dtypes = kAll, .forward_norms = kBothNorms, .backward_norms = kBothNorms, .prologues = kWithAdd, .epilogues = kWithQuant,
-       .fuses_add = true, .f32_residual = true},
+       .fuses_add = true, .f32_residual = true, .quant_input = QuantInput::x_dtype_y},
       &control_forward, &run_bwd<BackwardDefect::none>};
   return kControl;
 }
 
 std::span<const KernelInfo> all() {
-  static const std::array<KernelInfo, 35> kMutants{
+  static const std::array<KernelInfo, 41> kMutants{
       mutant("mutant_var_unbiased", "variance divided by n-1 instead of n (NaN at n = 1)",
              &run<Defect::var_unbiased>),
       mutant("mutant_eps_outside_sqrt", "rstd = 1/(sqrt(var) + eps) instead of 1/sqrt(var + eps)",
@@ -504,6 +504,18 @@ std::span<const KernelInfo> all() {
       quant_mutant("mutant_quant_int8_clamps_127", "quantized: int8 saturates at -127, never -128", &run_quant<QuantDefect::int8_clamps_127>),
       quant_mutant("mutant_quant_double_rounds", "quantized: y rounded to bf16, then divided and rounded again",
                    &run_quant<QuantDefect::double_rounds>),
+      // The quantizer bugs a budget on q cannot see (issue 52): only verify's part (2), the contract applied to the y
+      // the kernel hands out, sees them.
+      quant_mutant("mutant_quant_ties_away", "quantized: exact ties rounded away from zero", &run_quant<QuantDefect::ties_away>),
+      quant_mutant("mutant_quant_ties_to_odd", "quantized: exact ties rounded to the odd code", &run_quant<QuantDefect::ties_to_odd>),
+      quant_mutant("mutant_quant_scale_truncated", "quantized: row/group scale amax/qmax rounded toward zero",
+                   &run_quant<QuantDefect::scale_truncated>),
+      quant_mutant("mutant_quant_scale_times_reciprocal", "quantized: row/group scale amax * f32(1/qmax), two roundings",
+                   &run_quant<QuantDefect::scale_times_reciprocal>),
+      quant_mutant("mutant_quant_reciprocal_multiply", "quantized: q = Q(f32(y * f32(1/s))), not Q(y/s)",
+                   &run_quant<QuantDefect::reciprocal_multiply>),
+      quant_mutant("mutant_quant_mx_exponent_of_bf16_amax", "quantized: mx exponent of amax rounded to bf16",
+                   &run_quant<QuantDefect::mx_exponent_of_bf16_amax>),
       // The backward's (backward_mutants.cpp).
       bwd_mutant("mutant_bwd_drops_mean_g", "backward: LayerNorm's dx without mean(g)", &run_bwd<BackwardDefect::drops_mean_g>,
              NormSet{lnorm::Norm::layernorm}),

@@ -9,6 +9,13 @@
 //   int8_clamps_127   int8 clamped to [−127, 127] (symmetric quantization) where the contract says [−128, 127]
 //   double_rounds     y rounded to bf16 first, then divided and rounded again: a kernel that claims one rounding of
 //                     its f32 y (the check then measures it against the f32 problem's budget)
+// and the ones a budget on q cannot see (issue 52), each wrong by less than one quantum or one f32 rounding:
+//   ties_away, ties_to_odd   an exact tie broken away from zero (C's round()) or to the odd code
+//   scale_truncated          f32(amax/qmax) rounded toward zero
+//   scale_times_reciprocal   amax · f32(1/qmax) in f32 (the compiler's -freciprocal-math, or a hand-written inverse)
+//   reciprocal_multiply      Q(f32(y · f32(1/s))) (vLLM's rounding points, in a kernel that claims the contract's)
+//   mx_exponent_of_bf16_amax the MX exponent of amax rounded to bf16 first (an amax reduced in bf16)
+// Every mutant hands verify the y its quantizer read (y in x's dtype, Tensors::quant_y), as a real kernel would.
 #include "quant_mutants.hpp"
 
 #include <algorithm>
@@ -24,7 +31,23 @@
 namespace lnorm::mutants {
 namespace {
 
+// Q(v) with an exact tie broken away from zero or to the odd code instead of to even; otherwise the contract's.
+std::uint8_t quantize_tie(QuantDefect defect, QuantFormat f, double v) {
+  const std::uint8_t c = encode(f, v);
+  if (!std::isfinite(v) || (std::fabs(decode(f, c)) == qmax(f) && std::fabs(v) >= qmax(f))) return c;
+  const std::int64_t k = ordinal_of_code(f, c);
+  const double got = value_of_ordinal(f, k);
+  const std::int64_t other = got < v ? k + 1 : k - 1;  // the neighbour on v's other side
+  if (other < min_ordinal(f) || other > max_ordinal(f) || got == v) return c;
+  const double alt = value_of_ordinal(f, other);
+  if (std::fabs(alt - v) != std::fabs(got - v)) return c;  // not a tie
+  // A tie: even chose c; odd takes the other, away takes the larger magnitude.
+  if (defect == QuantDefect::ties_to_odd || std::fabs(alt) > std::fabs(got)) return code_of_ordinal(f, other, std::signbit(v));
+  return c;
+}
+
 std::uint8_t quantize(QuantDefect defect, QuantFormat f, double v) {
+  if (defect == QuantDefect::ties_away || defect == QuantDefect::ties_to_odd) return quantize_tie(defect, f, v);
   if (defect == QuantDefect::truncates && std::isfinite(v)) {
     // The grid value of largest magnitude not above |v| (saturating).
     std::uint8_t c = encode(f, v);
@@ -56,10 +79,12 @@ void run_quant_defect(QuantDefect defect, ForwardFn y_forward, const Problem& p,
   const QuantFormat f = spec.format;
   const std::int64_t n = p.cols, G = spec.group_size(n), per_row = spec.scales_per_row(n);
   auto* q = static_cast<std::uint8_t*>(t.q);
+  auto* handed = static_cast<float*>(t.quant_y);  // the y its quantizer reads, for verify (QuantInput::x_dtype_y)
   for (std::int64_t r = 0; r < p.rows; ++r) {
     std::vector<double> v(static_cast<std::size_t>(n)), in(static_cast<std::size_t>(n));
     for (std::int64_t i = 0; i < n; ++i) {
       double yi = cpu::param_value(p.dtype, y.data(), r * n + i);
+      if (handed) handed[r * n + i] = static_cast<float>(yi);
       if (defect == QuantDefect::double_rounds && std::isfinite(yi)) yi = to_float(bf16_from_float(static_cast<float>(yi)));
       v[static_cast<std::size_t>(i)] = yi;
       in[static_cast<std::size_t>(i)] = cpu::param_value(p.op.prologue == Prologue::residual_add ? p.residual_dtype : p.dtype, t.x, r * n + i);
@@ -80,7 +105,8 @@ void run_quant_defect(QuantDefect defect, ForwardFn y_forward, const Problem& p,
           int x = -127;
           if (nan) x = 128;
           else if (amax > 0 && std::isfinite(amax)) {
-            const int fl = std::ilogb(amax);
+            const double seen = defect == QuantDefect::mx_exponent_of_bf16_amax ? to_float(bf16_from_float(static_cast<float>(amax))) : amax;
+            const int fl = std::ilogb(seen);
             const int e = defect == QuantDefect::e8m0_rounds_up && std::ldexp(1.0, fl) != amax ? fl + 1 : fl;
             x = std::clamp(e - emax_elem(f), -127, 127);
           }
@@ -88,6 +114,12 @@ void run_quant_defect(QuantDefect defect, ForwardFn y_forward, const Problem& p,
           s = x == 128 ? std::nan("") : std::ldexp(1.0, x);
         } else {
           float sf = nan ? std::nanf("") : static_cast<float>(amax) / static_cast<float>(qmax(f));
+          if (defect == QuantDefect::scale_truncated && !nan) {  // the exact quotient toward zero
+            const double exact = amax / qmax(f);  // amax has at most 24 bits: the double quotient decides the f32 one
+            if (static_cast<double>(sf) > exact) sf = std::nextafter(sf, 0.0f);
+          }
+          if (defect == QuantDefect::scale_times_reciprocal && !nan)
+            sf = static_cast<float>(amax) * (1.0f / static_cast<float>(qmax(f)));
           if (sf == 0) sf = 1.0f;
           static_cast<float*>(t.scales)[at] = sf;
           s = sf;
@@ -95,7 +127,10 @@ void run_quant_defect(QuantDefect defect, ForwardFn y_forward, const Problem& p,
       }
       for (std::int64_t i = g * G; i < (g + 1) * G; ++i) {
         const double yi = v[static_cast<std::size_t>(i)];
-        q[r * n + i] = std::isnan(s) || std::isnan(yi) ? encode(f, std::nan("")) : quantize(defect, f, yi / s);
+        double t_i = yi / s;
+        if (defect == QuantDefect::reciprocal_multiply)
+          t_i = static_cast<float>(static_cast<float>(yi) * (1.0f / static_cast<float>(s)));
+        q[r * n + i] = std::isnan(s) || std::isnan(yi) ? encode(f, std::nan("")) : quantize(defect, f, t_i);
       }
     }
   }

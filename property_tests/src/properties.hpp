@@ -77,9 +77,12 @@ std::string check_quantized(const CheckContext&, const Case&);  // properties_qu
 struct QuantOutputs {
   std::vector<std::uint8_t> q;
   std::vector<std::byte> scales;
+  std::vector<float> handed_y;  // with hand_y: the y the kernel's quantizer read (Tensors::quant_y)
   std::string violation;
 };
-QuantOutputs run_quantized(const KernelInfo& kernel, const Case& c, const QuantSpec& spec, int threads, int prefill = 0);
+// hand_y: ask the kernel for the y its quantizer read (only a kernel whose Takes::quant_input is f32_y or x_dtype_y).
+QuantOutputs run_quantized(const KernelInfo& kernel, const Case& c, const QuantSpec& spec, int threads, int prefill = 0,
+                           bool hand_y = false);
 std::string check_determinism(const CheckContext&, const Case&);
 std::string check_affine_identity(const CheckContext&, const Case&);
 std::string check_invariance(const CheckContext&, const Case&);

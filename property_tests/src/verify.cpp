@@ -110,7 +110,8 @@ std::string_view summary(Property p, Op op) {
       return "a row's output is bitwise the same in batches of 1, 7, 255, 256, 300, 1024, 4097 rows, on 1 and 2 threads";
     case Property::quantized:
       return "q = Q(y/s) (fp8_e4m3, fp8_e5m2, int8 x tensor, row, group:G, mx) within 0.5 quantum + y's error, scales "
-             "within budget, amax at +-max (mx: in the top binade)";
+             "within budget, amax at +-max (mx: in the top binade); and bit for bit the contract applied to the y the "
+             "kernel hands its quantizer, on cases dense in ties, scale roundings and mx exponent boundaries";
     case Property::determinism: return "bitwise identical over repeated runs and 1, 2, 3, 8 threads";
     case Property::affine_identity: return "gamma = 1, beta = 0 given equals no affine, bitwise";
     case Property::invariance: return "LN(a*x + c) ~ LN(x) for a > 0, eps = 0, within the budget's kappa term";

@@ -4,6 +4,10 @@
 // format's values (ties to even, saturating), y/s in double; row/group scales f32(amax/qmax) of its f32 y, mx
 // exponents floor(log2 amax) − emax_elem; a group holding a NaN gets a NaN scale and NaN codes (lnorm/quant.hpp).
 //   -DLNORM_TEST_QUANT_TRUNCATE   the planted bug: codes truncated toward zero instead of rounded
+//   -DLNORM_TEST_QUANT_TIES_AWAY  exact ties rounded away from zero (C's round()), 0.5 quantum from y*/s like the right
+//                                 code: inside q's budget, caught only by the contract on the y it hands out
+//   -DLNORM_TEST_QUANT_SCALE_RECIPROCAL  row/group scales amax·f32(1/qmax): one f32 rounding off
+//   -DLNORM_TEST_QUANT_MX_BF16_AMAX      the MX exponent of amax rounded to bf16: a binade high just below 2^k
 //   -DLNORM_TEST_QUANT_STATIC     a static-FP8 kernel (vLLM's rms_norm_static_fp8_quant's kind): fp8_e4m3 with a
 //                                 tensor scale only, the rest declined in why_not
 #include <algorithm>
@@ -32,7 +36,11 @@ std::uint8_t encode(int fmt, double v) {
 #ifdef LNORM_TEST_QUANT_TRUNCATE
     return static_cast<std::uint8_t>(static_cast<std::int8_t>(std::trunc(c)));
 #else
+#ifdef LNORM_TEST_QUANT_TIES_AWAY
+    return static_cast<std::uint8_t>(static_cast<std::int8_t>(std::round(c)));
+#else
     return static_cast<std::uint8_t>(static_cast<std::int8_t>(std::nearbyint(c)));  // the default mode: ties to even
+#endif
 #endif
   }
   const std::uint8_t sign = std::signbit(v) ? 0x80 : 0x00;
@@ -46,7 +54,11 @@ std::uint8_t encode(int fmt, double v) {
       break;
 #else
       const double below = a - fp8_value(fmt, mag - 1), above = fp8_value(fmt, mag) - a;
+#ifdef LNORM_TEST_QUANT_TIES_AWAY
+      best = above <= below ? mag : mag - 1;
+#else
       best = above < below || (above == below && (mag & 1u) == 0) ? mag : mag - 1;
+#endif
       return static_cast<std::uint8_t>(sign | best);
 #endif
     }
@@ -76,11 +88,24 @@ void run(const lnorm_problem* p, const lnorm_tensors* t) {
         bool nan = false;
         for (std::int64_t i = 0; i < G; ++i) nan |= std::isnan(yg[i]), amax = std::fmax(amax, std::fabs(yg[i]));
         if (p->quant_scaling == LNORM_SCALING_MX) {
-          const int x = nan ? 128 : amax == 0 ? -127 : std::clamp(std::ilogb(amax) - emax, -127, 127);
+#ifdef LNORM_TEST_QUANT_MX_BF16_AMAX
+          std::uint32_t bits;
+          std::memcpy(&bits, &amax, 4);
+          bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;  // to bf16, nearest even
+          float seen;
+          std::memcpy(&seen, &bits, 4);
+#else
+          const float seen = amax;
+#endif
+          const int x = nan ? 128 : amax == 0 ? -127 : std::clamp(std::ilogb(seen) - emax, -127, 127);
           static_cast<std::uint8_t*>(t->scales)[at] = static_cast<std::uint8_t>(x + 127);
           s = nan ? std::nan("") : std::ldexp(1.0, x);
         } else {
+#ifdef LNORM_TEST_QUANT_SCALE_RECIPROCAL
+          float sf = nan ? std::numeric_limits<float>::quiet_NaN() : amax * (1.0f / static_cast<float>(qmax));
+#else
           float sf = nan ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(amax / qmax);
+#endif
           if (sf == 0) sf = 1;
           static_cast<float*>(t->scales)[at] = sf;
           s = sf;
@@ -88,13 +113,16 @@ void run(const lnorm_problem* p, const lnorm_tensors* t) {
       }
       for (std::int64_t i = 0; i < G; ++i) qg[i] = encode(p->quant_format, static_cast<double>(yg[i]) / s);
     }
+  // The y its quantizer read, when lnorm asks (lnorm_kernel_decl.quant_input below; a field lnorm's struct has).
+  if (t->struct_size >= offsetof(lnorm_tensors, quant_y) + sizeof(void*) && t->quant_y)
+    std::memcpy(t->quant_y, y.data(), y.size() * sizeof(float));
 }
 
 const lnorm_op_desc kOps[] = {
     {"layernorm", LNORM_NORM_LAYERNORM, LNORM_PROLOGUE_NONE, LNORM_EPILOGUE_Y, LNORM_DIRECTION_FWD},
     {"layernorm_quant", LNORM_NORM_LAYERNORM, LNORM_PROLOGUE_NONE, LNORM_EPILOGUE_QUANTIZED, LNORM_DIRECTION_FWD},
 };
-const lnorm_kernel_decl kDecl = {sizeof(lnorm_kernel_decl), kOps, sizeof kOps / sizeof kOps[0]};
+const lnorm_kernel_decl kDecl = {sizeof(lnorm_kernel_decl), kOps, sizeof kOps / sizeof kOps[0], LNORM_QUANT_INPUT_F32_Y};
 const lnorm_kernel_decl* const kDecls[] = {&kDecl};
 
 int no_offset(const lnorm_problem* p, char* reason, size_t size) {

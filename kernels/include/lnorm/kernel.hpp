@@ -38,6 +38,23 @@ using EpilogueSet = PartSet<Epilogue>;
 inline constexpr PrologueSet kWithAdd{Prologue::none, Prologue::residual_add};
 inline constexpr EpilogueSet kWithQuant{Epilogue::y_as_x, Epilogue::quantized};  // y, or q (lnorm/quant.hpp)
 
+// The y a kernel's quantizer is handed (the quantized epilogue), which it writes to Tensors::quant_y when asked:
+//   f32_y       its f32 y (lnorm's CPU kernels: y before any storage rounding, whatever x's dtype)
+//   x_dtype_y   its y rounded to x's dtype first (vLLM's order: the norm writes bf16, the quant reads it)
+//   exact_y     no y: q and the scales are decided from the exact y* (the _cr kernels); verify holds q and the scales
+//               to the contract applied to y* itself
+//   not_handed  a plugin that does not say: only q's budget against y* can be checked
+enum class QuantInput : std::uint8_t { not_handed, f32_y, x_dtype_y, exact_y };
+constexpr std::string_view name(QuantInput i) {
+  switch (i) {
+    case QuantInput::not_handed: return "not_handed";
+    case QuantInput::f32_y: return "f32_y";
+    case QuantInput::x_dtype_y: return "x_dtype_y";
+    case QuantInput::exact_y: return "exact_y";
+  }
+  return "?";
+}
+
 // What a kernel takes, as data. Its forward computes every composition of forward_norms, prologues and
 // epilogues; its backward each of backward_norms.
 struct Takes {
@@ -53,6 +70,7 @@ struct Takes {
   bool f32_residual = false;  // Add & Norm: an f32 residual and h beside 16-bit x (else x's dtype only)
   bool f32_params = true;     // gamma/beta stored in f32 beside 16-bit x (else x's dtype only)
   bool gamma_offset = true;   // y uses (C + gamma)
+  QuantInput quant_input = QuantInput::f32_y;  // the quantized epilogue: which y its quantizer reads (above)
 };
 
 using ForwardFn = void (*)(const Problem&, const Tensors&);

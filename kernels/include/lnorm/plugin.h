@@ -159,6 +159,10 @@ typedef struct lnorm_tensors {
    * of fp8, or int8), and scales, rows*(cols/quant_group) f32 (mx: uint8 E8M0 codes; NULL for tensor scaling) */
   void* q;
   void* scales;
+  /* version 5, appended (issue 52): NULL, or rows*cols f32 for the y the kernel's quantizer was handed (its
+   * lnorm_kernel_decl.quant_input says which), written beside q so that verify can hold q and the scales to the
+   * quantizer's contract applied to that y, bit for bit. Only for a kernel that declares quant_input 1 or 2 */
+  void* quant_y;
 } lnorm_tensors;
 
 typedef struct lnorm_plugin_kernel {
@@ -177,12 +181,22 @@ typedef struct lnorm_plugin_kernel {
   /* frozen here from version 5 on: what a kernel declares beyond these fields is in its lnorm_kernel_decl */
 } lnorm_plugin_kernel;
 
+/* Which y a quantizing kernel's quantizer reads (lnorm_kernel_decl.quant_input; lnorm::QuantInput). */
+enum lnorm_quant_input {
+  LNORM_QUANT_INPUT_NOT_HANDED = 0, /* not said: only q's budget against the exact y* is checked */
+  LNORM_QUANT_INPUT_F32_Y = 1,      /* its f32 y, whatever x's dtype; written to lnorm_tensors.quant_y when given */
+  LNORM_QUANT_INPUT_X_DTYPE_Y = 2,  /* its y rounded to x's dtype first (vLLM's order), as f32 to quant_y */
+  LNORM_QUANT_INPUT_EXACT_Y = 3     /* the exact y*: q and the scales are the contract applied to y* itself */
+};
+
 /* Version 5: a kernel's declaration beyond lnorm_plugin_kernel, grown by appending fields. */
 typedef struct lnorm_kernel_decl {
   size_t struct_size;        /* sizeof(lnorm_kernel_decl) as the plugin was built */
   const lnorm_op_desc* ops;  /* the ops it implements as their parts (op_count entries); when given, the */
   size_t op_count;           /*   kernel's `ops` mask is not read. It is handed only these ops, and declines */
                              /*   (why_not) storage and conventions it does not take */
+  /* appended (issue 52): an lnorm_quant_input, for a kernel with the quantized epilogue; 0 when not said */
+  int32_t quant_input;
 } lnorm_kernel_decl;
 
 typedef struct lnorm_plugin {
