@@ -37,18 +37,6 @@ struct CheckFlags {
   double h_budget() const { return max_h_ulp >= 0 ? max_h_ulp : max_ulp_given ? budget.a : 0.5; }
 };
 
-io::NpyReader open_stats(const std::string& path, const char* flag, const ProblemInputs& in) {
-  io::NpyReader r(path);
-  const std::string want = descr_of(stats_dtype(in.problem.dtype));
-  if (r.header().descr != want)
-    throw InputError(path + ": " + flag + " holds '" + r.header().descr + "' but the stats dtype is '" + want + "'");
-  const std::vector<std::int64_t> lead(in.shape.begin(), in.shape.begin() + in.axis);
-  if (r.header().shape != in.stats_shape() && r.header().shape != lead)
-    throw InputError(path + ": " + flag + " has shape " + shape_text(r.header().shape) + "; expected " +
-                     shape_text(in.stats_shape()) + " (one value per row)");
-  return r;
-}
-
 std::string coords(std::int64_t flat, const std::vector<std::int64_t>& shape) {
   std::vector<std::int64_t> c(shape.size());
   for (std::size_t i = shape.size(); i-- > 0;) {
@@ -103,8 +91,8 @@ int run_check(const CheckFlags& f) {
   if (cand.header().shape != in.shape)
     throw InputError(f.y + ": has shape " + shape_text(cand.header().shape) + " but x has shape " + shape_text(in.shape));
   std::optional<io::NpyReader> mean_in, rstd_in;
-  if (!f.mean.empty()) mean_in.emplace(open_stats(f.mean, "--mean", in));
-  if (!f.rstd.empty()) rstd_in.emplace(open_stats(f.rstd, "--rstd", in));
+  if (!f.mean.empty()) mean_in.emplace(open_stats_input(f.mean, "--mean", in));
+  if (!f.rstd.empty()) rstd_in.emplace(open_stats_input(f.rstd, "--rstd", in));
   const bool fused = p.op.prologue == Prologue::residual_add;
   std::optional<io::NpyReader> h_in;
   if (!f.h.empty()) {
@@ -319,11 +307,14 @@ void add_check(CLI::App& app, int& exit_code) {
     f->max_ulp_given = max_ulp->count() > 0;
     if (quant_asked(f->quant)) {
       if (backward_asked(f->bwd)) throw InputError("--quant: a forward output (--dir bwd gates --dx, --dgamma, --dbeta)");
-      for (const auto& [v, flag] : {std::pair{f->mean, "--mean"}, {f->rstd, "--rstd"}, {f->h, "--h"}})
-        if (!v.empty()) throw InputError(std::string(flag) + ": not measured with --quant yet (the candidate is --q)");
       if (f->max_ulp_given || f->strict_constant_rows) throw InputError("--max-ulp/--strict-constant-rows: y's; --quant gates q by --max-q-ulp");
+      if (f->max_h_ulp >= 0 && f->h.empty()) throw InputError("--max-h-ulp: needs --h (the candidate h it gates)");
+      if (f->max_mean_ulp >= 0 && f->mean.empty()) throw InputError("--max-mean-ulp: needs --mean (the candidate mean it gates)");
+      if (f->max_rstd_ulp >= 0 && f->rstd.empty()) throw InputError("--max-rstd-ulp: needs --rstd (the candidate rstd it gates)");
       // --y with --quant: the y the candidate's quantizer was handed; q and scales are gated against the rule on it.
-      exit_code = run_quant_check(f->problem, f->quant, f->json, f->recipe, f->max_recipe_ulp, f->y);
+      // h, mean and rstd beside q: gated as beside y (h at 0.5 ulp unless --max-h-ulp).
+      const SideOutputs side{f->h, f->mean, f->rstd, f->max_h_ulp >= 0 ? f->max_h_ulp : 0.5, f->max_mean_ulp, f->max_rstd_ulp};
+      exit_code = run_quant_check(f->problem, f->quant, f->json, f->recipe, f->max_recipe_ulp, f->y, side);
       return;
     }
     refuse_quant_flags_without_quant(f->quant);

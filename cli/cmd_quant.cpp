@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error_text.hpp"
+#include "lnorm/check.hpp"
 #include "lnorm/format.hpp"
 #include "lnorm/npy.hpp"
 #include "lnorm/quant_contract.hpp"
@@ -110,25 +111,40 @@ void refuse_quant_flags_without_quant(const QuantFlags& f) {
   if (f.budget.max_q_ulp >= 0 || f.budget.max_scale_ulp >= 0) throw InputError("--max-q-ulp/--max-scale-ulp: need --quant");
 }
 
-int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const std::string& y_path, const KernelInfo* kernel) {
+int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const std::string& y_path, const KernelInfo* kernel,
+                        const SideOutputs& side) {
   if (f.q.empty()) throw InputError(std::string("--q is required with --quant (the ") + (kernel ? "kernel's" : "exact") + " quantized output's file)");
   if (kernel && !y_path.empty()) throw InputError("--y: a kernel with --quant writes q (and its scales), not y");
   const bool dynamic_scales = f.scaling != "tensor";
   if (!f.scales.empty() && !dynamic_scales) throw InputError("--scales: tensor scaling has one given scale (--scale), no file");
-  check_outputs({{f.q, "--q"}, {f.scales, "--scales"}, {y_path, "--y"}},
+  check_outputs({{f.q, "--q"}, {f.scales, "--scales"}, {y_path, "--y"}, {side.h, "--h"}, {side.mean, "--mean"}, {side.rstd, "--rstd"}},
                 {problem.x, problem.gamma, problem.beta, problem.residual});
+  if (!side.h.empty() && problem.residual.empty()) throw InputError("--h: needs --residual (h = x + residual)");
+  check_stat_flags(op_flag(problem.op), side.mean);
   QuantSetup s = setup(problem, f);
   const Problem& p = s.in.problem;
   Problem kp;  // the kernel's problem: the op with the quantized epilogue
+  const bool stats = !side.mean.empty() || !side.rstd.empty();
   if (kernel) {
     kp = set_quant(p, s.spec);
     if (const auto why = unavailable_reason(*kernel, kp))
       throw InputError("--kernel " + std::string(kernel->name) + ": cannot run here: " + *why);
+    if (stats)
+      if (const auto why = unavailable_reason(*kernel, p))
+        throw InputError("--mean/--rstd with --quant: the kernel's statistics come from its run of " + std::string(name(p.op)) +
+                         " with y, which it cannot do here: " + *why);
   }
   io::NpyWriter q(f.q, q_descr(s.spec.format), s.in.shape);
   std::optional<io::NpyWriter> scales, y;
   if (!f.scales.empty()) scales.emplace(f.scales, scales_descr(s.spec), s.scales_shape);
   if (!y_path.empty()) y.emplace(y_path, s.in.x.header().descr, s.in.shape);
+  std::optional<io::NpyWriter> h_out, mean_out, rstd_out;
+  const std::string stats_descr = descr_of(stats_dtype(p.dtype));
+  if (!side.h.empty()) h_out.emplace(side.h, s.in.residual->header().descr, s.in.shape);
+  if (!side.mean.empty()) mean_out.emplace(side.mean, stats_descr, s.in.stats_shape());
+  if (!side.rstd.empty()) rstd_out.emplace(side.rstd, stats_descr, s.in.stats_shape());
+  const std::size_t ss = size_of(stats_dtype(p.dtype));
+  std::vector<std::byte> mbuf, rbuf, scratch_y;
   const std::size_t es = size_of(p.dtype);
   const std::int64_t per_row = s.spec.scales_per_row(p.cols);
   const std::int64_t chunk = rows_per_chunk(p.cols, es);
@@ -142,12 +158,12 @@ int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const 
     ybuf.resize(y ? xbuf.size() : 0);
     const void* gamma = s.in.gamma_data.empty() ? nullptr : s.in.gamma_data.data();
     const void* beta = s.in.beta_data.empty() ? nullptr : s.in.beta_data.data();
+    if (s.in.residual) hbuf.resize(resbuf.size());
     if (kernel) {
       Problem part = kp;
       part.rows = nr;
       Tensors t{xbuf.data(), gamma, beta};
       if (s.in.residual) {
-        hbuf.resize(resbuf.size());
         t.residual = resbuf.data();
         t.h = hbuf.data();
       }
@@ -158,6 +174,26 @@ int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const 
       quantize_reference(p, s.spec, xbuf.data(), s.in.residual ? resbuf.data() : nullptr, gamma, beta, nr, p.threads,
                          qbuf.data(), per_row ? sbuf.data() : nullptr, y ? ybuf.data() : nullptr);
     }
+    // h and the statistics: the op with y (the exact answer rounded once, or the kernel's own run of it), into scratch
+    // y; with a kernel, h is the quantized run's own (above).
+    if (stats || (h_out && !kernel)) {
+      Problem part = p;
+      part.rows = nr;
+      mbuf.resize(static_cast<std::size_t>(nr) * ss);
+      rbuf.resize(mbuf.size());
+      scratch_y.resize(xbuf.size());
+      std::vector<std::byte> h_again(kernel ? hbuf.size() : 0);
+      Tensors t{xbuf.data(), gamma, beta, scratch_y.data(), p.op.norm == Norm::layernorm ? mbuf.data() : nullptr, rbuf.data()};
+      if (s.in.residual) {
+        t.residual = resbuf.data();
+        t.h = kernel ? h_again.data() : hbuf.data();
+      }
+      if (kernel) kernel->run(part, t);
+      else reference(part, t);
+    }
+    if (h_out) h_out->write(hbuf.data(), hbuf.size());
+    if (mean_out) mean_out->write(mbuf.data(), mbuf.size());
+    if (rstd_out) rstd_out->write(rbuf.data(), rbuf.size());
     q.write(qbuf.data(), qbuf.size());
     if (scales) scales->write(sbuf.data(), sbuf.size());
     if (y) y->write(ybuf.data(), ybuf.size());
@@ -165,13 +201,19 @@ int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const 
   q.commit();
   if (scales) scales->commit();
   if (y) y->commit();
+  if (h_out) h_out->commit();
+  if (mean_out) mean_out->commit();
+  if (rstd_out) rstd_out->commit();
   return 0;
 }
 
 int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std::string& json_path,
-                    const std::string& recipe_name, double max_recipe_ulp, const std::string& y_path) {
+                    const std::string& recipe_name, double max_recipe_ulp, const std::string& y_path, const SideOutputs& side) {
   if (f.q.empty()) throw InputError("--q is required with --quant (the candidate's quantized output)");
-  check_outputs({{json_path, "--json"}}, {problem.x, problem.gamma, problem.beta, problem.residual, f.q, f.scales, y_path});
+  check_outputs({{json_path, "--json"}},
+                {problem.x, problem.gamma, problem.beta, problem.residual, f.q, f.scales, y_path, side.h, side.mean, side.rstd});
+  if (!side.h.empty() && problem.residual.empty()) throw InputError("--h: needs --residual (the candidate h is x + residual)");
+  check_stat_flags(op_flag(problem.op), side.mean);
   QuantSetup s = setup(problem, f);
   const Problem& p = s.in.problem;
   // The recipe: its y (x's dtype, after its other parts' roundings) row by row, then its q (quantize.hpp).
@@ -226,6 +268,21 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
     if (yin->header().shape != s.in.shape)
       throw InputError(y_path + ": has shape " + shape_text(yin->header().shape) + " but x has shape " + shape_text(s.in.shape));
   }
+  // Add & Norm's h and the statistics beside q, measured as check measures them beside y.
+  std::optional<io::NpyReader> h_in, mean_in, rstd_in;
+  if (!side.h.empty()) {
+    h_in.emplace(side.h);
+    if (h_in->header().descr != s.in.residual->header().descr)
+      throw InputError(side.h + ": --h holds '" + h_in->header().descr + "' but the residual holds '" +
+                       s.in.residual->header().descr + "' (h is stored in the residual's dtype)");
+    if (h_in->header().shape != s.in.shape)
+      throw InputError(side.h + ": has shape " + shape_text(h_in->header().shape) + " but x has shape " + shape_text(s.in.shape));
+  }
+  if (!side.mean.empty()) mean_in.emplace(open_stats_input(side.mean, "--mean", s.in));
+  if (!side.rstd.empty()) rstd_in.emplace(open_stats_input(side.rstd, "--rstd", s.in));
+  CheckSummary side_sum;
+  std::vector<std::byte> hbuf, mbuf, rbuf;
+  const std::size_t ss = size_of(stats_dtype(p.dtype));
   const ConsistencyRule rule = recipe ? ConsistencyRule::vllm : ConsistencyRule::contract;
   const std::size_t es = size_of(p.dtype);
   const std::int64_t chunk = rows_per_chunk(p.cols, es);
@@ -256,6 +313,21 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
       for (std::int64_t i = 0; i < count; ++i) yf[static_cast<std::size_t>(i)] = static_cast<float>(value_at(y_dtype, ybuf.data(), i));
       csum.merge(measure_consistency(s.spec, rule, yf.data(), nr, p.cols, qbuf.data(), scales ? sbuf.data() : nullptr, r0));
     }
+    if (side.any()) {
+      if (h_in) {
+        hbuf.resize(resbuf.size());
+        h_in->read(r0 * p.cols, nr * p.cols, hbuf.data());
+      }
+      mbuf.resize(static_cast<std::size_t>(nr) * ss);
+      rbuf.resize(mbuf.size());
+      if (mean_in) mean_in->read(r0, nr, mbuf.data());
+      if (rstd_in) rstd_in->read(r0, nr, rbuf.data());
+      side_sum.merge(measure_rows(p, xbuf.data(), s.in.gamma_data.empty() ? nullptr : s.in.gamma_data.data(),
+                                  s.in.beta_data.empty() ? nullptr : s.in.beta_data.data(), /*y: not measured*/ nullptr,
+                                  mean_in ? mbuf.data() : nullptr, rstd_in ? rbuf.data() : nullptr, nr, r0, Budget{}, p.threads,
+                                  AddInputs{s.in.residual ? resbuf.data() : nullptr, h_in ? hbuf.data() : nullptr,
+                                            Budget{side.h_budget, 0}}));
+    }
     if (recipe)
       rsum.merge(measure_quantized_recipe(recipe_p, s.spec, *recipe, xbuf.data(), s.in.residual ? resbuf.data() : nullptr,
                                           s.in.gamma_data.empty() ? nullptr : s.in.gamma_data.data(),
@@ -264,7 +336,10 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
   }
   const bool recipe_pass = !recipe || rsum.pass(max_recipe_ulp);
   const bool consistent = !yin || csum.pass();
-  const bool pass = sum.q_pass() && sum.scales_pass() && recipe_pass && consistent;
+  const bool h_ok = !h_in || side_sum.h.within_budget();
+  const bool mean_ok = !mean_in || side_sum.mean.passes(side.max_mean_ulp);
+  const bool rstd_ok = !rstd_in || side_sum.rstd.passes(side.max_rstd_ulp);
+  const bool pass = sum.q_pass() && sum.scales_pass() && recipe_pass && consistent && h_ok && mean_ok && rstd_ok;
   const std::string q_budget = f.budget.max_q_ulp >= 0 ? std::to_string(f.budget.max_q_ulp) : "0.5 + x-dtype rounding";
   // Digits enough for the verdict: against a flat budget, against it; by default, against the 0.5 a correctly
   // rounded code needs (0.500064 does not read "0.5").
@@ -299,6 +374,22 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
                 max_recipe_ulp, percent_text(rsum.matching_fraction()).c_str(), number_text(sum.max_ulp, 0.5).c_str(),
                 percent_text(sum.correctly_rounded_fraction()).c_str(), static_cast<long long>(rsum.scales_differ),
                 static_cast<long long>(rsum.scales), rsum.scale_max_ulp, s.spec.scales_are_e8m0() ? "E8M0 steps" : "f32 ulps");
+  if (h_in && side_sum.h.max_ulp_index >= 0)
+    std::printf("  h         %s  max %s ulp of h's format at the exact sum (budget %g), correctly rounded %s%%; %lld of %lld over "
+                "budget (worst at element %lld: got %.17g, exact sum %.17g)\n",
+                h_ok ? "PASS" : "FAIL", number_text(side_sum.h.max_ulp, side.h_budget).c_str(), side.h_budget,
+                percent_text(side_sum.h.correctly_rounded_fraction()).c_str(), static_cast<long long>(side_sum.h.over_budget),
+                static_cast<long long>(side_sum.h.elements), static_cast<long long>(side_sum.h.max_ulp_index),
+                side_sum.h.max_ulp_got, side_sum.h.max_ulp_exact);
+  const auto stat_line = [&](const char* label, const StatSummary& st, double limit, bool ok, const char* metric) {
+    if (st.max_ulp_index < 0) return;
+    std::printf("  %-9s %s  max %s %s at row %lld (got %.9g, exact %.9g), non-finite mismatches %lld%s\n", label,
+                limit < 0 ? "(reported)" : ok ? "PASS" : "FAIL", number_text(st.max_ulp, limit < 0 ? 0 : limit).c_str(), metric,
+                static_cast<long long>(st.max_ulp_index), st.max_ulp_got, st.max_ulp_exact,
+                static_cast<long long>(st.nonfinite_mismatches), limit < 0 ? "" : (" (budget " + number_text(limit, limit) + ")").c_str());
+  };
+  if (mean_in) stat_line("mean", side_sum.mean, side.max_mean_ulp, mean_ok, "ulp of max(|mean|, sqrt(var+eps))");
+  if (rstd_in) stat_line("rstd", side_sum.rstd, side.max_rstd_ulp, rstd_ok, "ulp");
   if (yin)
     std::printf("  consistency %s  %s (%s rule, %s y)\n", consistent ? "PASS" : "FAIL", describe(csum, s.spec).c_str(),
                 recipe ? "the vllm recipe's" : "lnorm/quant.hpp's", std::string(name(y_dtype)).c_str());
@@ -346,6 +437,21 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
                           {"codes", csum.codes}, {"codes_differ", csum.codes_differ}, {"scales", csum.scales},
                           {"scales_differ", csum.scales_differ}, {"first", first}, {"pass", consistent}};
     }
+    if (h_in)
+      j["h"] = {{"candidate", side.h}, {"metric", "ulps of h's format at the exact sum x + residual"},
+                {"elements", side_sum.h.elements}, {"max_ulp", num(side_sum.h.max_ulp)},
+                {"max_ulp_index", side_sum.h.max_ulp_index}, {"max_ulp_got", num(side_sum.h.max_ulp_got)},
+                {"max_ulp_exact", num(side_sum.h.max_ulp_exact)}, {"correctly_rounded", side_sum.h.correctly_rounded_fraction()},
+                {"nonfinite_mismatches", side_sum.h.nonfinite_mismatches}, {"over_budget", side_sum.h.over_budget},
+                {"budget", side.h_budget}, {"pass", h_ok}};
+    const auto stat_json = [&](const StatSummary& st, double limit, const char* metric, const std::string& path) {
+      return nlohmann::json{{"candidate", path}, {"metric", metric}, {"max_ulp", num(st.max_ulp)},
+                            {"max_ulp_row", st.max_ulp_index}, {"got", num(st.max_ulp_got)}, {"exact", num(st.max_ulp_exact)},
+                            {"nonfinite_mismatches", st.nonfinite_mismatches},
+                            {"budget", limit < 0 ? nlohmann::json(nullptr) : nlohmann::json(limit)}, {"pass", st.passes(limit)}};
+    };
+    if (mean_in) j["mean"] = stat_json(side_sum.mean, side.max_mean_ulp, "ulps of max(|mean|, sqrt(var + eps))", side.mean);
+    if (rstd_in) j["rstd"] = stat_json(side_sum.rstd, side.max_rstd_ulp, "ulps of rstd", side.rstd);
     write_text_atomically(json_path, j.dump(2) + "\n");
   }
   return pass ? 0 : 1;

@@ -22,6 +22,15 @@ struct QuantFlags {
   CLI::Option* scaling_opt = nullptr;
 };
 
+// The forward's outputs beside q (vLLM's fused_add_rms_norm_static_fp8_quant writes the residual h and q): Add &
+// Norm's h and the statistics. run and reference write them, check gates them as it does beside y.
+struct SideOutputs {
+  std::string h, mean, rstd;
+  double h_budget = 0.5;                        // check: ulps of h's format at the exact sum (--max-h-ulp)
+  double max_mean_ulp = -1, max_rstd_ulp = -1;  // check: < 0 reports only (--max-mean-ulp, --max-rstd-ulp)
+  bool any() const { return !h.empty() || !mean.empty() || !rstd.empty(); }
+};
+
 // check = true adds --max-q-ulp and --max-scale-ulp.
 void add_quant_flags(CLI::App& cmd, QuantFlags& f, bool check);
 bool quant_asked(const QuantFlags& f);
@@ -29,16 +38,21 @@ bool quant_asked(const QuantFlags& f);
 void refuse_quant_flags_without_quant(const QuantFlags& f);
 
 // `reference --quant`: the exact q (and scales; y too when y_path is given); `run --kernel K --quant` (kernel
-// given): the kernel's q and scales (its op with the quantized epilogue: lnorm/problem.hpp set_quant).
+// given): the kernel's q and scales (its op with the quantized epilogue: lnorm/problem.hpp set_quant). side: h from
+// the same run (the exact sum rounded once, for reference); the statistics from the op with y (reference: the exact
+// ones; a kernel: its own run of that op, whose statistics do not depend on the epilogue).
 int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const std::string& y_path,
-                        const KernelInfo* kernel = nullptr);
+                        const KernelInfo* kernel = nullptr, const SideOutputs& side = {});
 // `check --quant`: the candidate's q (and scales) against the exact answer; JSON to json_path when given.
 // recipe: empty, or a recipe naming vllm (lnorm/recipe.hpp): q is also measured against the recipe's and gated by
 // max_recipe_ulp quanta, the scales against its scales exactly.
 // y_path (may be empty): the candidate's own y, the values its quantizer was handed (f32, or x's dtype): q and the
 // scales are then also gated against the quantizer's rule applied to that y, bit for bit (lnorm/quant_contract.hpp;
 // with the vllm recipe, the recipe's rounding points): "consistency".
+// side: the candidate's h (gated, default 0.5 ulp: one rounding of the sum), mean and rstd (gated when their budgets
+// are given), measured as check measures them beside y; the top-level pass ANDs them.
 int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std::string& json_path,
-                    const std::string& recipe = "", double max_recipe_ulp = 0.5, const std::string& y_path = "");
+                    const std::string& recipe = "", double max_recipe_ulp = 0.5, const std::string& y_path = "",
+                    const SideOutputs& side = {});
 
 }  // namespace lnorm::cli

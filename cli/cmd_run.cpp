@@ -130,9 +130,7 @@ void add_run(CLI::App& app, int& exit_code) {
       return;
     }
     if (quant_asked(f->quant)) {
-      for (const auto& [v, flag] : {std::pair{f->mean, "--mean"}, {f->rstd, "--rstd"}, {f->h, "--h"}})
-        if (!v.empty()) throw InputError(std::string(flag) + ": not written with --quant yet (run without --quant for it)");
-      exit_code = run_quant_reference(f->problem, f->quant, f->y, &kernel_flag(f->kernel));
+      exit_code = run_quant_reference(f->problem, f->quant, f->y, &kernel_flag(f->kernel), SideOutputs{f->h, f->mean, f->rstd});
       return;
     }
     refuse_quant_flags_without_quant(f->quant);
@@ -158,9 +156,7 @@ void add_reference(CLI::App& app, int& exit_code) {
       return;
     }
     if (quant_asked(f->quant)) {
-      for (const auto& [v, flag] : {std::pair{f->mean, "--mean"}, {f->rstd, "--rstd"}, {f->h, "--h"}})
-        if (!v.empty()) throw InputError(std::string(flag) + ": not written with --quant yet (run reference without --quant for it)");
-      exit_code = run_quant_reference(f->problem, f->quant, f->y);
+      exit_code = run_quant_reference(f->problem, f->quant, f->y, nullptr, SideOutputs{f->h, f->mean, f->rstd});
       return;
     }
     refuse_quant_flags_without_quant(f->quant);

@@ -253,4 +253,16 @@ void write_text_atomically(const std::string& path, const std::string& text) {
   }
 }
 
+io::NpyReader open_stats_input(const std::string& path, const char* flag, const ProblemInputs& in) {
+  io::NpyReader r(path);
+  const std::string want = descr_of(stats_dtype(in.problem.dtype));
+  if (r.header().descr != want)
+    throw InputError(path + ": " + flag + " holds '" + r.header().descr + "' but the stats dtype is '" + want + "'");
+  const std::vector<std::int64_t> lead(in.shape.begin(), in.shape.begin() + in.axis);
+  if (r.header().shape != in.stats_shape() && r.header().shape != lead)
+    throw InputError(path + ": " + flag + " has shape " + shape_text(r.header().shape) + "; expected " +
+                     shape_text(in.stats_shape()) + " (one value per row)");
+  return r;
+}
+
 }  // namespace lnorm::cli

@@ -83,6 +83,9 @@ std::int64_t rows_per_chunk(std::int64_t cols, std::size_t item_size, std::size_
 }  // namespace lnorm::cli
 
 namespace lnorm::cli {
+// A candidate's per-row statistic (--mean, --rstd) opened for reading: the stats dtype, shaped x.shape[:axis] + (1,)...
+// or x.shape[:axis]; InputError naming the flag otherwise.
+io::NpyReader open_stats_input(const std::string& path, const char* flag, const ProblemInputs& in);
 // Writes text to path via a temporary file and a rename (no partial file on failure).
 void write_text_atomically(const std::string& path, const std::string& text);
 }  // namespace lnorm::cli

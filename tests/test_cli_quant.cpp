@@ -149,7 +149,9 @@ TEST_CASE("quant flags: every misuse is refused by name and nothing is written (
   // --y with --quant is the y the quantizer was handed: f32 or x's dtype, x's shape.
   expect_refused(t, chk + " --quant int8 --scaling row --scales " + (t / "s.npy") + " --y " + (t / "q.npy"),
                  "holds '|i1' but the y a quantizer is handed is f32");
-  expect_refused(t, chk + " --quant int8 --scaling row --scales " + (t / "s.npy") + " --mean " + (t / "q.npy"), "--mean: not measured with --quant");
+  expect_refused(t, chk + " --quant int8 --scaling row --scales " + (t / "s.npy") + " --mean " + (t / "q.npy"), "--mean: rmsnorm has no mean output");
+  expect_refused(t, chk + " --quant int8 --scaling row --scales " + (t / "s.npy") + " --h " + (t / "q.npy"), "--h: needs --residual");
+  expect_refused(t, ref + " --quant int8 --scaling row --scales " + (t / "s.npy") + " --h " + (t / "h.npy"), "--h: needs --residual");
 }
 
 TEST_CASE("check --quant --recipe vllm: vLLM's rounding points read at most 0.5 quanta from the recipe, the exact q does not", "[cli][quant][recipe]") {
@@ -309,4 +311,52 @@ TEST_CASE("check --quant prints the digits that explain the verdict: 0.50005 is 
   CHECK(r.code == 1);
   CHECK_THAT(r.out, Contains("max 0.50005"));
   CHECK_THAT(r.out, Contains("correctly rounded 99.998%"));
+}
+
+TEST_CASE("Add & Norm with a quantized output (vLLM's fused_add_rms_norm_static_fp8_quant): run and reference write h, "
+          "mean and rstd beside q, and check gates them", "[cli][quant]") {
+  TempDir t;
+  save_x(t / "x.npy");
+  std::vector<float> res(4 * 256);
+  for (std::size_t i = 0; i < res.size(); ++i) res[i] = std::cos(0.11f * static_cast<float>(i)) / 3;
+  io::save(t / "r.npy", "<f4", {4, 256}, res.data());
+  const std::string in = " --op add_layernorm --x " + (t / "x.npy") + " --residual " + (t / "r.npy") + " --quant fp8_e4m3 --scaling row";
+  const std::string side = " --h " + (t / "h.npy") + " --mean " + (t / "m.npy") + " --rstd " + (t / "s.npy");
+  REQUIRE(cli("reference" + in + " --q " + (t / "q.npy") + " --scales " + (t / "sc.npy") + side).code == 0);
+  CHECK(io::NpyReader(t / "h.npy").header().shape == std::vector<std::int64_t>{4, 256});
+  CHECK(io::NpyReader(t / "m.npy").header().descr == "<f4");
+  // The exact h, mean and rstd pass at their budgets (h: 0.5 ulp, one rounding of the sum; stats gated when asked).
+  const std::string chk = "check" + in + " --q " + (t / "q.npy") + " --scales " + (t / "sc.npy") + side +
+                          " --max-mean-ulp 1 --max-rstd-ulp 1 --json " + (t / "j.json");
+  const Result ok = cli(chk);
+  INFO(ok.out);
+  CHECK(ok.code == 0);
+  const auto j = load_json(t / "j.json");
+  CHECK(j["h"]["pass"] == true);
+  CHECK(j["h"]["max_ulp"].get<double>() <= 0.5);
+  CHECK(j["mean"]["pass"] == true);
+  CHECK(j["rstd"]["pass"] == true);
+  CHECK(j["pass"] == true);
+  // A kernel's run writes the same files: its h is the sum rounded once, its statistics within 1 ulp.
+  const std::string kside = " --h " + (t / "kh.npy") + " --mean " + (t / "km.npy") + " --rstd " + (t / "ks.npy");
+  REQUIRE(cli("run --kernel welford" + in + " --q " + (t / "kq.npy") + " --scales " + (t / "ksc.npy") + kside).code == 0);
+  CHECK(read_bytes(t / "kh.npy") == read_bytes(t / "h.npy"));
+  const Result kr = cli("check" + in + " --q " + (t / "kq.npy") + " --scales " + (t / "ksc.npy") + kside +
+                        " --max-mean-ulp 4 --max-rstd-ulp 4");
+  INFO(kr.out);
+  CHECK(kr.code == 0);
+  // h one ulp off in one element fails, named, while q stays exact.
+  std::vector<float> h(4 * 256);
+  io::NpyReader(t / "h.npy").read(0, static_cast<std::int64_t>(h.size()), h.data());
+  h[300] = std::nextafter(h[300], 10.0f);
+  io::save(t / "bad_h.npy", "<f4", {4, 256}, h.data());
+  const Result bad = cli("check" + in + " --q " + (t / "q.npy") + " --scales " + (t / "sc.npy") + " --h " + (t / "bad_h.npy") +
+                         " --json " + (t / "b.json"));
+  INFO(bad.out);
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.out, Contains("h         FAIL"));
+  const auto bj = load_json(t / "b.json");
+  CHECK(bj["q"]["pass"] == true);
+  CHECK(bj["h"]["pass"] == false);
+  CHECK(bj["h"]["max_ulp_index"] == 300);
 }

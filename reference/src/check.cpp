@@ -97,7 +97,7 @@ CheckSummary measure_rows(const Problem& p, const void* x, const void* gamma, co
         // The bias gate's unit: a row shares its mean's and rstd's errors. Counted once per distinct input row (x, and
         // the residual), and only when it added a signed error; a row constant in storage is judged apart (below).
         const std::int64_t signed_before = part.y.signed_elements;
-        for (std::int64_t i = 0; i < p.cols; ++i) {
+        for (std::int64_t i = 0; yb && i < p.cols; ++i) {
           const std::uint64_t got = load_bits(yb + off, es, i);
           part.y.add(fmt, (first_row + r) * p.cols + i, bits_to_double(fmt, got), got, load_bits(exact.data(), es, i),
                      elems[static_cast<std::size_t>(i)], row.kappa, budget, /*bias=*/!constant);
@@ -111,7 +111,7 @@ CheckSummary measure_rows(const Problem& p, const void* x, const void* gamma, co
           if (fused) key.bytes(resb + static_cast<std::size_t>(r * p.cols) * hs, static_cast<std::size_t>(p.cols) * hs);
           part.y.add_unit(key.value());
         }
-        if (recipe_ref) {
+        if (recipe_ref && yb) {
           const void* res = fused ? static_cast<const void*>(resb + static_cast<std::size_t>(r * p.cols) * hs) : nullptr;
           part.recipe_inexact_sums +=
               recipe_ref->run(xb + off, res, gamma, beta, p.cols, recipe_y.data(), recipe_elems.data());

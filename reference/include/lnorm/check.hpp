@@ -27,7 +27,8 @@ struct CheckSummary {
   void merge(const CheckSummary& other);  // other's indices must already be global
 };
 
-// Rows [0, rows) of x and of the candidate y (rows*problem.cols elements each, problem.dtype), and
+// Rows [0, rows) of x and of the candidate y (rows*problem.cols elements each, problem.dtype; null: not measured, as
+// `check --quant` gates q and measures h and the statistics beside it), and
 // of the candidate mean/rstd (rows elements of the stats dtype, or null: not measured), measured
 // against the exact answer. Element and row indices in the summary are offset by first_row, so blocks
 // of one large tensor can be measured in turn and merged. gamma/beta: problem.cols elements or null.
