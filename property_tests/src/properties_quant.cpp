@@ -175,9 +175,19 @@ std::string check_consistency(const CheckContext& ctx, const Case& c, const Draw
          "): " + describe(cs, drawn.spec);
 }
 
+// The exact y* of a case, element by element (y_hi).
+std::vector<double> exact_y(const Case& c) {
+  const Exact exact = exact_answer(c);
+  std::vector<double> y(exact.elems.size());
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = exact.elems[i].y_hi;
+  return y;
+}
+
 // One case, one spec: q and the scales written and deterministic; (1) q against y* within its budget, and the scaling's
 // laws; (2) the quantizer against the contract on the y it was handed (or, exact_y and the _cr kernels, on y*).
-std::string check_spec(const CheckContext& ctx, const Case& c, const Drawn& drawn, const Budget& yb) {
+// y_exact: exact_y(c), computed once per case by the caller.
+std::string check_spec(const CheckContext& ctx, const Case& c, const Drawn& drawn, const Budget& yb,
+                       const std::vector<double>& y_exact) {
   const QuantSpec& spec = drawn.spec;
   const DType d = c.spec.dtype, pd = c.spec.params(), rd = c.spec.residual();
   const bool fused = c.spec.op.prologue == Prologue::residual_add;
@@ -186,9 +196,6 @@ std::string check_spec(const CheckContext& ctx, const Case& c, const Drawn& draw
   const KernelInputs in = kernel_inputs(c);
   const Buffer x(d, in.x, mis), res(rd, in.residual, mis), g(pd, c.gamma, mis), b(pd, c.beta, mis);  // for the metric
   const std::int64_t rows = p.rows, cols = p.cols, n = rows * cols;
-  const Exact exact = exact_answer(c);
-  std::vector<double> y_exact(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) y_exact[static_cast<std::size_t>(i)] = exact.elems[static_cast<std::size_t>(i)].y_hi;
   const std::int64_t per_row = spec.scales_per_row(cols);
   const bool hand = hands_y(ctx.kernel);
   // Two runs over different prefills: an element either run left alone differs between them.
@@ -283,31 +290,30 @@ std::string check_quantized(const CheckContext& ctx, const Case& c) {
   if (!ctx.kernel.takes.epilogues.contains(Epilogue::quantized) || c.spec.dtype == DType::f64) return "";
   const Problem base = c.problem(1);
   const std::int64_t cols = base.cols;
-  const Exact exact = exact_answer(c);
-  std::vector<double> y_exact(static_cast<std::size_t>(base.rows * cols));
-  for (std::size_t i = 0; i < y_exact.size(); ++i) y_exact[i] = exact.elems[i].y_hi;
+  const std::vector<double> y_exact = exact_y(c);
   const Budget yb = f32_y_budget(ctx, c.spec.op);
   int checked = 0;
   std::string declined;
   for (const Drawn& drawn : candidate_specs(c, y_exact, cols)) {
     if (checked == 2) break;
+    Problem p;
     try {
-      (void)set_quant(base, drawn.spec);
+      p = set_quant(base, drawn.spec);
     } catch (const std::invalid_argument& e) {
       return "harness: " + drawn.text + ": " + e.what();
     }
-    if (const auto why = unavailable_reason(ctx.kernel, set_quant(base, drawn.spec))) {  // a format or scaling it does not write
+    if (const auto why = unavailable_reason(ctx.kernel, p)) {  // a format or scaling it does not write
       if (declined.empty()) declined = drawn.text + " (" + *why + ")";
       continue;
     }
-    if (auto msg = check_spec(ctx, c, drawn, yb); !msg.empty()) return msg;
+    if (auto msg = check_spec(ctx, c, drawn, yb, y_exact); !msg.empty()) return msg;
     // The same spec on a case dense in its decisions (quant_decisions.hpp): exact ties in the y handed over, scales
     // one rounding from another, amax just below a power of two, zero and NaN groups. A kernel that declines the
     // case's conventions (its gamma without offset, no beta, eps 0) is checked on the generated case alone.
     const DecisionCase dc = decision_case(c, drawn.spec, checked);
     ++checked;
     if (unavailable_reason(ctx.kernel, set_quant(dc.c.problem(1), dc.spec))) continue;
-    if (auto msg = check_spec(ctx, dc.c, {dc.spec, describe(dc.spec)}, yb); !msg.empty()) {
+    if (auto msg = check_spec(ctx, dc.c, {dc.spec, describe(dc.spec)}, yb, exact_y(dc.c)); !msg.empty()) {
       if (ctx.ran) *ctx.ran = dc.c;
       return msg + " [on the decision-dense case]";
     }
@@ -320,7 +326,7 @@ std::string check_quantized(const CheckContext& ctx, const Case& c) {
   const DecisionCase dc = decision_case(c, extra, 2);
   const Problem dp = set_quant(dc.c.problem(1), dc.spec);
   if (unavailable_reason(ctx.kernel, dp)) return "";
-  if (auto msg = check_spec(ctx, dc.c, {dc.spec, describe(dc.spec)}, yb); !msg.empty()) {
+  if (auto msg = check_spec(ctx, dc.c, {dc.spec, describe(dc.spec)}, yb, exact_y(dc.c)); !msg.empty()) {
     if (ctx.ran) *ctx.ran = dc.c;
     return msg + " [on the decision-dense case]";
   }
