@@ -188,20 +188,21 @@ void print_tables(const std::vector<Result>& results, const std::vector<Shape>& 
 // instead of y; select: the kernels that write q, timed writing it).
 struct BenchQuantFlags {
   std::string quant, scaling = "row";
-  double scale = 0.0078125;
+  double scale = 0;
+  CLI::Option* scale_opt = nullptr;
   void add_to(CLI::App* cmd, const char* what) {
     cmd->add_option("--quant", quant, std::string(what) + ": fp8_e4m3, fp8_e5m2 or int8 (GB/s of x read + q and scales written)");
     cmd->add_option("--scaling", scaling, "With --quant: tensor, row, group:G or mx (default row)")->default_val("row");
-    cmd->add_option("--scale", scale, "With --quant and tensor scaling: the scale (default 2^-7)")->default_val(0.0078125);
+    scale_opt = cmd->add_option("--scale", scale, "With --quant and tensor scaling: the scale S (an f32 > 0)");
   }
+  // The spec (groups checked against each shape's row where it runs); parse_quant_spec's refusals as InputError.
   std::optional<QuantSpec> spec() const {
     if (quant.empty()) return std::nullopt;
-    const auto format = parse_quant_format(quant);
-    if (!format) throw InputError("--quant " + quant + ": expected fp8_e4m3, fp8_e5m2 or int8");
-    std::int64_t group = 0;
-    const auto s = parse_scaling(scaling, group);
-    if (!s) throw InputError("--scaling " + scaling + ": expected tensor, row, group:G (G > 0) or mx");
-    return QuantSpec{*format, *s, group, *s == Scaling::tensor ? static_cast<float>(scale) : 0.0f};
+    try {
+      return parse_quant_spec(quant, scaling, scale_opt->count() > 0 ? std::optional<double>(scale) : std::nullopt);
+    } catch (const QuantSpecError& e) {
+      throw InputError(e.what());
+    }
   }
 };
 

@@ -30,34 +30,22 @@ struct QuantSetup {
 QuantSetup setup(const ProblemFlags& problem, const QuantFlags& f) {
   QuantSetup s{load_problem(problem), {}, {}};
   const Problem& p = s.in.problem;
-  const auto format = parse_quant_format(f.quant);
-  if (!format) throw InputError("--quant " + f.quant + ": expected fp8_e4m3, fp8_e5m2 or int8");
-  std::int64_t group = 0;
-  const auto scaling = parse_scaling(f.scaling, group);
-  if (!scaling) throw InputError("--scaling " + f.scaling + ": expected tensor, row, group:G (G > 0) or mx");
   if (p.dtype == DType::f64) throw InputError("--quant: x must be f32, f16 or bf16 (a quantized output's scales are f32)");
   if (p.op.direction != Direction::fwd) throw InputError("--quant: a forward output (--dir bwd has no quantized outputs)");
-  s.spec.format = *format;
-  s.spec.scaling = *scaling;
-  s.spec.group = group;
-  if (f.scale_opt && f.scale_opt->count() > 0) {
-    const float sf = static_cast<float>(f.scale);
-    if (static_cast<double>(sf) != f.scale && std::isfinite(f.scale))
-      throw InputError("--scale " + std::to_string(f.scale) + ": not an f32 value; the scale is stored as f32 (nearest: " +
-                       std::to_string(static_cast<double>(sf)) + ", e.g. write it with %.9g)");
-    s.spec.scale = sf;
-    if (s.spec.scaling == Scaling::tensor && !(std::isfinite(sf) && sf > 0))
-      throw InputError("--scale: must be a finite f32 greater than 0 (q = Q(y / S))");
+  try {
+    const bool scale_given = f.scale_opt && f.scale_opt->count() > 0;
+    s.spec = parse_quant_spec(f.quant, f.scaling, scale_given ? std::optional<double>(f.scale) : std::nullopt, p.cols);
+  } catch (const QuantSpecError& e) {
+    throw InputError(e.what());
   }
-  if (const std::string why = quant_spec_error(s.spec, p.cols); !why.empty()) throw InputError("--quant: " + why);
   s.scales_shape.assign(s.in.shape.begin(), s.in.shape.begin() + s.in.axis);
   s.scales_shape.push_back(s.spec.scales_per_row(p.cols));
   return s;
 }
 
-std::string q_descr(QuantFormat f) { return f == QuantFormat::int8 ? "|i1" : "|u1"; }
-std::string scales_descr(const QuantSpec& s) { return s.scales_are_e8m0() ? "|u1" : "<f4"; }
-std::size_t scale_size(const QuantSpec& s) { return s.scales_are_e8m0() ? 1 : 4; }
+std::string q_descr(const QuantSpec& s) { return std::string(s.format_info().npy_descr); }
+std::string scales_descr(const QuantSpec& s) { return std::string(s.storage().npy_descr); }
+std::size_t scale_size(const QuantSpec& s) { return s.storage().bytes; }
 
 nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
@@ -134,7 +122,7 @@ int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const 
         throw InputError("--mean/--rstd with --quant: the kernel's statistics come from its run of " + std::string(name(p.op)) +
                          " with y, which it cannot do here: " + *why);
   }
-  io::NpyWriter q(f.q, q_descr(s.spec.format), s.in.shape);
+  io::NpyWriter q(f.q, q_descr(s.spec), s.in.shape);
   std::optional<io::NpyWriter> scales, y;
   if (!f.scales.empty()) scales.emplace(f.scales, scales_descr(s.spec), s.scales_shape);
   if (!y_path.empty()) y.emplace(y_path, s.in.x.header().descr, s.in.shape);
@@ -236,9 +224,9 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
     throw InputError("--scales is required with " + f.scaling + " scaling (the candidate's scales its q was computed with)");
   if (f.budget.max_scale_ulp >= 0 && per_row == 0) throw InputError("--max-scale-ulp: tensor scaling's scale is given, not measured");
   io::NpyReader q(f.q);
-  if (q.header().descr != q_descr(s.spec.format))
+  if (q.header().descr != q_descr(s.spec))
     throw InputError(f.q + ": holds '" + q.header().descr + "' but " + std::string(name(s.spec.format)) + " is stored as '" +
-                     q_descr(s.spec.format) + "'");
+                     q_descr(s.spec) + "'");
   if (q.header().shape != s.in.shape)
     throw InputError(f.q + ": has shape " + shape_text(q.header().shape) + " but x has shape " + shape_text(s.in.shape));
   std::optional<io::NpyReader> scales;
@@ -351,7 +339,7 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
   if (per_row > 0)
     std::printf("  scales max %s %s, %lld of %lld over budget",
                 number_text(sum.scale_max_ulp, f.budget.max_scale_ulp >= 0 ? f.budget.max_scale_ulp : 0).c_str(),
-                s.spec.scales_are_e8m0() ? "E8M0 steps" : "f32 ulps", static_cast<long long>(sum.scales_over_budget),
+                std::string(s.spec.storage().unit).c_str(), static_cast<long long>(sum.scales_over_budget),
                 static_cast<long long>(sum.scales));
   std::printf("\n  input     %s %s, %s %s, eps %.9g, %lld rows x %lld\n", problem.x.c_str(), shape_text(s.in.shape).c_str(),
               std::string(name(p.op)).c_str(), std::string(name(p.dtype)).c_str(), p.eps,
@@ -363,9 +351,10 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
   if (sum.worst_excess_index >= 0 && sum.over_budget > 0)
     std::printf(" (worst at element %lld, allowed %.4g)", static_cast<long long>(sum.worst_excess_index), sum.worst_excess_allowed);
   std::printf("\n");
+  const std::string values_note = s.spec.storage().values_are.empty() ? "" : " (" + std::string(s.spec.storage().values_are) + ")";
   if (per_row > 0 && sum.scale_max_index >= 0)
     std::printf("  worst scale %lld: got %.9g, exact %.9g%s; zero groups %lld\n", static_cast<long long>(sum.scale_max_index),
-                sum.scale_max_got, sum.scale_max_exact, s.spec.scales_are_e8m0() ? " (E8M0 exponents)" : "",
+                sum.scale_max_got, sum.scale_max_exact, values_note.c_str(),
                 static_cast<long long>(sum.zero_groups));
   if (recipe)
     std::printf("  recipe    %s  q is %s quanta from the %s recipe's value (budget %g), %s%% its code; %s quanta from "
@@ -373,7 +362,7 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
                 recipe_pass ? "PASS" : "FAIL", number_text(rsum.max_quanta, max_recipe_ulp).c_str(), recipe->name.c_str(),
                 max_recipe_ulp, percent_text(rsum.matching_fraction()).c_str(), number_text(sum.max_ulp, 0.5).c_str(),
                 percent_text(sum.correctly_rounded_fraction()).c_str(), static_cast<long long>(rsum.scales_differ),
-                static_cast<long long>(rsum.scales), rsum.scale_max_ulp, s.spec.scales_are_e8m0() ? "E8M0 steps" : "f32 ulps");
+                static_cast<long long>(rsum.scales), rsum.scale_max_ulp, std::string(s.spec.storage().unit).c_str());
   if (h_in && side_sum.h.max_ulp_index >= 0)
     std::printf("  h         %s  max %s ulp of h's format at the exact sum (budget %g), correctly rounded %s%%; %lld of %lld over "
                 "budget (worst at element %lld: got %.17g, exact sum %.17g)\n",
@@ -398,8 +387,8 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
                         {"dtype", std::string(name(p.dtype))}, {"eps", p.eps}, {"rows", p.rows}, {"cols", p.cols},
                         {"quant", std::string(name(s.spec.format))}, {"scaling", std::string(name(s.spec.scaling))},
                         {"pass", pass}};
-    if (s.spec.scaling == Scaling::group) j["group"] = s.spec.group;
-    if (s.spec.scaling == Scaling::tensor) j["scale"] = s.spec.scale;
+    if (s.spec.scaling_info().group_given) j["group"] = s.spec.group;
+    if (s.spec.scaling_info().scale_given) j["scale"] = s.spec.scale;
     j["q"] = {{"candidate", f.q}, {"metric", "quanta of the format at y*/s (clamped to its range), s the candidate's scale"},
               {"elements", sum.elements}, {"max_ulp", num(sum.max_ulp)}, {"max_ulp_nonfinite", std::isinf(sum.max_ulp)},
               {"max_finite_ulp", sum.max_finite_ulp}, {"max_ulp_index", sum.max_ulp_index},
@@ -410,7 +399,7 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
               {"pass", sum.q_pass()}};
     if (per_row > 0)
       j["scales"] = {{"candidate", f.scales},
-                     {"metric", s.spec.scales_are_e8m0() ? "E8M0 steps from the exact exponent" : "f32 ulps from the exact scale"},
+                     {"metric", s.spec.storage().metric},
                      {"count", sum.scales}, {"max_ulp", num(sum.scale_max_ulp)}, {"max_ulp_index", sum.scale_max_index},
                      {"max_ulp_got", num(sum.scale_max_got)}, {"max_ulp_exact", num(sum.scale_max_exact)},
                      {"nonfinite_mismatches", sum.scale_nonfinite_mismatches}, {"zero_groups", sum.zero_groups},

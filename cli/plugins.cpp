@@ -57,12 +57,8 @@ static_assert(static_cast<int>(QuantInput::not_handed) == LNORM_QUANT_INPUT_NOT_
 static_assert(static_cast<int>(DType::f32) == LNORM_F32 && static_cast<int>(DType::f64) == LNORM_F64 &&
                   static_cast<int>(DType::f16) == LNORM_F16 && static_cast<int>(DType::bf16) == LNORM_BF16,
               "lnorm/plugin.h numbers dtypes as lnorm::DType does (the dtype masks are passed through)");
-static_assert(static_cast<int>(Epilogue::y_as_x) == LNORM_EPILOGUE_Y && static_cast<int>(Epilogue::quantized) == LNORM_EPILOGUE_QUANTIZED &&
-                  static_cast<int>(QuantFormat::fp8_e4m3) == LNORM_FP8_E4M3 && static_cast<int>(QuantFormat::fp8_e5m2) == LNORM_FP8_E5M2 &&
-                  static_cast<int>(QuantFormat::int8) == LNORM_INT8 && static_cast<int>(Scaling::tensor) == LNORM_SCALING_TENSOR &&
-                  static_cast<int>(Scaling::row) == LNORM_SCALING_ROW && static_cast<int>(Scaling::group) == LNORM_SCALING_GROUP &&
-                  static_cast<int>(Scaling::mx) == LNORM_SCALING_MX,
-              "lnorm/plugin.h numbers the epilogues, formats and scalings as lnorm/op.hpp and lnorm/quant.hpp do");
+static_assert(static_cast<int>(Epilogue::y_as_x) == LNORM_EPILOGUE_Y && static_cast<int>(Epilogue::quantized) == LNORM_EPILOGUE_QUANTIZED,
+              "lnorm/plugin.h numbers the epilogues as lnorm/op.hpp does");
 static_assert(code(Op::layernorm) == LNORM_LAYERNORM && code(Op::rmsnorm) == LNORM_RMSNORM &&
                   code(Op::add_layernorm) == LNORM_ADD_LAYERNORM && code(Op::add_rmsnorm) == LNORM_ADD_RMSNORM &&
                   code(Op::layernorm_bwd) == LNORM_LAYERNORM_BWD && code(Op::rmsnorm_bwd) == LNORM_RMSNORM_BWD,
@@ -87,10 +83,10 @@ lnorm_problem to_c(const Problem& p) {
   c.epilogue = static_cast<std::int32_t>(p.op.epilogue);
   c.direction = static_cast<std::int32_t>(p.op.direction);
   if (p.op.epilogue == Epilogue::quantized) {
-    c.quant_format = static_cast<std::int32_t>(p.quant.format);
-    c.quant_scaling = static_cast<std::int32_t>(p.quant.scaling);
+    c.quant_format = p.quant.format_info().abi;  // the ABI numbers are the part tables' (lnorm/quant.hpp)
+    c.quant_scaling = p.quant.scaling_info().abi;
     c.quant_group = p.quant.group_size(p.cols);
-    c.quant_scale = p.quant.scaling == Scaling::tensor ? p.quant.scale : 0.0f;
+    c.quant_scale = p.quant.scaling_info().scale_given ? p.quant.scale : 0.0f;
   }
   return c;
 }

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <limits>
 
 namespace lnorm {
@@ -13,8 +15,7 @@ namespace lnorm {
 namespace {
 // fp8 magnitude bits (the code without its sign) → value; E4M3: 3 mantissa bits, bias 7; E5M2: 2, bias 15.
 double fp8_magnitude(QuantFormat f, unsigned mag) {
-  const int mbits = f == QuantFormat::fp8_e4m3 ? 3 : 2;
-  const int bias = f == QuantFormat::fp8_e4m3 ? 7 : 15;
+  const int mbits = info(f).mbits, bias = info(f).bias;
   const unsigned e = mag >> mbits, m = mag & ((1u << mbits) - 1);
   if (e == 0) return std::ldexp(static_cast<double>(m), 1 - bias - mbits);  // subnormal
   return std::ldexp(static_cast<double>((1u << mbits) | m), static_cast<int>(e) - bias - mbits);
@@ -22,47 +23,113 @@ double fp8_magnitude(QuantFormat f, unsigned mag) {
 }  // namespace
 
 std::optional<QuantFormat> parse_quant_format(std::string_view s) {
-  for (QuantFormat f : {QuantFormat::fp8_e4m3, QuantFormat::fp8_e5m2, QuantFormat::int8})
-    if (s == name(f)) return f;
+  for (const FormatInfo& f : kFormatTable)
+    if (s == f.name) return f.format;
   return std::nullopt;
 }
 
 std::optional<Scaling> parse_scaling(std::string_view s, std::int64_t& group) {
   group = 0;
-  if (s == "tensor") return Scaling::tensor;
-  if (s == "row") return Scaling::row;
-  if (s == "mx") return Scaling::mx;
-  constexpr std::string_view kGroup = "group:";
-  if (s.substr(0, kGroup.size()) == kGroup) {
-    const std::string_view g = s.substr(kGroup.size());
+  for (const ScalingInfo& sc : kScalingTable) {
+    if (!sc.group_given) {
+      if (s == sc.syntax) return sc.scaling;
+      continue;
+    }
+    // "group:G": the syntax up to its colon, then a positive integer
+    const std::string_view head = sc.syntax.substr(0, sc.syntax.find(':') + 1);
+    if (s.substr(0, head.size()) != head) continue;
+    const std::string_view g = s.substr(head.size());
     std::int64_t v = 0;
     const auto r = std::from_chars(g.data(), g.data() + g.size(), v);
     if (r.ec != std::errc() || r.ptr != g.data() + g.size() || v <= 0) return std::nullopt;
     group = v;
-    return Scaling::group;
+    return sc.scaling;
   }
   return std::nullopt;
 }
 
+namespace {
+// "a, b or c" from a table's names
+template <class Table, class Field>
+std::string one_of(const Table& table, Field field) {
+  std::string out;
+  const std::size_t n = std::size(table);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i > 0) out += i + 1 == n ? " or " : ", ";
+    out.append(table[i].*field);
+  }
+  return out;
+}
+std::string formats_with_emax() {
+  std::string out;
+  for (const FormatInfo& f : kFormatTable)
+    if (f.emax_elem >= 0) out.append(out.empty() ? "" : " or ").append(f.name);
+  return out;
+}
+std::string g9(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+}  // namespace
+
+std::string quant_format_names() { return one_of(kFormatTable, &FormatInfo::name); }
+std::string scaling_syntaxes() { return one_of(kScalingTable, &ScalingInfo::syntax); }
+
 std::string quant_spec_error(const QuantSpec& spec, std::int64_t cols) {
   std::string why;
-  if (spec.scaling == Scaling::tensor) {
-    if (!(std::isfinite(spec.scale) && spec.scale > 0)) why = "tensor scaling needs --scale S, a finite f32 greater than 0 (q = Q(y / S))";
+  const ScalingInfo& sc = spec.scaling_info();
+  if (sc.scale_given) {
+    if (!(std::isfinite(spec.scale) && spec.scale > 0))
+      why.append(sc.name).append(" scaling needs --scale S, a finite f32 greater than 0 (q = Q(y / S))");
   } else if (spec.scale != 0) {
-    why.append("--scale is tensor scaling's; ").append(name(spec.scaling)).append(" scaling computes its scales");
-  } else if (spec.scaling == Scaling::mx && !is_fp8(spec.format)) {
-    why = "mx scaling takes fp8_e4m3 or fp8_e5m2 (OCP MX v1.0's emax_elem; MXINT8's implied scale is not supported)";
+    why.append("--scale is tensor scaling's; ").append(sc.name).append(" scaling computes its scales");
+  } else if (!takes(spec.scaling, spec.format)) {
+    why.append(sc.name).append(" scaling takes ").append(formats_with_emax());
+    why.append(" (OCP MX v1.0's emax_elem; MXINT8's implied scale is not supported)");
   } else if (const std::int64_t g = spec.group_size(cols); g <= 0 || cols % g != 0) {
-    why.append(name(spec.scaling)).append(" scaling's groups of ").append(std::to_string(g));
+    why.append(sc.name).append(" scaling's groups of ").append(std::to_string(g));
     why.append(" do not divide the row of ").append(std::to_string(cols)).append(" elements");
   }
   return why;
 }
 
+QuantSpec parse_quant_spec(std::string_view format, std::string_view scaling, std::optional<double> scale, std::int64_t cols,
+                           const QuantSpecNames& names) {
+  const auto fail = [](std::string_view flag, std::string_view value, const std::string& why) {
+    throw QuantSpecError(std::string(flag) + std::string(value) + ": " + why);
+  };
+  QuantSpec spec;
+  const auto f = parse_quant_format(format);
+  if (!f) fail(names.quant, format, "expected " + quant_format_names());
+  spec.format = *f;
+  const auto sc = parse_scaling(scaling, spec.group);
+  if (!sc) fail(names.scaling, scaling, "expected " + scaling_syntaxes() + " (G > 0)");
+  spec.scaling = *sc;
+  const ScalingInfo& si = spec.scaling_info();
+  if (scale) {
+    const float sf = static_cast<float>(*scale);
+    if (static_cast<double>(sf) != *scale && std::isfinite(*scale))
+      fail(names.scale, g9(*scale), "not an f32 value; the scale is stored as f32 (nearest: " + g9(sf) + ", write it with %.9g)");
+    if (!si.scale_given) fail(names.scale, g9(*scale), std::string(si.name) + " scaling computes its scales; a scale is tensor scaling's");
+    if (!(std::isfinite(sf) && sf > 0)) fail(names.scale, g9(*scale), "must be a finite f32 greater than 0 (q = Q(y / S))");
+    spec.scale = sf;
+  } else if (si.scale_given) {
+    fail(names.scaling, scaling, "needs " + std::string(names.scale) + "S, a finite f32 greater than 0 (q = Q(y / S))");
+  }
+  if (!takes(spec.scaling, spec.format))
+    fail(names.scaling, scaling, std::string(si.name) + " scaling takes " + formats_with_emax() + ", not " + std::string(format) +
+                                     " (OCP MX v1.0's emax_elem; MXINT8's implied scale is not supported)");
+  if (cols > 0)
+    if (const std::int64_t g = spec.group_size(cols); g <= 0 || cols % g != 0)
+      fail(names.scaling, scaling, "groups of " + std::to_string(g) + " do not divide the row of " + std::to_string(cols) + " elements");
+  return spec;
+}
+
 std::string describe(const QuantSpec& spec) {
   std::string s;
   s.append(name(spec.format)).append("/").append(name(spec.scaling));
-  if (spec.scaling == Scaling::group) s.append(":").append(std::to_string(spec.group));
+  if (spec.scaling_info().group_given) s.append(":").append(std::to_string(spec.group));
   return s;
 }
 

@@ -132,7 +132,7 @@ TEST_CASE("quant flags: every misuse is refused by name and nothing is written (
   save_x(t / "x.npy");
   const std::string ref = "reference --op rmsnorm --x " + (t / "x.npy") + " --q " + (t / "q.npy");
   expect_refused(t, ref + " --quant fp8_e4m3", "--scale S");                       // tensor needs its scale
-  expect_refused(t, ref + " --quant fp8_e4m3 --scaling row --scale 0.5", "--scale is tensor scaling's");
+  expect_refused(t, ref + " --quant fp8_e4m3 --scaling row --scale 0.5", "--scale 0.5: row scaling computes its scales");
   expect_refused(t, ref + " --quant int8 --scaling mx", "mx scaling takes fp8_e4m3 or fp8_e5m2");
   expect_refused(t, ref + " --quant fp8_e4m3 --scaling group:96", "groups of 96 do not divide the row of 256");
   expect_refused(t, ref + " --quant fp8_e4m3 --scaling group:0", "--scaling group:0");
@@ -140,6 +140,11 @@ TEST_CASE("quant flags: every misuse is refused by name and nothing is written (
   expect_refused(t, ref + " --quant int8 --scale 0.1", "not an f32 value");
   expect_refused(t, ref + " --quant int8 --scale -1", "finite f32 greater than 0");
   expect_refused(t, "reference --x " + (t / "x.npy") + " --quant int8 --scale 1", "--q is required");
+  // bench and select parse the spec with the same parser (lnorm/quant.hpp's parse_quant_spec): the same refusals.
+  expect_refused(t, "bench --shape 4x256 --quant int8 --scaling mx", "--scaling mx: mx scaling takes fp8_e4m3 or fp8_e5m2");
+  expect_refused(t, "select --shape 4x256 --quant int8 --scaling mx", "--scaling mx: mx scaling takes fp8_e4m3 or fp8_e5m2");
+  expect_refused(t, "bench --shape 4x256 --quant fp8_e4m3 --scaling tensor", "--scaling tensor: needs --scale S");
+  expect_refused(t, "bench --shape 4x256 --quant int8 --scaling row --scale 0.1", "not an f32 value");
   expect_refused(t, "reference --x " + (t / "x.npy") + " --y " + (t / "y.npy") + " --scale 1", "--scale: needs --quant");
   // check: the candidate's scales are required for dynamic scaling, and q's dtype must be the format's.
   REQUIRE(cli(ref + " --quant int8 --scaling row --scales " + (t / "s.npy")).code == 0);

@@ -78,8 +78,8 @@ struct Operands {
     }
     if (e.op.epilogue == Epilogue::quantized) {  // q and scales in y's place (y stays allocated: the same layout)
       p = set_quant(p, e.quant);
-      q.resize(static_cast<std::size_t>(p.elements()));
-      scales.resize(static_cast<std::size_t>(p.rows * e.quant.scales_per_row(p.cols)) * (e.quant.scales_are_e8m0() ? 1 : 4));
+      q.resize(static_cast<std::size_t>(e.quant.q_bytes(p.rows, p.cols)));
+      scales.resize(static_cast<std::size_t>(e.quant.scale_bytes(p.rows, p.cols)));
     }
     if (e.op.direction == Direction::bwd) {
       dy = random_data(e.dtype, p.elements(), 5);

@@ -69,8 +69,7 @@ double bytes_per_call(const Entry& e, const Settings& s) {
   if (e.op.epilogue == Epilogue::quantized) {
     // x read, q written (a byte an element) and its scales; Add & Norm's residual read and h written as below.
     const double elems = static_cast<double>(e.shape.rows * e.shape.cols);
-    const double per_row = static_cast<double>(e.quant.scales_per_row(e.shape.cols));
-    double bytes = elems * (es + 1) + static_cast<double>(e.shape.rows) * per_row * (e.quant.scales_are_e8m0() ? 1 : 4);
+    double bytes = elems * es + static_cast<double>(e.quant.q_bytes(e.shape.rows, e.shape.cols) + e.quant.scale_bytes(e.shape.rows, e.shape.cols));
     if (e.op.prologue == Prologue::residual_add) bytes += 2 * elems * es;
     if (s.affine) bytes += (e.op.norm == Norm::layernorm ? 2.0 : 1.0) * static_cast<double>(e.shape.cols) * es;
     return bytes;

@@ -20,7 +20,7 @@ README.md "Python" has the details.
 """
 
 from ._lnorm import (AFFINE_KINDS, BACKWARD_PROPERTIES, EDGE_EPS, EDGE_WIDTHS, OPS, PROPERTIES, PROPERTIES_OF,
-                     RMSNORM_BACKWARD_PROPERTIES, RMSNORM_PROPERTIES, ROW_CLASSES)
+                     QUANT_FORMATS, RMSNORM_BACKWARD_PROPERTIES, RMSNORM_PROPERTIES, ROW_CLASSES, SCALINGS)
 from ._cases import Case, case, cases
 from ._check import CheckResult, assert_layernorm_close, assert_rmsnorm_close, check, reference
 from ._backward import BackwardCheckResult, check_backward, reference_backward
@@ -31,6 +31,7 @@ from ._verify import Outcome, VerifyResult, verify
 
 __all__ = [
     "AFFINE_KINDS", "BACKWARD_PROPERTIES", "OPS", "PROPERTIES_OF", "RMSNORM_BACKWARD_PROPERTIES", "EDGE_EPS", "EDGE_WIDTHS", "PROPERTIES", "RMSNORM_PROPERTIES", "ROW_CLASSES",
+    "QUANT_FORMATS", "SCALINGS",
     "Case", "case", "cases", "CheckResult", "assert_layernorm_close", "assert_rmsnorm_close", "check", "reference",
     "Kernel", "kernels", "run", "torch_kernel", "Outcome", "VerifyResult", "verify",
     "BackwardCheckResult", "check_backward", "reference_backward", "QuantCheckResult", "decode", "decode_e8m0",

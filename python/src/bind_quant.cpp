@@ -20,22 +20,13 @@ namespace {
 int default_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
 QuantSpec spec_of(const std::string& quant, const std::string& scaling, py::handle scale, const ProblemArrays& in) {
-  QuantSpec s;
-  const auto f = parse_quant_format(quant);
-  if (!f) throw py::value_error("quant=" + quant + ": expected fp8_e4m3, fp8_e5m2 or int8");
-  std::int64_t group = 0;
-  const auto sc = parse_scaling(scaling, group);
-  if (!sc) throw py::value_error("scaling=" + scaling + ": expected tensor, row, group:G (G > 0) or mx");
   if (in.problem.dtype == DType::f64) throw py::value_error("quant: x must be float32, float16 or bf16 (the scales are float32)");
-  s.format = *f, s.scaling = *sc, s.group = group;
-  if (!scale.is_none()) {
-    const double v = scale.cast<double>();
-    const auto sf = static_cast<float>(v);
-    if (static_cast<double>(sf) != v) throw py::value_error("scale=" + std::to_string(v) + ": not a float32 value (the scale is stored as f32)");
-    s.scale = sf;
+  try {
+    return parse_quant_spec(quant, scaling, scale.is_none() ? std::nullopt : std::optional<double>(scale.cast<double>()),
+                            in.problem.cols, QuantSpecNames{"quant=", "scaling=", "scale="});
+  } catch (const QuantSpecError& e) {
+    throw py::value_error(e.what());
   }
-  if (const std::string why = quant_spec_error(s, in.problem.cols); !why.empty()) throw py::value_error("quant: " + why);
-  return s;
 }
 
 std::vector<py::ssize_t> scales_shape(const ProblemArrays& in, const QuantSpec& s) {
@@ -46,11 +37,11 @@ std::vector<py::ssize_t> scales_shape(const ProblemArrays& in, const QuantSpec& 
 
 py::array new_q(const ProblemArrays& in, const QuantSpec& s) {
   const std::vector<py::ssize_t> shape(in.shape.begin(), in.shape.end());
-  return s.format == QuantFormat::int8 ? py::array(py::dtype("int8"), shape) : py::array(py::dtype("uint8"), shape);
+  return py::array(py::dtype(std::string(s.format_info().numpy_dtype)), shape);
 }
 py::object new_scales(const ProblemArrays& in, const QuantSpec& s) {
-  if (s.scaling == Scaling::tensor) return py::none();
-  return py::array(py::dtype(s.scales_are_e8m0() ? "uint8" : "float32"), scales_shape(in, s));
+  if (!s.has_scales()) return py::none();
+  return py::array(py::dtype(std::string(s.storage().numpy_dtype)), scales_shape(in, s));
 }
 
 py::tuple quant_reference_py(py::handle x, py::handle gamma, py::handle beta, const std::string& quant,
@@ -110,20 +101,21 @@ py::dict quant_check_py(py::handle x, py::handle q, py::handle gamma, py::handle
                                           residual);
   const QuantSpec s = spec_of(quant, scaling, scale, in);
   const py::array qa = contiguous(q, "q");
-  const bool int8 = s.format == QuantFormat::int8;
-  if (!qa.dtype().is(py::dtype(int8 ? "int8" : "uint8")))
-    throw py::type_error(std::string("q: ") + std::string(name(s.format)) + " is stored as " + (int8 ? "int8" : "uint8 bit patterns") +
-                         ", not " + dtype_text(qa));
+  const std::string q_dtype(s.format_info().numpy_dtype);
+  if (!qa.dtype().is(py::dtype(q_dtype)))
+    throw py::type_error(std::string("q: ") + std::string(name(s.format)) + " is stored as " + q_dtype +
+                         (is_fp8(s.format) ? " bit patterns" : "") + ", not " + dtype_text(qa));
   if (shape_of(qa) != in.shape) throw py::value_error("q has shape " + shape_text(shape_of(qa)) + " but x has shape " + shape_text(in.shape));
   py::object sa = py::none();
-  if (s.scaling == Scaling::tensor) {
-    if (!scales.is_none()) throw py::value_error("scales: tensor scaling has one given scale (scale=), no array");
+  if (!s.has_scales()) {
+    if (!scales.is_none()) throw py::value_error("scales: " + scaling + " scaling has one given scale (scale=), no array");
   } else {
     if (scales.is_none()) throw py::value_error("scales= is required with " + scaling + " scaling (the candidate's scales)");
     const py::array a = contiguous(scales, "scales");
-    if (!a.dtype().is(py::dtype(s.scales_are_e8m0() ? "uint8" : "float32")))
-      throw py::type_error(std::string("scales: ") + scaling + " scales are " + (s.scales_are_e8m0() ? "uint8 E8M0 codes" : "float32") +
-                           ", not " + dtype_text(a));
+    const ScaleStorageInfo& st = s.storage();
+    if (!a.dtype().is(py::dtype(std::string(st.numpy_dtype))))
+      throw py::type_error("scales: " + scaling + " scales are " + std::string(st.numpy_dtype) +
+                           (st.values_are.empty() ? "" : " " + std::string(st.values_are)) + ", not " + dtype_text(a));
     if (a.size() != in.problem.rows * s.scales_per_row(in.problem.cols))
       throw py::value_error("scales has " + std::to_string(a.size()) + " elements; expected " +
                             std::to_string(in.problem.rows * s.scales_per_row(in.problem.cols)) + " (" +
@@ -193,9 +185,9 @@ py::dict quant_check_py(py::handle x, py::handle q, py::handle gamma, py::handle
   qd["budget"] = max_q_ulp.is_none() ? py::object(py::str("default")) : py::object(max_q_ulp);
   qd["pass"] = m.q_pass();
   py::object sd = py::none();
-  if (s.scaling != Scaling::tensor) {
+  if (s.has_scales()) {
     py::dict d;
-    d["metric"] = s.scales_are_e8m0() ? "E8M0 steps from the exact exponent" : "f32 ulps from the exact scale";
+    d["metric"] = std::string(s.storage().metric);
     d["count"] = m.scales;
     d["max_ulp"] = m.scale_max_ulp;
     d["max_ulp_got"] = m.scale_max_got;
@@ -256,7 +248,7 @@ py::dict quant_check_py(py::handle x, py::handle q, py::handle gamma, py::handle
 // The values of q's codes (float64; NaN for the NaN codes, ±inf for E5M2's), or of E8M0 codes.
 py::array decode_py(py::handle q, const std::string& quant) {
   const auto f = parse_quant_format(quant);
-  if (!f) throw py::value_error("format=" + quant + ": expected fp8_e4m3, fp8_e5m2 or int8");
+  if (!f) throw py::value_error("format=" + quant + ": expected " + quant_format_names());
   const py::array a = contiguous(q, "q");
   if (a.itemsize() != 1) throw py::type_error("q holds " + dtype_text(a) + "; expected uint8 (fp8) or int8");
   py::array out(py::dtype("float64"), std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()));
@@ -291,6 +283,12 @@ void bind_quant(py::module_& m) {
         "max_scale_ulp"_a = py::none(), "axis"_a = -1, "eps"_a = 1e-5, "dtype"_a = py::none(), "threads"_a = py::none(),
         "op"_a = "layernorm", "gamma_offset"_a = 0.0, "residual"_a = py::none(), "recipe"_a = py::none(),
         "max_recipe_ulp"_a = 0.5, "quant_y"_a = py::none());
+  // The part tables' names (lnorm/quant.hpp), for callers that iterate the formats and scalings.
+  py::list formats, scalings;
+  for (const FormatInfo& f : kFormatTable) formats.append(std::string(f.name));
+  for (const ScalingInfo& s : kScalingTable) scalings.append(std::string(s.syntax));
+  m.attr("QUANT_FORMATS") = py::tuple(formats);
+  m.attr("SCALINGS") = py::tuple(scalings);
   m.def("decode", &decode_py, "q"_a, "format"_a);
   m.def("decode_e8m0", &decode_e8m0_py, "codes"_a);
 }

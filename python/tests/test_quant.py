@@ -42,13 +42,24 @@ def test_decode_gives_the_values_and_a_truncated_q_fails():
     assert lnorm.decode_e8m0(np.array([127, 0, 254], np.uint8)).tolist() == [1.0, 2.0 ** -127, 2.0 ** 127]
 
 
+def test_the_part_tables_are_exported_and_every_format_runs():
+    # lnorm.QUANT_FORMATS and lnorm.SCALINGS are the part tables' rows (lnorm/quant.hpp): each format runs.
+    assert "fp8_e4m3" in lnorm.QUANT_FORMATS and "group:G" in lnorm.SCALINGS
+    x = rows()
+    for f in lnorm.QUANT_FORMATS:
+        q, s = lnorm.reference(x, quant=f, scaling="row")
+        assert q.dtype == (np.int8 if f == "int8" else np.uint8) and s.dtype == np.float32
+
+
 def test_misuse_is_refused():
     x = rows()
+    with pytest.raises(ValueError, match="scaling=tensor: needs scale=S"):
+        lnorm.reference(x, quant="fp8_e4m3")
     with pytest.raises(ValueError, match="scale"):
         lnorm.reference(x, quant="fp8_e4m3")  # tensor scaling needs its scale
     with pytest.raises(ValueError, match="mx scaling takes fp8"):
         lnorm.reference(x, quant="int8", scaling="mx")
-    with pytest.raises(ValueError, match="not a float32"):
+    with pytest.raises(ValueError, match="not an f32 value"):
         lnorm.reference(x, quant="int8", scale=0.1)
     q, s = lnorm.reference(x, quant="int8", scaling="row")
     with pytest.raises(ValueError, match="scales= is required"):

@@ -31,9 +31,10 @@ struct Input {
 }  // namespace
 
 std::vector<QuantSpec> quantized_specs() {
-  return {{QuantFormat::fp8_e4m3, Scaling::tensor, 0, 0}, {QuantFormat::fp8_e4m3, Scaling::row, 0, 0},
-          {QuantFormat::fp8_e5m2, Scaling::group, 128, 0}, {QuantFormat::int8, Scaling::row, 0, 0},
-          {QuantFormat::fp8_e4m3, Scaling::mx, 0, 0}};
+  // tensor scaling's scale is a placeholder: quantized_rows sets it to the exact tensor amax/qmax
+  return {parse_quant_spec("fp8_e4m3", "tensor", 1.0), parse_quant_spec("fp8_e4m3", "row", std::nullopt),
+          parse_quant_spec("fp8_e5m2", "group:128", std::nullopt), parse_quant_spec("int8", "row", std::nullopt),
+          parse_quant_spec("fp8_e4m3", "mx", std::nullopt)};
 }
 
 json quantized_rows(const std::vector<const KernelInfo*>& kernels, const std::vector<Op>& forward_ops,
@@ -59,9 +60,8 @@ json quantized_rows(const std::vector<const KernelInfo*>& kernels, const std::ve
         const auto x = encoded(d, in.x);
         // The exact tensor amax/qmax: the largest exact row scale.
         for (QuantSpec spec : quantized_specs()) {
-          if (spec.scaling == Scaling::tensor) {
-            QuantSpec row = spec;
-            row.scaling = Scaling::row;
+          if (spec.scaling_info().scale_given) {
+            const QuantSpec row = parse_quant_spec(name(spec.format), "row", std::nullopt);
             std::vector<std::uint8_t> q(static_cast<std::size_t>(n));
             std::vector<float> s(static_cast<std::size_t>(rows));
             quantize_reference(set_quant(base, row), row, x.data(), nullptr, g.data(), has_beta ? b.data() : nullptr, rows, 1,
@@ -75,7 +75,7 @@ json quantized_rows(const std::vector<const KernelInfo*>& kernels, const std::ve
           for (const KernelInfo* k : kernels) {
             if (!k->takes.epilogues.contains(Epilogue::quantized) || unavailable_reason(*k, p)) continue;
             std::vector<std::uint8_t> q(static_cast<std::size_t>(n));
-            std::vector<std::byte> scales(static_cast<std::size_t>(rows * per_row) * (spec.scales_are_e8m0() ? 1 : 4));
+            std::vector<std::byte> scales(static_cast<std::size_t>(spec.scale_bytes(rows, cols)));
             Tensors t{x.data(), g.data(), has_beta ? b.data() : nullptr};
             t.q = q.data();
             t.scales = per_row ? scales.data() : nullptr;
@@ -87,8 +87,8 @@ json quantized_rows(const std::vector<const KernelInfo*>& kernels, const std::ve
                            {"elements", m.elements}, {"max_quanta", std::isfinite(m.max_ulp) ? json(m.max_ulp) : json(nullptr)},
                            {"correctly_rounded", m.correctly_rounded_fraction()}, {"saturated", m.saturated},
                            {"nonfinite_mismatches", m.nonfinite_mismatches},
-                           {"scale_max", spec.scaling == Scaling::tensor ? json(nullptr) : json(m.scale_max_ulp)},
-                           {"scale_unit", spec.scales_are_e8m0() ? "E8M0 steps" : "f32 ulps"}});
+                           {"scale_max", spec.has_scales() ? json(m.scale_max_ulp) : json(nullptr)},
+                           {"scale_unit", spec.has_scales() ? std::string(spec.storage().unit) : std::string("f32 ulps")}});
           }
         }
       }

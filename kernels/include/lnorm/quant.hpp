@@ -24,29 +24,97 @@
 
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+
+#include "lnorm/plugin.h"
 
 namespace lnorm {
 
 enum class QuantFormat : std::uint8_t { fp8_e4m3 = 0, fp8_e5m2 = 1, int8 = 2 };
 enum class Scaling : std::uint8_t { tensor = 0, row = 1, group = 2, mx = 3 };
+// How a scale is stored: none (tensor scaling: the given S, not written), f32, or E8M0 codes (mx).
+enum class ScaleStorage : std::uint8_t { none = 0, f32 = 1, e8m0 = 2 };
 
-constexpr std::string_view name(QuantFormat f) {
-  return f == QuantFormat::fp8_e4m3 ? "fp8_e4m3" : f == QuantFormat::fp8_e5m2 ? "fp8_e5m2" : "int8";
-}
-constexpr std::string_view name(Scaling s) {
-  return s == Scaling::tensor ? "tensor" : s == Scaling::row ? "row" : s == Scaling::group ? "group" : "mx";
-}
+// The parts as data (docs/DESIGN.md "Parts as data"): one row per format, scaling and scale storage. Every layer
+// reads its names, storage and numbers from these rows; a new format or scaling is a row here, its rounding in
+// the reference (reference/src/quantize.cpp) and its kernels' code.
+struct FormatInfo {
+  QuantFormat format;
+  std::string_view name;         // --quant, Python's quant=, JSON
+  int bits;                      // per code
+  int mbits, bias;               // a floating-point format's significand bits and exponent bias (int8: 0, 0)
+  double qmax;                   // the largest finite magnitude (what saturation gives)
+  int emax_elem;                 // OCP MX v1.0's emax_elem: the exponent of the largest power of two (-1: no mx)
+  std::string_view npy_descr;    // q.npy's descr
+  std::string_view numpy_dtype;  // Python's q
+  int abi;                       // lnorm/plugin.h's lnorm_quant_format
+};
+inline constexpr FormatInfo kFormatTable[] = {
+    {QuantFormat::fp8_e4m3, "fp8_e4m3", 8, 3, 7, 448.0, 8, "|u1", "uint8", LNORM_FP8_E4M3},
+    {QuantFormat::fp8_e5m2, "fp8_e5m2", 8, 2, 15, 57344.0, 15, "|u1", "uint8", LNORM_FP8_E5M2},
+    {QuantFormat::int8, "int8", 8, 0, 0, 127.0, -1, "|i1", "int8", LNORM_INT8},
+};
 
-// The largest finite magnitude (what saturation gives) and, for mx, the exponent of the largest power of two
-// the format holds (OCP MX v1.0 emax_elem).
-constexpr double qmax(QuantFormat f) { return f == QuantFormat::fp8_e4m3 ? 448.0 : f == QuantFormat::fp8_e5m2 ? 57344.0 : 127.0; }
-constexpr int emax_elem(QuantFormat f) { return f == QuantFormat::fp8_e4m3 ? 8 : 15; }
-constexpr bool is_fp8(QuantFormat f) { return f != QuantFormat::int8; }
-// The mx group: OCP MX v1.0's block size.
+struct ScalingInfo {
+  Scaling scaling;
+  std::string_view name;       // JSON, describe()
+  std::string_view syntax;     // --scaling as typed: "group:G" takes G after the colon
+  std::int64_t fixed_group;    // elements per scale fixed by the scaling (mx: 32); 0: the row's, or G
+  bool group_given;            // G comes from the syntax (group:G)
+  bool scale_given;            // the scale is the caller's S (tensor), not computed from y
+  ScaleStorage storage;
+  bool needs_emax;             // takes only formats with an emax_elem (mx: fp8)
+  int abi;                     // lnorm/plugin.h's lnorm_scaling
+};
+// OCP MX v1.0's block size.
 constexpr std::int64_t kMxGroup = 32;
+inline constexpr ScalingInfo kScalingTable[] = {
+    {Scaling::tensor, "tensor", "tensor", 0, false, true, ScaleStorage::none, false, LNORM_SCALING_TENSOR},
+    {Scaling::row, "row", "row", 0, false, false, ScaleStorage::f32, false, LNORM_SCALING_ROW},
+    {Scaling::group, "group", "group:G", 0, true, false, ScaleStorage::f32, false, LNORM_SCALING_GROUP},
+    {Scaling::mx, "mx", "mx", kMxGroup, false, false, ScaleStorage::e8m0, true, LNORM_SCALING_MX},
+};
+
+struct ScaleStorageInfo {
+  ScaleStorage storage;
+  std::size_t bytes;             // per scale
+  std::string_view npy_descr;    // scales.npy's descr
+  std::string_view numpy_dtype;  // Python's scales
+  std::string_view unit;         // what a scale's error is counted in
+  std::string_view metric;       // JSON: what the scale metric measures
+  std::string_view values_are;   // how a scale's printed value reads, where it is not the scale itself
+};
+inline constexpr ScaleStorageInfo kScaleStorageTable[] = {
+    {ScaleStorage::none, 0, "", "", "", "", ""},
+    {ScaleStorage::f32, 4, "<f4", "float32", "f32 ulps", "f32 ulps from the exact scale", ""},
+    {ScaleStorage::e8m0, 1, "|u1", "uint8", "E8M0 steps", "E8M0 steps from the exact exponent", "E8M0 exponents"},
+};
+
+constexpr const FormatInfo& info(QuantFormat f) { return kFormatTable[static_cast<unsigned>(f)]; }
+constexpr const ScalingInfo& info(Scaling s) { return kScalingTable[static_cast<unsigned>(s)]; }
+constexpr const ScaleStorageInfo& info(ScaleStorage s) { return kScaleStorageTable[static_cast<unsigned>(s)]; }
+constexpr bool rows_in_order() {
+  for (unsigned i = 0; i < std::size(kFormatTable); ++i)
+    if (static_cast<unsigned>(kFormatTable[i].format) != i) return false;
+  for (unsigned i = 0; i < std::size(kScalingTable); ++i)
+    if (static_cast<unsigned>(kScalingTable[i].scaling) != i) return false;
+  for (unsigned i = 0; i < std::size(kScaleStorageTable); ++i)
+    if (static_cast<unsigned>(kScaleStorageTable[i].storage) != i) return false;
+  return true;
+}
+static_assert(rows_in_order(), "the part tables are indexed by their enums");
+
+constexpr std::string_view name(QuantFormat f) { return info(f).name; }
+constexpr std::string_view name(Scaling s) { return info(s).name; }
+constexpr double qmax(QuantFormat f) { return info(f).qmax; }
+constexpr int emax_elem(QuantFormat f) { return info(f).emax_elem; }
+constexpr bool is_fp8(QuantFormat f) { return info(f).mbits > 0; }
+// Whether a scaling takes a format (mx: only formats with an emax_elem).
+constexpr bool takes(Scaling s, QuantFormat f) { return !info(s).needs_emax || info(f).emax_elem >= 0; }
 
 struct QuantSpec {
   QuantFormat format = QuantFormat::fp8_e4m3;
@@ -54,16 +122,43 @@ struct QuantSpec {
   std::int64_t group = 0;  // group:G's G (row: the row's length, mx: kMxGroup; set by group_size)
   float scale = 0;         // tensor scaling's s (finite, > 0)
 
+  constexpr const FormatInfo& format_info() const { return info(format); }
+  constexpr const ScalingInfo& scaling_info() const { return info(scaling); }
+  constexpr const ScaleStorageInfo& storage() const { return info(info(scaling).storage); }
   // Elements per scale for a row of `cols` (tensor: the whole row: one s for everything).
-  std::int64_t group_size(std::int64_t cols) const {
-    return scaling == Scaling::group ? group : scaling == Scaling::mx ? kMxGroup : cols;
+  constexpr std::int64_t group_size(std::int64_t cols) const {
+    const ScalingInfo& s = scaling_info();
+    return s.group_given ? group : s.fixed_group > 0 ? s.fixed_group : cols;
   }
   // Scales per row (0 for tensor: none stored).
-  std::int64_t scales_per_row(std::int64_t cols) const {
-    return scaling == Scaling::tensor ? 0 : cols / group_size(cols);
+  constexpr std::int64_t scales_per_row(std::int64_t cols) const {
+    return storage().bytes == 0 ? 0 : cols / group_size(cols);
   }
-  bool scales_are_e8m0() const { return scaling == Scaling::mx; }
+  constexpr bool has_scales() const { return storage().bytes != 0; }
+  constexpr bool scales_are_e8m0() const { return scaling_info().storage == ScaleStorage::e8m0; }
+  // Bytes of q and of the scales for a rows x cols output.
+  constexpr std::int64_t q_bytes(std::int64_t rows, std::int64_t cols) const { return rows * cols * format_info().bits / 8; }
+  constexpr std::int64_t scale_bytes(std::int64_t rows, std::int64_t cols) const {
+    return rows * scales_per_row(cols) * static_cast<std::int64_t>(storage().bytes);
+  }
 };
+
+// The one parser of a quantized output's description, for every caller (CLI, Python, bench, report): the format,
+// the scaling as typed ("group:G" too) and the scale when one was given. It refuses, with one text for every
+// caller (the names spelled as the caller's user writes them), an unknown format or scaling, a scale that is not
+// an f32 value, a scale for a computed scaling, a missing or non-positive scale for a given one, a scaling that does
+// not take the format, and, with cols > 0, groups that do not divide the row. Throws QuantSpecError.
+struct QuantSpecNames {  // each written before its value: "--quant fp9", Python's "quant=fp9"
+  std::string_view quant = "--quant ", scaling = "--scaling ", scale = "--scale ";
+};
+struct QuantSpecError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+// "fp8_e4m3, fp8_e5m2 or int8" and "tensor, row, group:G or mx", from the tables (help texts and errors).
+std::string quant_format_names();
+std::string scaling_syntaxes();
+QuantSpec parse_quant_spec(std::string_view format, std::string_view scaling, std::optional<double> scale,
+                           std::int64_t cols = 0, const QuantSpecNames& names = {});
 
 // "fp8_e4m3" | "fp8_e5m2" | "int8"; "tensor" | "row" | "group:G" | "mx" (G > 0). nullopt otherwise.
 std::optional<QuantFormat> parse_quant_format(std::string_view s);
