@@ -29,30 +29,44 @@ struct Drawn {
   std::string text;
 };
 
+// A spec from the part tables' rows (lnorm/quant.hpp), through the one parser: group:G's G and tensor's scale as given.
+QuantSpec spec_of(const FormatInfo& f, const ScalingInfo& sc, std::int64_t group, float scale) {
+  std::string syntax(sc.syntax);
+  if (sc.group_given) syntax = syntax.substr(0, syntax.find(':') + 1) + std::to_string(group);
+  return parse_quant_spec(f.name, syntax, sc.scale_given ? std::optional<double>(scale) : std::nullopt);
+}
+
+// Whether a scaling's fixed groups fit the row (mx: 32 | cols) and it takes the format.
+bool fits(const FormatInfo& f, const ScalingInfo& sc, std::int64_t cols) {
+  return takes(sc.scaling, f.format) && (sc.fixed_group == 0 || cols % sc.fixed_group == 0);
+}
+
 // The i-th spec of a case (i = 0, 1): the seed picks a format and scaling; group:G takes a divisor of the row
-// (8·2^k up to 128), else row; mx needs an fp8 format and 32 | cols (else row).
+// (8·2^k up to 128), else row; a scaling that does not fit (mx without an fp8 format or 32 | cols) gives row.
 Drawn draw_spec(const Case& c, const std::vector<double>& y_exact, std::int64_t cols, int i) {
   std::mt19937_64 rng(c.spec.data_seed * 2 + static_cast<std::uint64_t>(i) + 0x9a4717u);
-  QuantSpec s;
-  s.format = static_cast<QuantFormat>(rng() % 3);
-  s.scaling = static_cast<Scaling>(rng() % 4);
-  if (s.scaling == Scaling::mx && (!is_fp8(s.format) || cols % kMxGroup != 0)) s.scaling = Scaling::row;
-  if (s.scaling == Scaling::group) {
+  const FormatInfo& f = kFormatTable[rng() % std::size(kFormatTable)];
+  const ScalingInfo* sc = &kScalingTable[rng() % std::size(kScalingTable)];
+  const ScalingInfo& row = info(Scaling::row);
+  if (!fits(f, *sc, cols)) sc = &row;
+  std::int64_t group = 0;
+  if (sc->group_given) {
     std::int64_t g = 8 << (rng() % 5);
     while (g > 1 && cols % g != 0) g /= 2;
-    if (g <= 1 || g == cols) s.scaling = Scaling::row;
-    else s.group = g;
+    if (g <= 1 || g == cols) sc = &row;
+    else group = g;
   }
-  if (s.scaling == Scaling::tensor) {
+  float sf = 0;
+  if (sc->scale_given) {
     double amax = 0;
     for (double v : y_exact)
       if (std::isfinite(v)) amax = std::fmax(amax, std::fabs(v));
-    const double base = amax > 0 && std::isfinite(amax) ? amax / qmax(s.format) : 1.0;
-    double scale = std::ldexp(base, static_cast<int>(rng() % 5) - 2) * ((rng() & 1) ? 1.375 : 1.0);
-    float sf = static_cast<float>(scale);
+    const double base = amax > 0 && std::isfinite(amax) ? amax / f.qmax : 1.0;
+    const double scale = std::ldexp(base, static_cast<int>(rng() % 5) - 2) * ((rng() & 1) ? 1.375 : 1.0);
+    sf = static_cast<float>(scale);
     if (!(std::isfinite(sf) && sf > 0)) sf = 1.0f;
-    s.scale = sf;
   }
+  const QuantSpec s = spec_of(f, *sc, group, sf);
   return {s, describe(s)};
 }
 
@@ -67,33 +81,24 @@ std::vector<Drawn> candidate_specs(const Case& c, const std::vector<double>& y_e
     if (std::isfinite(v)) amax = std::fmax(amax, std::fabs(v));
   std::int64_t g = 128;
   while (g > 1 && cols % g != 0) g /= 2;
-  for (QuantFormat f : {QuantFormat::fp8_e4m3, QuantFormat::fp8_e5m2, QuantFormat::int8})
-    for (Scaling sc : {Scaling::tensor, Scaling::row, Scaling::group, Scaling::mx}) {
-      QuantSpec s{f, sc, 0, 0};
-      if (sc == Scaling::group && (g <= 1 || g == cols)) continue;
-      if (sc == Scaling::group) s.group = g;
-      if (sc == Scaling::mx && (!is_fp8(f) || cols % kMxGroup != 0)) continue;
-      if (sc == Scaling::tensor) {
-        const float sf = static_cast<float>(amax > 0 && std::isfinite(amax) ? amax / qmax(f) : 1.0);
-        s.scale = std::isfinite(sf) && sf > 0 ? sf : 1.0f;
-      }
+  for (const FormatInfo& f : kFormatTable)
+    for (const ScalingInfo& sc : kScalingTable) {
+      if (sc.group_given && (g <= 1 || g == cols)) continue;
+      if (!fits(f, sc, cols)) continue;
+      float sf = static_cast<float>(amax > 0 && std::isfinite(amax) ? amax / f.qmax : 1.0);
+      if (!(std::isfinite(sf) && sf > 0)) sf = 1.0f;
+      const QuantSpec s = spec_of(f, sc, g, sf);
       out.push_back({s, describe(s)});
     }
   return out;
 }
 
-// Every format × scaling once: fp8_e4m3, fp8_e5m2, int8 × tensor (scale 1: decision_case sets its own), row,
-// group:32, mx (fp8 only).
+// Every format × scaling once: tensor (scale 1: decision_case sets its own), row, group:32, mx (fp8 only).
 std::vector<QuantSpec> every_spec() {
   std::vector<QuantSpec> out;
-  for (QuantFormat f : {QuantFormat::fp8_e4m3, QuantFormat::fp8_e5m2, QuantFormat::int8})
-    for (Scaling sc : {Scaling::tensor, Scaling::row, Scaling::group, Scaling::mx}) {
-      if (sc == Scaling::mx && !is_fp8(f)) continue;
-      QuantSpec s{f, sc, 0, 0};
-      if (sc == Scaling::group) s.group = 32;
-      if (sc == Scaling::tensor) s.scale = 1.0f;
-      out.push_back(s);
-    }
+  for (const FormatInfo& f : kFormatTable)
+    for (const ScalingInfo& sc : kScalingTable)
+      if (takes(sc.scaling, f.format)) out.push_back(spec_of(f, sc, 32, 1.0f));
   return out;
 }
 
@@ -132,7 +137,7 @@ QuantOutputs run_quantized(const KernelInfo& kernel, const Case& c, const QuantS
   }
   const std::int64_t n = p.rows * p.cols, per_row = spec.scales_per_row(p.cols);
   out.q.assign(static_cast<std::size_t>(n), static_cast<std::uint8_t>(prefill));
-  out.scales.assign(static_cast<std::size_t>(p.rows * per_row) * (spec.scales_are_e8m0() ? 1 : 4), std::byte{static_cast<unsigned char>(prefill)});
+  out.scales.assign(static_cast<std::size_t>(spec.scale_bytes(p.rows, p.cols)), std::byte{static_cast<unsigned char>(prefill)});
   if (hand_y) {  // prefilled with the same byte as q, so that an element left unwritten differs between two prefills
     std::uint32_t bits = static_cast<std::uint8_t>(prefill) * 0x01010101u;
     float fill;
@@ -225,7 +230,7 @@ std::string check_spec(const CheckContext& ctx, const Case& c, const Drawn& draw
   if (!m.scales_pass())
     return fmt("%s: scale %lld is %.4g %s from the exact one (got %.9g, exact %.9g)", drawn.text.c_str(),
                static_cast<long long>(m.scale_max_index), m.scale_max_ulp,
-               spec.scales_are_e8m0() ? "E8M0 steps" : "f32 ulps", m.scale_max_got, m.scale_max_exact);
+               std::string(spec.storage().unit).c_str(), m.scale_max_got, m.scale_max_exact);
   if (hand) {
     if (auto msg = check_consistency(ctx, c, drawn, r); !msg.empty()) return msg;
   } else if (ctx.kernel.takes.quant_input == QuantInput::not_handed) {
@@ -241,10 +246,10 @@ std::string check_spec(const CheckContext& ctx, const Case& c, const Drawn& draw
                  m.max_ulp, static_cast<long long>(m.max_ulp_index), m.max_ulp_got, m.max_ulp_target);
     if (m.scale_max_ulp != 0)
       return fmt("%s: scale %lld is %.4g %s from the exact one (got %.9g, exact %.9g)", drawn.text.c_str(),
-                 static_cast<long long>(m.scale_max_index), m.scale_max_ulp, spec.scales_are_e8m0() ? "E8M0 steps" : "f32 ulps",
+                 static_cast<long long>(m.scale_max_index), m.scale_max_ulp, std::string(spec.storage().unit).c_str(),
                  m.scale_max_got, m.scale_max_exact);
   }
-  if (spec.scaling == Scaling::tensor) return "";
+  if (!spec.has_scales()) return "";
   // The scaling's laws on q: per finite nonzero group, the amax element at ±max (row, group) or the largest |q|
   // in [2^emax_elem, max] (mx).
   const std::int64_t G = spec.group_size(cols);

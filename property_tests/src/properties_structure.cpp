@@ -134,7 +134,7 @@ std::string check_batch_invariance(const CheckContext& ctx, const Case& c0) {
     }
   }
   if (!ctx.kernel.takes.epilogues.contains(Epilogue::quantized) || c.spec.dtype == DType::f64) return "";
-  const QuantSpec spec{QuantFormat::fp8_e4m3, Scaling::row, 0, 0};
+  const QuantSpec spec = parse_quant_spec("fp8_e4m3", "row", std::nullopt);
   std::vector<QuantOutputs> alone_q;
   for (std::int64_t r = 0; r < k; ++r) {
     alone_q.push_back(run_quantized(ctx.kernel, select_rows(c, {r}), spec, 1));
