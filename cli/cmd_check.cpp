@@ -17,6 +17,7 @@
 #include "lnorm/metrics.hpp"
 #include "lnorm/recipe.hpp"
 #include "problem_flags.hpp"
+#include "side_outputs.hpp"
 
 namespace lnorm::cli {
 namespace {
@@ -35,18 +36,8 @@ struct CheckFlags {
   bool strict_constant_rows = false;  // gate LayerNorm's constant rows at a + 0*kappa (CheckSummary::constant_rows)
   QuantFlags quant;                   // --quant: q (and scales) are the candidate instead of y
   double h_budget() const { return max_h_ulp >= 0 ? max_h_ulp : max_ulp_given ? budget.a : 0.5; }
+  SideOutputs side() const { return {h, mean, rstd, h_budget(), max_mean_ulp, max_rstd_ulp}; }
 };
-
-std::string coords(std::int64_t flat, const std::vector<std::int64_t>& shape) {
-  std::vector<std::int64_t> c(shape.size());
-  for (std::size_t i = shape.size(); i-- > 0;) {
-    c[i] = shape[i] ? flat % shape[i] : 0;
-    flat = shape[i] ? flat / shape[i] : 0;
-  }
-  std::string s = "[";
-  for (std::size_t i = 0; i < c.size(); ++i) s += (i ? ", " : "") + std::to_string(c[i]);
-  return s + "]";
-}
 
 template <class... A>
 std::string fmt_text(const char* format, A... args) {
@@ -55,16 +46,8 @@ std::string fmt_text(const char* format, A... args) {
   return buf;
 }
 
-nlohmann::json stat_json(const StatSummary& s, double limit, const char* metric) {
-  return {{"max_ulp", ulp_json(s.max_ulp)}, {"max_ulp_nonfinite", std::isinf(s.max_ulp)}, {"metric", metric},
-          {"max_ulp_row", s.max_ulp_index}, {"got", s.max_ulp_got}, {"exact", s.max_ulp_exact},
-          {"nonfinite_mismatches", s.nonfinite_mismatches}, {"nan_mismatches", s.nonfinite_mismatches},
-          {"budget", limit < 0 ? nlohmann::json(nullptr) : nlohmann::json(limit)}, {"pass", s.passes(limit)}};
-}
-
 int run_check(const CheckFlags& f) {
   check_outputs({{f.json, "--json"}}, {f.problem.x, f.problem.gamma, f.problem.beta, f.y, f.mean, f.rstd, f.problem.residual, f.h});
-  if (!f.h.empty() && f.problem.residual.empty()) throw InputError("--h: needs --residual (the candidate h is x + residual)");
   if (f.max_h_ulp >= 0 && f.h.empty()) throw InputError("--max-h-ulp: needs --h (the candidate h it gates)");
   check_stat_flags(op_flag(f.problem.op), f.mean);
   if (f.strict_constant_rows && op_flag(f.problem.op).norm != Norm::layernorm)
@@ -90,54 +73,34 @@ int run_check(const CheckFlags& f) {
     throw InputError(f.y + ": holds '" + cand.header().descr + "' but x holds '" + in.x.header().descr + "'");
   if (cand.header().shape != in.shape)
     throw InputError(f.y + ": has shape " + shape_text(cand.header().shape) + " but x has shape " + shape_text(in.shape));
-  std::optional<io::NpyReader> mean_in, rstd_in;
-  if (!f.mean.empty()) mean_in.emplace(open_stats_input(f.mean, "--mean", in));
-  if (!f.rstd.empty()) rstd_in.emplace(open_stats_input(f.rstd, "--rstd", in));
+  SideCandidates side(f.side(), in);
   const bool fused = p.op.prologue == Prologue::residual_add;
-  std::optional<io::NpyReader> h_in;
-  if (!f.h.empty()) {
-    h_in.emplace(f.h);
-    if (h_in->header().descr != in.residual->header().descr)
-      throw InputError(f.h + ": --h holds '" + h_in->header().descr + "' but the residual holds '" +
-                       in.residual->header().descr + "' (h is stored in the residual's dtype)");
-    if (h_in->header().shape != in.shape)
-      throw InputError(f.h + ": has shape " + shape_text(h_in->header().shape) + " but x has shape " + shape_text(in.shape));
-  }
   const std::size_t hs = size_of(p.residual_dtype);
-  const Budget h_budget{f.h_budget(), 0};
 
-  const std::size_t es = size_of(p.dtype), ss = size_of(stats_dtype(p.dtype));
+  const std::size_t es = size_of(p.dtype);
   const std::int64_t chunk = rows_per_chunk(p.cols, es);
   const int threads = p.threads;
   ErrorSummary ey, eh, erec, econst;
   std::int64_t inexact_sums = 0, constant_rows = 0;
   StatSummary em, er;
-  std::vector<std::byte> xbuf, cbuf, mbuf, rbuf, resbuf, hbuf;
+  std::vector<std::byte> xbuf, cbuf, resbuf;
   for (std::int64_t r0 = 0; r0 < p.rows; r0 += chunk) {
     const std::int64_t nr = std::min(chunk, p.rows - r0);
     xbuf.resize(static_cast<std::size_t>(nr * p.cols) * es);
     cbuf.resize(xbuf.size());
     in.x.read(r0 * p.cols, nr * p.cols, xbuf.data());
     cand.read(r0 * p.cols, nr * p.cols, cbuf.data());
-    mbuf.resize(static_cast<std::size_t>(nr) * ss);
-    rbuf.resize(mbuf.size());
-    if (mean_in) mean_in->read(r0, nr, mbuf.data());
-    if (rstd_in) rstd_in->read(r0, nr, rbuf.data());
+    side.read(r0, nr);
     if (fused) {
       resbuf.resize(static_cast<std::size_t>(nr * p.cols) * hs);
       in.residual->read(r0 * p.cols, nr * p.cols, resbuf.data());
-    }
-    if (h_in) {
-      hbuf.resize(static_cast<std::size_t>(nr * p.cols) * hs);
-      h_in->read(r0 * p.cols, nr * p.cols, hbuf.data());
     }
     // Each thread takes a contiguous block of rows; partial summaries merge in row order, so the
     // report does not depend on the thread count.
     const CheckSummary part = measure_rows(p, xbuf.data(), in.gamma_data.empty() ? nullptr : in.gamma_data.data(),
                                            in.beta_data.empty() ? nullptr : in.beta_data.data(), cbuf.data(),
-                                           mean_in ? mbuf.data() : nullptr, rstd_in ? rbuf.data() : nullptr, nr, r0,
-                                           f.budget, threads,
-                                           AddInputs{fused ? resbuf.data() : nullptr, h_in ? hbuf.data() : nullptr, h_budget},
+                                           side.mean(), side.rstd(), nr, r0, f.budget, threads,
+                                           AddInputs{fused ? resbuf.data() : nullptr, side.h(), Budget{f.h_budget(), 0}},
                                            RecipeInputs{recipe.empty() ? nullptr : &recipe, {f.max_recipe_ulp, 0}});
     ey.merge(part.y);
     erec.merge(part.recipe);
@@ -149,16 +112,16 @@ int run_check(const CheckFlags& f) {
     er.merge(part.rstd);
   }
 
-  const bool mean_ok = !mean_in || em.passes(f.max_mean_ulp);
-  const bool rstd_ok = !rstd_in || er.passes(f.max_rstd_ulp);
-  const bool h_ok = !h_in || eh.within_budget();
+  const std::vector<OutputCheck> sides = side.checks(eh, em, er);
+  bool sides_ok = true;
+  for (const OutputCheck& c : sides) sides_ok &= c.pass;
   const bool recipe_ok = recipe.empty() || erec.within_budget();
   const bool constant_ok = !f.strict_constant_rows || econst.within_budget();
   // A recipe replaces the exact answer as what y is gated against (its rounding points are the model's, and a
   // 16-bit recipe output is a 16-bit rounding or more from y*, far past an allowance in f32 ulps); y against the
   // exact answer is still measured and reported (y_pass), and gates as well when --max-ulp is given.
   const bool y_gated = recipe.empty() || f.max_ulp_given;
-  const bool pass = (!y_gated || ey.passes()) && mean_ok && rstd_ok && h_ok && recipe_ok && constant_ok;
+  const bool pass = (!y_gated || ey.passes()) && sides_ok && recipe_ok && constant_ok;
   // RMSNorm has no mean and so no kappa (0 by definition): its line prints the budget that applies.
   const std::string budget_text = !y_gated ? std::string("not gated: the recipe is; --max-ulp gates it too")
                                   : p.op.norm == Norm::layernorm ? fmt_text("%g + %g*kappa", f.budget.a, f.budget.b)
@@ -173,10 +136,7 @@ int run_check(const CheckFlags& f) {
   if (constant_rows > 0)
     std::printf("  constant rows %lld: max %.3g scaled ulp at kappa 0%s", static_cast<long long>(constant_rows),
                 econst.max_ulp, f.strict_constant_rows ? fmt_text(" (budget %g)", f.budget.a).c_str() : "");
-  if (mean_in) std::printf("  mean %g ulp", em.max_ulp);
-  if (rstd_in) std::printf("  rstd %g ulp", er.max_ulp);
-  if (h_in) std::printf("  h max %.3g ulp (budget %g) correctly rounded %.2f%%", eh.max_ulp, h_budget.a,
-                        100 * eh.correctly_rounded_fraction());
+  for (const OutputCheck& c : sides) std::printf("%s", c.summary.c_str());
   if (!recipe.empty())
     std::printf("  recipe %s max %.3g ulp (budget %g) correctly rounded %.2f%%", recipe.name.c_str(), erec.max_ulp,
                 f.max_recipe_ulp, 100 * erec.correctly_rounded_fraction());
@@ -219,19 +179,7 @@ int run_check(const CheckFlags& f) {
                 f.strict_constant_rows ? " (gated: --strict-constant-rows)" : " (reported; --strict-constant-rows gates them)");
   if (ey.first_nonfinite_mismatch_index >= 0)
     std::printf("  first non-finite mismatch at %s\n", coords(ey.first_nonfinite_mismatch_index, in.shape).c_str());
-  if (mean_in && em.max_ulp_index >= 0)
-    std::printf("  mean      max %g ulp of max(|mean|, sqrt(var+eps)) at row %lld (got %.9g, exact %.9g), non-finite mismatches %lld\n",
-                em.max_ulp, static_cast<long long>(em.max_ulp_index), em.max_ulp_got, em.max_ulp_exact,
-                static_cast<long long>(em.nonfinite_mismatches));
-  if (h_in && eh.max_ulp_index >= 0)
-    std::printf("  worst h   %s: got %.17g, exact sum %.17g, %.4g ulp%s; %lld of %lld over budget, non-finite mismatches %lld\n",
-                coords(eh.max_ulp_index, in.shape).c_str(), eh.max_ulp_got, eh.max_ulp_exact, eh.max_ulp,
-                std::isinf(eh.max_ulp) ? " (non-finite mismatch)" : "", static_cast<long long>(eh.over_budget),
-                static_cast<long long>(eh.elements), static_cast<long long>(eh.nonfinite_mismatches));
-  if (rstd_in && er.max_ulp_index >= 0)
-    std::printf("  rstd      max %g ulp at row %lld (got %.9g, exact %.9g), non-finite mismatches %lld\n", er.max_ulp,
-                static_cast<long long>(er.max_ulp_index), er.max_ulp_got, er.max_ulp_exact,
-                static_cast<long long>(er.nonfinite_mismatches));
+  for (const OutputCheck& c : sides) std::printf("%s", c.detail.c_str());
 
   if (!f.json.empty()) {
     nlohmann::json j = {
@@ -244,8 +192,7 @@ int run_check(const CheckFlags& f) {
                    "reals that round to the output (docs/verify.md \"How error is measured\")"},
         {"budget", {{"a", f.budget.a}, {"b", f.budget.b}}}, {"pass", pass}};
     j.update(error_json(ey, y_gated));
-    if (mean_in) j["mean"] = stat_json(em, f.max_mean_ulp, "ulps of max(|mean|, sqrt(var + eps))");
-    if (rstd_in) j["rstd"] = stat_json(er, f.max_rstd_ulp, "ulps of rstd");
+    for (const OutputCheck& c : sides) j[c.key] = c.json;
     if (p.op.norm == Norm::layernorm)
       j["constant_rows"] = {{"count", constant_rows}, {"metric", "scaled ulps at kappa 0 (the exact answer is beta)"},
                             {"max_ulp", ulp_json(econst.max_ulp)}, {"max_ulp_nonfinite", std::isinf(econst.max_ulp)},
@@ -253,15 +200,7 @@ int run_check(const CheckFlags& f) {
                             {"max_ulp_exact", econst.max_ulp_exact}, {"over_budget", econst.over_budget},
                             {"budget", f.budget.a}, {"strict", f.strict_constant_rows}, {"pass", econst.within_budget()}};
     if (fused) j["residual"] = f.problem.residual, j["residual_dtype"] = std::string(name(p.residual_dtype));
-    if (h_in) {
-      j["h"] = {{"candidate", f.h}, {"metric", "ulps of h's format at the exact sum x + residual"},
-                {"elements", eh.elements}, {"max_ulp", ulp_json(eh.max_ulp)}, {"max_ulp_nonfinite", std::isinf(eh.max_ulp)},
-                {"max_finite_ulp", eh.max_finite_ulp}, {"max_ulp_index", eh.max_ulp_index}, {"max_ulp_got", eh.max_ulp_got},
-                {"max_ulp_exact", eh.max_ulp_exact}, {"correctly_rounded", eh.correctly_rounded_fraction()},
-                {"nonfinite_mismatches", eh.nonfinite_mismatches}, {"over_budget", eh.over_budget},
-                {"budget", h_budget.a}, {"pass", h_ok}};
-    }
-    if (h_in || !recipe.empty()) j["y_pass"] = ey.passes();
+    if (!f.h.empty() || !recipe.empty()) j["y_pass"] = ey.passes();
     if (!recipe.empty())
       j["recipe"] = {{"name", recipe.name}, {"metric", "scaled ulps against the recipe's answer (before its last rounding)"},
                      {"max_ulp", ulp_json(erec.max_ulp)}, {"max_ulp_nonfinite", std::isinf(erec.max_ulp)},

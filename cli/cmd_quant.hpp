@@ -9,6 +9,7 @@
 #include "inputs.hpp"
 #include "lnorm/kernel.hpp"
 #include "lnorm/quantize.hpp"
+#include "side_outputs.hpp"
 
 namespace lnorm::cli {
 
@@ -22,14 +23,20 @@ struct QuantFlags {
   CLI::Option* scaling_opt = nullptr;
 };
 
-// The forward's outputs beside q (vLLM's fused_add_rms_norm_static_fp8_quant writes the residual h and q): Add &
-// Norm's h and the statistics. run and reference write them, check gates them as it does beside y.
-struct SideOutputs {
-  std::string h, mean, rstd;
-  double h_budget = 0.5;                        // check: ulps of h's format at the exact sum (--max-h-ulp)
-  double max_mean_ulp = -1, max_rstd_ulp = -1;  // check: < 0 reports only (--max-mean-ulp, --max-rstd-ulp)
-  bool any() const { return !h.empty() || !mean.empty() || !rstd.empty(); }
+// The inputs of a quantized command: the problem's, the parsed spec and the scales' shape.
+struct QuantSetup {
+  ProblemInputs in;
+  QuantSpec spec;
+  std::vector<std::int64_t> scales_shape;  // x.shape[:axis] + (groups per row,)
 };
+// Loads the problem and parses --quant/--scaling/--scale (parse_quant_spec's refusals as InputError).
+QuantSetup setup(const ProblemFlags& problem, const QuantFlags& f);
+// .npy descrs and bytes of q and its scales (the part tables' rows).
+std::string q_descr(const QuantSpec& s);
+std::string scales_descr(const QuantSpec& s);
+std::size_t scale_size(const QuantSpec& s);
+// Rows [r0, r0 + nr) of x (and the residual, for Add & Norm) into the chunk buffers.
+void read_chunk(QuantSetup& s, std::int64_t r0, std::int64_t nr, std::vector<std::byte>& xbuf, std::vector<std::byte>& resbuf);
 
 // check = true adds --max-q-ulp and --max-scale-ulp.
 void add_quant_flags(CLI::App& cmd, QuantFlags& f, bool check);
