@@ -21,13 +21,6 @@ namespace {
 
 nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
-template <class... A>
-std::string text(const char* format, A... args) {
-  const int n = std::snprintf(nullptr, 0, format, args...);
-  std::string s(static_cast<std::size_t>(n > 0 ? n : 0), '\0');
-  std::snprintf(s.data(), s.size() + 1, format, args...);
-  return s;
-}
 
 // --recipe with --quant: the recipe's problem (its y's roundings) and its q rounding (vllm).
 struct QuantRecipe {

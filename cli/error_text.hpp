@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <string>
 
@@ -14,6 +15,15 @@
 #include "lnorm/metrics.hpp"
 
 namespace lnorm::cli {
+
+// printf into a std::string, whatever its length.
+template <class... A>
+std::string text(const char* format, A... args) {
+  const int n = std::snprintf(nullptr, 0, format, args...);
+  std::string s(static_cast<std::size_t>(n > 0 ? n : 0), '\0');
+  std::snprintf(s.data(), s.size() + 1, format, args...);
+  return s;
+}
 
 // An error as JSON: a number, or null where it is infinite (a non-finite mismatch; JSON has no Inf).
 nlohmann::json ulp_json(double e);

@@ -21,13 +21,6 @@ std::string coords(std::int64_t flat, const std::vector<std::int64_t>& shape) {
 
 namespace {
 
-template <class... A>
-std::string text(const char* format, A... args) {
-  const int n = std::snprintf(nullptr, 0, format, args...);
-  std::string s(static_cast<std::size_t>(n > 0 ? n : 0), '\0');
-  std::snprintf(s.data(), s.size() + 1, format, args...);
-  return s;
-}
 
 OutputCheck h_check(const ErrorSummary& eh, const SideOutputs& paths, const std::vector<std::int64_t>& shape) {
   OutputCheck c{"h", eh.within_budget(), "", "", {}};

@@ -6,6 +6,7 @@
 #   scripts/snapshot_checks.sh LNORM_BINARY OUT_DIR
 set -euo pipefail
 lnorm=$(realpath "$1"); out=$2
+repo=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$out" && mkdir -p "$out" && cd "$out"
 g() { "$lnorm" gen "$@" >/dev/null; }
 g --out x.npy --gamma-out g.npy --beta-out b.npy --shape 64x1024 --seed 11
@@ -45,6 +46,16 @@ for k in reference naive welford avx2 avx512 avx2_cr avx512_cr onepass; do
   done
   for f in y m s h dx dg db q qs qy; do [ -f $f.npy ] && mv $f.npy "$k-$f.npy"; done
 done
+# Recipes on y (the demo's torch outputs) and LayerNorm's constant rows, reported and gated.
+E=$repo/examples/recipes
+for y in y_llama y_no_cast; do
+  c --op rmsnorm --dtype bf16 --eps 1e-6 --x "$E/x.npy" --gamma "$E/w.npy" --y "$E/$y.npy" --recipe llama
+  c --op rmsnorm --dtype bf16 --eps 1e-6 --x "$E/x.npy" --gamma "$E/w.npy" --y "$E/$y.npy" --recipe llama --max-ulp 8
+done
+g --out xc.npy --shape 16x256 --seed 15 --dist constant --offset 3.14159
+"$lnorm" run --kernel naive --x xc.npy --y yc.npy
+c --x xc.npy --y yc.npy
+c --x xc.npy --y yc.npy --strict-constant-rows
 rm -f x*.npy g*.npy b*.npy r.npy dy.npy
 sed -i "s|$out|OUT|g" c*.txt c*.json 2>/dev/null || true
 echo "snapshot: $n checks in $out"
