@@ -91,85 +91,78 @@ py::tuple quant_run_py(const std::string& kernel, py::handle x, py::handle gamma
   return py::make_tuple(q, scales);
 }
 
-py::dict quant_check_py(py::handle x, py::handle q, py::handle gamma, py::handle beta, const std::string& quant,
-                        const std::string& scaling, py::handle scale, py::handle scales, py::object max_q_ulp,
-                        py::object max_scale_ulp, int axis, double eps, py::handle dtype, py::object threads,
-                        const std::string& op, double gamma_offset, py::handle residual, py::object recipe_name,
-                        double max_recipe_ulp, py::handle quant_y) {
-  const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype,
-                                          threads.is_none() ? default_threads() : threads.cast<int>(), op, gamma_offset,
-                                          residual);
-  const QuantSpec s = spec_of(quant, scaling, scale, in);
+// q as the format stores it, x's shape.
+py::array q_array(py::handle q, const QuantSpec& s, const ProblemArrays& in) {
   const py::array qa = contiguous(q, "q");
   const std::string q_dtype(s.format_info().numpy_dtype);
   if (!qa.dtype().is(py::dtype(q_dtype)))
     throw py::type_error(std::string("q: ") + std::string(name(s.format)) + " is stored as " + q_dtype +
                          (is_fp8(s.format) ? " bit patterns" : "") + ", not " + dtype_text(qa));
   if (shape_of(qa) != in.shape) throw py::value_error("q has shape " + shape_text(shape_of(qa)) + " but x has shape " + shape_text(in.shape));
-  py::object sa = py::none();
+  return qa;
+}
+
+// The candidate's scales (none for a given scale), as the scale storage's row says they are stored.
+py::object scales_array(py::handle scales, const QuantSpec& s, const std::string& scaling, const ProblemArrays& in) {
   if (!s.has_scales()) {
     if (!scales.is_none()) throw py::value_error("scales: " + scaling + " scaling has one given scale (scale=), no array");
-  } else {
-    if (scales.is_none()) throw py::value_error("scales= is required with " + scaling + " scaling (the candidate's scales)");
-    const py::array a = contiguous(scales, "scales");
-    const ScaleStorageInfo& st = s.storage();
-    if (!a.dtype().is(py::dtype(std::string(st.numpy_dtype))))
-      throw py::type_error("scales: " + scaling + " scales are " + std::string(st.numpy_dtype) +
-                           (st.values_are.empty() ? "" : " " + std::string(st.values_are)) + ", not " + dtype_text(a));
-    if (a.size() != in.problem.rows * s.scales_per_row(in.problem.cols))
-      throw py::value_error("scales has " + std::to_string(a.size()) + " elements; expected " +
-                            std::to_string(in.problem.rows * s.scales_per_row(in.problem.cols)) + " (" +
-                            std::to_string(s.scales_per_row(in.problem.cols)) + " per row)");
-    sa = a;
+    return py::none();
   }
-  QuantBudget budget;
-  if (!max_q_ulp.is_none()) budget.max_q_ulp = max_q_ulp.cast<double>();
-  if (!max_scale_ulp.is_none()) budget.max_scale_ulp = max_scale_ulp.cast<double>();
-  const void* sp = sa.is_none() ? nullptr : py::array(sa).data();
-  // recipe: q's rounding points as lnorm check --quant --recipe (must name vllm).
-  std::optional<Recipe> recipe;
-  Problem recipe_p;
-  if (!recipe_name.is_none()) {
-    try {
-      recipe = parse_recipe(recipe_name.cast<std::string>());
-      if (!recipe->quant_vllm) throw std::invalid_argument("with quant= the recipe must say how q is rounded: name vllm");
-      recipe_p = recipe_problem(in.problem, *recipe);
-    } catch (const std::invalid_argument& e) {
-      throw py::value_error(std::string("recipe: ") + e.what());
-    }
-  }
-  // quant_y: the y the candidate's quantizer was handed (float32, or float16 x's values; a bf16 y as float32,
-  // exactly): q and the scales gated against the rule applied to it (lnorm/quant_contract.hpp), bit for bit.
+  if (scales.is_none()) throw py::value_error("scales= is required with " + scaling + " scaling (the candidate's scales)");
+  const py::array a = contiguous(scales, "scales");
+  const ScaleStorageInfo& st = s.storage();
+  if (!a.dtype().is(py::dtype(std::string(st.numpy_dtype))))
+    throw py::type_error("scales: " + scaling + " scales are " + std::string(st.numpy_dtype) +
+                         (st.values_are.empty() ? "" : " " + std::string(st.values_are)) + ", not " + dtype_text(a));
+  const std::int64_t per_row = s.scales_per_row(in.problem.cols);
+  if (a.size() != in.problem.rows * per_row)
+    throw py::value_error("scales has " + std::to_string(a.size()) + " elements; expected " +
+                          std::to_string(in.problem.rows * per_row) + " (" + std::to_string(per_row) + " per row)");
+  return a;
+}
+
+// quant_y: the y the candidate's quantizer was handed (float32, or float16 x's values; a bf16 y as float32,
+// exactly), widened to f32; empty when not given.
+std::vector<float> handed_y(py::handle quant_y, const ProblemArrays& in) {
   std::vector<float> handed;
-  if (!quant_y.is_none()) {
-    const py::array ya = contiguous(quant_y, "quant_y");
-    if (shape_of(ya) != in.shape)
-      throw py::value_error("quant_y has shape " + shape_text(shape_of(ya)) + " but x has shape " + shape_text(in.shape));
-    handed.resize(static_cast<std::size_t>(ya.size()));
-    if (ya.dtype().is(py::dtype("float32"))) {
-      std::memcpy(handed.data(), ya.data(), handed.size() * 4);
-    } else if (ya.dtype().is(py::dtype("float16"))) {
-      for (std::size_t i = 0; i < handed.size(); ++i)
-        handed[i] = static_cast<float>(value_at(DType::f16, ya.data(), static_cast<std::int64_t>(i)));
-    } else {
-      throw py::type_error("quant_y: the y a quantizer is handed is float32 (a bf16 y as float32, exactly) or float16, not " +
-                           dtype_text(ya));
-    }
+  if (quant_y.is_none()) return handed;
+  const py::array ya = contiguous(quant_y, "quant_y");
+  if (shape_of(ya) != in.shape)
+    throw py::value_error("quant_y has shape " + shape_text(shape_of(ya)) + " but x has shape " + shape_text(in.shape));
+  handed.resize(static_cast<std::size_t>(ya.size()));
+  if (ya.dtype().is(py::dtype("float32"))) {
+    std::memcpy(handed.data(), ya.data(), handed.size() * 4);
+  } else if (ya.dtype().is(py::dtype("float16"))) {
+    for (std::size_t i = 0; i < handed.size(); ++i)
+      handed[i] = static_cast<float>(value_at(DType::f16, ya.data(), static_cast<std::int64_t>(i)));
+  } else {
+    throw py::type_error("quant_y: the y a quantizer is handed is float32 (a bf16 y as float32, exactly) or float16, not " +
+                         dtype_text(ya));
   }
-  QuantSummary m;
-  QuantRecipeSummary rm;
-  ConsistencySummary cm;
-  {
-    py::gil_scoped_release release;
-    if (!handed.empty())
-      cm = measure_consistency(s, recipe ? ConsistencyRule::vllm : ConsistencyRule::contract, handed.data(), in.problem.rows,
-                               in.problem.cols, static_cast<const std::uint8_t*>(qa.data()), sp);
-    m = measure_quantized(in.problem, s, in.x.data(), in.residual_ptr(), in.gamma_ptr(), in.beta_ptr(),
-                          static_cast<const std::uint8_t*>(qa.data()), sp, in.problem.rows, 0, budget, in.problem.threads);
-    if (recipe)
-      rm = measure_quantized_recipe(recipe_p, s, *recipe, in.x.data(), in.residual_ptr(), in.gamma_ptr(), in.beta_ptr(),
-                                    static_cast<const std::uint8_t*>(qa.data()), sp, in.problem.rows, 0);
+  return handed;
+}
+
+// recipe: q's rounding points as lnorm check --quant --recipe (must name vllm), and the problem its y solves.
+struct QuantRecipe {
+  std::optional<Recipe> recipe;
+  Problem problem;
+};
+QuantRecipe quant_recipe(py::object recipe_name, const Problem& p) {
+  QuantRecipe r{std::nullopt, p};
+  if (recipe_name.is_none()) return r;
+  try {
+    r.recipe = parse_recipe(recipe_name.cast<std::string>());
+    if (!r.recipe->quant_vllm) throw std::invalid_argument("with quant= the recipe must say how q is rounded: name vllm");
+    r.problem = recipe_problem(p, *r.recipe);
+  } catch (const std::invalid_argument& e) {
+    throw py::value_error(std::string("recipe: ") + e.what());
   }
+  return r;
+}
+
+py::object budget_of(const py::object& given) { return given.is_none() ? py::object(py::str("default")) : given; }
+
+py::dict q_dict(const QuantSummary& m, const ProblemArrays& in, const py::object& max_q_ulp) {
   py::dict qd;
   qd["metric"] = "quanta of the format at y*/s (clamped to its range), s the candidate's scale";
   qd["elements"] = m.elements;
@@ -182,22 +175,92 @@ py::dict quant_check_py(py::handle x, py::handle q, py::handle gamma, py::handle
   qd["nonfinite_mismatches"] = m.nonfinite_mismatches;
   qd["saturated"] = m.saturated;
   qd["over_budget"] = m.over_budget;
-  qd["budget"] = max_q_ulp.is_none() ? py::object(py::str("default")) : py::object(max_q_ulp);
+  qd["budget"] = budget_of(max_q_ulp);
   qd["pass"] = m.q_pass();
-  py::object sd = py::none();
-  if (s.has_scales()) {
-    py::dict d;
-    d["metric"] = std::string(s.storage().metric);
-    d["count"] = m.scales;
-    d["max_ulp"] = m.scale_max_ulp;
-    d["max_ulp_got"] = m.scale_max_got;
-    d["max_ulp_exact"] = m.scale_max_exact;
-    d["nonfinite_mismatches"] = m.scale_nonfinite_mismatches;
-    d["zero_groups"] = m.zero_groups;
-    d["over_budget"] = m.scales_over_budget;
-    d["budget"] = max_scale_ulp.is_none() ? py::object(py::str("default")) : py::object(max_scale_ulp);
-    d["pass"] = m.scales_pass();
-    sd = d;
+  return qd;
+}
+
+py::object scales_dict(const QuantSummary& m, const QuantSpec& s, const py::object& max_scale_ulp) {
+  if (!s.has_scales()) return py::none();
+  py::dict d;
+  d["metric"] = std::string(s.storage().metric);
+  d["count"] = m.scales;
+  d["max_ulp"] = m.scale_max_ulp;
+  d["max_ulp_got"] = m.scale_max_got;
+  d["max_ulp_exact"] = m.scale_max_exact;
+  d["nonfinite_mismatches"] = m.scale_nonfinite_mismatches;
+  d["zero_groups"] = m.zero_groups;
+  d["over_budget"] = m.scales_over_budget;
+  d["budget"] = budget_of(max_scale_ulp);
+  d["pass"] = m.scales_pass();
+  return d;
+}
+
+py::dict recipe_dict(const QuantRecipeSummary& rm, const Recipe& recipe, const ProblemArrays& in, double max_recipe_ulp) {
+  py::dict d;
+  d["name"] = recipe.name;
+  d["metric"] = "quanta of the format at the recipe's value f32(y * f32(1/s)) (clamped to its range), y the recipe's in x's dtype";
+  d["elements"] = rm.elements;
+  d["max_ulp"] = rm.max_quanta;
+  d["max_ulp_index"] = rm.max_index >= 0 ? py::object(unravel(rm.max_index, in.shape)) : py::object(py::none());
+  d["matching"] = rm.matching_fraction();
+  d["nonfinite_mismatches"] = rm.nonfinite_mismatches;
+  d["scales_differ"] = rm.scales_differ;
+  d["budget"] = max_recipe_ulp;
+  d["pass"] = rm.pass(max_recipe_ulp);
+  return d;
+}
+
+py::dict consistency_dict(const ConsistencySummary& cm, bool vllm, const ProblemArrays& in) {
+  py::list first;
+  for (const ConsistencyMismatch& mm : cm.first) {
+    py::dict e;
+    if (mm.scale) e["scale"] = mm.index, e["amax"] = mm.y;
+    else e["element"] = unravel(mm.index, in.shape), e["y"] = mm.y, e["got_code"] = mm.got_code, e["expected_code"] = mm.expected_code;
+    e["got"] = mm.got, e["expected"] = mm.expected;
+    first.append(e);
+  }
+  py::dict d;
+  d["rule"] = vllm ? "vllm" : "contract";
+  d["codes"] = cm.codes, d["codes_differ"] = cm.codes_differ, d["scales"] = cm.scales, d["scales_differ"] = cm.scales_differ;
+  d["first"] = first;
+  d["pass"] = cm.pass();
+  return d;
+}
+
+py::dict quant_check_py(py::handle x, py::handle q, py::handle gamma, py::handle beta, const std::string& quant,
+                        const std::string& scaling, py::handle scale, py::handle scales, py::object max_q_ulp,
+                        py::object max_scale_ulp, int axis, double eps, py::handle dtype, py::object threads,
+                        const std::string& op, double gamma_offset, py::handle residual, py::object recipe_name,
+                        double max_recipe_ulp, py::handle quant_y) {
+  const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype,
+                                          threads.is_none() ? default_threads() : threads.cast<int>(), op, gamma_offset,
+                                          residual);
+  const QuantSpec s = spec_of(quant, scaling, scale, in);
+  const py::array qa = q_array(q, s, in);
+  const py::object sa = scales_array(scales, s, scaling, in);
+  QuantBudget budget;
+  if (!max_q_ulp.is_none()) budget.max_q_ulp = max_q_ulp.cast<double>();
+  if (!max_scale_ulp.is_none()) budget.max_scale_ulp = max_scale_ulp.cast<double>();
+  const void* sp = sa.is_none() ? nullptr : py::array(sa).data();
+  const auto* qp = static_cast<const std::uint8_t*>(qa.data());
+  const QuantRecipe qr = quant_recipe(recipe_name, in.problem);
+  const std::optional<Recipe>& recipe = qr.recipe;
+  const Problem& recipe_p = qr.problem;
+  const std::vector<float> handed = handed_y(quant_y, in);
+  QuantSummary m;
+  QuantRecipeSummary rm;
+  ConsistencySummary cm;
+  {
+    py::gil_scoped_release release;
+    if (!handed.empty())
+      cm = measure_consistency(s, recipe ? ConsistencyRule::vllm : ConsistencyRule::contract, handed.data(), in.problem.rows,
+                               in.problem.cols, qp, sp);
+    m = measure_quantized(in.problem, s, in.x.data(), in.residual_ptr(), in.gamma_ptr(), in.beta_ptr(), qp, sp, in.problem.rows,
+                          0, budget, in.problem.threads);
+    if (recipe)
+      rm = measure_quantized_recipe(recipe_p, s, *recipe, in.x.data(), in.residual_ptr(), in.gamma_ptr(), in.beta_ptr(), qp, sp,
+                                    in.problem.rows, 0);
   }
   py::dict out;
   out["op"] = std::string(name(in.problem.op));
@@ -205,42 +268,10 @@ py::dict quant_check_py(py::handle x, py::handle q, py::handle gamma, py::handle
   out["shape"] = py::tuple(py::cast(in.shape));
   out["quant"] = std::string(name(s.format));
   out["scaling"] = describe(s).substr(describe(s).find('/') + 1);
-  out["q"] = qd;
-  out["scales"] = sd;
-  py::object rd = py::none();
-  if (recipe) {
-    py::dict d;
-    d["name"] = recipe->name;
-    d["metric"] = "quanta of the format at the recipe's value f32(y * f32(1/s)) (clamped to its range), y the recipe's in x's dtype";
-    d["elements"] = rm.elements;
-    d["max_ulp"] = rm.max_quanta;
-    d["max_ulp_index"] = rm.max_index >= 0 ? py::object(unravel(rm.max_index, in.shape)) : py::object(py::none());
-    d["matching"] = rm.matching_fraction();
-    d["nonfinite_mismatches"] = rm.nonfinite_mismatches;
-    d["scales_differ"] = rm.scales_differ;
-    d["budget"] = max_recipe_ulp;
-    d["pass"] = rm.pass(max_recipe_ulp);
-    rd = d;
-  }
-  out["recipe"] = rd;
-  py::object cd = py::none();
-  if (!handed.empty()) {
-    py::list first;
-    for (const ConsistencyMismatch& mm : cm.first) {
-      py::dict e;
-      if (mm.scale) e["scale"] = mm.index, e["amax"] = mm.y;
-      else e["element"] = unravel(mm.index, in.shape), e["y"] = mm.y, e["got_code"] = mm.got_code, e["expected_code"] = mm.expected_code;
-      e["got"] = mm.got, e["expected"] = mm.expected;
-      first.append(e);
-    }
-    py::dict d;
-    d["rule"] = recipe ? "vllm" : "contract";
-    d["codes"] = cm.codes, d["codes_differ"] = cm.codes_differ, d["scales"] = cm.scales, d["scales_differ"] = cm.scales_differ;
-    d["first"] = first;
-    d["pass"] = cm.pass();
-    cd = d;
-  }
-  out["consistency"] = cd;
+  out["q"] = q_dict(m, in, max_q_ulp);
+  out["scales"] = scales_dict(m, s, max_scale_ulp);
+  out["recipe"] = recipe ? py::object(recipe_dict(rm, *recipe, in, max_recipe_ulp)) : py::object(py::none());
+  out["consistency"] = handed.empty() ? py::object(py::none()) : py::object(consistency_dict(cm, recipe.has_value(), in));
   out["pass"] = m.q_pass() && m.scales_pass() && (!recipe || rm.pass(max_recipe_ulp)) && (handed.empty() || cm.pass());
   return out;
 }
