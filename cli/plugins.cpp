@@ -12,6 +12,7 @@
 
 #include "crash_guard.hpp"
 #include "inputs.hpp"
+#include "lnorm/operands.hpp"
 #include "lnorm/plugin.h"
 #include "lnorm/registry.hpp"
 
@@ -108,9 +109,9 @@ std::optional<std::string> plugin_why_not(const PluginKernel& k, const Problem& 
 
 void plugin_run(const PluginKernel& k, const Problem& p, const Tensors& t) {
   const lnorm_problem c = to_c(p);
-  const lnorm_tensors ct{t.x,  t.gamma, t.beta,   t.y,     t.mean,       t.rstd,       t.residual,         t.h,
-                         t.dy, t.dx,    t.dgamma, t.dbeta, t.saved_mean, t.saved_rstd, sizeof(lnorm_tensors),
-                         t.q,  t.scales, k.quant_input == QuantInput::f32_y || k.quant_input == QuantInput::x_dtype_y ? t.quant_y : nullptr};
+  lnorm_tensors ct = to_abi(t);  // every slot, from the operand table (lnorm/operands.hpp)
+  // The handed y only to a kernel that says which y it writes there (lnorm_kernel_decl.quant_input).
+  if (k.quant_input != QuantInput::f32_y && k.quant_input != QuantInput::x_dtype_y) ct.quant_y = nullptr;
   const RunningPluginKernel running(k.name.c_str());
   k.run(&c, &ct);
 }

@@ -11,6 +11,7 @@
 
 #include "bodies.hpp"
 #include "rounds.hpp"
+#include "lnorm/operands.hpp"
 #include "lnorm/bench.hpp"
 
 namespace lnorm::bench {
@@ -66,21 +67,20 @@ namespace {
 
 double bytes_per_call(const Entry& e, const Settings& s) {
   const double es = static_cast<double>(size_of(e.dtype));
-  if (e.op.epilogue == Epilogue::quantized) {
-    // x read, q written (a byte an element) and its scales; Add & Norm's residual read and h written as below.
-    const double elems = static_cast<double>(e.shape.rows * e.shape.cols);
-    double bytes = elems * es + static_cast<double>(e.quant.q_bytes(e.shape.rows, e.shape.cols) + e.quant.scale_bytes(e.shape.rows, e.shape.cols));
-    if (e.op.prologue == Prologue::residual_add) bytes += 2 * elems * es;
-    if (s.affine) bytes += (e.op.norm == Norm::layernorm ? 2.0 : 1.0) * static_cast<double>(e.shape.cols) * es;
-    return bytes;
+  if (is_copy(e.what)) {  // the copy moves x's bytes (and the residual's into h for Add & Norm's copy)
+    const double streams = e.op.prologue == Prologue::residual_add ? 4.0 : 2.0;
+    return streams * static_cast<double>(e.shape.rows * e.shape.cols) * es;
   }
-  // x read, y written (and residual read, h written: Add & Norm and its copy; the backward: x and dy read,
-  // dx written)
-  const double streams = e.op.prologue == Prologue::residual_add ? 4.0 : e.op.direction == Direction::bwd && !is_copy(e.what) ? 3.0 : 2.0;
-  double bytes = streams * static_cast<double>(e.shape.rows * e.shape.cols) * es;
-  // gamma (and beta for LayerNorm) once; the backward reads gamma and writes dgamma (and dbeta)
-  if (s.affine && !is_copy(e.what))
-    bytes += (e.op.direction == Direction::bwd ? (e.op.norm == Norm::layernorm ? 3.0 : 2.0) : (e.op.norm == Norm::layernorm ? 2.0 : 1.0)) * static_cast<double>(e.shape.cols) * es;
+  // A kernel's call: every operand of its op from the operand table (lnorm/operands.hpp) — x read, y or q and its
+  // scales written, Add & Norm's residual read and h written, the backward's dy read and dx written, gamma/beta (and
+  // dgamma/dbeta) once — except the per-row statistics (mean, rstd, the saved ones: 1/cols of a row's bytes), which
+  // were never counted, and quant_y (not asked for here). Parameters in x's dtype, as the bodies allocate them.
+  const bool beta = s.affine && e.op.norm == Norm::layernorm;
+  Problem p = with_op(make_problem(e.shape.rows, e.shape.cols, e.dtype, 1e-5, s.affine, beta, 1), e.op);
+  if (e.op.epilogue == Epilogue::quantized) p.quant = e.quant;
+  double bytes = 0;
+  for (const OperandInfo& o : kOperandTable)
+    if (present(o, p) && !o.optional && o.extent != Extent::per_row) bytes += static_cast<double>(byte_count(o, p));
   return bytes;
 }
 

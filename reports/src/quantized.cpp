@@ -5,6 +5,7 @@
 #include <cstring>
 #include <random>
 
+#include "lnorm/operands.hpp"
 #include "lnorm/format.hpp"
 #include "lnorm/quantize.hpp"
 
@@ -71,16 +72,14 @@ json quantized_rows(const std::vector<const KernelInfo*>& kernels, const std::ve
             spec.scale = amax_over_qmax > 0 ? amax_over_qmax : 1.0f;
           }
           const Problem p = set_quant(base, spec);
-          const std::int64_t per_row = spec.scales_per_row(cols);
           for (const KernelInfo* k : kernels) {
             if (!k->takes.epilogues.contains(Epilogue::quantized) || unavailable_reason(*k, p)) continue;
-            std::vector<std::uint8_t> q(static_cast<std::size_t>(n));
-            std::vector<std::byte> scales(static_cast<std::size_t>(spec.scale_bytes(rows, cols)));
-            Tensors t{x.data(), g.data(), has_beta ? b.data() : nullptr};
-            t.q = q.data();
-            t.scales = per_row ? scales.data() : nullptr;
+            OperandBuffers bufs(p, /*with_optional=*/false);  // q and its scales, from the operand table
+            Tensors t = bufs.tensors();
+            t.x = x.data(), t.gamma = g.data(), t.beta = has_beta ? b.data() : nullptr;
             k->run(p, t);
-            const QuantSummary m = measure_quantized(p, spec, x.data(), nullptr, g.data(), has_beta ? b.data() : nullptr, q.data(),
+            const auto* q = reinterpret_cast<const std::uint8_t*>(bufs[Operand::q].data());
+            const QuantSummary m = measure_quantized(p, spec, x.data(), nullptr, g.data(), has_beta ? b.data() : nullptr, q,
                                                      t.scales, rows, 0, QuantBudget{}, 1);
             out.push_back({{"implementation", std::string(k->name)}, {"machine", machine}, {"op", std::string(name(op))},
                            {"dtype", std::string(name(d))}, {"quant", describe(spec)}, {"input", in.name},
