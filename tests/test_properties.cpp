@@ -255,7 +255,7 @@ TEST_CASE("backward determinism: bits that change between runs or with the threa
   Worst worst;
   const auto check = [&](const KernelInfo& k) {
     const CheckContext ctx{k, budget, worst};
-    return backward_definition(Property::determinism, DType::f32, Op::layernorm_bwd).check(ctx, c);
+    return definition(Property::determinism, DType::f32, Op::layernorm_bwd).check(ctx, c);
   };
   CHECK(check(*find_kernel("welford")).empty());
   CHECK_THAT(check(kVariesWithThreadsBwd), Catch::Matchers::Equals("263 rows on 2 threads: dgamma/dbeta differ from 1 thread (a reduction "

@@ -43,12 +43,9 @@ struct PropertyDef {
   CheckFn check;
 };
 
-// The profile and check of a property for a dtype and op (properties_for(op) lists which exist).
+// The profile and check of a property for a dtype and op (properties_for(op) lists which exist): the row of
+// property_table.cpp's table that covers the op.
 PropertyDef definition(Property p, DType dtype, Op op);
-PropertyDef rmsnorm_definition(Property p, DType dtype);  // properties_rmsnorm.cpp
-PropertyDef add_definition(Property p, DType dtype, Op op);      // properties_add.cpp: the add_* properties
-PropertyDef backward_definition(Property p, DType dtype, Op op);  // properties_backward.cpp
-bool is_add_property(Property p);
 
 // printf-style one-line messages for the checks.
 template <class... Args>
@@ -89,5 +86,26 @@ std::string check_invariance(const CheckContext&, const Case&);
 std::string check_permutation(const CheckContext&, const Case&);
 std::string check_nonfinite(const CheckContext&, const Case&);
 std::string check_params(const CheckContext&, const Case&);  // properties_params.cpp, both ops
+// RMSNorm's own (properties_rmsnorm.cpp)
+std::string check_normalized_rms(const CheckContext&, const Case&);
+std::string check_eps_edges_rms(const CheckContext&, const Case&);
+std::string check_scale_invariance(const CheckContext&, const Case&);
+std::string check_oddness(const CheckContext&, const Case&);
+// Add & Norm's (properties_add.cpp)
+std::string check_add_rounding(const CheckContext&, const Case&);
+std::string check_add_h_then_norm(const CheckContext&, const Case&);
+std::string check_add_commutes(const CheckContext&, const Case&);
+std::string check_add_residual_zero(const CheckContext&, const Case&);
+// The backward's (properties_backward.cpp)
+std::string check_bwd_shape(const CheckContext&, const Case&);
+std::string check_bwd_accuracy(const CheckContext&, const Case&);
+std::string check_bwd_nonfinite(const CheckContext&, const Case&);
+std::string check_bwd_row_independence(const CheckContext&, const Case&);
+std::string check_bwd_determinism(const CheckContext&, const Case&);
+std::string check_dx_sum_zero(const CheckContext&, const Case&);
+std::string check_dx_orthogonal(const CheckContext&, const Case&);
+std::string check_width_one(const CheckContext&, const Case&);
+std::string check_dy_zero(const CheckContext&, const Case&);
+std::string check_dy_linearity(const CheckContext&, const Case&);
 
 }  // namespace lnorm::verify

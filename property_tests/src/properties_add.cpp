@@ -109,6 +109,8 @@ Case plain_case(const Case& c, std::vector<double> x) {
   return p;
 }
 
+}  // namespace
+
 std::string check_add_rounding(const CheckContext& ctx, const Case& c) {
   const Case cr = with_residual(c, residual_dtype_for(ctx, c), 1);
   if (ctx.ran) *ctx.ran = cr;
@@ -157,30 +159,6 @@ std::string check_add_residual_zero(const CheckContext& ctx, const Case& c) {
   const Outputs plain = run_guarded(ctx.kernel, plain_case(cz, c.x));
   if (!plain.violation.empty()) return "the plain norm: " + plain.violation;
   return compare_norm_outputs(fused, plain, cz, "the plain norm of x", true);
-}
-
-}  // namespace
-
-bool is_add_property(Property p) {
-  return p == Property::add_rounding || p == Property::add_h_then_norm || p == Property::add_commutes ||
-         p == Property::add_residual_zero;
-}
-
-PropertyDef add_definition(Property p, DType dtype, Op op) {
-  (void)dtype;
-  using C = RowClass;
-  Profile prof;
-  // Every class but exact_stats, whose structure (pairs about a power of two) a residual would break
-  // while the budgets still claimed its exact mean; Add & RMSNorm draws RMSNorm's small rows too.
-  prof.classes = {C::normal, C::uniform, C::offset, C::constant, C::tiny, C::huge, C::subnormal, C::sparse, C::bits};
-  if (op.norm == Norm::rmsnorm) prof.classes.push_back(C::small);
-  if (p == Property::add_rounding || p == Property::add_commutes) prof.classes.push_back(C::nonfinite);
-  switch (p) {
-    case Property::add_rounding: return {p, prof, &check_add_rounding};
-    case Property::add_h_then_norm: return {p, prof, &check_add_h_then_norm};
-    case Property::add_commutes: return {p, prof, &check_add_commutes};
-    default: return {p, prof, &check_add_residual_zero};
-  }
 }
 
 }  // namespace lnorm::verify

@@ -151,6 +151,8 @@ bool exact_row_finite(const Case& c, const ExactGradients& e, std::int64_t r) {
   return true;
 }
 
+}  // namespace
+
 // --- the checks ---------------------------------------------------------------------------------------
 
 // shape: every output written, nothing around them, no input changed.
@@ -413,67 +415,6 @@ std::string check_dy_linearity(const CheckContext& ctx, const Case& c) {
     if (auto m = compare("dbeta", pf, min_normal_p, base.dbeta, got.dbeta); !m.empty()) return m;
   }
   return "";
-}
-
-}  // namespace
-
-// Which inputs each backward property draws. Cases reach 160 rows (more than two of the kernels' 64-row
-// reduction blocks, so a dropped block shows) with at most 2^12 elements: the exact dx costs a 160-bit
-// evaluation per element and dgamma a 192-bit sum per column (2^14 made the quick suite 4x slower: 63 s
-// per kernel on the 2-core machine). Rows up to 4096 wide (determinism tiles its case to 2^18 elements).
-PropertyDef backward_definition(Property p, DType dtype, Op op) {
-  (void)dtype;
-  // Both norms draw the same inputs (their laws differ in the checks, c.spec.op.norm == Norm::layernorm), and RMSNorm its small
-  // rows besides: its metric measures a small xhat, dx and dgamma against themselves.
-  using C = RowClass;
-  std::vector<RowClass> finite = {C::normal, C::uniform, C::offset, C::constant, C::tiny, C::huge,
-                                  C::subnormal, C::sparse, C::exact_stats, C::bits};
-  if (op.norm == Norm::rmsnorm) finite.push_back(C::small);
-  Profile prof;
-  prof.max_rows = 160;
-  prof.max_elements = 1 << 12;
-  prof.classes = finite;
-  switch (p) {
-    case Property::shape:
-      prof.classes.push_back(C::nonfinite);
-      return {p, prof, &check_bwd_shape};
-    case Property::accuracy: return {p, prof, &check_bwd_accuracy};
-    case Property::params:
-      prof.params = true;
-      return {p, prof, &check_bwd_accuracy};
-    case Property::nonfinite:
-      prof.classes = {C::nonfinite, C::normal, C::offset};
-      return {p, prof, &check_bwd_nonfinite};
-    case Property::row_independence:
-      prof.max_rows = 48;
-      return {p, prof, &check_bwd_row_independence};
-    case Property::determinism:
-      prof.classes.push_back(C::nonfinite);
-      return {p, prof, &check_bwd_determinism};
-    case Property::dx_sum_zero: return {p, prof, &check_dx_sum_zero};
-    case Property::dx_orthogonal:
-      // eps = 0: rows with a spread (a constant row has no xhat; tiny rows are about eps).
-      prof.classes = {C::normal, C::uniform, C::offset, C::sparse, C::exact_stats, C::huge, C::subnormal};
-      prof.eps_zero_only = true;
-      return {p, prof, &check_dx_orthogonal};
-    case Property::width_one:
-      prof.allow_eps_zero = false;  // eps = 0 at width 1: var + eps = 0, no xhat
-      return {p, prof, &check_width_one};
-    case Property::dy_zero:
-      prof.allow_eps_zero = false;
-      return {p, prof, &check_dy_zero};
-    case Property::dy_linearity:
-      // Rows whose xhat, products and sums stay in the normal range (subnormal and range-edge rows would
-      // scale inexactly inside a kernel, where the check cannot see).
-      // (RMSNorm's constant rows have xhat = x·rstd as small as x: subnormal products in f32.)
-      prof.classes = {C::normal, C::uniform, C::offset, C::sparse, C::exact_stats};
-      prof.allow_eps_zero = false;
-      // dy at the range's edges neither: the kernels hand such rows to another path on one side of a threshold.
-      prof.dy_range_edges = false;
-      return {p, prof, &check_dy_linearity};
-    default: break;
-  }
-  return {p, prof, nullptr};
 }
 
 }  // namespace lnorm::verify

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <iterator>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -41,50 +42,41 @@ enum class Property : int {
   dy_linearity,      // dy scaled by ±2^k (k = -1, 0, 1): every gradient scaled by it, bitwise
 };
 
-// Every property of some op, LayerNorm's ten first, then Add & Norm's and the backward's (the order of
-// `lnorm verify`'s table).
-inline constexpr std::array kAllProperties = {
-    Property::shape,      Property::normalized,  Property::accuracy,    Property::eps_edges,
-    Property::row_independence, Property::batch_invariance, Property::quantized, Property::determinism, Property::affine_identity,
-    Property::invariance, Property::permutation, Property::nonfinite, Property::params,
-    Property::scale_invariance, Property::oddness, Property::add_rounding, Property::add_h_then_norm,
-    Property::add_commutes, Property::add_residual_zero, Property::dx_sum_zero, Property::dx_orthogonal,
-    Property::width_one, Property::dy_zero, Property::dy_linearity};
+// Stable names (budgets.toml, --property, JSON and JUnit use them), one row per Property in enum order. What each
+// property checks, on which ops and inputs, is property_tests/src/property_table.cpp's table.
+struct PropertyName {
+  Property id;
+  std::string_view name;
+};
+inline constexpr PropertyName kPropertyNames[] = {
+    {Property::shape, "shape"}, {Property::normalized, "normalized"}, {Property::accuracy, "accuracy"},
+    {Property::eps_edges, "eps_edges"}, {Property::row_independence, "row_independence"},
+    {Property::batch_invariance, "batch_invariance"}, {Property::quantized, "quantized"}, {Property::determinism, "determinism"},
+    {Property::affine_identity, "affine_identity"}, {Property::invariance, "invariance"}, {Property::permutation, "permutation"},
+    {Property::nonfinite, "nonfinite"}, {Property::params, "params"}, {Property::scale_invariance, "scale_invariance"},
+    {Property::oddness, "oddness"}, {Property::add_rounding, "add_rounding"}, {Property::add_h_then_norm, "add_h_then_norm"},
+    {Property::add_commutes, "add_commutes"}, {Property::add_residual_zero, "add_residual_zero"},
+    {Property::dx_sum_zero, "dx_sum_zero"}, {Property::dx_orthogonal, "dx_orthogonal"}, {Property::width_one, "width_one"},
+    {Property::dy_zero, "dy_zero"}, {Property::dy_linearity, "dy_linearity"},
+};
+constexpr std::string_view name(Property p) { return kPropertyNames[static_cast<int>(p)].name; }
+constexpr bool property_names_in_order() {
+  for (unsigned i = 0; i < std::size(kPropertyNames); ++i)
+    if (static_cast<unsigned>(kPropertyNames[i].id) != i) return false;
+  return true;
+}
+static_assert(property_names_in_order(), "kPropertyNames is indexed by Property");
 
-// The properties of an op, in table order.
+// Every property of some op, in enum order (the order of `lnorm verify --property`'s list).
+inline constexpr auto kAllProperties = [] {
+  std::array<Property, std::size(kPropertyNames)> all{};
+  for (unsigned i = 0; i < all.size(); ++i) all[i] = kPropertyNames[i].id;
+  return all;
+}();
+
+// The properties of an op, in the table's order (verify's cells).
 std::vector<Property> properties_for(Op op);
 bool applies(Property p, Op op);
-
-// Stable names: budgets.toml, --property, JSON and JUnit use them.
-constexpr std::string_view name(Property p) {
-  switch (p) {
-    case Property::shape: return "shape";
-    case Property::normalized: return "normalized";
-    case Property::accuracy: return "accuracy";
-    case Property::eps_edges: return "eps_edges";
-    case Property::row_independence: return "row_independence";
-    case Property::batch_invariance: return "batch_invariance";
-    case Property::quantized: return "quantized";
-    case Property::determinism: return "determinism";
-    case Property::affine_identity: return "affine_identity";
-    case Property::invariance: return "invariance";
-    case Property::permutation: return "permutation";
-    case Property::nonfinite: return "nonfinite";
-    case Property::params: return "params";
-    case Property::scale_invariance: return "scale_invariance";
-    case Property::oddness: return "oddness";
-    case Property::add_rounding: return "add_rounding";
-    case Property::add_h_then_norm: return "add_h_then_norm";
-    case Property::add_commutes: return "add_commutes";
-    case Property::add_residual_zero: return "add_residual_zero";
-    case Property::dx_sum_zero: return "dx_sum_zero";
-    case Property::dx_orthogonal: return "dx_orthogonal";
-    case Property::width_one: return "width_one";
-    case Property::dy_zero: return "dy_zero";
-    case Property::dy_linearity: return "dy_linearity";
-  }
-  return "?";
-}
 
 // What the property demands of a kernel of this op.
 std::string_view summary(Property p, Op op = Op::layernorm);
