@@ -133,23 +133,26 @@ std::string describe(const QuantSpec& spec) {
   return s;
 }
 
-std::int64_t max_ordinal(QuantFormat f) { return f == QuantFormat::fp8_e4m3 ? 0x7e : f == QuantFormat::fp8_e5m2 ? 0x7b : 127; }
-std::int64_t min_ordinal(QuantFormat f) { return f == QuantFormat::int8 ? -128 : -max_ordinal(f); }
+std::int64_t max_ordinal(QuantFormat f) {
+  if (!is_fp8(f)) return static_cast<std::int64_t>(qmax(f));
+  return f == QuantFormat::fp8_e4m3 ? 0x7e : 0x7b;
+}
+std::int64_t min_ordinal(QuantFormat f) { return is_fp8(f) ? -max_ordinal(f) : static_cast<std::int64_t>(info(f).qmin); }
 
 double value_of_ordinal(QuantFormat f, std::int64_t k) {
-  if (f == QuantFormat::int8) return static_cast<double>(k);
+  if (!is_fp8(f)) return static_cast<double>(k);
   const double m = fp8_magnitude(f, static_cast<unsigned>(k < 0 ? -k : k));
   return k < 0 ? -m : m;
 }
 
 std::uint8_t code_of_ordinal(QuantFormat f, std::int64_t k, bool negative_zero) {
-  if (f == QuantFormat::int8) return static_cast<std::uint8_t>(static_cast<std::int8_t>(k));
+  if (!is_fp8(f)) return static_cast<std::uint8_t>(static_cast<std::int8_t>(k));
   if (k == 0) return negative_zero ? 0x80 : 0x00;
   return static_cast<std::uint8_t>(k < 0 ? (0x80 | -k) : k);
 }
 
 std::int64_t ordinal_of_code(QuantFormat f, std::uint8_t code) {
-  if (f == QuantFormat::int8) return static_cast<std::int8_t>(code);
+  if (!is_fp8(f)) return static_cast<std::int8_t>(code);
   const std::int64_t mag = code & 0x7f;
   return code & 0x80 ? -mag : mag;
 }
@@ -164,12 +167,12 @@ double decode(QuantFormat f, std::uint8_t code) {
   if (code_is_nan(f, code)) return std::numeric_limits<double>::quiet_NaN();
   if (f == QuantFormat::fp8_e5m2 && (code & 0x7f) == 0x7c)
     return code & 0x80 ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
-  if (f != QuantFormat::int8 && code == 0x80) return -0.0;
+  if (is_fp8(f) && code == 0x80) return -0.0;
   return value_of_ordinal(f, ordinal_of_code(f, code));
 }
 
 double quantum_at(QuantFormat f, double v) {
-  if (f == QuantFormat::int8) return 1.0;
+  if (!is_fp8(f)) return 1.0;
   const int mbits = f == QuantFormat::fp8_e4m3 ? 3 : 2;
   const int emin = f == QuantFormat::fp8_e4m3 ? -6 : -14;
   const double a = std::fmin(std::fabs(v), qmax(f));
@@ -179,11 +182,11 @@ double quantum_at(QuantFormat f, double v) {
 }
 
 std::uint8_t encode(QuantFormat f, double v) {
-  if (std::isnan(v)) return f == QuantFormat::int8 ? 0 : static_cast<std::uint8_t>(std::signbit(v) ? 0xff : 0x7f);
-  if (f == QuantFormat::int8) {
+  if (std::isnan(v)) return is_fp8(f) ? static_cast<std::uint8_t>(std::signbit(v) ? 0xff : 0x7f) : 0;
+  if (!is_fp8(f)) {
     // Adding and subtracting 1.5·2^52 rounds a double below 2^51 to an integer, ties to even (one IEEE addition).
     constexpr double kMagic = 0x1.8p52;
-    const double k = (std::clamp(v, -128.0, 127.0) + kMagic) - kMagic;
+    const double k = (std::clamp(v, info(f).qmin, qmax(f)) + kMagic) - kMagic;
     return static_cast<std::uint8_t>(static_cast<std::int8_t>(k));
   }
   // fp8 from the double's bits, each step exact (an integer rounding of the significand, ties to even):

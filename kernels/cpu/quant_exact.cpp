@@ -139,15 +139,18 @@ int exact_mx_exponent(Decider& d, const ExactQuantRow& r, std::int64_t b, std::i
 // one side of 0 (so y*/s, within e of t, rounds to r too); -1 otherwise. fp8: r by one addition
 // of C = 2^(max(e_a, emin) + 52 − mbits) (simd_quant.hpp's argument at 52 bits), its distance from the nearest
 // midpoint half a quantum, c·2^-53, minus |t − r|; int8: by the 1.5·2^52 addition, 0.5 − |t − r|.
+// An integer format's (int8: [lo, hi] = [−128, 127], its row's range).
+int settled_int_code(double t, double e, double lo, double hi) {
+  if (!(std::fabs(t) > e)) return -1;  // y*/s may be on either side of 0, or NaN
+  const double tc = std::clamp(t, lo, hi), r = (tc + 0x1.8p52) - 0x1.8p52;
+  if (!(0.5 - std::fabs(tc - r) > e)) return -1;
+  return static_cast<std::uint8_t>(static_cast<std::int8_t>(r));
+}
 template <QuantFormat F>
 int settled_code(double t, double e) {
   const double a = std::fabs(t);
   if (!(a > e)) return -1;  // y*/s may be on either side of 0 (the zero's sign), or NaN
-  if constexpr (F == QuantFormat::int8) {
-    const double tc = std::clamp(t, -128.0, 127.0), r = (tc + 0x1.8p52) - 0x1.8p52;
-    if (!(0.5 - std::fabs(tc - r) > e)) return -1;
-    return static_cast<std::uint8_t>(static_cast<std::int8_t>(r));
-  } else {
+  {
     constexpr bool kE4m3 = F == QuantFormat::fp8_e4m3;
     constexpr int kMbits = kE4m3 ? 3 : 2, kBias = kE4m3 ? 7 : 15;
     constexpr double kTop = kE4m3 ? 448.0 : 57344.0, kMinNormal = kE4m3 ? 0x1p-6 : 0x1p-14;
@@ -227,7 +230,10 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
     };
     if (f == QuantFormat::fp8_e4m3) codes([](double t, double err) { return settled_code<QuantFormat::fp8_e4m3>(t, err); });
     else if (f == QuantFormat::fp8_e5m2) codes([](double t, double err) { return settled_code<QuantFormat::fp8_e5m2>(t, err); });
-    else codes([](double t, double err) { return settled_code<QuantFormat::int8>(t, err); });
+    else {  // an integer format, its range from its row
+      const double lo = info(f).qmin, hi = qmax(f);
+      codes([lo, hi](double t, double err) { return settled_int_code(t, err, lo, hi); });
+    }
   }
 }
 

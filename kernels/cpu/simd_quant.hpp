@@ -12,7 +12,8 @@
 //   nearest, ties to even, once; min(·, max) saturates. The code is the rounded value's exponent|significand
 //   field shifted to mbits bits and rebiased, or, below 2^emin (the subnormal codes), the value over the least
 //   quantum. The sign from y's; a NaN quotient (y NaN, or ±Inf over an Inf scale) gives 0x7f with it;
-//   int8: clamped to [−128, 127], rounded by the 1.5·2^23 addition, converted exactly; NaN gives 0.
+//   int8 (an integer format): clamped to [−128, 127] (its row's range), rounded by the 1.5·2^23 addition, converted
+//   exactly; NaN gives 0.
 // Scales as quantize_row (group_scale, in the generic TU: ISA code calls it, ctest isa_objects_share_no_code);
 // amax is a max, exact in any order. A group's last G mod lanes elements take encode, the same bits.
 // Included in simd_body.hpp, inside the anonymous namespace of the TU that includes it, after quant_epilogue.hpp
@@ -58,17 +59,18 @@ typename V::I fp8_codes(typename V::F y, typename V::F s32, typename V::D sd, ty
   return V::or_i(code, V::and_i(V::template srli_i<24>(V::bits_i(y)), V::set1_i(0x80)));
 }
 
+// An integer format's codes (int8: [lo, hi] = [−128, 127]; the range is the format's row, lnorm/quant.hpp).
 template <class V>
-typename V::I int8_codes(typename V::F y, typename V::F s32, typename V::D sd, typename V::M nan) {
+typename V::I int_codes(typename V::F y, typename V::F s32, typename V::D sd, typename V::M nan, float lo, float hi) {
   using F = typename V::F;
   using D = typename V::D;
   // Clamped, then rounded by the 1.5·2^23 addition (f32: |t| ≤ 128 < 2^22); a quotient at k + 1/2 in f32 may be
   // the rounding of one on either side: the f64 quotient decides (1.5·2^52).
-  const F t = V::min(V::max(V::div(y, s32), V::set1(-128.0f)), V::set1(127.0f));
+  const F t = V::min(V::max(V::div(y, s32), V::set1(lo)), V::set1(hi));
   F r = V::sub(V::add(t, V::set1(0x1.8p23f)), V::set1(0x1.8p23f));
   if (V::cmp_eq(V::abs(V::sub(t, r)), V::set1(0.5f))) {
     const auto rounded = [&](D y_half) LNORM_ALWAYS_INLINE {
-      const D t64 = V::min_pd(V::max_pd(V::div_pd(y_half, sd), V::set1_pd(-128.0)), V::set1_pd(127.0));
+      const D t64 = V::min_pd(V::max_pd(V::div_pd(y_half, sd), V::set1_pd(lo)), V::set1_pd(hi));
       return V::sub_pd(V::add_pd(t64, V::set1_pd(0x1.8p52)), V::set1_pd(0x1.8p52));
     };
     r = V::join_ps(rounded(V::lo_pd(y)), rounded(V::hi_pd(y)));
@@ -103,7 +105,11 @@ void encode_span(QuantFormat f, float s, const float* y, std::int64_t n, std::ui
   using M = typename V::M;
   if (f == QuantFormat::fp8_e4m3) each([](F v, F s1, D s2, M m) LNORM_ALWAYS_INLINE { return fp8_codes<V, 3>(v, s1, s2, m); });
   else if (f == QuantFormat::fp8_e5m2) each([](F v, F s1, D s2, M m) LNORM_ALWAYS_INLINE { return fp8_codes<V, 2>(v, s1, s2, m); });
-  else each([](F v, F s1, D s2, M m) LNORM_ALWAYS_INLINE { return int8_codes<V>(v, s1, s2, m); });
+  else {  // an integer format, its range from its row
+    float lo = 0, hi = 0;
+    ::lnorm::cpu::int_range(f, lo, hi);
+    each([lo, hi](F v, F s1, D s2, M m) LNORM_ALWAYS_INLINE { return int_codes<V>(v, s1, s2, m, lo, hi); });
+  }
   for (; i < n; ++i) q[i] = ::lnorm::cpu::encode_quotient(f, y[i], s);
 }
 

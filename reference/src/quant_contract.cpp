@@ -178,7 +178,7 @@ ConsistencySummary measure_consistency(const QuantSpec& spec, ConsistencyRule ru
       const std::int64_t at = r * cols + g * G + i;
       const std::uint8_t want = rule_code(spec, rule, yg[i], s);
       ++out.codes;
-      const bool int8_nan = f == QuantFormat::int8 && (std::isnan(yg[i]) || std::isnan(s));  // not gated: int8 has no NaN
+      const bool int8_nan = !is_fp8(f) && (std::isnan(yg[i]) || std::isnan(s));  // not gated: an integer format has no NaN
       if (!int8_nan && !same_code(f, q[at], want)) {
         ++out.codes_differ;
         note({false, (first_row + r) * cols + g * G + i, yg[i], decode(f, q[at]), decode(f, want), q[at], want});

@@ -89,7 +89,7 @@ QuantRecipeSummary measure_quantized_recipe(const QuantSpec& spec, const double*
         } else if (std::isnan(got) || std::isinf(got)) {  // NaN, or E5M2's Inf, for a finite t: never the recipe's
           d = INFINITY;
         } else {
-          const double target = std::fmax(std::fmin(static_cast<double>(t), top), f == QuantFormat::int8 ? -128.0 : -top);
+          const double target = std::fmax(std::fmin(static_cast<double>(t), top), info(f).qmin);
           d = std::fabs(got - target) / quantum_at(f, target);
         }
         out.matching += q[i] == want || (d == 0 && ordinal_of_code(f, q[i]) == 0);

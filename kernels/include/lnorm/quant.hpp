@@ -48,15 +48,17 @@ struct FormatInfo {
   int bits;                      // per code
   int mbits, bias;               // a floating-point format's significand bits and exponent bias (int8: 0, 0)
   double qmax;                   // the largest finite magnitude (what saturation gives)
+  double qmin;                   // the most negative value (an integer format's -(qmax + 1); -qmax otherwise)
   int emax_elem;                 // OCP MX v1.0's emax_elem: the exponent of the largest power of two (-1: no mx)
   std::string_view npy_descr;    // q.npy's descr
   std::string_view numpy_dtype;  // Python's q
   int abi;                       // lnorm/plugin.h's lnorm_quant_format
 };
 inline constexpr FormatInfo kFormatTable[] = {
-    {QuantFormat::fp8_e4m3, "fp8_e4m3", 8, 3, 7, 448.0, 8, "|u1", "uint8", LNORM_FP8_E4M3},
-    {QuantFormat::fp8_e5m2, "fp8_e5m2", 8, 2, 15, 57344.0, 15, "|u1", "uint8", LNORM_FP8_E5M2},
-    {QuantFormat::int8, "int8", 8, 0, 0, 127.0, -1, "|i1", "int8", LNORM_INT8},
+    {QuantFormat::fp8_e4m3, "fp8_e4m3", 8, 3, 7, 448.0, -448.0, 8, "|u1", "uint8", LNORM_FP8_E4M3},
+    {QuantFormat::fp8_e5m2, "fp8_e5m2", 8, 2, 15, 57344.0, -57344.0, 15, "|u1", "uint8", LNORM_FP8_E5M2},
+    // Integer formats: two's complement codes in [qmin, qmax], one a byte (mbits 0 marks them).
+    {QuantFormat::int8, "int8", 8, 0, 0, 127.0, -128.0, -1, "|i1", "int8", LNORM_INT8},
 };
 
 struct ScalingInfo {
