@@ -324,8 +324,9 @@ std::string check_quantized(const CheckContext& ctx, const Case& c) {
     }
   }
   if (checked == 0) return "harness: the kernel declines every format and scaling, e.g. " + declined;
-  // And one more decision-dense case, its format × scaling picked by the case's seed among all eleven, so that every
-  // one (mx's exponent rule above all, which the draws above reach in one case of six) is decided many times a run.
+  // And one more decision-dense case, its format × scaling picked by the case's seed among every_spec() (every
+  // combination of the part tables), so that each one (mx's exponent rule above all, which the draws above reach in
+  // one case of six) is decided many times a run.
   const std::vector<QuantSpec> all = every_spec();
   const QuantSpec& extra = all[c.spec.data_seed % all.size()];
   const DecisionCase dc = decision_case(c, extra, 2);
