@@ -13,7 +13,10 @@
 #include "lnorm/metrics.hpp"
 #include "lnorm/npy.hpp"
 #include "lnorm/reference.hpp"
+#include "crash_guard.hpp"
 #include "error_text.hpp"
+#include "lnorm/operand_streams.hpp"
+#include "output_files.hpp"
 
 namespace lnorm::cli {
 namespace {
@@ -59,6 +62,31 @@ struct Gated {
   double budget = 0;
 };
 
+// The backward's inputs as operands: x, dy and gamma in memory (every row at once: dgamma and dbeta sum them all).
+OperandStreams gradient_inputs(const Loaded& l) {
+  OperandStreams ops;
+  ops.point(Operand::x, l.x.data()).point(Operand::dy, l.dy.data());
+  if (!l.in.gamma_data.empty()) ops.point(Operand::gamma, l.in.gamma_data.data());
+  return ops;
+}
+
+// The gradients asked for, as files: dx in x's shape, dgamma and dbeta in the normalized dims'.
+OutputFiles gradient_files(const Loaded& l, const Problem& p, const BackwardFlags& bf) {
+  OutputFiles files(p, {l.in.shape, l.in.stats_shape(), l.param_shape, {}});
+  files.open(Operand::dx, bf.dx);
+  files.open(Operand::dgamma, bf.dgamma);
+  files.open(Operand::dbeta, bf.dbeta);
+  return files;
+}
+
+// An output kept in memory (the saved statistics the backward reads).
+OperandStreams::Writer append_to(std::vector<std::byte>& into) {
+  return [&into](const void* data, std::size_t bytes) {
+    const auto* b = static_cast<const std::byte*>(data);
+    into.insert(into.end(), b, b + bytes);
+  };
+}
+
 }  // namespace
 
 void add_backward_flags(CLI::App& cmd, BackwardFlags& f, bool check) {
@@ -100,25 +128,20 @@ int run_backward_reference(const ProblemFlags& pf, const BackwardFlags& bf) {
   check_param_gradients(pf, bf);
   check_outputs({{bf.dx, "--dx"}, {bf.dgamma, "--dgamma"}, {bf.dbeta, "--dbeta"}}, {pf.x, pf.gamma, pf.beta, bf.dy});
   Loaded l = load(pf, bf);
-  const Problem& p = l.in.problem;
-  std::vector<std::byte> dx(bf.dx.empty() ? 0 : l.x.size());
-  const std::size_t pbytes = static_cast<std::size_t>(p.cols) * size_of(p.param_dtype);
-  std::vector<std::byte> dg(bf.dgamma.empty() ? 0 : pbytes), db(bf.dbeta.empty() ? 0 : pbytes);
+  const Problem p = with_op(l.in.problem, Op{.norm = l.in.problem.op.norm, .direction = Direction::bwd});
+  OutputFiles files = gradient_files(l, p, bf);
+  const RemoveOnCrash remove_on_crash(files.temp_paths());
+  OperandStreams ops = gradient_inputs(l);
+  ops.unread(Operand::saved_mean).unread(Operand::saved_rstd);  // the exact gradients need no saved statistics
+  files.connect(ops);
   BackwardReference ref;
-  reference_backward(p, l.x.data(), l.in.gamma_data.empty() ? nullptr : l.in.gamma_data.data(), l.dy.data(),
-                     dx.empty() ? nullptr : dx.data(), dg.empty() ? nullptr : dg.data(), db.empty() ? nullptr : db.data(), &ref);
-  const std::string pdescr = descr_of(p.param_dtype);
-  if (!bf.dx.empty()) {
-    io::NpyWriter w(bf.dx, l.in.x.header().descr, l.in.shape);
-    w.write(dx.data(), dx.size());
-    w.commit();
-  }
-  for (const auto& [path, data] : {std::pair{&bf.dgamma, &dg}, std::pair{&bf.dbeta, &db}}) {
-    if (path->empty()) continue;
-    io::NpyWriter w(*path, pdescr, l.param_shape);
-    w.write(data->data(), data->size());
-    w.commit();
-  }
+  // Only the gradients asked for: the exact dgamma and dbeta cost more than dx.
+  const auto asked = [&](Operand o, void* slot) { return files.has(o) ? slot : nullptr; };
+  ops.run(p, p.rows, {}, [&](const Problem& part, const Tensors& t) {
+    reference_backward(part, t.x, t.gamma, t.dy, asked(Operand::dx, t.dx), asked(Operand::dgamma, t.dgamma),
+                       asked(Operand::dbeta, t.dbeta), &ref);
+  });
+  files.commit();
   if (ref.dgamma_undecided > 0)
     std::fprintf(stderr, "lnorm: %lld dgamma columns could not be decided exactly (rounded from 6144 bits; docs/DESIGN.md \"Backward\")\n",
                  static_cast<long long>(ref.dgamma_undecided));
@@ -131,40 +154,23 @@ int run_backward_kernel(const ProblemFlags& pf, const BackwardFlags& bf, const K
   check_param_gradients(pf, bf);
   check_outputs({{bf.dx, "--dx"}, {bf.dgamma, "--dgamma"}, {bf.dbeta, "--dbeta"}}, {pf.x, pf.gamma, pf.beta, bf.dy});
   Loaded l = load(pf, bf);
-  const Problem fwd = l.in.problem;
-  const Problem p = with_op(fwd, Op{.norm = fwd.op.norm, .direction = Direction::bwd});
+  const Problem p = with_op(l.in.problem, Op{.norm = l.in.problem.op.norm, .direction = Direction::bwd});
   if (const auto why = unavailable_reason(kernel, p))
     throw InputError("--kernel " + std::string(kernel.name) + ": cannot run the backward here: " + *why);
   // The forward's saved statistics, as a framework saves them: the exact mean and rstd rounded once.
-  const std::size_t ss = size_of(stats_dtype(p.dtype));
-  std::vector<std::byte> y(l.x.size()), mean(static_cast<std::size_t>(p.rows) * ss), rstd(mean.size());
-  const void* gamma = l.in.gamma_data.empty() ? nullptr : l.in.gamma_data.data();
-  reference(fwd, Tensors{l.x.data(), gamma, nullptr, y.data(), p.op.norm == Norm::layernorm ? mean.data() : nullptr, rstd.data()});
-  std::vector<std::byte> dx(l.x.size());
-  const std::size_t pbytes = static_cast<std::size_t>(p.cols) * size_of(p.param_dtype);
-  std::vector<std::byte> dg(p.has_gamma ? pbytes : 0), db(p.has_beta ? pbytes : 0);
-  Tensors t;
-  t.x = l.x.data();
-  t.gamma = gamma;
-  t.dy = l.dy.data();
-  t.saved_mean = p.op.norm == Norm::layernorm ? mean.data() : nullptr;
-  t.saved_rstd = rstd.data();
-  t.dx = dx.data();
-  t.dgamma = dg.empty() ? nullptr : dg.data();
-  t.dbeta = db.empty() ? nullptr : db.data();
-  kernel.run(p, t);
-  if (!bf.dx.empty()) {
-    io::NpyWriter w(bf.dx, l.in.x.header().descr, l.in.shape);
-    w.write(dx.data(), dx.size());
-    w.commit();
-  }
-  const std::string pdescr = descr_of(p.param_dtype);
-  for (const auto& [path, data] : {std::pair{&bf.dgamma, &dg}, std::pair{&bf.dbeta, &db}}) {
-    if (path->empty()) continue;
-    io::NpyWriter w(*path, pdescr, l.param_shape);
-    w.write(data->data(), data->size());
-    w.commit();
-  }
+  Problem fwd = l.in.problem;
+  fwd.has_beta = false;  // the statistics do not read beta (nor does the backward)
+  std::vector<std::byte> mean, rstd;
+  OperandStreams forward = gradient_inputs(l);
+  forward.write(Operand::mean, append_to(mean)).write(Operand::rstd, append_to(rstd));
+  forward.run(fwd, fwd.rows, {}, [](const Problem& part, const Tensors& t) { reference(part, t); });
+  OutputFiles files = gradient_files(l, p, bf);
+  const RemoveOnCrash remove_on_crash(files.temp_paths());  // a plugin that crashes leaves no temporaries
+  OperandStreams ops = gradient_inputs(l);
+  ops.point(Operand::saved_mean, mean.data()).point(Operand::saved_rstd, rstd.data());
+  files.connect(ops);
+  ops.run(p, p.rows, {}, [&](const Problem& part, const Tensors& t) { kernel.run(part, t); });
+  files.commit();
   return 0;
 }
 

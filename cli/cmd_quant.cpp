@@ -9,7 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "crash_guard.hpp"
 #include "error_text.hpp"
+#include "output_files.hpp"
 #include "lnorm/check.hpp"
 #include "lnorm/format.hpp"
 #include "lnorm/npy.hpp"
@@ -101,87 +103,58 @@ int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const 
   check_stat_flags(op_flag(problem.op), side.mean);
   QuantSetup s = setup(problem, f);
   const Problem& p = s.in.problem;
-  Problem kp;  // the kernel's problem: the op with the quantized epilogue
+  const Problem qp = set_quant(p, s.spec);  // the op with the quantized epilogue
   const bool stats = !side.mean.empty() || !side.rstd.empty();
   if (kernel) {
-    kp = set_quant(p, s.spec);
-    if (const auto why = unavailable_reason(*kernel, kp))
+    if (const auto why = unavailable_reason(*kernel, qp))
       throw InputError("--kernel " + std::string(kernel->name) + ": cannot run here: " + *why);
     if (stats)
       if (const auto why = unavailable_reason(*kernel, p))
         throw InputError("--mean/--rstd with --quant: the kernel's statistics come from its run of " + std::string(name(p.op)) +
                          " with y, which it cannot do here: " + *why);
   }
-  io::NpyWriter q(f.q, q_descr(s.spec), s.in.shape);
-  std::optional<io::NpyWriter> scales, y;
-  if (!f.scales.empty()) scales.emplace(f.scales, scales_descr(s.spec), s.scales_shape);
+  // The quantized op's operands (q, its scales, h) and the y op's (mean, rstd, and h for the reference), from the
+  // operand table; the reference's exact y beside q is no operand of the quantized op, so it has its own file.
+  OutputFiles files(qp, {s.in.shape, s.in.stats_shape(), {}, s.scales_shape});
+  files.open(Operand::q, f.q);
+  files.open(Operand::scales, f.scales);
+  files.open(Operand::h, side.h);
+  files.open(Operand::mean, side.mean);
+  files.open(Operand::rstd, side.rstd);
+  std::optional<io::NpyWriter> y;
   if (!y_path.empty()) y.emplace(y_path, s.in.x.header().descr, s.in.shape);
-  std::optional<io::NpyWriter> h_out, mean_out, rstd_out;
-  const std::string stats_descr = descr_of(stats_dtype(p.dtype));
-  if (!side.h.empty()) h_out.emplace(side.h, s.in.residual->header().descr, s.in.shape);
-  if (!side.mean.empty()) mean_out.emplace(side.mean, stats_descr, s.in.stats_shape());
-  if (!side.rstd.empty()) rstd_out.emplace(side.rstd, stats_descr, s.in.stats_shape());
-  const std::size_t ss = size_of(stats_dtype(p.dtype));
-  std::vector<std::byte> mbuf, rbuf, scratch_y;
-  const std::size_t es = size_of(p.dtype);
-  const std::int64_t per_row = s.spec.scales_per_row(p.cols);
-  const std::int64_t chunk = rows_per_chunk(p.cols, es);
-  std::vector<std::byte> xbuf, resbuf, ybuf, sbuf, hbuf;
-  std::vector<std::uint8_t> qbuf;
-  for (std::int64_t r0 = 0; r0 < p.rows; r0 += chunk) {
-    const std::int64_t nr = std::min(chunk, p.rows - r0);
-    read_chunk(s, r0, nr, xbuf, resbuf);
-    qbuf.resize(static_cast<std::size_t>(nr * p.cols));
-    sbuf.resize(static_cast<std::size_t>(nr * per_row) * scale_size(s.spec));
-    ybuf.resize(y ? xbuf.size() : 0);
-    const void* gamma = s.in.gamma_data.empty() ? nullptr : s.in.gamma_data.data();
-    const void* beta = s.in.beta_data.empty() ? nullptr : s.in.beta_data.data();
-    if (s.in.residual) hbuf.resize(resbuf.size());
+  std::vector<std::string> temps = files.temp_paths();
+  if (y) temps.push_back(y->temp_path());
+  const RemoveOnCrash remove_on_crash(temps);  // a plugin that crashes leaves no temporaries (crash_guard.hpp)
+  const std::int64_t chunk = rows_per_chunk(p.cols, size_of(p.dtype));
+  // q and the scales (and, with a kernel, the h of its quantized run).
+  OperandStreams quantized;
+  read_problem_inputs(quantized, s.in);
+  files.connect(quantized, kernel ? OperandSet{Operand::q, Operand::scales, Operand::h} : OperandSet{Operand::q, Operand::scales});
+  std::vector<std::byte> ybuf;
+  quantized.run(qp, chunk, {}, [&](const Problem& part, const Tensors& t) {
     if (kernel) {
-      Problem part = kp;
-      part.rows = nr;
-      Tensors t{xbuf.data(), gamma, beta};
-      if (s.in.residual) {
-        t.residual = resbuf.data();
-        t.h = hbuf.data();
-      }
-      t.q = qbuf.data();
-      t.scales = per_row ? sbuf.data() : nullptr;
       kernel->run(part, t);
-    } else {
-      quantize_reference(p, s.spec, xbuf.data(), s.in.residual ? resbuf.data() : nullptr, gamma, beta, nr, p.threads,
-                         qbuf.data(), per_row ? sbuf.data() : nullptr, y ? ybuf.data() : nullptr);
+      return;
     }
-    // h and the statistics: the op with y (the exact answer rounded once, or the kernel's own run of it), into scratch
-    // y; with a kernel, h is the quantized run's own (above).
-    if (stats || (h_out && !kernel)) {
-      Problem part = p;
-      part.rows = nr;
-      mbuf.resize(static_cast<std::size_t>(nr) * ss);
-      rbuf.resize(mbuf.size());
-      scratch_y.resize(xbuf.size());
-      std::vector<std::byte> h_again(kernel ? hbuf.size() : 0);
-      Tensors t{xbuf.data(), gamma, beta, scratch_y.data(), p.op.norm == Norm::layernorm ? mbuf.data() : nullptr, rbuf.data()};
-      if (s.in.residual) {
-        t.residual = resbuf.data();
-        t.h = kernel ? h_again.data() : hbuf.data();
-      }
+    ybuf.resize(y ? static_cast<std::size_t>(part.rows * p.cols) * size_of(p.dtype) : 0);
+    quantize_reference(p, s.spec, t.x, t.residual, t.gamma, t.beta, part.rows, p.threads, static_cast<std::uint8_t*>(t.q), t.scales,
+                       y ? ybuf.data() : nullptr);
+    if (y) y->write(ybuf.data(), ybuf.size());
+  });
+  // h and the statistics: the op with y (the exact answer rounded once, or the kernel's own run of it); with a
+  // kernel, h is the quantized run's own (above).
+  if (stats || (files.has(Operand::h) && !kernel)) {
+    OperandStreams with_y;
+    read_problem_inputs(with_y, s.in);
+    files.connect(with_y, kernel ? OperandSet{Operand::mean, Operand::rstd} : OperandSet{Operand::mean, Operand::rstd, Operand::h});
+    with_y.run(p, chunk, {Operand::mean, Operand::rstd}, [&](const Problem& part, const Tensors& t) {
       if (kernel) kernel->run(part, t);
       else reference(part, t);
-    }
-    if (h_out) h_out->write(hbuf.data(), hbuf.size());
-    if (mean_out) mean_out->write(mbuf.data(), mbuf.size());
-    if (rstd_out) rstd_out->write(rbuf.data(), rbuf.size());
-    q.write(qbuf.data(), qbuf.size());
-    if (scales) scales->write(sbuf.data(), sbuf.size());
-    if (y) y->write(ybuf.data(), ybuf.size());
+    });
   }
-  q.commit();
-  if (scales) scales->commit();
+  files.commit();
   if (y) y->commit();
-  if (h_out) h_out->commit();
-  if (mean_out) mean_out->commit();
-  if (rstd_out) rstd_out->commit();
   return 0;
 }
 

@@ -10,7 +10,9 @@
 #include "cmd_quant.hpp"
 #include "commands.hpp"
 #include "crash_guard.hpp"
+#include "output_files.hpp"
 #include "plugins.hpp"
+#include "lnorm/operand_streams.hpp"
 #include "lnorm/reference.hpp"
 #include "problem_flags.hpp"
 
@@ -42,62 +44,27 @@ int run_problem(const RunFlags& f, const KernelInfo* kernel) {
   if (!f.h.empty() && f.problem.residual.empty()) throw InputError("--h: needs --residual (h = x + residual)");
   ProblemInputs in = load_problem(f.problem);
   const Problem& p = in.problem;
-  const bool fused = p.op.prologue == Prologue::residual_add;
-  const std::size_t hs = size_of(p.residual_dtype);
   if (kernel) {
     if (const auto why = unavailable_reason(*kernel, p))
       throw InputError("--kernel " + f.kernel + ": cannot run here: " + *why);
   }
-  const std::size_t es = size_of(p.dtype), ss = size_of(stats_dtype(p.dtype));
-  const std::string stats_descr = descr_of(stats_dtype(p.dtype));
-  io::NpyWriter y(f.y, in.x.header().descr, in.shape);
-  std::optional<io::NpyWriter> mean, rstd;
-  if (!f.mean.empty()) mean.emplace(f.mean, stats_descr, in.stats_shape());
-  if (!f.rstd.empty()) rstd.emplace(f.rstd, stats_descr, in.stats_shape());
-  std::optional<io::NpyWriter> h;
-  if (!f.h.empty()) h.emplace(f.h, in.residual->header().descr, in.shape);
-
+  OutputFiles files(p, {in.shape, in.stats_shape(), {}, {}});
+  files.open(Operand::y, f.y);
+  files.open(Operand::mean, f.mean);
+  files.open(Operand::rstd, f.rstd);
+  files.open(Operand::h, f.h);
   // A plugin kernel that crashes must not leave the temporary outputs behind (crash_guard.hpp).
-  std::vector<std::string> temps{y.temp_path()};
-  if (mean) temps.push_back(mean->temp_path());
-  if (rstd) temps.push_back(rstd->temp_path());
-  if (h) temps.push_back(h->temp_path());
-  const RemoveOnCrash remove_on_crash(temps);
-  const std::int64_t chunk = rows_per_chunk(p.cols, es);
-  std::vector<std::byte> xbuf, ybuf, mbuf, rbuf, resbuf, hbuf;
-  for (std::int64_t r0 = 0; r0 < p.rows; r0 += chunk) {
-    const std::int64_t nr = std::min(chunk, p.rows - r0);
-    xbuf.resize(static_cast<std::size_t>(nr * p.cols) * es);
-    ybuf.resize(xbuf.size());
-    mbuf.resize(static_cast<std::size_t>(nr) * ss);
-    rbuf.resize(mbuf.size());
-    in.x.read(r0 * p.cols, nr * p.cols, xbuf.data());
-    if (fused) {
-      resbuf.resize(static_cast<std::size_t>(nr * p.cols) * hs);
-      hbuf.resize(resbuf.size());
-      in.residual->read(r0 * p.cols, nr * p.cols, resbuf.data());
-    }
-    Problem part = p;
-    part.rows = nr;
-    // The mean only for an op that has one (rmsnorm's kernels get a null mean, and must not write one).
-    Tensors t{xbuf.data(), in.gamma_data.empty() ? nullptr : in.gamma_data.data(),
-              in.beta_data.empty() ? nullptr : in.beta_data.data(), ybuf.data(),
-              p.op.norm == Norm::layernorm ? mbuf.data() : nullptr, rbuf.data()};
-    if (fused) {
-      t.residual = resbuf.data();
-      t.h = hbuf.data();
-    }
+  const RemoveOnCrash remove_on_crash(files.temp_paths());
+  // Every operand from the table (lnorm/operand_streams.hpp): the kernel gets rstd (and LayerNorm's mean) whether or
+  // not a file takes them; rmsnorm's kernels get a null mean.
+  OperandStreams ops;
+  read_problem_inputs(ops, in);
+  files.connect(ops);
+  ops.run(p, rows_per_chunk(p.cols, size_of(p.dtype)), {Operand::mean, Operand::rstd}, [&](const Problem& part, const Tensors& t) {
     if (kernel) kernel->run(part, t);
     else reference(part, t);
-    y.write(ybuf.data(), ybuf.size());
-    if (h) h->write(hbuf.data(), hbuf.size());
-    if (mean) mean->write(mbuf.data(), mbuf.size());
-    if (rstd) rstd->write(rbuf.data(), rbuf.size());
-  }
-  y.commit();
-  if (mean) mean->commit();
-  if (rstd) rstd->commit();
-  if (h) h->commit();
+  });
+  files.commit();
   return 0;
 }
 

@@ -147,6 +147,14 @@ std::vector<std::int64_t> ProblemInputs::stats_shape() const {
   return s;
 }
 
+void read_problem_inputs(OperandStreams& ops, ProblemInputs& in) {
+  ops.read(Operand::x, [&in](std::int64_t first, std::int64_t count, void* dst) { in.x.read(first, count, dst); });
+  if (in.residual)
+    ops.read(Operand::residual, [&in](std::int64_t first, std::int64_t count, void* dst) { in.residual->read(first, count, dst); });
+  if (!in.gamma_data.empty()) ops.point(Operand::gamma, in.gamma_data.data());
+  if (!in.beta_data.empty()) ops.point(Operand::beta, in.beta_data.data());
+}
+
 ProblemInputs load_problem(const ProblemFlags& f) {
   if (f.x.empty()) throw InputError("--x is required");
   if (!std::isfinite(f.eps) || f.eps < 0) {

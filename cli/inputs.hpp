@@ -11,6 +11,7 @@
 
 #include "lnorm/npy.hpp"
 #include "lnorm/kernel.hpp"
+#include "lnorm/operand_streams.hpp"
 #include "lnorm/problem.hpp"
 
 namespace lnorm::cli {
@@ -67,6 +68,8 @@ struct ProblemInputs {
 };
 
 ProblemInputs load_problem(const ProblemFlags& flags);
+// The loaded inputs as the run's operands: x and the residual read by rows from their files, gamma and beta in memory.
+void read_problem_inputs(OperandStreams& ops, ProblemInputs& in);
 
 // An output file the command will write, with the flag that named it.
 struct OutputPath {

@@ -38,17 +38,23 @@ std::int64_t element_count(const OperandInfo& o, const Problem& p) {
   return 0;
 }
 
-std::size_t element_size(const OperandInfo& o, const Problem& p) {
+std::optional<DType> element_dtype(const OperandInfo& o, const Problem& p) {
   switch (o.storage) {
-    case Storage::x: return size_of(p.dtype);
-    case Storage::params: return size_of(p.param_dtype);
-    case Storage::residual: return size_of(p.residual_dtype);
-    case Storage::stats: return size_of(stats_dtype(p.dtype));
-    case Storage::q_code: return static_cast<std::size_t>(p.quant.format_info().bits) / 8;
-    case Storage::scale: return p.quant.storage().bytes;
-    case Storage::f32: return 4;
+    case Storage::x: return p.dtype;
+    case Storage::params: return p.param_dtype;
+    case Storage::residual: return p.residual_dtype;
+    case Storage::stats: return stats_dtype(p.dtype);
+    case Storage::f32: return DType::f32;
+    case Storage::q_code:
+    case Storage::scale: return std::nullopt;
   }
-  return 0;
+  return std::nullopt;
+}
+
+std::size_t element_size(const OperandInfo& o, const Problem& p) {
+  if (const auto d = element_dtype(o, p)) return size_of(*d);
+  if (o.storage == Storage::q_code) return static_cast<std::size_t>(p.quant.format_info().bits) / 8;
+  return p.quant.storage().bytes;
 }
 
 std::int64_t byte_count(const OperandInfo& o, const Problem& p) {
@@ -57,16 +63,9 @@ std::int64_t byte_count(const OperandInfo& o, const Problem& p) {
 }
 
 std::string_view npy_descr(const OperandInfo& o, const Problem& p) {
-  switch (o.storage) {
-    case Storage::x: return npy_descr(p.dtype);
-    case Storage::params: return npy_descr(p.param_dtype);
-    case Storage::residual: return npy_descr(p.residual_dtype);
-    case Storage::stats: return npy_descr(stats_dtype(p.dtype));
-    case Storage::q_code: return p.quant.format_info().npy_descr;
-    case Storage::scale: return p.quant.storage().npy_descr;
-    case Storage::f32: return npy_descr(DType::f32);
-  }
-  return "?";
+  if (const auto d = element_dtype(o, p)) return npy_descr(*d);
+  if (o.storage == Storage::q_code) return p.quant.format_info().npy_descr;
+  return p.quant.storage().npy_descr;
 }
 
 void set_slot(Tensors& t, const OperandInfo& o, void* data) {

@@ -190,7 +190,7 @@ TEST_CASE("row classes: offset rows reach the asked kappa, tiny rows have var <<
 TEST_CASE("harness: a write before y, a y element never written, are reported", "[harness]") {
   const Case c = one_row_case(17);
   CHECK_THAT(run_guarded(kWritesBefore, c).violation, Catch::Matchers::Contains("wrote outside y"));
-  CHECK_THAT(run_guarded(kSkipsLast, c).violation, Catch::Matchers::Contains("never wrote y element 50"));
+  CHECK_THAT(run_guarded(kSkipsLast, c).violation, Catch::Matchers::Contains("never wrote y at element 50"));
   CHECK(run_guarded(*find_kernel("welford"), c).violation.empty());
 }
 
@@ -207,17 +207,17 @@ TEST_CASE("harness: a kernel that changes an input is reported, naming the eleme
     g_altered_at = at;
     return run_guarded(kChangesInput, on).violation;
   };
-  CHECK_THAT(violation(&Tensors::x, 40, c), Catch::Matchers::Equals("harness: modified x at element 40"));
-  CHECK_THAT(violation(&Tensors::gamma, 3, c), Catch::Matchers::Equals("harness: modified gamma or beta at column 3"));
-  CHECK_THAT(violation(&Tensors::beta, 16, c), Catch::Matchers::Equals("harness: modified gamma or beta at column 16"));
+  CHECK_THAT(violation(&Tensors::x, 40, c), Catch::Matchers::Equals("harness: modified x at element 40 (row 2)"));
+  CHECK_THAT(violation(&Tensors::gamma, 3, c), Catch::Matchers::Equals("harness: modified gamma at column 3"));
+  CHECK_THAT(violation(&Tensors::beta, 16, c), Catch::Matchers::Equals("harness: modified beta at column 16"));
   Case beta_only = c;
   beta_only.gamma.clear();
   beta_only.spec.gamma = Affine::absent;
   CHECK_THAT(violation(&Tensors::beta, 0, beta_only), Catch::Matchers::Equals("harness: modified beta at column 0"));
   Case fused = c;
   fused.spec.op = Op::add_layernorm;
-  CHECK_THAT(violation(&Tensors::residual, 50, fused), Catch::Matchers::Equals("harness: modified the residual at element 50"));
-  CHECK_THAT(violation(&Tensors::x, 0, fused), Catch::Matchers::Equals("harness: modified x at element 0"));
+  CHECK_THAT(violation(&Tensors::residual, 50, fused), Catch::Matchers::Equals("harness: modified residual at element 50 (row 2)"));
+  CHECK_THAT(violation(&Tensors::x, 0, fused), Catch::Matchers::Equals("harness: modified x at element 0 (row 0)"));
   // h one step off, where the harness split each value (h is c.x) and where the residual is given.
   CHECK_THAT(run_guarded(kHOneOff, fused).violation, Catch::Matchers::StartsWith("h: element 8 (row 0)"));
   Case given = fused;
@@ -234,12 +234,46 @@ TEST_CASE("harness: a kernel that changes an input is reported, naming the eleme
     g_altered_at = at;
     return run_guarded_backward(kChangesInputBwd, bwd).violation;
   };
-  CHECK_THAT(bwd_violation(&Tensors::x, 7), Catch::Matchers::Equals("harness: modified x or dy at element 7"));
-  CHECK_THAT(bwd_violation(&Tensors::dy, 50), Catch::Matchers::Equals("harness: modified x or dy at element 50"));
+  CHECK_THAT(bwd_violation(&Tensors::x, 7), Catch::Matchers::Equals("harness: modified x at element 7 (row 0)"));
+  CHECK_THAT(bwd_violation(&Tensors::dy, 50), Catch::Matchers::Equals("harness: modified dy at element 50 (row 2)"));
   CHECK_THAT(bwd_violation(&Tensors::gamma, 2), Catch::Matchers::Equals("harness: modified gamma at column 2"));
-  CHECK_THAT(bwd_violation(&Tensors::saved_rstd, 1), Catch::Matchers::Equals("harness: modified the saved statistics of row 1"));
-  CHECK_THAT(bwd_violation(&Tensors::saved_mean, 2), Catch::Matchers::Equals("harness: modified the saved statistics of row 2"));
+  CHECK_THAT(bwd_violation(&Tensors::saved_rstd, 1), Catch::Matchers::Equals("harness: modified saved_rstd at row 1"));
+  CHECK_THAT(bwd_violation(&Tensors::saved_mean, 2), Catch::Matchers::Equals("harness: modified saved_mean at row 2"));
   g_altered = nullptr;
+}
+
+// The quantized epilogue's run (run_quantized) hands the kernel its operands as run_guarded does (GuardedOperands,
+// from the operand table): an input altered, or a write past the scales, only on the quantized path, is reported.
+void quant_then_alter(const Problem& p, const Tensors& t) {
+  find_kernel("welford")->run(p, t);
+  if (g_altered) alter_input(t);
+  else static_cast<float*>(t.scales)[p.rows * p.quant.scales_per_row(p.cols)] = 1.0f;  // one past the last scale
+}
+const KernelInfo kQuantAlters{"quant_alters", "test",
+                              {.dtypes = {DType::f32}, .forward_norms = {Norm::layernorm}, .epilogues = {Epilogue::y_as_x, Epilogue::quantized}},
+                              &quant_then_alter};
+
+TEST_CASE("harness: the quantized run guards every operand as the plain run does", "[harness]") {
+  CaseSpec s;
+  s.row_classes = {RowClass::normal};
+  s.shape = {3, 32};
+  s.axis = 1;
+  s.data_seed = 7;
+  s.gamma = s.beta = Affine::random;
+  const Case c = materialize(s);
+  const QuantSpec row = parse_quant_spec("fp8_e4m3", "row", std::nullopt);
+  g_altered = &Tensors::x;
+  g_altered_at = 33;
+  CHECK_THAT(run_quantized(kQuantAlters, c, row, 1).violation, Catch::Matchers::Equals("harness: " + describe(row) + ": modified x at element 33 (row 1)"));
+  g_altered = &Tensors::gamma;
+  g_altered_at = 5;
+  CHECK_THAT(run_quantized(kQuantAlters, c, row, 1).violation, Catch::Matchers::EndsWith(": modified gamma at column 5"));
+  g_altered = nullptr;
+  CHECK_THAT(run_quantized(kQuantAlters, c, row, 1).violation, Catch::Matchers::EndsWith(": wrote outside scales (guard region changed)"));
+  const QuantOutputs good = run_quantized(*find_kernel("welford"), c, row, 1);
+  CHECK(good.violation.empty());
+  CHECK(good.q.size() == 96);
+  CHECK(good.scales.size() == 3 * sizeof(float));
 }
 
 TEST_CASE("backward determinism: bits that change between runs or with the thread count are reported", "[harness]") {

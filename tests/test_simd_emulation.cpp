@@ -2,7 +2,8 @@
 // simd_backward_body.hpp compiled against the lane-by-lane emulation): the verify suite with the native twins'
 // budgets.toml sections (avx512_emu with avx512's, avx2_cr_emu with avx2_cr's, ...), and constant rows giving
 // beta bit for bit. The full suites are the hidden tests "[full]" (16 lanes) and "[avx2_full]" (8 lanes), run
-// by ctest avx512_emulation_verify_full and avx2_emulation_verify_full (label slow; scripts/test.sh runs them).
+// by ctest avx512_emulation_verify_full (label slow: scripts/test.sh runs it) and avx2_emulation_verify_full (label
+// nightly: scripts/test-nightly.sh).
 // LNORM_VERIFY_SEED=S and LNORM_VERIFY_OP=rmsnorm run it at another seed or for one op (by hand: the
 // seeds 1-5 runs of an op's budgets).
 #include <catch2/catch.hpp>
@@ -90,9 +91,9 @@ TEST_CASE("avx512_emu and avx512_cr_emu: the full verify suite (seed 1) holds wi
   run_suite(kWide, false, 1);
 }
 
-// Never skipped: every machine lnorm has met runs AVX2 natively, so this is where the 8-lane emulation's own
-// verdicts come from (the native avx2 kernels are verified by verify_full*, and avx2_native_equals_emulation_quick
-// shows the two compute the same bits).
+// Never skipped, but in the nightly tier (ctest avx2_emulation_verify_full, label nightly): every machine lnorm has
+// met runs AVX2 natively, so the per-change run has the native avx2 kernels' full verdicts (verify_full*) and
+// avx2_native_equals_emulation_quick showing the two compute the same bits; this is the 8-lane emulation's own.
 TEST_CASE("avx2_emu and avx2_cr_emu: the full verify suite (seed 1) holds with avx2's and avx2_cr's budgets",
           "[.avx2_full][avx2][emulation]") {
   run_suite(kNarrow, false, 1);

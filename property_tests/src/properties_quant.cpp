@@ -16,6 +16,7 @@
 #include <limits>
 #include <random>
 
+#include "lnorm/guarded_operands.hpp"
 #include "lnorm/quant_contract.hpp"
 #include "lnorm/quantize.hpp"
 #include "quant_decisions.hpp"
@@ -119,11 +120,6 @@ Budget f32_y_budget(const CheckContext& ctx, Op op) {
 QuantOutputs run_quantized(const KernelInfo& kernel, const Case& c, const QuantSpec& spec, int threads, int prefill,
                            bool hand_y) {
   QuantOutputs out;
-  const DType d = c.spec.dtype, pd = c.spec.params(), rd = c.spec.residual();
-  const bool fused = c.spec.op.prologue == Prologue::residual_add;
-  const int mis = c.spec.misalign;
-  const KernelInputs in = kernel_inputs(c);
-  const Buffer x(d, in.x, mis), res(rd, in.residual, mis), g(pd, c.gamma, mis), b(pd, c.beta, mis);
   Problem p;
   try {
     p = set_quant(c.problem(threads), spec);
@@ -135,22 +131,30 @@ QuantOutputs run_quantized(const KernelInfo& kernel, const Case& c, const QuantS
     out.violation = "harness: the kernel declines " + describe(spec) + ": " + *why;
     return out;
   }
-  const std::int64_t n = p.rows * p.cols, per_row = spec.scales_per_row(p.cols);
-  out.q.assign(static_cast<std::size_t>(n), static_cast<std::uint8_t>(prefill));
-  out.scales.assign(static_cast<std::size_t>(spec.scale_bytes(p.rows, p.cols)), std::byte{static_cast<unsigned char>(prefill)});
-  if (hand_y) {  // prefilled with the same byte as q, so that an element left unwritten differs between two prefills
-    std::uint32_t bits = static_cast<std::uint8_t>(prefill) * 0x01010101u;
-    float fill;
-    std::memcpy(&fill, &bits, 4);
-    out.handed_y.assign(static_cast<std::size_t>(n), fill);
+  const KernelInputs in = kernel_inputs(c);
+  // The operands as run_guarded hands them (guards, the inputs' bytes, h written), but mean and rstd: the quantized
+  // property reads q and the scales, and quant_y only where asked for.
+  OperandSet optional;
+  if (hand_y) optional.add(Operand::quant_y);
+  GuardedOperands ops(p,
+                      InputValues{}.set(Operand::x, in.x).set(Operand::residual, in.residual).set(Operand::gamma, c.gamma).set(Operand::beta, c.beta),
+                      c.spec.misalign, optional);
+  ops.prefill(static_cast<std::uint8_t>(prefill));  // q and the scales: an element left unwritten differs between two prefills
+  kernel.run(p, ops.tensors());
+  if (std::string v = ops.check(); !v.empty()) {
+    out.violation = "harness: " + describe(spec) + ": " + v.substr(std::string_view("harness: ").size());
+    return out;
   }
-  std::vector<std::byte> h(fused ? static_cast<std::size_t>(n) * size_of(rd) : 0);
-  Tensors t{x.data(), c.gamma.empty() ? nullptr : g.data(), c.beta.empty() ? nullptr : b.data()};
-  if (fused) t.residual = res.data(), t.h = h.data();
-  t.q = out.q.data();
-  t.scales = per_row ? out.scales.data() : nullptr;
-  t.quant_y = hand_y ? out.handed_y.data() : nullptr;
-  kernel.run(p, t);
+  const auto bytes_of = [&](Operand o) { return ops.find(o) ? ops.find(o)->snapshot() : std::vector<std::byte>{}; };
+  const std::vector<std::byte> q = bytes_of(Operand::q);
+  out.q.resize(q.size());
+  std::memcpy(out.q.data(), q.data(), q.size());
+  out.scales = bytes_of(Operand::scales);
+  if (hand_y) {
+    const std::vector<std::byte> y = bytes_of(Operand::quant_y);
+    out.handed_y.resize(y.size() / sizeof(float));
+    std::memcpy(out.handed_y.data(), y.data(), y.size());
+  }
   return out;
 }
 
@@ -213,7 +217,7 @@ std::string check_spec(const CheckContext& ctx, const Case& c, const Drawn& draw
                  static_cast<long long>(i), runs[0].q[static_cast<std::size_t>(i)], runs[1].q[static_cast<std::size_t>(i)]);
   if (runs[0].scales != runs[1].scales) return "harness: " + drawn.text + ": a scale unwritten or not deterministic";
   if (hand && std::memcmp(runs[0].handed_y.data(), runs[1].handed_y.data(), runs[0].handed_y.size() * sizeof(float)) != 0)
-    return "harness: " + drawn.text + ": an element of the handed y (Tensors::quant_y) unwritten or not deterministic";
+    return "harness: " + drawn.text + ": an element of the handed y (Tensors::quant_y) not deterministic";
   const QuantOutputs& r = runs[0];
   QuantBudget qb;
   qb.y_a = yb.a, qb.y_b = yb.b;

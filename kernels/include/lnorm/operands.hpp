@@ -8,6 +8,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -66,11 +68,29 @@ constexpr bool operand_rows_in_order() {
 }
 static_assert(operand_rows_in_order(), "kOperandTable is indexed by Operand");
 
+// A subset of the operand table, by Operand.
+class OperandSet {
+ public:
+  OperandSet() = default;
+  OperandSet(std::initializer_list<Operand> os) {
+    for (Operand o : os) add(o);
+  }
+  void add(Operand o) { bits_ |= 1u << static_cast<unsigned>(o); }
+  bool has(Operand o) const { return (bits_ >> static_cast<unsigned>(o)) & 1u; }
+
+ private:
+  std::uint32_t bits_ = 0;
+  static_assert(std::size(kOperandTable) <= 32);
+};
+
 // Whether a problem's op has the operand (from its parts: norm, prologue, epilogue, direction, and has_gamma/beta).
 bool present(const OperandInfo& o, const Problem& p);
 // Elements, bytes per element, bytes, and the .npy descr of the operand for a problem.
 std::int64_t element_count(const OperandInfo& o, const Problem& p);
 std::size_t element_size(const OperandInfo& o, const Problem& p);
+// The floating-point dtype an element is stored in; none for a quantized code or a scale (their bytes are the
+// format's and the scaling's: FormatInfo, ScaleStorage).
+std::optional<DType> element_dtype(const OperandInfo& o, const Problem& p);
 std::int64_t byte_count(const OperandInfo& o, const Problem& p);
 std::string_view npy_descr(const OperandInfo& o, const Problem& p);
 // Points the operand's slot in t at data (an input's const slot, an output's mutable one).

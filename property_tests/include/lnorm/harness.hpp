@@ -14,54 +14,11 @@
 
 #include "lnorm/backward.hpp"
 #include "lnorm/cases.hpp"
+#include "lnorm/guarded_operands.hpp"
 #include "lnorm/kernel.hpp"
 #include "lnorm/reference.hpp"
 
 namespace lnorm::verify {
-
-// Encoded values of one dtype, at a chosen offset from 64-byte alignment.
-class Buffer {
- public:
-  Buffer(DType d, std::size_t count, int misalign_elements);
-  Buffer(DType d, const std::vector<double>& values, int misalign_elements);
-  void* data() { return bytes_.data() + offset_; }
-  const void* data() const { return bytes_.data() + offset_; }
-  std::size_t count() const { return count_; }
-  // Inline, with the element size a constant in each branch: as an out-of-line memcpy of size_of(dtype)
-  // bytes it was 8% of verify's time.
-  std::uint64_t bits(std::size_t i) const {
-    const std::byte* p = static_cast<const std::byte*>(data());
-    switch (size_of(dtype_)) {
-      case 2: { std::uint16_t b; std::memcpy(&b, p + 2 * i, 2); return b; }
-      case 4: { std::uint32_t b; std::memcpy(&b, p + 4 * i, 4); return b; }
-      default: { std::uint64_t b; std::memcpy(&b, p + 8 * i, 8); return b; }
-    }
-  }
-  double value(std::size_t i) const;
-  void fill_bits(std::uint64_t pattern);
-  // Every element's bits (zero-extended), in one loop typed by the element size: as count() calls of bits(i)
-  // (a switch and a variable-size copy each) reading the outputs back was a tenth of verify's harness time.
-  std::vector<std::uint64_t> all_bits() const;
-  // The first element holding these bits (count() when none does), in the same typed loop: a canary left
-  // unwritten, looked for in the buffer itself.
-  std::size_t find_bits(std::uint64_t pattern) const;
-  // A copy of the data's bytes, and the first element whose bytes differ from this buffer's own copy (count()
-  // when none do): a kernel must leave its inputs as it got them. A memcmp against the copy replaced encoding
-  // every input value again after each run (perf: 9% of `lnorm verify --op add_layernorm`).
-  std::vector<std::byte> snapshot() const;
-  std::size_t first_change(const std::vector<std::byte>& snapshot) const;
-  // Guard bytes before and after the data, as filled by the constructor.
-  bool guards_intact() const;
-
- private:
-  DType dtype_;
-  std::size_t count_, offset_;
-  std::vector<std::byte> bytes_;
-};
-
-// The bits an output buffer is filled with before a kernel runs: a quiet NaN with a payload no arithmetic
-// produces, so an element left unwritten is told from any value a kernel writes.
-std::uint64_t canary_bits(DType d);
 
 struct Outputs {
   std::vector<std::uint64_t> y, mean, rstd;  // bit patterns (y: dtype, mean/rstd: stats dtype)
@@ -134,18 +91,14 @@ class GuardedBackward {
     std::vector<std::byte> dx, dgamma, dbeta;
   };
   Bytes output_bytes() const;
-  bool same_dx(const Bytes& b) const { return dx_.first_change(b.dx) == dx_.count(); }
-  bool same_params(const Bytes& b) const {
-    return dg_.first_change(b.dgamma) == dg_.count() && db_.first_change(b.dbeta) == db_.count();
-  }
+  bool same_dx(const Bytes& b) const;
+  bool same_params(const Bytes& b) const;
 
  private:
   const KernelInfo& k_;
   const Case& c_;
-  bool has_mean_;
-  Buffer x_, g_, dy_, sm_, sr_, dx_, dg_, db_;
-  std::vector<std::byte> x_before_, g_before_, dy_before_, sm_before_, sr_before_;
-  std::uint64_t dx_canary_, param_canary_;
+  SavedStats saved_;     // the saved statistics' values, which ops_ encodes
+  GuardedOperands ops_;  // x, gamma, dy, saved_mean, saved_rstd; dx, dgamma, dbeta
 };
 BackwardOutputs run_guarded_backward(const KernelInfo& k, const Case& c, const SavedStats& saved, int threads = 1);
 BackwardOutputs run_guarded_backward(const KernelInfo& k, const Case& c, int threads = 1);

@@ -1,0 +1,74 @@
+// lnorm/operand_streams.hpp: a problem's operands, chunk by chunk, from the operand table.
+#include "lnorm/operand_streams.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace lnorm {
+
+namespace {
+
+// The first element of rows [r0, ...) of the operand, in its extent's count (parameters are never chunked).
+std::int64_t first_of(const OperandInfo& o, const Problem& p, std::int64_t r0) {
+  switch (o.extent) {
+    case Extent::elements: return r0 * p.cols;
+    case Extent::per_row: return r0;
+    case Extent::scales: return r0 * p.quant.scales_per_row(p.cols);
+    case Extent::params: return 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+OperandStreams& OperandStreams::read(Operand o, Reader r) {
+  readers_[static_cast<std::size_t>(o)] = std::move(r);
+  return *this;
+}
+
+OperandStreams& OperandStreams::point(Operand o, const void* whole) {
+  whole_[static_cast<std::size_t>(o)] = whole;
+  return *this;
+}
+
+OperandStreams& OperandStreams::unread(Operand o) {
+  unread_.add(o);
+  return *this;
+}
+
+OperandStreams& OperandStreams::write(Operand o, Writer w) {
+  writers_[static_cast<std::size_t>(o)] = std::move(w);
+  return *this;
+}
+
+void OperandStreams::run(const Problem& p, std::int64_t chunk_rows, OperandSet optional,
+                         const std::function<void(const Problem&, const Tensors&)>& fn) {
+  const std::int64_t step = std::max<std::int64_t>(1, chunk_rows);
+  for (std::int64_t r0 = 0; r0 < p.rows; r0 += step) {
+    Problem part = p;
+    part.rows = std::min(step, p.rows - r0);
+    Tensors t;
+    for (const OperandInfo& o : kOperandTable) {
+      const auto i = static_cast<std::size_t>(o.operand);
+      if (!present(o, p) || unread_.has(o.operand) || (o.optional && !optional.has(o.operand) && !writers_[i])) continue;
+      if (o.role == Role::input && whole_[i]) {
+        const auto offset = static_cast<std::size_t>(first_of(o, p, r0)) * element_size(o, p);
+        set_slot(t, o, const_cast<std::byte*>(static_cast<const std::byte*>(whole_[i]) + offset));
+        continue;
+      }
+      if (o.role == Role::input && !readers_[i])
+        throw std::logic_error("OperandStreams: the op reads " + std::string(o.name) + ", and nothing gives it");
+      chunk_[i].resize(static_cast<std::size_t>(byte_count(o, part)));
+      if (o.role == Role::input) readers_[i](first_of(o, p, r0), element_count(o, part), chunk_[i].data());
+      if (!chunk_[i].empty()) set_slot(t, o, chunk_[i].data());
+    }
+    fn(part, t);
+    for (const OperandInfo& o : kOperandTable) {
+      const auto i = static_cast<std::size_t>(o.operand);
+      if (o.role == Role::output && writers_[i] && present(o, p)) writers_[i](chunk_[i].data(), chunk_[i].size());
+    }
+  }
+}
+
+}  // namespace lnorm
