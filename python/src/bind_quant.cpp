@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "operand_arrays.hpp"
 #include "lnorm/format.hpp"
 #include "lnorm/quant_contract.hpp"
 #include "lnorm/quantize.hpp"
@@ -73,21 +74,14 @@ py::tuple quant_run_py(const std::string& kernel, py::handle x, py::handle gamma
   const Problem p = set_quant(in.problem, s);
   if (auto why = unavailable_reason(*k, p))
     throw py::value_error("kernel '" + kernel + "' cannot write " + describe(s) + " here: " + *why);
-  py::array q = new_q(in, s);
-  py::object scales = new_scales(in, s);
-  py::object h = py::none();
-  Tensors t{in.x.data(), in.gamma_ptr(), in.beta_ptr()};
-  if (p.op.prologue == Prologue::residual_add) {
-    h = py::array(numpy_dtype(p.residual_dtype), std::vector<py::ssize_t>(in.shape.begin(), in.shape.end()));
-    t.residual = in.residual_ptr();
-    t.h = py::array(h).mutable_data();
-  }
-  t.q = q.mutable_data();
-  t.scales = scales.is_none() ? nullptr : py::array(scales).mutable_data();
+  // q and its scales (and h, for Add & Norm) from the operand table; h is computed but, as before, not returned.
+  const OperandArrays out(in, p, {});
+  const Tensors t = out.tensors();
   {
     py::gil_scoped_release release;
     if (p.rows > 0) k->run(p, t);
   }
+  py::object q = out.get(Operand::q), scales = out.get(Operand::scales);
   return py::make_tuple(q, scales);
 }
 

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "bindings.hpp"
+#include "operand_arrays.hpp"
 #include "lnorm/check.hpp"
 #include "lnorm/reference.hpp"
 #include "lnorm/registry.hpp"
@@ -14,44 +15,18 @@ namespace {
 
 int default_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
-struct Outputs {
-  py::array y, mean, rstd;  // mean: empty (size 0) for RMSNorm
-  py::object h;             // Add & Norm: x's shape in the residual's dtype; None otherwise
-  Tensors tensors(const ProblemArrays& in) {
-    const bool fused = in.problem.op.prologue == Prologue::residual_add;
-    return Tensors{in.x.data(), in.gamma_ptr(), in.beta_ptr(), y.mutable_data(),
-                   in.problem.op.norm == Norm::layernorm ? mean.mutable_data() : nullptr, rstd.mutable_data(),
-                   in.residual_ptr(), fused ? py::array(h).mutable_data() : nullptr};
-  }
-  // (y, mean, rstd) for LayerNorm, (y, rstd) for RMSNorm; Add & Norm appends h.
-  py::tuple result(const ProblemArrays& in) const {
-    const bool c = in.problem.op.norm == Norm::layernorm;
-    if (in.problem.op.prologue == Prologue::residual_add) return c ? py::make_tuple(y, mean, rstd, h) : py::make_tuple(y, rstd, h);
-    return c ? py::make_tuple(y, mean, rstd) : py::make_tuple(y, rstd);
-  }
-};
-
-Outputs allocate(const ProblemArrays& in) {
-  const auto shape = [](const std::vector<std::int64_t>& s) { return std::vector<py::ssize_t>(s.begin(), s.end()); };
-  return Outputs{py::array(numpy_dtype(in.problem.dtype), shape(in.shape)),
-                 py::array(numpy_dtype(stats_dtype(in.problem.dtype)), shape(in.stats_shape())),
-                 py::array(numpy_dtype(stats_dtype(in.problem.dtype)), shape(in.stats_shape())),
-                 in.problem.op.prologue == Prologue::residual_add ? py::object(py::array(numpy_dtype(in.problem.residual_dtype), shape(in.shape)))
-                                          : py::object(py::none())};
-}
-
 py::tuple reference_py(py::handle x, py::handle gamma, py::handle beta, int axis, double eps, py::handle dtype,
                        py::object threads, const std::string& op, double gamma_offset, py::handle residual) {
   const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype,
                                           threads.is_none() ? default_threads() : threads.cast<int>(), op, gamma_offset,
                                           residual);
-  Outputs out = allocate(in);
-  const Tensors t = out.tensors(in);
+  const OperandArrays out(in, in.problem, {Operand::mean, Operand::rstd});
+  const Tensors t = out.tensors();
   {
     py::gil_scoped_release release;
     reference(in.problem, t);
   }
-  return out.result(in);
+  return out.outputs();
 }
 
 py::dict stat_dict(const StatSummary& s, double limit, const char* metric) {
@@ -240,13 +215,13 @@ py::tuple run_py(const std::string& kernel, py::handle x, py::handle gamma, py::
     throw py::value_error("kernel '" + kernel + "' cannot run " + std::string(name(in.problem.op)) + " " +
                           std::string(name(in.problem.dtype)) + " here: " + *why);
   }
-  Outputs out = allocate(in);
-  const Tensors t = out.tensors(in);
+  const OperandArrays out(in, in.problem, {Operand::mean, Operand::rstd});
+  const Tensors t = out.tensors();
   {
     py::gil_scoped_release release;
     if (in.problem.rows > 0) k->run(in.problem, t);
   }
-  return out.result(in);
+  return out.outputs();
 }
 
 }  // namespace
