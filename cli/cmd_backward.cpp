@@ -79,14 +79,6 @@ OutputFiles gradient_files(const Loaded& l, const Problem& p, const BackwardFlag
   return files;
 }
 
-// An output kept in memory (the saved statistics the backward reads).
-OperandStreams::Writer append_to(std::vector<std::byte>& into) {
-  return [&into](const void* data, std::size_t bytes) {
-    const auto* b = static_cast<const std::byte*>(data);
-    into.insert(into.end(), b, b + bytes);
-  };
-}
-
 }  // namespace
 
 void add_backward_flags(CLI::App& cmd, BackwardFlags& f, bool check) {

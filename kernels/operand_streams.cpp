@@ -71,4 +71,11 @@ void OperandStreams::run(const Problem& p, std::int64_t chunk_rows, OperandSet o
   }
 }
 
+OperandStreams::Writer append_to(std::vector<std::byte>& into) {
+  return [&into](const void* data, std::size_t bytes) {
+    const auto* b = static_cast<const std::byte*>(data);
+    into.insert(into.end(), b, b + bytes);
+  };
+}
+
 }  // namespace lnorm

@@ -12,6 +12,7 @@
 
 #include "copies.hpp"
 #include "lnorm/half.hpp"
+#include "lnorm/operands.hpp"
 #include "lnorm/parallel.hpp"
 
 #if LNORM_HAVE_DNNL
@@ -119,34 +120,42 @@ struct Operands {
   }
 };
 
+// The buffer of Operands that holds an operand (the backward's dx in y's, its saved statistics in mean and rstd),
+// or null (quant_y: not asked for).
+std::vector<std::byte>* buffer_of(Operands& o, Operand which) {
+  switch (which) {
+    case Operand::x: return &o.x;
+    case Operand::gamma: return &o.g;
+    case Operand::beta: return &o.b;
+    case Operand::y:
+    case Operand::dx: return &o.y;
+    case Operand::mean:
+    case Operand::saved_mean: return &o.mean;
+    case Operand::rstd:
+    case Operand::saved_rstd: return &o.rstd;
+    case Operand::residual: return &o.residual;
+    case Operand::h: return &o.h;
+    case Operand::q: return &o.q;
+    case Operand::scales: return &o.scales;
+    case Operand::dy: return &o.dy;
+    case Operand::dgamma: return &o.dgamma;
+    case Operand::dbeta: return &o.dbeta;
+    case Operand::quant_y: return nullptr;
+  }
+  return nullptr;
+}
+
 struct KernelBody : Body {
   const KernelInfo* k;
   Operands o;
-  KernelBody(const Entry& e, const Settings& s) : k(e.kernel), o(e, s) {}
-  void call() override {
-    if (o.p.op.direction == Direction::bwd) {
-      Tensors t;
-      t.x = o.x.data();
-      t.gamma = o.g.empty() ? nullptr : o.g.data();
-      t.dy = o.dy.data();
-      t.saved_mean = o.p.op.norm == Norm::layernorm ? o.mean.data() : nullptr;
-      t.saved_rstd = o.rstd.data();
-      t.dx = o.y.data();
-      t.dgamma = o.dgamma.empty() ? nullptr : o.dgamma.data();
-      t.dbeta = o.dbeta.empty() ? nullptr : o.dbeta.data();
-      k->run(o.p, t);
-      return;
+  Tensors t;  // from the operand table, once: every operand the op has that Operands holds
+  KernelBody(const Entry& e, const Settings& s) : k(e.kernel), o(e, s) {
+    for (const OperandInfo& row : kOperandTable) {
+      std::vector<std::byte>* b = buffer_of(o, row.operand);
+      if (present(row, o.p) && b && !b->empty()) set_slot(t, row, b->data());
     }
-    Tensors t{o.x.data(), o.g.empty() ? nullptr : o.g.data(), o.b.empty() ? nullptr : o.b.data(), o.y.data(),
-              o.mean.empty() ? nullptr : o.mean.data(), o.rstd.data(),
-              o.residual.empty() ? nullptr : o.residual.data(), o.h.empty() ? nullptr : o.h.data()};
-    if (o.p.op.epilogue == Epilogue::quantized) {
-      t.y = nullptr;
-      t.q = o.q.data();
-      t.scales = o.scales.empty() ? nullptr : o.scales.data();
-    }
-    k->run(o.p, t);
   }
+  void call() override { k->run(o.p, t); }
 };
 
 // x -> y, split into the row ranges a kernel's parallel_rows(rows, threads, fn, cols) uses, on the same pool.

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <random>
 
-#include "lnorm/operands.hpp"
+#include "lnorm/operand_streams.hpp"
 #include "lnorm/format.hpp"
 #include "lnorm/quantize.hpp"
 
@@ -74,13 +74,15 @@ json quantized_rows(const std::vector<const KernelInfo*>& kernels, const std::ve
           const Problem p = set_quant(base, spec);
           for (const KernelInfo* k : kernels) {
             if (!k->takes.epilogues.contains(Epilogue::quantized) || unavailable_reason(*k, p)) continue;
-            OperandBuffers bufs(p, /*with_optional=*/false);  // q and its scales, from the operand table
-            Tensors t = bufs.tensors();
-            t.x = x.data(), t.gamma = g.data(), t.beta = has_beta ? b.data() : nullptr;
-            k->run(p, t);
-            const auto* q = reinterpret_cast<const std::uint8_t*>(bufs[Operand::q].data());
-            const QuantSummary m = measure_quantized(p, spec, x.data(), nullptr, g.data(), has_beta ? b.data() : nullptr, q,
-                                                     t.scales, rows, 0, QuantBudget{}, 1);
+            // The kernel's operands from the operand table: x, gamma, beta in place; q and its scales kept.
+            std::vector<std::byte> q, scales;
+            OperandStreams ops;
+            ops.point(Operand::x, x.data()).point(Operand::gamma, g.data()).point(Operand::beta, has_beta ? b.data() : nullptr);
+            ops.write(Operand::q, append_to(q)).write(Operand::scales, append_to(scales));
+            ops.run(p, p.rows, {}, [&](const Problem& part, const Tensors& t) { k->run(part, t); });
+            const QuantSummary m = measure_quantized(p, spec, x.data(), nullptr, g.data(), has_beta ? b.data() : nullptr,
+                                                     reinterpret_cast<const std::uint8_t*>(q.data()),
+                                                     scales.empty() ? nullptr : scales.data(), rows, 0, QuantBudget{}, 1);
             out.push_back({{"implementation", std::string(k->name)}, {"machine", machine}, {"op", std::string(name(op))},
                            {"dtype", std::string(name(d))}, {"quant", describe(spec)}, {"input", in.name},
                            {"elements", m.elements}, {"max_quanta", std::isfinite(m.max_ulp) ? json(m.max_ulp) : json(nullptr)},

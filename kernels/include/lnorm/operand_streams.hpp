@@ -46,4 +46,7 @@ class OperandStreams {
   std::array<std::vector<std::byte>, kCount> chunk_;  // reused from chunk to chunk
 };
 
+// A writer that appends each chunk to `into` (an output kept in memory).
+OperandStreams::Writer append_to(std::vector<std::byte>& into);
+
 }  // namespace lnorm
