@@ -1,0 +1,229 @@
+// Part of simd_body.hpp (its header has the algorithms, and why these files are included inside an anonymous
+// namespace after the layer's header): the fast kernels' rows: the output pass (normalize_row), the
+// row driver (rows_typed, with the quantized epilogue's Q), gamma and beta widened once (rows_wide), and the
+// storage dispatch (rows).
+#pragma once
+
+namespace fast {
+
+// y = fma(x − m, rstd, −mean_lo·rstd) · γ + β (the two-float centre in one FMA); RMSNorm (Centred = false)
+// x·rstd · γ + β, the same bits (m = mean_lo = 0) with two operations fewer. NT: y is streamed, and next (the row
+// kAhead rows on) is prefetched into L2 meanwhile, one prefetch per 64-byte line, so DRAM keeps reading while
+// this pass runs from L1 (kPrefetch).
+// X: how x is stored (T, or F32: Add & Norm's f32 h beside 16-bit y); T: y's storage; Gs: how gamma and beta
+// are stored (T, or F32 once widened: rows_wide).
+template <class V, class X, class T, class Gs, bool G, bool B, bool NT, bool Centred, bool Finite = false>
+void normalize_row(const typename X::Bits* x, const typename Gs::Bits* gamma, const typename Gs::Bits* beta,
+                   typename T::Bits* y, std::int64_t n, const Stats& s, const typename X::Bits* next) {
+  using F = typename V::F;
+  constexpr int L = V::kLanes;
+  // Elements of x per 64-byte line.
+  constexpr std::int64_t kLine = 64 / static_cast<std::int64_t>(sizeof(typename X::Bits));
+  const F mv = V::set1(s.m), lo_rstd = V::set1(-s.mean_lo * s.rstd), rstd = V::set1(s.rstd);
+  const auto one = [&](std::int64_t i, typename V::M k, bool masked) LNORM_ALWAYS_INLINE {
+    const auto ld = [&](const typename Gs::Bits* p) LNORM_ALWAYS_INLINE { return masked ? V::template maskz_load<Gs>(k, p) : V::template load<Gs>(p); };
+    const F xv = masked ? V::template maskz_load<X>(k, x + i) : V::template load<X>(x + i);
+    F t;
+    if constexpr (Centred) t = V::fmadd(V::sub(xv, mv), rstd, lo_rstd);
+    else t = V::mul(xv, rstd);
+    if constexpr (G && B) return V::fmadd(t, ld(gamma + i), ld(beta + i));
+    else if constexpr (G) return V::mul(t, ld(gamma + i));
+    else if constexpr (B) return V::add(t, ld(beta + i));
+    else return t;
+  };
+  const auto masked_at = [&](std::int64_t i, std::int64_t count) {
+    const auto k = static_cast<typename V::M>((1u << count) - 1);
+    V::template mask_store<T>(k, y + i, one(i, k, true));
+  };
+  // Two vectors per step (store2: AVX2 packs 16 bf16 values at once), then one, then the masked tail.
+  constexpr std::int64_t kStep = 2 * L;
+  std::int64_t i = 0;
+  if constexpr (NT) {
+    // Heads up to a 64-byte boundary: stream2's 32-byte stores, and every line written whole.
+    const std::int64_t head = head_to_align(y, 64);
+    const std::int64_t h = head < n ? head : n;
+    for (; i < h; i += L) masked_at(i, h - i < L ? h - i : L);
+    for (i = h; i + kStep <= n; i += kStep) {
+      if constexpr (kPrefetch) {
+        if constexpr (kLine <= kStep) {
+          for (std::int64_t j = 0; j < kStep; j += kLine) V::prefetch_l2(next + i + j);
+        } else if (i % kLine < kStep) {
+          V::prefetch_l2(next + i);
+        }
+      }
+      V::template stream2<T, Finite>(y + i, one(i, 0, false), one(i + L, 0, false));
+    }
+    if (i + L <= n) {
+      V::template stream<T>(y + i, one(i, 0, false));
+      i += L;
+    }
+  } else {
+    for (; i + kStep <= n; i += kStep) V::template store2<T, Finite>(y + i, one(i, 0, false), one(i + L, 0, false));
+    if (i + L <= n) {
+      V::template store<T>(y + i, one(i, 0, false));
+      i += L;
+    }
+  }
+  if (i < n) masked_at(i, n - i);
+}
+
+// Whether a bf16 y's narrowing may skip NaN lanes where they cannot occur (AVX2: 4 of 13 operations a vector).
+// `lnorm bench --kernel avx2 --shape 1024x768 --dtype bf16`, two runs before and after, AMD EPYC (Zen 3, AVX2):
+// LayerNorm 8.4, 9.0 → 11.2, 11.8 GB/s; RMSNorm 10.9, 12.2 → 14.6, 14.9. Other storage types gain nothing.
+template <class T>
+constexpr bool kFiniteNarrowing = std::is_same_v<T, BF16>;
+
+// No NaN or Inf among p[0, n) (gamma or beta as the output loop reads them: f32 once widened, or x's storage).
+template <class S>
+bool all_finite(const typename S::Bits* p, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<S, F32>) {
+      if (!__builtin_isfinite(p[i])) return false;
+    } else {
+      constexpr unsigned kExp = std::is_same_v<S, BF16> ? 0x7F80u : 0x7C00u;  // bf16's / f16's exponent field
+      if ((p[i] & kExp) == kExp) return false;
+    }
+  }
+  return true;
+}
+
+// Q: the quantized epilogue. Each row's y is formed in f32 (T = F32) into q_row (cols floats, the generic
+// driver's: Staged::y_row), in cache, and quantize_row_simd (simd_quant.hpp: quantize_row's bits on V's lanes)
+// writes its q and scales; y itself is not written.
+template <class V, class X, class T, class Gs, bool G, bool B, bool NT, bool Q = false>
+void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end,
+                const typename Gs::Bits* gamma, const typename Gs::Bits* beta, float* q_row) {
+  using XBits = typename X::Bits;
+  static_assert(!Q || (std::is_same_v<T, F32> && !NT));
+  const XBits* x = static_cast<const XBits*>(t.x);
+  typename T::Bits* y = static_cast<typename T::Bits*>(t.y);
+  float* mean = static_cast<float*>(t.mean);
+  float* rstd = static_cast<float*>(t.rstd);
+  const std::int64_t n = p.cols;
+  const float eps = static_cast<float>(p.eps);
+  const bool is_centred = p.op.norm == Norm::layernorm;  // one row driver for both ops: only the statistics differ
+  // A safe row's y is never NaN where gamma and beta are finite: x − m, the statistics and t are finite there, and
+  // a finite product and sum round to ±Inf at worst. The bf16 narrowing then skips its NaN case (store2's Finite).
+  const bool finite = kFiniteNarrowing<T> && (!G || all_finite<Gs>(gamma, n)) && (!B || all_finite<Gs>(beta, n));
+  // Where a row's statistics are taken (the same bits either way: stats_ahead). Ahead: row + 1's before row's
+  // output pass, so the scalar tail of one row's statistics (f64 divisions and sqrt) overlaps the other row's
+  // output loop. In order: the row's own just before its output pass, which then reads x from L1. The shift is
+  // taken a row ahead in both (a chain of ~40 cycles, 32 loads, f64 sums, a horizontal sum through memory, that
+  // the row's sums wait on), after the row's statistics, when the next row's first lines are in cache (avx2
+  // LayerNorm f32 against the best sketch, taken ahead like this, four runs of each binary alternating, AMD EPYC
+  // Zen 3: 64x768 0.85-0.94 → 0.93-1.00; docs/performance.md, issue 37 on AVX2).
+  const bool ahead = stats_ahead<X, NT>(n);
+  const auto shift_of = [&](std::int64_t r) { return is_centred ? row_shift<V, X>(x + r * n, n) : 0.0f; };
+  const auto stats = [&](std::int64_t r, float shift) { return stats_of<V, X>(x + r * n, n, eps, is_centred, shift); };
+  float shift = begin < end ? shift_of(begin) : 0.0f;  // of the next row whose statistics are taken
+  Stats next{};
+  if (ahead && begin < end) {
+    next = stats(begin, shift);
+    if (begin + 1 < end) shift = shift_of(begin + 1);
+  }
+  for (std::int64_t row = begin; row < end; ++row) {
+    const XBits* xr = x + row * n;
+    const std::int64_t r_stats = ahead ? row + 1 : row;  // whose statistics this step takes
+    Stats s = next;
+    if (r_stats < end) {
+      const Stats taken = stats(r_stats, shift);
+      if (ahead) next = taken;
+      else s = taken;
+      if (r_stats + 1 < end) shift = shift_of(r_stats + 1);
+    }
+    if (!s.safe) {
+      welford_row(p, t, row);
+      continue;
+    }
+    if (mean) mean[row] = s.m + s.mean_lo;
+    if (rstd) rstd[row] = s.rstd;
+    const XBits* ahead = row + kAhead < end ? xr + kAhead * n : xr;
+    typename T::Bits* yr = Q ? reinterpret_cast<typename T::Bits*>(q_row) : y + row * n;
+    const bool nt = NT && head_to_align(yr, 64) >= 0;
+    const auto out = [&]<bool Finite>() LNORM_ALWAYS_INLINE {
+      if (is_centred) {
+        if (nt) normalize_row<V, X, T, Gs, G, B, NT, true, Finite>(xr, gamma, beta, yr, n, s, ahead);
+        else normalize_row<V, X, T, Gs, G, B, false, true, Finite>(xr, gamma, beta, yr, n, s, ahead);
+      } else {
+        if (nt) normalize_row<V, X, T, Gs, G, B, NT, false, Finite>(xr, gamma, beta, yr, n, s, ahead);
+        else normalize_row<V, X, T, Gs, G, B, false, false, Finite>(xr, gamma, beta, yr, n, s, ahead);
+      }
+    };
+    if (finite) out.template operator()<kFiniteNarrowing<T>>();
+    else out.template operator()<false>();
+    if constexpr (Q) {
+      quantize_row_simd<V>(p.quant, q_row, n, static_cast<std::uint8_t*>(t.q) + row * n, t.scales, row);
+      if (float* handed = t.quant_y ? static_cast<float*>(t.quant_y) + row * n : nullptr)  // what it quantized
+        for (std::int64_t i = 0; i < n; ++i) handed[i] = q_row[i];
+    }
+  }
+  if (NT) V::sfence();
+}
+
+// Q: y in f32, quantized (rows_typed); T stays x's storage for gamma and beta.
+template <class V, class X, class T, class Gs, bool NT, bool Q>
+void rows_nt(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const typename Gs::Bits* gamma,
+             const typename Gs::Bits* beta, float* q_row) {
+  using Y = std::conditional_t<Q, F32, T>;
+  if (p.has_gamma && p.has_beta) rows_typed<V, X, Y, Gs, true, true, NT, Q>(p, t, begin, end, gamma, beta, q_row);
+  else if (p.has_gamma) rows_typed<V, X, Y, Gs, true, false, NT, Q>(p, t, begin, end, gamma, beta, q_row);
+  else if (p.has_beta) rows_typed<V, X, Y, Gs, false, true, NT, Q>(p, t, begin, end, gamma, beta, q_row);
+  else rows_typed<V, X, Y, Gs, false, false, NT, Q>(p, t, begin, end, gamma, beta, q_row);
+}
+
+// 16-bit rows up to kWideMax long get gamma and beta widened to f32 once per call, on the stack (2 x 16
+// KiB): the output loop then converts x alone, not 3 vectors
+// per 16 elements. Widening is exact, so y's bits are the same (docs/performance.md has the speed-up).
+constexpr std::int64_t kWideMax = 4096;
+
+template <class V, class X, class T, bool NT, bool Q = false>
+void rows_wide(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged& staged) {
+  using Bits = typename T::Bits;
+  // Staged by the generic driver (f32 gamma/beta beside 16-bit x, or an offset: w = C + gamma in f32).
+  if (staged.gamma || staged.beta) return rows_nt<V, X, T, F32, NT, Q>(p, t, begin, end, staged.gamma, staged.beta, staged.y_row);
+  const Bits* gamma = static_cast<const Bits*>(t.gamma);
+  const Bits* beta = static_cast<const Bits*>(t.beta);
+  const std::int64_t n = p.cols;
+  if constexpr (!std::is_same_v<T, F32>) {
+    if ((p.has_gamma || p.has_beta) && n <= kWideMax) {
+      alignas(64) float g32[kWideMax], b32[kWideMax];
+      const auto widen = [n](const Bits* src, float* dst) {
+        constexpr int L = V::kLanes;
+        std::int64_t i = 0;
+        for (; i + L <= n; i += L) V::template store<F32>(dst + i, V::template load<T>(src + i));
+        if (i < n) {
+          const auto k = static_cast<typename V::M>((1u << (n - i)) - 1);
+          V::template mask_store<F32>(k, dst + i, V::template maskz_load<T>(k, src + i));
+        }
+      };
+      if (p.has_gamma) widen(gamma, g32);
+      if (p.has_beta) widen(beta, b32);
+      // Only what was widened is handed on (GCC 12 warned of an uninitialized array passed where it is unread).
+      return rows_nt<V, X, T, F32, NT, Q>(p, t, begin, end, p.has_gamma ? g32 : nullptr, p.has_beta ? b32 : nullptr, staged.y_row);
+    }
+  }
+  rows_nt<V, X, T, T, NT, Q>(p, t, begin, end, gamma, beta, staged.y_row);
+}
+
+// Rows [begin, end) of p, y in storage type T; x in T, or f32 where the rows are Add & Norm's f32 h beside
+// 16-bit y (input_dtype(p)).
+template <class V, class T>
+void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged& staged) {
+  if (p.op.epilogue == Epilogue::quantized) {  // y in f32, in cache, then q (rows_typed's Q)
+    if constexpr (!std::is_same_v<T, F32>) {
+      if (input_dtype(p) == DType::f32) return rows_wide<V, F32, T, false, true>(p, t, begin, end, staged);
+    }
+    return rows_wide<V, T, T, false, true>(p, t, begin, end, staged);
+  }
+  const bool nt = p.elements() * static_cast<std::int64_t>(sizeof(typename T::Bits)) > kStreamBytes;
+  if constexpr (!std::is_same_v<T, F32>) {
+    if (input_dtype(p) == DType::f32) {
+      if (nt) return rows_wide<V, F32, T, true>(p, t, begin, end, staged);
+      return rows_wide<V, F32, T, false>(p, t, begin, end, staged);
+    }
+  }
+  if (nt) rows_wide<V, T, T, true>(p, t, begin, end, staged);
+  else rows_wide<V, T, T, false>(p, t, begin, end, staged);
+}
+
+}  // namespace fast
