@@ -98,7 +98,8 @@ void add_verify(CLI::App& app, int& exit_code) {
   add_plugin_flag(cmd);
   cmd->callback([f, property_names, &exit_code] {
     using namespace lnorm::verify;
-    check_outputs({{f->json, "--json"}, {f->junit, "--junit"}}, {});
+    // --merge's shards are inputs: an output that is one of them would be overwritten (issue 54).
+    check_outputs({{f->json, "--json"}, {f->junit, "--junit"}}, f->merge);
     if (!f->merge.empty()) {
       if (!f->shard.empty() || f->kernels != std::vector<std::string>{"all"} || !f->ops.empty() || f->dir != "fwd" ||
           !f->dtypes.empty() || !f->properties.empty() || !f->budgets.empty() || f->cases || f->seed != 1 || f->quick || !f->dump.empty())

@@ -178,6 +178,13 @@ if rc == 0:
         n = len(json.load(fa)["cells"]) + len(json.load(fb)["cells"])
     check(len(m["cells"]) == n, f"merged report has {len(m['cells'])} cells, expected {n}")
     check({x["label"] for x in m["machines"]} == {"box-a", "box-b"}, "merged machine labels wrong")
+# --out onto one of the merged reports' own folder: refused, that report untouched.
+with open(a + "/report.json", "rb") as f:
+    before = f.read()
+rc, out, err = lnorm("report", "--merge", a + "/report.json", b + "/report.json", "--out", a, "--no-render")
+check(rc == 2 and "is also an input" in err, f"merge onto an input's folder: exit {rc}, {err!r}")
+with open(a + "/report.json", "rb") as f:
+    check(f.read() == before, "merge onto an input's folder changed that report")
 
 # A peer through the same metric.
 cmd = (f"{sys.executable} {PEER} --x {{x}} --gamma {{gamma}} --beta {{beta}} --y {{y}} --mean {{mean}} "

@@ -68,14 +68,19 @@ for label, sel in SELECTIONS.items():
 # Refusals: exit 2 with the reason.
 s = [os.path.join(scratch, f"fwd-shard-{k}.json") for k in (1, 2, 3)]
 other = os.path.join(scratch, "bwd-shard-3.json")
+shard_bytes = [open(x, "rb").read() for x in s]
 for args, words in ((["--merge", s[0], s[1]], "missing"), (["--merge", s[0], s[0], s[2]], "twice"),
                     (["--merge", s[0], s[1], other], "not a shard of the same run"),
                     (["--merge", s[0], s[1], s[2], "--seed", "2"], "takes only"),
+                    (["--merge", s[0], s[1], s[2], "--json", s[0]], "is also an input"),
+                    (["--merge", s[0], s[1], s[2], "--junit", s[1]], "is also an input"),
                     ([*SELECTIONS["fwd"], "--shard", "4/3"], "1 <= K <= N"),
                     ([*SELECTIONS["fwd"], "--shard", "1/0"], "1 <= K <= N")):
     p = run(args, expect=2)
     if words not in p.stderr:
         failures.append(f"lnorm verify {' '.join(args)}: stderr lacks '{words}': {p.stderr}")
+if [open(x, "rb").read() for x in s] != shard_bytes:
+    failures.append("a refused --merge changed a shard's file (an output that is an input must be refused before any write)")
 
 for f in failures:
     print("FAIL:", f)
