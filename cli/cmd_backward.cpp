@@ -2,6 +2,7 @@
 // norm at x, gamma and the upstream dy (reference/include/lnorm/backward.hpp), written or gated. The whole
 // problem is read into memory: dgamma and dbeta sum over every row.
 #include "cmd_backward.hpp"
+#include "number_flags.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -90,9 +91,9 @@ void add_backward_flags(CLI::App& cmd, BackwardFlags& f, bool check) {
   cmd.add_option("--dgamma", f.dgamma, std::string(what) + "dgamma (.npy, the normalized dims' shape, gamma's dtype: x's, or f32 beside 16-bit x; needs --gamma)");
   cmd.add_option("--dbeta", f.dbeta, std::string(what) + "dbeta (.npy, as dgamma; needs --beta, whose values are not read)");
   if (!check) return;
-  cmd.add_option("--max-dx-ulp", f.max_dx_ulp, "--dir bwd: dx's budget in scaled ulps (default: --max-ulp)");
-  cmd.add_option("--max-dgamma-ulp", f.max_dgamma_ulp, "--dir bwd: dgamma's budget in scaled ulps (default: --max-ulp)");
-  cmd.add_option("--max-dbeta-ulp", f.max_dbeta_ulp, "--dir bwd: dbeta's budget in scaled ulps (default: --max-ulp)");
+  cmd.add_option("--max-dx-ulp", f.max_dx_ulp, "--dir bwd: dx's budget in scaled ulps (default: --max-ulp)")->check(budget_number());
+  cmd.add_option("--max-dgamma-ulp", f.max_dgamma_ulp, "--dir bwd: dgamma's budget in scaled ulps (default: --max-ulp)")->check(budget_number());
+  cmd.add_option("--max-dbeta-ulp", f.max_dbeta_ulp, "--dir bwd: dbeta's budget in scaled ulps (default: --max-ulp)")->check(budget_number());
 }
 
 bool backward_asked(const BackwardFlags& f) {

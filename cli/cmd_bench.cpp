@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "number_flags.hpp"
 #include "plugins.hpp"
 #include "inputs.hpp"
 #include "lnorm/bench.hpp"
@@ -319,7 +320,7 @@ void add_select(CLI::App& app, int& exit_code) {
   cmd->add_option("--op", f->op, "layernorm, rmsnorm, add_layernorm or add_rmsnorm (default layernorm): kernels that implement it, on its budgets (Add & Norm: the norm's unless budgets.toml has the op's)");
   cmd->add_option("--max-ulp", f->max_ulp,
                   "Accuracy asked: a kernel qualifies when its budgets.toml y budget is at most this many scaled ulps "
-                  "and has no kappa term (default: any kernel that passes its own accuracy property)");
+                  "and has no kappa term (default: any kernel that passes its own accuracy property)")->check(budget_number());
   cmd->add_option("--dir", f->dir,
                   "fwd (default) or bwd: the op's backward, qualified on the larger of its dx and dgamma budgets")
       ->default_val("fwd");

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cmd_backward.hpp"
+#include "number_flags.hpp"
 #include "cmd_quant.hpp"
 #include "commands.hpp"
 #include "error_text.hpp"
@@ -242,16 +243,16 @@ void add_check(CLI::App& app, int& exit_code) {
   cmd->add_option("--mean", f->mean, "Candidate per-row mean (.npy, f32; f64 for f64 data; layernorm only)");
   cmd->add_option("--rstd", f->rstd, "Candidate per-row rstd (.npy, f32; f64 for f64 data)");
   cmd->add_option("--h", f->h, "Add & Norm: candidate h = x + residual (.npy, the residual's shape and dtype; needs --residual)");
-  auto* max_ulp = cmd->add_option("--max-ulp", f->budget.a, "Budget: allowed scaled ulps per element, flat part a (and h's budget unless --max-h-ulp)")->default_val(8.0);
-  cmd->add_option("--max-h-ulp", f->max_h_ulp, "Budget for h: ulps of h's format at the exact sum (default: --max-ulp if given, else 0.5: h rounded once)");
-  cmd->add_option("--max-ulp-per-kappa", f->budget.b, "Budget: allowed scaled ulps per unit of row kappa, b")
+  auto* max_ulp = cmd->add_option("--max-ulp", f->budget.a, "Budget: allowed scaled ulps per element, flat part a (and h's budget unless --max-h-ulp)")->check(budget_number())->default_val(8.0);
+  cmd->add_option("--max-h-ulp", f->max_h_ulp, "Budget for h: ulps of h's format at the exact sum (default: --max-ulp if given, else 0.5: h rounded once)")->check(budget_number());
+  cmd->add_option("--max-ulp-per-kappa", f->budget.b, "Budget: allowed scaled ulps per unit of row kappa, b")->check(budget_number())
       ->default_val(1.0);
-  cmd->add_option("--max-mean-ulp", f->max_mean_ulp, "Also gate the mean: its error in ulps of max(|mean|, sqrt(var + eps)), as verify and budgets.toml measure it (default: report only)");
-  cmd->add_option("--max-rstd-ulp", f->max_rstd_ulp, "Also gate rstd: its plain ulp distance to the exact rstd rounded once (default: report only)");
+  cmd->add_option("--max-mean-ulp", f->max_mean_ulp, "Also gate the mean: its error in ulps of max(|mean|, sqrt(var + eps)), as verify and budgets.toml measure it (default: report only)")->check(budget_number());
+  cmd->add_option("--max-rstd-ulp", f->max_rstd_ulp, "Also gate rstd: its plain ulp distance to the exact rstd rounded once (default: report only)")->check(budget_number());
   std::string recipe_help = "Also measure y against this recipe's answer (the op's exact arithmetic with roundings at declared points) and gate it by --max-recipe-ulp; combine with '+'. Known:";
   for (const RecipeInfo& r : known_recipes()) recipe_help += std::string(" ") + r.name + " (" + r.ops + ": " + r.description + ");";
   cmd->add_option("--recipe", f->recipe, recipe_help);
-  auto* max_recipe = cmd->add_option("--max-recipe-ulp", f->max_recipe_ulp, "Budget against the recipe's answer, scaled ulps per element (default 0.5: rounded like the recipe)")->default_val(0.5);
+  auto* max_recipe = cmd->add_option("--max-recipe-ulp", f->max_recipe_ulp, "Budget against the recipe's answer, scaled ulps per element (default 0.5: rounded like the recipe)")->check(budget_number())->default_val(0.5);
   cmd->add_flag("--strict-constant-rows", f->strict_constant_rows,
                "LayerNorm: also gate the rows constant in storage at --max-ulp with no kappa term (their exact answer is "
                "beta whatever their kappa; the default reports them on the summary line and in the JSON)");

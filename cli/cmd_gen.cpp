@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "number_flags.hpp"
 #include "inputs.hpp"
 #include "lnorm/format.hpp"
 #include "lnorm/npy.hpp"
@@ -87,7 +88,7 @@ void add_gen(CLI::App& app, int& exit_code) {
       ->default_val("normal");
   cmd->add_option("--offset", f->offset, "Row offset for --dist offset/constant (kappa ≈ offset/scale)")->default_val(1e4);
   cmd->add_option("--scale", f->scale, "Spread of the values")->default_val(1.0);
-  cmd->add_option("--seed", f->seed, "Random seed")->default_val(1);
+  cmd->add_option("--seed", f->seed, "Random seed")->check(seed_number())->default_val(1);
   cmd->callback([f, &exit_code] { exit_code = run_gen(*f); });
 }
 

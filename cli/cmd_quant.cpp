@@ -1,6 +1,7 @@
 // `reference --quant` and `check --quant`: the exact quantized answer, and a candidate's q measured against it
 // (lnorm/quantize.hpp has the definitions). Both stream row chunks like run and check.
 #include "cmd_quant.hpp"
+#include "number_flags.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -69,10 +70,10 @@ void add_quant_flags(CLI::App& cmd, QuantFlags& f, bool check) {
                    "The candidate's scales for row/group:G/mx (.npy, x.shape[:axis] + (groups,): '<f4', or '|u1' E8M0 for mx)");
     cmd.add_option("--max-q-ulp", f.budget.max_q_ulp,
                    "Budget for q in quanta at y/s, flat (default per element: 0.5 + what rounding y to x's dtype first "
-                   "moves y/s, + 2^-14)");
+                   "moves y/s, + 2^-14)")->check(budget_number());
     cmd.add_option("--max-scale-ulp", f.budget.max_scale_ulp,
                    "Budget for dynamic scales: f32 ulps (row, group) or E8M0 steps (mx), flat (default per group: 2 ulps + "
-                   "what rounding y to x's dtype first moves the scale; mx: that move alone)");
+                   "what rounding y to x's dtype first moves the scale; mx: that move alone)")->check(budget_number());
   } else {
     cmd.add_option("--q", f.q, "With --quant: write the exact q here (.npy, x's shape: '|u1' fp8 bit patterns or '|i1' int8)");
     cmd.add_option("--scales", f.scales,

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "commands.hpp"
+#include "number_flags.hpp"
 #include "inputs.hpp"
 #include "lnorm/precision_report.hpp"
 #include "lnorm/registry.hpp"
@@ -171,7 +172,7 @@ void add_report(CLI::App& app, int& exit_code) {
                   "{y} [{mean} {rstd}] as .npy, with {eps} and {dtype} given; see reports/peers/");
   cmd->add_option("--merge", flags->merge, "Combine these report.json files (one per machine) instead of measuring")
       ->expected(1, -1);
-  cmd->add_option("--seed", flags->seed, "Seed of the sweeps' data");
+  cmd->add_option("--seed", flags->seed, "Seed of the sweeps' data")->check(seed_number());
   cmd->add_option("--threads", flags->threads, "Cells measured in parallel (default: all cores)");
   cmd->add_option("--label", flags->label, "This machine's name in the report (default: the host name)");
   cmd->add_flag("--no-render", flags->no_render, "Write report.json only (no matplotlib needed)");

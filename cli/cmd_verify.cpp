@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "number_flags.hpp"
 #include "inputs.hpp"
 #include "lnorm/registry.hpp"
 #include "lnorm/verify.hpp"
@@ -83,7 +84,7 @@ void add_verify(CLI::App& app, int& exit_code) {
   cmd->add_option("--budgets", f->budgets, "Budgets file (default: the built-in property_tests/budgets.toml)");
   cmd->add_option("--cases", f->cases, "Generated cases per property (default: 24 with --quick, else 160)")
       ->check(CLI::Range(1, 1000000));
-  cmd->add_option("--seed", f->seed, "Seed of the run (default 1); the same seed reproduces the same cases");
+  cmd->add_option("--seed", f->seed, "Seed of the run (default 1); the same seed reproduces the same cases")->check(seed_number());
   cmd->add_flag("--quick", f->quick, "The quick suite ctest runs (24 cases per property)");
   cmd->add_option("--json", f->json, "Write the results as JSON to this file");
   cmd->add_option("--junit", f->junit, "Write JUnit XML (one testcase per kernel x dtype x property) to this file");

@@ -194,6 +194,27 @@ TEST_CASE("bad flags: an unknown kernel is refused, listing the known ones", "[c
   }
 }
 
+// A budget of -1 or nan once read as the flag's unset value ("the default"), and --seed -1 wrapped to 2^64 - 1.
+TEST_CASE("bad flags: a negative or NaN budget, and a negative or too large seed, are refused naming the flag", "[cli][bad_input]") {
+  Case c;
+  const std::string check = "check --x " + c.x + " --y " + c.x;
+  for (const std::string& flag : {"--max-ulp", "--max-ulp-per-kappa", "--max-mean-ulp", "--max-rstd-ulp", "--max-h-ulp", "--max-recipe-ulp"})
+    for (const char* v : {"-1", "nan", "-inf", "abc"}) expect_refused(c.t, check + " " + flag + " " + v, flag + std::string(": must be a number >= 0"));
+  for (const std::string& flag : {"--max-q-ulp", "--max-scale-ulp"})
+    expect_refused(c.t, check + " --quant int8 --scaling row --q " + c.x + " " + flag + " -1", flag + ": must be a number >= 0");
+  expect_refused(c.t, "select --shape 4x8 --max-ulp nan", "--max-ulp: must be a number >= 0");
+  expect_refused(c.t, "check --dir bwd --x " + c.x + " --dy " + c.x + " --dx " + c.x + " --max-dx-ulp -0.5", "--max-dx-ulp: must be a number >= 0");
+  expect_refused(c.t, "verify --seed -1", "--seed: must be a whole number");
+  expect_refused(c.t, "verify --seed 18446744073709551616", "--seed: must be at most 18446744073709551615");
+  expect_refused(c.t, "gen --seed -5 --shape 2x2 --out " + (c.t / "g.npy"), "--seed: must be a whole number");
+  expect_refused(c.t, "report --seed -1 --out " + (c.t / "r"), "--seed: must be a whole number");
+  // inf is a budget (no flat limit), and the seed's whole range is taken.
+  CHECK(cli(check + " --max-ulp inf").code != 2);
+  const Result top = cli("verify --seed 18446744073709551615 --kernel naive --op layernorm --dtype f32 --property shape --quick");
+  CHECK(top.code == 0);
+  CHECK_THAT(top.out, Contains("seed 18446744073709551615"));
+}
+
 TEST_CASE("bad flags: an unknown dtype is refused, listing the known ones", "[cli][bad_input]") {
   Case c;
   for (const std::string& cmd : std::vector<std::string>{"run --kernel welford --x " + c.x + " --dtype f8" + c.outs,
