@@ -2,7 +2,7 @@
 // norm at x, gamma and the upstream dy (reference/include/lnorm/backward.hpp), written or gated. The whole
 // problem is read into memory: dgamma and dbeta sum over every row.
 #include "cmd_backward.hpp"
-#include "number_flags.hpp"
+#include "flag_values.hpp"
 
 #include <cmath>
 #include <cstdio>

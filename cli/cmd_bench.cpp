@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "number_flags.hpp"
+#include "flag_values.hpp"
 #include "plugins.hpp"
 #include "inputs.hpp"
 #include "lnorm/bench.hpp"

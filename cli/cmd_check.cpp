@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cmd_backward.hpp"
-#include "number_flags.hpp"
+#include "flag_values.hpp"
 #include "cmd_quant.hpp"
 #include "commands.hpp"
 #include "error_text.hpp"
@@ -251,12 +251,12 @@ void add_check(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-rstd-ulp", f->max_rstd_ulp, "Also gate rstd: its plain ulp distance to the exact rstd rounded once (default: report only)")->check(budget_number());
   std::string recipe_help = "Also measure y against this recipe's answer (the op's exact arithmetic with roundings at declared points) and gate it by --max-recipe-ulp; combine with '+'. Known:";
   for (const RecipeInfo& r : known_recipes()) recipe_help += std::string(" ") + r.name + " (" + r.ops + ": " + r.description + ");";
-  cmd->add_option("--recipe", f->recipe, recipe_help);
+  cmd->add_option("--recipe", f->recipe, recipe_help)->check(non_empty_value());
   auto* max_recipe = cmd->add_option("--max-recipe-ulp", f->max_recipe_ulp, "Budget against the recipe's answer, scaled ulps per element (default 0.5: rounded like the recipe)")->check(budget_number())->default_val(0.5);
   cmd->add_flag("--strict-constant-rows", f->strict_constant_rows,
                "LayerNorm: also gate the rows constant in storage at --max-ulp with no kappa term (their exact answer is "
                "beta whatever their kappa; the default reports them on the summary line and in the JSON)");
-  cmd->add_option("--json", f->json, "Write the measurements as JSON here");
+  cmd->add_option("--json", f->json, "Write the measurements as JSON here")->check(non_empty_value());
   cmd->add_option("--threads", f->problem.threads, "Threads for the reference (default: all cores)")
       ->default_val(std::max(1u, std::thread::hardware_concurrency()));
   add_backward_flags(*cmd, f->bwd, true);

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "number_flags.hpp"
+#include "flag_values.hpp"
 #include "inputs.hpp"
 #include "lnorm/format.hpp"
 #include "lnorm/npy.hpp"

@@ -1,7 +1,7 @@
 // `reference --quant` and `check --quant`: the exact quantized answer, and a candidate's q measured against it
 // (lnorm/quantize.hpp has the definitions). Both stream row chunks like run and check.
 #include "cmd_quant.hpp"
-#include "number_flags.hpp"
+#include "flag_values.hpp"
 
 #include <cmath>
 #include <cstdio>

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "commands.hpp"
-#include "number_flags.hpp"
+#include "flag_values.hpp"
 #include "inputs.hpp"
 #include "lnorm/precision_report.hpp"
 #include "lnorm/registry.hpp"

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "number_flags.hpp"
+#include "flag_values.hpp"
 #include "inputs.hpp"
 #include "lnorm/registry.hpp"
 #include "lnorm/verify.hpp"
@@ -86,12 +86,12 @@ void add_verify(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(1, 1000000));
   cmd->add_option("--seed", f->seed, "Seed of the run (default 1); the same seed reproduces the same cases")->check(seed_number());
   cmd->add_flag("--quick", f->quick, "The quick suite ctest runs (24 cases per property)");
-  cmd->add_option("--json", f->json, "Write the results as JSON to this file");
-  cmd->add_option("--junit", f->junit, "Write JUnit XML (one testcase per kernel x dtype x property) to this file");
+  cmd->add_option("--json", f->json, "Write the results as JSON to this file")->check(non_empty_value());
+  cmd->add_option("--junit", f->junit, "Write JUnit XML (one testcase per kernel x dtype x property) to this file")->check(non_empty_value());
   cmd->add_option("--dump-failures", f->dump, "Write each failing case's x/gamma/beta as .npy under this folder");
   cmd->add_option("--shard", f->shard,
                   "K/N: run only the cells (kernel x op x dtype x property, in the whole run's order) i with i mod N = K-1; "
-                  "same seeds and results as the whole run; --merge joins the N shards' --json files");
+                  "same seeds and results as the whole run; --merge joins the N shards' --json files")->check(non_empty_value());
   cmd->add_option("--merge", f->merge,
                   "Join these shard --json files (verify --shard K/N of one run) into one verdict, table, --json and "
                   "--junit, as the unsharded run would give; takes no other selection flag")

@@ -215,6 +215,17 @@ TEST_CASE("bad flags: a negative or NaN budget, and a negative or too large seed
   CHECK_THAT(top.out, Contains("seed 18446744073709551615"));
 }
 
+// An empty value where the unset value is "" once meant "not given": --shard '' ran every cell, --recipe '' was
+// accepted and gated nothing, --json '' wrote no file for the CI job that reads it.
+TEST_CASE("bad flags: an empty --shard, --recipe or --json is refused, not read as absent", "[cli][bad_input]") {
+  Case c;
+  expect_refused(c.t, "verify --shard ''", "--shard: must not be empty");
+  expect_refused(c.t, "verify --json ''", "--json: must not be empty");
+  expect_refused(c.t, "verify --junit ''", "--junit: must not be empty");
+  expect_refused(c.t, "check --x " + c.x + " --y " + c.x + " --recipe ''", "--recipe: must not be empty");
+  expect_refused(c.t, "check --x " + c.x + " --y " + c.x + " --json ''", "--json: must not be empty");
+}
+
 TEST_CASE("bad flags: an unknown dtype is refused, listing the known ones", "[cli][bad_input]") {
   Case c;
   for (const std::string& cmd : std::vector<std::string>{"run --kernel welford --x " + c.x + " --dtype f8" + c.outs,

@@ -1,6 +1,6 @@
-// Validators for numbers given on the command line, so that a value out of range is refused naming its flag
-// (exit 2) instead of read as something else: a budget of -1 or nan once meant "the default" (the flags' unset
-// value), and --seed -1 wrapped to 2^64 - 1 (issue 54).
+// Validators for values given on the command line, so that a value out of range is refused naming its flag (exit 2)
+// instead of read as something else: a budget of -1 or nan once meant "the default" (the flags' unset value),
+// --seed -1 wrapped to 2^64 - 1, and an empty --shard "" ran every cell, as if not given (issue 54).
 #pragma once
 
 #include <cerrno>
@@ -35,6 +35,11 @@ inline CLI::Validator seed_number() {
         return "";
       },
       "SEED");
+}
+
+// A value that may not be empty: where the flag's unset value is "", an empty one would silently mean "not given".
+inline CLI::Validator non_empty_value() {
+  return CLI::Validator([](std::string& s) -> std::string { return s.empty() ? "must not be empty" : ""; }, "TEXT");
 }
 
 }  // namespace lnorm::cli
