@@ -19,13 +19,13 @@ void OutputFiles::open(Operand o, const std::string& path) {
   files_[static_cast<std::size_t>(o)].emplace(path, std::string(npy_descr(row, p_)), shapes_.of(row.extent));
 }
 
-void OutputFiles::connect(OperandStreams& ops) const {
+void OutputFiles::connect(OperandStreams& ops) {
   OperandSet all;
   for (const OperandInfo& o : kOperandTable) all.add(o.operand);
   connect(ops, all);
 }
 
-void OutputFiles::connect(OperandStreams& ops, OperandSet only) const {
+void OutputFiles::connect(OperandStreams& ops, OperandSet only) {
   for (const OperandInfo& o : kOperandTable) {
     std::optional<io::NpyWriter>& f = files_[static_cast<std::size_t>(o.operand)];
     if (f && only.has(o.operand)) ops.write(o.operand, [&w = *f](const void* data, std::size_t bytes) { w.write(data, bytes); });

@@ -28,8 +28,8 @@ class OutputFiles {
   void open(Operand o, const std::string& path);
   bool has(Operand o) const { return files_[static_cast<std::size_t>(o)].has_value(); }
   // Every open file as its operand's writer in ops; `only` limits it to those operands.
-  void connect(OperandStreams& ops) const;
-  void connect(OperandStreams& ops, OperandSet only) const;
+  void connect(OperandStreams& ops);
+  void connect(OperandStreams& ops, OperandSet only);
   // The temporaries (a crash handler unlinks them: crash_guard.hpp).
   std::vector<std::string> temp_paths() const;
   void commit();
@@ -37,7 +37,7 @@ class OutputFiles {
  private:
   Problem p_;
   ExtentShapes shapes_;
-  mutable std::array<std::optional<io::NpyWriter>, std::size(kOperandTable)> files_;
+  std::array<std::optional<io::NpyWriter>, std::size(kOperandTable)> files_;
 };
 
 }  // namespace lnorm::cli

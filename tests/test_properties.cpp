@@ -117,6 +117,17 @@ Case one_row_case(std::int64_t n) {
   return materialize(s);
 }
 
+// Three normal rows of n with random gamma and beta.
+Case affine_case(std::int64_t n, std::uint64_t seed) {
+  CaseSpec s;
+  s.row_classes = {RowClass::normal};
+  s.shape = {3, n};
+  s.axis = 1;
+  s.data_seed = seed;
+  s.gamma = s.beta = Affine::random;
+  return materialize(s);
+}
+
 }  // namespace
 
 TEST_CASE("float generator: reaches subnormals, -0, the top binade, never NaN or Inf", "[generators]") {
@@ -195,13 +206,7 @@ TEST_CASE("harness: a write before y, a y element never written, are reported", 
 }
 
 TEST_CASE("harness: a kernel that changes an input is reported, naming the element", "[harness]") {
-  CaseSpec s;
-  s.row_classes = {RowClass::normal};
-  s.shape = {3, 17};
-  s.axis = 1;
-  s.data_seed = 5;
-  s.gamma = s.beta = Affine::random;
-  const Case c = materialize(s);
+  const Case c = affine_case(17, 5);
   const auto violation = [&](const void* Tensors::*input, std::int64_t at, const Case& on) {
     g_altered = input;
     g_altered_at = at;
@@ -254,13 +259,7 @@ const KernelInfo kQuantAlters{"quant_alters", "test",
                               &quant_then_alter};
 
 TEST_CASE("harness: the quantized run guards every operand as the plain run does", "[harness]") {
-  CaseSpec s;
-  s.row_classes = {RowClass::normal};
-  s.shape = {3, 32};
-  s.axis = 1;
-  s.data_seed = 7;
-  s.gamma = s.beta = Affine::random;
-  const Case c = materialize(s);
+  const Case c = affine_case(32, 7);
   const QuantSpec row = parse_quant_spec("fp8_e4m3", "row", std::nullopt);
   g_altered = &Tensors::x;
   g_altered_at = 33;

@@ -46,7 +46,7 @@ py::object input_of(Operand o, const ProblemArrays& in) {
 
 }  // namespace
 
-OperandArrays::OperandArrays(const ProblemArrays& in, const Problem& p, OperandSet optional) : in_(in), p_(p) {
+OperandArrays::OperandArrays(const ProblemArrays& in, const Problem& p, OperandSet optional) : p_(p) {
   for (const OperandInfo& o : kOperandTable) {
     if (!present(o, p) || (o.optional && !optional.has(o.operand))) continue;
     py::object& a = arrays_[static_cast<std::size_t>(o.operand)];

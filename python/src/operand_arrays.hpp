@@ -26,7 +26,6 @@ class OperandArrays {
   py::tuple outputs() const;
 
  private:
-  const ProblemArrays& in_;
   Problem p_;
   std::array<py::object, std::size(kOperandTable)> arrays_;
 };
