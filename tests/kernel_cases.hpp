@@ -85,6 +85,35 @@ inline std::uint64_t bits_at(const std::vector<std::byte>& v, std::size_t es, st
   return b;
 }
 
+// x's values rounded to the format (the tests' spelling of rounded()).
+inline std::vector<double> in_format(DType d, std::vector<double> v) { return rounded(d, std::move(v)); }
+
+// Bitwise as values: NaN == NaN, and the sign of zero matters.
+inline bool same_value(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  return a == b && std::signbit(a) == std::signbit(b);
+}
+
+// One reference row in double values (y rounded, as a double): x in d, gamma and beta (may be null) in pd.
+struct ReferenceRowValues {
+  std::vector<double> y;
+  RowReference row;
+};
+
+inline ReferenceRowValues reference_row(RowReferencer& ref, DType d, DType pd, const std::vector<double>& x,
+                                        const std::vector<double>* g, const std::vector<double>* b) {
+  const auto xb = encode(d, x);
+  const auto gb = g ? encode(pd, *g) : std::vector<std::byte>{};
+  const auto bb = b ? encode(pd, *b) : std::vector<std::byte>{};
+  std::vector<std::byte> y(xb.size());
+  ReferenceRowValues out;
+  out.row = ref.run(xb.data(), g ? gb.data() : nullptr, b ? bb.data() : nullptr, static_cast<std::int64_t>(x.size()),
+                    y.data(), nullptr);
+  const Format f = format_of(d);
+  for (std::size_t i = 0; i < x.size(); ++i) out.y.push_back(bits_to_double(f, bits_at(y, size_of(d), i)));
+  return out;
+}
+
 // Runs kernel k on `rows` copies of case x (one row each) and measures it.
 inline Measured measure(const KernelInfo& k, DType d, const std::vector<double>& x, double eps, Budget budget,
                         int threads = 1, Op op = Op::layernorm) {

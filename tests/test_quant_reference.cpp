@@ -36,10 +36,7 @@ namespace {
 
 constexpr QuantFormat kFormats[] = {QuantFormat::fp8_e4m3, QuantFormat::fp8_e5m2, QuantFormat::int8};
 
-bool same_value(double a, double b) {
-  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
-  return a == b && std::signbit(a) == std::signbit(b);
-}
+using lnorm::testing::same_value;
 
 bool is_nan_code(QuantFormat f, std::uint8_t c) { return std::isnan(lnorm::testing::independent_code_value(f, c)); }
 

@@ -21,7 +21,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-using Big = boost::multiprecision::number<boost::multiprecision::cpp_bin_float<200, boost::multiprecision::digit_base_2>,
+using Float200 = boost::multiprecision::number<boost::multiprecision::cpp_bin_float<200, boost::multiprecision::digit_base_2>,
                                           boost::multiprecision::et_off>;
 
 std::vector<bf16> bf16_row(std::mt19937_64& rng, std::size_t n, double mean, double sd) {
@@ -89,16 +89,16 @@ TEST_CASE("recipe llama: y = round(w * round_bf16(x * rstd*)), against a 200-bit
     std::vector<std::uint16_t> y(n);
     std::vector<ElementReference> e(n);
     ref.run(x.data(), nullptr, w.data(), nullptr, n, y.data(), e.data());
-    Big q = 0;
-    for (const bf16& v : x) q += Big(to_float(v)) * Big(to_float(v));
-    const Big rstd = 1 / sqrt(q / n + Big(p.eps));
+    Float200 q = 0;
+    for (const bf16& v : x) q += Float200(to_float(v)) * Float200(to_float(v));
+    const Float200 rstd = 1 / sqrt(q / n + Float200(p.eps));
     for (std::int64_t i = 0; i < n; ++i) {
-      const Big z = Big(to_float(x[i])) * rstd;
+      const Float200 z = Float200(to_float(x[i])) * rstd;
       const double vd = round_to_format(f, z.convert_to<double>());
       // Skip elements where the double nearest z* could sit on the other side of a bf16 midpoint (never
       // in practice: z* would have to be within 2^-60 of one).
       const double half_gap = std::ldexp(1.0, std::ilogb(vd == 0 ? 1 : vd) - 8);  // bf16: p = 8
-      if (abs(abs(z - Big(vd)) - Big(half_gap)) < Big(std::fabs(vd)) * Big(0x1p-60)) continue;
+      if (abs(abs(z - Float200(vd)) - Float200(half_gap)) < Float200(std::fabs(vd)) * Float200(0x1p-60)) continue;
       const double want = round_to_format(f, static_cast<double>(to_float(w[i])) * vd);  // exact product, one rounding
       INFO("row " << row << " element " << i);
       REQUIRE(bits_to_double(f, y[i]) == want);

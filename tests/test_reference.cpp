@@ -21,41 +21,21 @@ using namespace lnorm;
 namespace {
 
 using lnorm::testing::encode;
-std::vector<double> in_format(DType d, std::vector<double> v) { return lnorm::testing::rounded(d, std::move(v)); }
+using lnorm::testing::in_format;
 std::vector<double> normal_row(DType d, std::size_t n, double offset, double scale, std::uint64_t seed) {
   return lnorm::testing::normal(d, n, offset, scale, seed);
 }
 
 
-// One reference row in double values (y rounded, as a double), for any dtype.
-struct Out {
-  std::vector<double> y;
-  RowReference row;
-};
+using Out = lnorm::testing::ReferenceRowValues;
 
 Out run_reference(DType d, double eps, const std::vector<double>& x, const std::vector<double>* g = nullptr,
                   const std::vector<double>* b = nullptr) {
-  const auto xb = encode(d, x);
-  const auto gb = g ? encode(d, *g) : std::vector<std::byte>{};
-  const auto bb = b ? encode(d, *b) : std::vector<std::byte>{};
-  std::vector<std::byte> y(xb.size());
   RowReferencer ref(d, eps);
-  Out out;
-  out.row = ref.run(xb.data(), g ? gb.data() : nullptr, b ? bb.data() : nullptr,
-                    static_cast<std::int64_t>(x.size()), y.data(), nullptr);
-  const Format f = format_of(d);
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    std::uint64_t bits = 0;
-    std::memcpy(&bits, y.data() + i * size_of(d), size_of(d));
-    out.y.push_back(bits_to_double(f, bits));
-  }
-  return out;
+  return lnorm::testing::reference_row(ref, d, d, x, g, b);
 }
 
-bool same(double a, double b) {  // bitwise as values: NaN == NaN, and the sign of zero matters
-  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
-  return a == b && std::signbit(a) == std::signbit(b);
-}
+bool same(double a, double b) { return lnorm::testing::same_value(a, b); }
 
 // Compares lnorm's reference with the independent one on a row; returns a description of the first
 // difference (empty when bit-identical).

@@ -18,32 +18,13 @@ using lnorm::testing::encode;
 
 namespace {
 
-struct Out {
-  std::vector<double> y;
-  RowReference row;
-};
+using Out = lnorm::testing::ReferenceRowValues;
+using lnorm::testing::in_format;
+using lnorm::testing::same_value;
 
 Out run(const Problem& p, const std::vector<double>& x, const std::vector<double>* g, const std::vector<double>* b) {
-  const auto xb = encode(p.dtype, x);
-  const auto gb = g ? encode(p.param_dtype, *g) : std::vector<std::byte>{};
-  const auto bb = b ? encode(p.param_dtype, *b) : std::vector<std::byte>{};
-  std::vector<std::byte> y(xb.size());
   RowReferencer ref(p);
-  Out out;
-  out.row = ref.run(xb.data(), g ? gb.data() : nullptr, b ? bb.data() : nullptr, static_cast<std::int64_t>(x.size()),
-                    y.data(), nullptr);
-  const Format f = format_of(p.dtype);
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    std::uint64_t bits = 0;
-    std::memcpy(&bits, y.data() + i * size_of(p.dtype), size_of(p.dtype));
-    out.y.push_back(bits_to_double(f, bits));
-  }
-  return out;
-}
-
-bool same(double a, double b) {
-  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
-  return a == b && std::signbit(a) == std::signbit(b);
+  return lnorm::testing::reference_row(ref, p.dtype, p.param_dtype, x, g, b);
 }
 
 std::string compare(Op op, DType d, DType pd, double eps, double offset, const std::vector<double>& x,
@@ -53,18 +34,16 @@ std::string compare(Op op, DType d, DType pd, double eps, double offset, const s
   const Out got = run(p, x, g, b);
   const auto want = lnorm::testing::independent_norm(format_of(d), format_of(stats_dtype(d)), x, g, b, p.eps,
                                                      op.norm == Norm::layernorm, p.gamma_offset);
-  if (!same(got.row.mean, want.mean)) return "mean: got " + std::to_string(got.row.mean) + " want " + std::to_string(want.mean);
-  if (!same(got.row.rstd, want.rstd)) return "rstd: got " + std::to_string(got.row.rstd) + " want " + std::to_string(want.rstd);
+  if (!same_value(got.row.mean, want.mean)) return "mean: got " + std::to_string(got.row.mean) + " want " + std::to_string(want.mean);
+  if (!same_value(got.row.rstd, want.rstd)) return "rstd: got " + std::to_string(got.row.rstd) + " want " + std::to_string(want.rstd);
   for (std::size_t i = 0; i < x.size(); ++i)
-    if (!same(got.y[i], want.y[i])) {
+    if (!same_value(got.y[i], want.y[i])) {
       char buf[200];
       std::snprintf(buf, sizeof buf, "y[%zu]: got %.17g want %.17g (x = %.17g)", i, got.y[i], want.y[i], x[i]);
       return buf;
     }
   return "";
 }
-
-std::vector<double> in_format(DType d, std::vector<double> v) { return lnorm::testing::rounded(d, std::move(v)); }
 
 // The rows where RMSNorm breaks (issue 22): x² overflowing f32 near |x| 1.8e19, eps dominating, subnormals,
 // long rows, sparse rows with outliers, a zero row, a constant row.

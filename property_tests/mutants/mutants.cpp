@@ -113,7 +113,7 @@ A add(A sum, A v, bool large_batch = false) {
 
 // What the output loop needs: the centre and the scale.
 template <class A>
-struct Norm {
+struct RowNorm {
   A mean;
   A rstd;
 };
@@ -140,7 +140,7 @@ A rstd_of(A var, A eps) {
 // centred: LayerNorm; RMSNorm takes the mean as 0 (subtracts_mean does not).
 // large_batch: the row is in a batch of kLargeBatchRows rows or more (batch_dependent's defect).
 template <class T, Defect D>
-Norm<Acc<T>> stats(const T* x, std::int64_t n, std::int64_t stride, Acc<T> eps, bool centred, bool large_batch = false) {
+RowNorm<Acc<T>> stats(const T* x, std::int64_t n, std::int64_t stride, Acc<T> eps, bool centred, bool large_batch = false) {
   using A = Acc<T>;
   std::int64_t m = n;  // elements that enter the sums
   A mean_div = static_cast<A>(n), var_div = static_cast<A>(n);
@@ -203,7 +203,7 @@ void run_typed(const Problem& p, const Tensors& t) {
   const std::int64_t written = D == Defect::skips_tail ? n / kPad * kPad : n;
 
   // wrong_axis: column statistics first, on this thread, so the threads only read them.
-  std::vector<Norm<A>> cols;
+  std::vector<RowNorm<A>> cols;
   if constexpr (D == Defect::wrong_axis) {
     if (n == 0) return;  // no columns: nothing to report (and r % 0 below would be undefined)
     cols.reserve(static_cast<std::size_t>(n));
@@ -214,7 +214,7 @@ void run_typed(const Problem& p, const Tensors& t) {
     for (std::int64_t r = begin; r < end; ++r) {
       const T* xr = x + r * n;
       T* yr = y + r * n;
-      Norm<A> row;
+      RowNorm<A> row;
       if constexpr (D == Defect::wrong_axis) row = cols[static_cast<std::size_t>(r % n)];
       else row = stats<T, D>(xr, n, 1, eps, centred, p.rows >= kLargeBatchRows);
       // A NaN/Inf in the row makes the whole row NaN (DESIGN), mean and rstd included (RMSNorm's mean is 0
@@ -225,7 +225,7 @@ void run_typed(const Problem& p, const Tensors& t) {
       if (mean_out) mean_out[r] = static_cast<Stat<T>>(row.mean);
       if (rstd_out) rstd_out[r] = static_cast<Stat<T>>(row.rstd);
       for (std::int64_t i = 0; i < written; ++i) {
-        Norm<A> s = row;
+        RowNorm<A> s = row;
         if constexpr (D == Defect::wrong_axis) s = cols[static_cast<std::size_t>(i)];
         A v = (load(xr[i]) - s.mean) * s.rstd;
         if (gamma) v *= static_cast<A>(gamma[i]);

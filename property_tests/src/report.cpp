@@ -11,7 +11,7 @@ namespace lnorm::verify {
 
 namespace {
 
-std::string num(double v) {
+std::string short_num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g", v);
   return buf;
@@ -55,8 +55,8 @@ std::string worst_text(const Outcome& o) {
     const auto it = o.worst.find(key);
     if (it == o.worst.end()) continue;
     if (!out.empty()) out += ", ";
-    if (std::string(key) == "y_budget_used") out += num(100 * it->second) + "% " + label;
-    else out += std::string(label) + " " + num(it->second);
+    if (std::string(key) == "y_budget_used") out += short_num(100 * it->second) + "% " + label;
+    else out += std::string(label) + " " + short_num(it->second);
   }
   if (o.correctly_rounded >= 0 && o.property == Property::accuracy) {
     char cr[48];

@@ -1,7 +1,9 @@
 // NumPy arrays <-> lnorm problems (bindings.hpp).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <thread>
 
 #include "bindings.hpp"
 #include "lnorm/format.hpp"
@@ -105,6 +107,10 @@ py::object affine(py::handle a, const char* what, const ProblemArrays& in, std::
 }
 
 }  // namespace
+
+int threads_or_default(py::handle threads) {
+  return threads.is_none() ? static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) : threads.cast<int>();
+}
 
 ProblemArrays problem_arrays(py::handle x, py::handle gamma, py::handle beta, int axis, double eps, py::handle dtype,
                              int threads, const std::string& op_name, double gamma_offset, py::handle residual) {

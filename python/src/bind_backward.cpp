@@ -2,7 +2,6 @@
 // the gate of `lnorm check --dir bwd`, on NumPy arrays. The GIL is released while C++ works.
 #include <cmath>
 #include <cstring>
-#include <thread>
 
 #include "bindings.hpp"
 #include "lnorm/backward.hpp"
@@ -13,8 +12,6 @@
 namespace lnorm::python {
 namespace {
 
-int default_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
-
 struct BackwardArrays {
   ProblemArrays in;
   py::array dy;
@@ -23,7 +20,7 @@ struct BackwardArrays {
 
 BackwardArrays backward_arrays(py::handle x, py::handle dy, py::handle gamma, int axis, double eps, py::handle dtype,
                                py::object threads, const std::string& op, double gamma_offset) {
-  BackwardArrays b{problem_arrays(x, gamma, py::none(), axis, eps, dtype, threads.is_none() ? default_threads() : threads.cast<int>(),
+  BackwardArrays b{problem_arrays(x, gamma, py::none(), axis, eps, dtype, threads_or_default(threads),
                                   op, gamma_offset),
                    py::array(), {}};
   if (b.in.problem.op.prologue == Prologue::residual_add) throw py::value_error("op='" + op + "': Add & Norm's backward is not built");

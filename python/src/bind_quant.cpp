@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
-#include <thread>
 #include <vector>
 
 #include "bindings.hpp"
@@ -17,8 +16,6 @@
 
 namespace lnorm::python {
 namespace {
-
-int default_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
 QuantSpec spec_of(const std::string& quant, const std::string& scaling, py::handle scale, const ProblemArrays& in) {
   if (in.problem.dtype == DType::f64) throw py::value_error("quant: x must be float32, float16 or bf16 (the scales are float32)");
@@ -49,7 +46,7 @@ py::tuple quant_reference_py(py::handle x, py::handle gamma, py::handle beta, co
                              const std::string& scaling, py::handle scale, int axis, double eps, py::handle dtype,
                              py::object threads, const std::string& op, double gamma_offset, py::handle residual) {
   const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype,
-                                          threads.is_none() ? default_threads() : threads.cast<int>(), op, gamma_offset,
+                                          threads_or_default(threads), op, gamma_offset,
                                           residual);
   const QuantSpec s = spec_of(quant, scaling, scale, in);
   py::array q = new_q(in, s);
@@ -228,7 +225,7 @@ py::dict quant_check_py(py::handle x, py::handle q, py::handle gamma, py::handle
                         const std::string& op, double gamma_offset, py::handle residual, py::object recipe_name,
                         double max_recipe_ulp, py::handle quant_y) {
   const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype,
-                                          threads.is_none() ? default_threads() : threads.cast<int>(), op, gamma_offset,
+                                          threads_or_default(threads), op, gamma_offset,
                                           residual);
   const QuantSpec s = spec_of(quant, scaling, scale, in);
   const py::array qa = q_array(q, s, in);

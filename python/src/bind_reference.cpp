@@ -2,7 +2,6 @@
 // `lnorm check` (measure_rows, shared with the CLI) and the built-in kernels, on NumPy arrays.
 // The GIL is released while C++ works; inputs are read in place when contiguous.
 #include <cmath>
-#include <thread>
 
 #include "bindings.hpp"
 #include "operand_arrays.hpp"
@@ -13,12 +12,10 @@
 namespace lnorm::python {
 namespace {
 
-int default_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
-
 py::tuple reference_py(py::handle x, py::handle gamma, py::handle beta, int axis, double eps, py::handle dtype,
                        py::object threads, const std::string& op, double gamma_offset, py::handle residual) {
   const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype,
-                                          threads.is_none() ? default_threads() : threads.cast<int>(), op, gamma_offset,
+                                          threads_or_default(threads), op, gamma_offset,
                                           residual);
   const OperandArrays out(in, in.problem, {Operand::mean, Operand::rstd});
   const Tensors t = out.tensors();
@@ -50,7 +47,7 @@ py::dict check_py(py::handle x, py::handle y, py::handle gamma, py::handle beta,
                   py::object recipe_name, double max_recipe_ulp, py::handle residual, py::handle h,
                   py::object max_h_ulp) {
   ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype,
-                                    threads.is_none() ? default_threads() : threads.cast<int>(), op, gamma_offset,
+                                    threads_or_default(threads), op, gamma_offset,
                                     residual);
   if (!h.is_none() && residual.is_none()) throw py::value_error("h: needs residual= (the candidate h is x + residual)");
   if (!max_h_ulp.is_none() && h.is_none()) throw py::value_error("max_h_ulp: needs h= (the candidate h it gates)");

@@ -29,6 +29,8 @@ bool holds(const py::array& a, DType d);
 std::string dtype_text(const py::array& a);
 std::string shape_text(const std::vector<std::int64_t>& shape);
 std::vector<std::int64_t> shape_of(const py::array& a);
+// threads=None: every core the machine reports (at least 1); otherwise the given count.
+int threads_or_default(py::handle threads);
 
 // x with optional gamma/beta, normalized from `axis` on: everything run, reference and check share.
 struct ProblemArrays {

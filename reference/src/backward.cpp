@@ -42,6 +42,7 @@
 #include "lnorm/format.hpp"
 #include "lnorm/parallel.hpp"
 #include "rounding.hpp"
+#include "special_values.hpp"
 
 namespace lnorm {
 namespace {
@@ -54,8 +55,8 @@ using Float = mp::number<mp::cpp_bin_float<kBits, mp::digit_base_2>, mp::et_off>
 using F160 = Float<160>;
 using Rational = mp::cpp_rational;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using detail::kNaN;
+using detail::kInf;
 
 template <class F>
 F to_float(const Dyadic& d) {

@@ -25,6 +25,7 @@
 #include "lnorm/reference.hpp"
 #include "rounding.hpp"
 #include "superaccumulator.hpp"
+#include "special_values.hpp"
 
 namespace lnorm {
 namespace {
@@ -36,8 +37,8 @@ namespace mp = boost::multiprecision;
 // 160 bits for row constants: their error (2^-159 relative) is far below the fast path's budget.
 using BigFloat = mp::number<mp::cpp_bin_float<160, mp::digit_base_2>, mp::et_off>;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using detail::kNaN;
+using detail::kInf;
 
 // Relative error bound of the double-double evaluation of β + γ·(x − mean)·rstd, as a fraction of
 // |β| + |γ|·rstd·(|x| + |mean|). The derivation (Joldes-Muller-Popescu bounds per operation, u = 2^-53):

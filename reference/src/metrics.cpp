@@ -1,9 +1,11 @@
 #include "lnorm/metrics.hpp"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+
+#include "special_values.hpp"
 
 namespace lnorm {
 
@@ -15,7 +17,7 @@ bool correctly_rounded(const Format& f, std::uint64_t got_bits, std::uint64_t ex
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using detail::kInf;
 
 // The value of the neighbour of ordinal k one step in direction dir (±1) of a narrow format; past the largest
 // finite value the ordinal order continues to 2^(emax+1) (where Inf stands), so the interval of the largest

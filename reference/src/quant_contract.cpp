@@ -8,11 +8,13 @@
 #include <limits>
 
 #include "lnorm/format.hpp"
+#include "scale_value.hpp"
+#include "special_values.hpp"
 
 namespace lnorm {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using detail::kNaN;
 
 // f32(a / qmax) correctly rounded, a ≥ 0 an f32 value: the double quotient is a guess; the neighbours are decided
 // by exact comparisons (c·qmax and the midpoint (c + c')/2 · qmax have at most 25 + 7 significant bits, qmax being
@@ -60,9 +62,7 @@ std::string fmt(const char* f, Args... args) {
   return buf;
 }
 
-double scale_value(const QuantSpec& spec, double stored) {
-  return spec.scaling == Scaling::mx ? (std::isnan(stored) ? kNaN : std::ldexp(1.0, static_cast<int>(stored))) : stored;
-}
+using detail::scale_value;  // scale_value.hpp
 
 // Q(y / s) exactly (s > 0, the contract rule): the double quotient's code is a guess, then y is compared with the
 // grid's midpoints times s, exactly (a midpoint has at most 9 significant bits, s 24).

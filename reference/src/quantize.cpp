@@ -13,12 +13,14 @@
 #include "lnorm/parallel.hpp"
 #include "lnorm/reference.hpp"
 #include "rounding.hpp"
+#include "scale_value.hpp"
+#include "special_values.hpp"
 
 namespace lnorm {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using detail::kNaN;
+using detail::kInf;
 // The default q budget's allowance for the f32 arithmetic after rounding y to x's dtype (quantize.hpp): f32(1/S)
 // and the product, 2 roundings of 2^-24 relative each, on a value of at most 2^8 quanta (int8 at 128; fp8 values
 // are under 2^4 quanta), with a factor 2 to spare: 2^-24 · 2 · 2^8 · 2 = 2^-14.
@@ -169,11 +171,7 @@ class RowQuantizer {
   RowReference row_;
 };
 
-// A scale as the multiplier s of its group: f32 value or 2^X.
-// (mx's NaN exponent, code 255, stays NaN: converting it to int would be undefined.)
-double scale_value(const QuantSpec& spec, double stored) {
-  return spec.scaling == Scaling::mx && !std::isnan(stored) ? std::ldexp(1.0, static_cast<int>(stored)) : stored;
-}
+using detail::scale_value;  // scale_value.hpp
 
 // Candidate scales as stored (f32, or E8M0 codes for mx) → value (f32) or X (mx; NaN for code 255).
 double stored_scale(const QuantSpec& spec, const void* scales, std::int64_t at) {
