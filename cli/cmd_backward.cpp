@@ -14,7 +14,6 @@
 #include "lnorm/metrics.hpp"
 #include "lnorm/npy.hpp"
 #include "lnorm/reference.hpp"
-#include "crash_guard.hpp"
 #include "error_text.hpp"
 #include "lnorm/operand_streams.hpp"
 #include "output_files.hpp"
@@ -123,7 +122,6 @@ int run_backward_reference(const ProblemFlags& pf, const BackwardFlags& bf) {
   Loaded l = load(pf, bf);
   const Problem p = with_op(l.in.problem, Op{.norm = l.in.problem.op.norm, .direction = Direction::bwd});
   OutputFiles files = gradient_files(l, p, bf);
-  const RemoveOnCrash remove_on_crash(files.temp_paths());
   OperandStreams ops = gradient_inputs(l);
   ops.unread(Operand::saved_mean).unread(Operand::saved_rstd);  // the exact gradients need no saved statistics
   files.connect(ops);
@@ -158,7 +156,6 @@ int run_backward_kernel(const ProblemFlags& pf, const BackwardFlags& bf, const K
   forward.write(Operand::mean, append_to(mean)).write(Operand::rstd, append_to(rstd));
   forward.run(fwd, fwd.rows, {}, [](const Problem& part, const Tensors& t) { reference(part, t); });
   OutputFiles files = gradient_files(l, p, bf);
-  const RemoveOnCrash remove_on_crash(files.temp_paths());  // a plugin that crashes leaves no temporaries
   OperandStreams ops = gradient_inputs(l);
   ops.point(Operand::saved_mean, mean.data()).point(Operand::saved_rstd, rstd.data());
   files.connect(ops);

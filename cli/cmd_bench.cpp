@@ -33,9 +33,23 @@ std::vector<DType> dtypes_or(const std::vector<std::string>& names, std::vector<
   return out;
 }
 
+// Bytes per element a timed shape may hold at once, at most: x, y, Add & Norm's residual and h (or the backward's
+// dy and dx), in f64 at worst (16 bytes each would be 64; 16 is f32's four streams or f64's two: a shape past
+// physical memory at that rate cannot be timed here).
+constexpr double kTimedBytesPerElement = 16;
+
 Shape shape_flag(const std::string& s) {
   const auto shape = bench::parse_shape(s);
   if (!shape) throw InputError("--shape " + s + ": expected ROWSxCOLS with both at least 1, e.g. 4096x1024");
+  // Checked before anything is allocated (a 2^32 x 2^32 shape once grew select to 1.7 GB in 6 s and never ended).
+  const double need = static_cast<double>(shape->rows) * static_cast<double>(shape->cols) * kTimedBytesPerElement;
+  const double have = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+  if (have > 0 && need > have) {
+    char msg[200];
+    std::snprintf(msg, sizeof msg, ": shape too large: its operands need about %.3g GiB, this machine has %.3g GiB of memory",
+                  need / 0x1p30, have / 0x1p30);
+    throw InputError("--shape " + s + msg);
+  }
   return *shape;
 }
 
@@ -196,6 +210,16 @@ struct BenchQuantFlags {
     cmd->add_option("--scaling", scaling, "With --quant: tensor, row, group:G or mx (default row)")->default_val("row");
     scale_opt = cmd->add_option("--scale", scale, "With --quant and tensor scaling: the scale S (an f32 > 0)");
   }
+  // What bench and select both refuse, before anything runs: a spec for the backward or for f64 x, or one that does
+  // not fit a shape's row (bench once dropped such a spec and exited 0 where select refused it).
+  static void check_request(const QuantSpec& spec, Direction dir, const std::vector<DType>& dtypes, const std::vector<Shape>& shapes) {
+    if (dir == Direction::bwd) throw InputError("--quant is a forward output: not with --dir bwd");
+    for (DType d : dtypes)
+      if (d == DType::f64) throw InputError("--quant takes f32, f16 or bf16 x, not f64");
+    for (const Shape& s : shapes)
+      if (const std::string why = quant_spec_error(spec, s.cols); !why.empty())
+        throw InputError("--quant: " + why + (shapes.size() > 1 ? " (--shape " + s.text() + ")" : ""));
+  }
   // The spec (groups checked against each shape's row where it runs); parse_quant_spec's refusals as InputError.
   std::optional<QuantSpec> spec() const {
     if (quant.empty()) return std::nullopt;
@@ -253,6 +277,7 @@ void add_bench(CLI::App& app, int& exit_code) {
     const auto dtypes = dtypes_or(f->dtypes, {DType::f32, DType::bf16, DType::f16});
     const Direction dir = dir_flag(f->dir);
     const bool bwd = dir == Direction::bwd;
+    if (quant) BenchQuantFlags::check_request(*quant, dir, dtypes, shapes);
     std::vector<Op> ops;
     for (const std::string& o : f->ops) ops.push_back(op_flag(o, dir));
     if (ops.empty()) ops.push_back(bwd ? Op::layernorm_bwd : Op::layernorm);
@@ -280,8 +305,7 @@ void add_bench(CLI::App& app, int& exit_code) {
           for (const KernelInfo* k : kernels) {
             if (k->takes.dtypes.contains(d) && k->implements(op)) entries.push_back({std::string(k->name), k, d, s, op});
             // The same op with q instead of y, in the same run (where the spec fits the shape).
-            if (quant && op.direction == Direction::fwd && d != DType::f64 && k->takes.dtypes.contains(d) &&
-                k->implements(quantized(op)) && quant_spec_error(*quant, s.cols).empty())
+            if (quant && k->takes.dtypes.contains(d) && k->implements(quantized(op)))  // check_request: it fits
               entries.push_back({std::string(k->name), k, d, s, quantized(op), *quant});
           }
         }
@@ -332,12 +356,7 @@ void add_select(CLI::App& app, int& exit_code) {
     check_outputs({{f->json, "--json"}}, {});
     const Op op = op_flag(f->op, dir_flag(f->dir));
     const bench::SelectRequest request{shape_flag(f->shape), dtype_flag(f->dtype), f->max_ulp, op, f->quant.spec()};
-    if (request.quant) {
-      if (op.direction == Direction::bwd) throw InputError("--quant is a forward output: not with --dir bwd");
-      if (request.dtype == DType::f64) throw InputError("--quant takes f32, f16 or bf16 x, not f64");
-      if (const std::string why = quant_spec_error(*request.quant, request.shape.cols); !why.empty())
-        throw InputError("--quant: " + why);
-    }
+    if (request.quant) BenchQuantFlags::check_request(*request.quant, op.direction, {request.dtype}, {request.shape});
     const verify::Budgets budgets = verify::Budgets::builtin();
     // The verified accuracy select qualifies kernels on: budgets.toml (plugins: its [default] sections); a
     // backward on the larger of its dx and dgamma budgets.

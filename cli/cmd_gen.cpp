@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "flag_values.hpp"
 #include "inputs.hpp"
+#include "output_files.hpp"
 #include "lnorm/format.hpp"
 #include "lnorm/npy.hpp"
 
@@ -21,8 +22,9 @@ struct GenFlags {
   std::uint64_t seed = 1;
 };
 
-// Values are drawn in double and rounded once to the storage format.
-void write_tensor(const std::string& path, DType d, const std::vector<std::int64_t>& shape,
+// Values are drawn in double and rounded once to the storage format; written under the file's temporary name,
+// committed with the others (commit_together: x, gamma and beta all, or none).
+void write_tensor(std::vector<io::NpyWriter>& files, const std::string& path, DType d, const std::vector<std::int64_t>& shape,
                   const std::vector<double>& v) {
   const Format fmt = format_of(d);
   std::vector<std::byte> bytes(v.size() * size_of(d));
@@ -30,7 +32,7 @@ void write_tensor(const std::string& path, DType d, const std::vector<std::int64
     const std::uint64_t b = double_to_bits(fmt, round_to_format(fmt, v[i]));
     std::memcpy(bytes.data() + i * size_of(d), &b, size_of(d));  // little-endian host
   }
-  io::save(path, descr_of(d), shape, bytes.data());
+  files.emplace_back(path, descr_of(d), shape).write(bytes.data(), bytes.size());
 }
 
 int run_gen(const GenFlags& f) {
@@ -58,18 +60,23 @@ int run_gen(const GenFlags& f) {
     else if (f.dist == "constant") x[i] = f.offset;
     else throw InputError("--dist: unknown distribution '" + f.dist + "'; known: normal, uniform, offset, constant");
   }
-  write_tensor(f.out, *d, shape, x);
+  std::vector<io::NpyWriter> files;
+  files.reserve(3);  // no reallocation: commit_together holds pointers to them
+  write_tensor(files, f.out, *d, shape, x);
   const std::vector<std::int64_t> row_shape(shape.begin() + axis, shape.end());
   if (!f.gamma_out.empty()) {
     std::vector<double> g(static_cast<std::size_t>(cols));
     for (auto& v : g) v = 1.0 + 0.25 * normal(rng);
-    write_tensor(f.gamma_out, *d, row_shape, g);
+    write_tensor(files, f.gamma_out, *d, row_shape, g);
   }
   if (!f.beta_out.empty()) {
     std::vector<double> b(static_cast<std::size_t>(cols));
     for (auto& v : b) v = 0.1 * normal(rng);
-    write_tensor(f.beta_out, *d, row_shape, b);
+    write_tensor(files, f.beta_out, *d, row_shape, b);
   }
+  std::vector<io::NpyWriter*> all;
+  for (io::NpyWriter& w : files) all.push_back(&w);
+  commit_together(all);
   return 0;
 }
 

@@ -10,7 +10,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "crash_guard.hpp"
 #include "error_text.hpp"
 #include "output_files.hpp"
 #include "lnorm/check.hpp"
@@ -124,9 +123,6 @@ int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const 
   files.open(Operand::rstd, side.rstd);
   std::optional<io::NpyWriter> y;
   if (!y_path.empty()) y.emplace(y_path, s.in.x.header().descr, s.in.shape);
-  std::vector<std::string> temps = files.temp_paths();
-  if (y) temps.push_back(y->temp_path());
-  const RemoveOnCrash remove_on_crash(temps);  // a plugin that crashes leaves no temporaries (crash_guard.hpp)
   const std::int64_t chunk = rows_per_chunk(p.cols, size_of(p.dtype));
   // q and the scales (and, with a kernel, the h of its quantized run).
   OperandStreams quantized;
@@ -154,8 +150,7 @@ int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const 
       else reference(part, t);
     });
   }
-  files.commit();
-  if (y) y->commit();
+  files.commit({y ? &*y : nullptr});  // q, scales, the statistics and y: all or none
   return 0;
 }
 

@@ -9,7 +9,6 @@
 #include "cmd_backward.hpp"
 #include "cmd_quant.hpp"
 #include "commands.hpp"
-#include "crash_guard.hpp"
 #include "output_files.hpp"
 #include "plugins.hpp"
 #include "lnorm/operand_streams.hpp"
@@ -53,8 +52,7 @@ int run_problem(const RunFlags& f, const KernelInfo* kernel) {
   files.open(Operand::mean, f.mean);
   files.open(Operand::rstd, f.rstd);
   files.open(Operand::h, f.h);
-  // A plugin kernel that crashes must not leave the temporary outputs behind (crash_guard.hpp).
-  const RemoveOnCrash remove_on_crash(files.temp_paths());
+  // A crash or a signal leaves no temporary output behind (lnorm/temp_files.hpp, crash_guard.hpp).
   // Every operand from the table (lnorm/operand_streams.hpp): the kernel gets rstd (and LayerNorm's mean) whether or
   // not a file takes them; rmsnorm's kernels get a null mean.
   OperandStreams ops;

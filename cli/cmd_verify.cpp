@@ -30,6 +30,7 @@ struct VerifyFlags {
   int cases = 0;
   std::uint64_t seed = 1;
   bool quick = false;
+  double case_timeout = 60;  // s; 0: none
   std::string shard;               // "K/N"
   std::vector<std::string> merge;  // shard JSON files
 };
@@ -58,7 +59,7 @@ void print_and_write(const std::vector<lnorm::verify::Outcome>& outcomes, const 
   std::fputs(table_text(outcomes, info).c_str(), stdout);
   if (!f.json.empty()) write_text_atomically(f.json, json_text(outcomes, info));
   if (!f.junit.empty()) write_text_atomically(f.junit, junit_text(outcomes, info));
-  bool failed = false;
+  bool failed = verified_nothing(outcomes);  // NOTHING VERIFIED (every cell skipped here) is not a pass
   for (const Outcome& o : outcomes) failed = failed || is_failure(o.status);
   exit_code = failed ? 1 : 0;
 }
@@ -96,6 +97,10 @@ void add_verify(CLI::App& app, int& exit_code) {
                   "Join these shard --json files (verify --shard K/N of one run) into one verdict, table, --json and "
                   "--junit, as the unsharded run would give; takes no other selection flag")
       ->expected(1, -1);
+  cmd->add_option("--case-timeout", f->case_timeout,
+                  "Seconds one case of a plugin kernel may take (its kernel run and its checks) before its cell fails "
+                  "naming the case (default 60; 0: no limit)")
+      ->check(CLI::Range(0.0, 86400.0));
   add_plugin_flag(cmd);
   cmd->callback([f, property_names, &exit_code] {
     using namespace lnorm::verify;
@@ -123,6 +128,7 @@ void add_verify(CLI::App& app, int& exit_code) {
     settings.seed = f->seed;
     settings.quick = f->quick;
     settings.dump_dir = f->dump;
+    settings.case_timeout_s = f->case_timeout;
     for (const std::string& p : f->properties) {
       const auto parsed = parse_property(p);
       if (!parsed) throw InputError("--property " + p + ": not a property (have: " + property_names + ")");
@@ -175,7 +181,9 @@ void add_verify(CLI::App& app, int& exit_code) {
           if (!k->takes.dtypes.contains(d)) continue;
           Work w{k, o, d, {}, {}};
           for (Property p : settings.properties.empty() ? properties_for(o) : settings.properties) {
-            if (!applies(p, o)) continue;
+            // The cells verify_kernel runs (a kernel without quantized outputs has no `quantized` cell): counted with
+            // applies() alone, such a cell had a number and no outcome, and the cells after it took the wrong numbers.
+            if (!runs_property(*k, p, o)) continue;
             const std::size_t cell = cells_total++;
             if (static_cast<int>(cell % static_cast<std::size_t>(shards)) != shard - 1) continue;
             w.props.push_back(p);
@@ -187,6 +195,11 @@ void add_verify(CLI::App& app, int& exit_code) {
       }
     }
     if (work.empty()) throw InputError("no chosen kernel implements the chosen op and dtype");
+    // A selection with no cell verifies nothing ("PASS: 0 passed, 0 failed" before): a usage error, named.
+    if (cells_total == 0)
+      throw InputError("nothing to verify: no chosen kernel runs the chosen properties on the chosen ops and dtypes"
+                       " (`quantized` needs a kernel that writes quantized outputs, on a forward op; `lnorm list` and"
+                       " docs/verify.md have which kernel runs what)");
     const bool tty = isatty(fileno(stderr));
     std::size_t done = 0;
     const auto start = std::chrono::steady_clock::now();

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstring>
 
+#include "lnorm/temp_files.hpp"
+
 namespace lnorm::cli {
 
 namespace {
@@ -13,10 +15,10 @@ namespace {
 // The running plugin kernel's name, or null. Atomic and lock-free, so the handler may read it.
 std::atomic<const char*> g_running{nullptr};
 std::atomic<bool> g_die_by_signal{false};
+std::atomic<PluginNotes*> g_notes{nullptr};
+char g_last[512];  // the plugin code that ran last (NUL-terminated: the last byte is never written)
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-// Fixed buffers: the handler cannot allocate. g_remove_count is published after the paths are written.
-char g_remove[kMaxRemoveOnCrash][4096];
-std::atomic<int> g_remove_count{0};
+constexpr int kTerminationSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 // write(2) only: the handler may use nothing that allocates or locks.
 void say(const char* s) {
@@ -47,8 +49,9 @@ void on_fatal_signal(int sig) {
     say(" crashed: ");
     say(signal_text(sig));
     say("\n");
+    if (PluginNotes* notes = g_notes.load()) notes->named.store(1);
   }
-  for (int i = 0, n = g_remove_count.load(); i < n; ++i) ::unlink(g_remove[i]);
+  io::remove_registered_temps();
   if (!name || g_die_by_signal.load()) {
     // Not plugin code (lnorm's own bug: keep the default action, core dump included), or a sandboxed
     // child whose parent reads the signal from waitpid.
@@ -57,6 +60,13 @@ void on_fatal_signal(int sig) {
     return;
   }
   ::_exit(1);
+}
+
+// Ctrl-C, kill, a closed terminal: the temporaries go, then the signal's own action (the shell sees it).
+void on_termination_signal(int sig) {
+  io::remove_registered_temps();
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
 }
 
 }  // namespace
@@ -74,6 +84,16 @@ void install_crash_guard() {
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_ONSTACK | SA_RESETHAND;
     for (int sig : kFatalSignals) ::sigaction(sig, &sa, nullptr);
+    struct sigaction term {};
+    term.sa_handler = on_termination_signal;
+    sigemptyset(&term.sa_mask);
+    term.sa_flags = SA_RESETHAND;
+    for (int sig : kTerminationSignals) {
+      struct sigaction old {};
+      // A signal the caller ignores (nohup's SIGHUP, a background job's SIGINT) stays ignored.
+      if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+      ::sigaction(sig, &term, nullptr);
+    }
     return true;
   }();
   (void)installed;
@@ -81,18 +101,14 @@ void install_crash_guard() {
 
 void die_by_signal_on_crash() { g_die_by_signal.store(true); }
 
-RemoveOnCrash::RemoveOnCrash(const std::vector<std::string>& paths) {
-  int n = 0;
-  for (const std::string& p : paths) {
-    if (n == kMaxRemoveOnCrash || p.empty() || p.size() >= sizeof g_remove[0]) continue;
-    std::memcpy(g_remove[n], p.c_str(), p.size() + 1);
-    ++n;
-  }
-  g_remove_count.store(n);
-}
-RemoveOnCrash::~RemoveOnCrash() { g_remove_count.store(0); }
+void share_plugin_notes(PluginNotes* notes) { g_notes.store(notes); }
 
-RunningPluginKernel::RunningPluginKernel(const char* name) : outer_(g_running.exchange(name)) {}
+std::string last_plugin_code() { return g_last; }
+
+RunningPluginKernel::RunningPluginKernel(const char* name) : outer_(g_running.exchange(name)) {
+  std::strncpy(g_last, name, sizeof g_last - 1);
+  if (PluginNotes* notes = g_notes.load()) std::strncpy(notes->last, name, sizeof notes->last - 1);
+}
 RunningPluginKernel::~RunningPluginKernel() { g_running.store(outer_); }
 
 }  // namespace lnorm::cli

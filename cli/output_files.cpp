@@ -32,16 +32,27 @@ void OutputFiles::connect(OperandStreams& ops, OperandSet only) {
   }
 }
 
-std::vector<std::string> OutputFiles::temp_paths() const {
-  std::vector<std::string> out;
-  for (const auto& f : files_)
-    if (f) out.push_back(f->temp_path());
-  return out;
+// All or none: every file finished (size checked, flushed, synced, closed: what a full disk fails) before any is
+// renamed into place; a rename that fails takes back the ones before it.
+void commit_together(const std::vector<io::NpyWriter*>& writers) {
+  for (io::NpyWriter* w : writers) w->finish();
+  for (std::size_t i = 0; i < writers.size(); ++i) {
+    try {
+      writers[i]->publish();
+    } catch (...) {
+      for (std::size_t j = 0; j < i; ++j) writers[j]->unpublish();
+      throw;
+    }
+  }
 }
 
-void OutputFiles::commit() {
+void OutputFiles::commit(std::initializer_list<io::NpyWriter*> also) {
+  std::vector<io::NpyWriter*> all;
   for (auto& f : files_)
-    if (f) f->commit();
+    if (f) all.push_back(&*f);
+  for (io::NpyWriter* w : also)
+    if (w) all.push_back(w);
+  commit_together(all);
 }
 
 }  // namespace lnorm::cli

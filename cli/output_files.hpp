@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,10 @@
 #include "lnorm/operand_streams.hpp"
 
 namespace lnorm::cli {
+
+// Commits the writers as one set: every one finished before any is renamed into place, and a failed rename takes
+// back the ones before it, so a command leaves all its outputs or none (a full disk, a read-only second output).
+void commit_together(const std::vector<io::NpyWriter*>& writers);
 
 // The shape of an operand of each extent, for one problem's files.
 struct ExtentShapes {
@@ -30,9 +35,9 @@ class OutputFiles {
   // Every open file as its operand's writer in ops; `only` limits it to those operands.
   void connect(OperandStreams& ops);
   void connect(OperandStreams& ops, OperandSet only);
-  // The temporaries (a crash handler unlinks them: crash_guard.hpp).
-  std::vector<std::string> temp_paths() const;
-  void commit();
+  // Every file into place, or none (a full disk, a failed rename: the error names the file, and no output is left);
+  // `also`: writers of outputs that are not operands (the reference's y beside q), in the same set.
+  void commit(std::initializer_list<io::NpyWriter*> also = {});
 
  private:
   Problem p_;

@@ -92,6 +92,19 @@ lnorm_problem to_c(const Problem& p) {
   return c;
 }
 
+// Plugin code called through the C ABI, where an exception has no place: one that comes out anyway (a C++ plugin's
+// throw) ends the command with exit 1 naming where (PluginFailure), not as lnorm's internal error.
+template <class Fn>
+auto call_plugin(const std::string& where, Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    throw PluginFailure("plugin kernel " + where + " threw an exception: " + e.what());
+  } catch (...) {
+    throw PluginFailure("plugin kernel " + where + " threw an exception (not a std::exception)");
+  }
+}
+
 std::optional<std::string> plugin_why_not(const PluginKernel& k, const Problem& p) {
   // The declared ops exactly (the registry's declaration is their closure over norm, prologue, direction).
   if (std::find(k.ops.begin(), k.ops.end(), p.op) == k.ops.end()) return k.name + " does not implement " + std::string(name(p.op));
@@ -102,7 +115,7 @@ std::optional<std::string> plugin_why_not(const PluginKernel& k, const Problem& 
   const lnorm_problem c = to_c(p);
   std::array<char, 512> reason{};
   const RunningPluginKernel running(k.name.c_str());
-  if (k.why_not(&c, reason.data(), reason.size()) == 0) return std::nullopt;
+  if (call_plugin(k.name + " (why_not)", [&] { return k.why_not(&c, reason.data(), reason.size()); }) == 0) return std::nullopt;
   reason.back() = '\0';  // a plugin that filled the buffer without a terminator
   return reason[0] ? std::string(reason.data()) : k.name + " gave no reason";
 }
@@ -113,7 +126,7 @@ void plugin_run(const PluginKernel& k, const Problem& p, const Tensors& t) {
   // The handed y only to a kernel that says which y it writes there (lnorm_kernel_decl.quant_input).
   if (k.quant_input != QuantInput::f32_y && k.quant_input != QuantInput::x_dtype_y) ct.quant_y = nullptr;
   const RunningPluginKernel running(k.name.c_str());
-  k.run(&c, &ct);
+  call_plugin(k.name, [&] { k.run(&c, &ct); });
 }
 
 // KernelInfo holds plain function pointers (the built-in kernels need no state), so each plugin
@@ -175,7 +188,14 @@ void load_plugin(const std::string& path) {
   const std::string what = "--plugin " + path + ": ";
   // Without a '/', dlopen would search the library path instead of the file the user named.
   const std::string file = path.find('/') == std::string::npos ? "./" + path : path;
-  void* lib = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  install_crash_guard();
+  void* lib = nullptr;
+  {
+    // dlopen runs the library's static constructors: plugin code, named if it crashes.
+    const std::string loading = path + " (loading it: its static constructors)";
+    const RunningPluginKernel running(loading.c_str());
+    lib = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  }
   if (!lib) throw InputError(what + "cannot load: " + ::dlerror());
   ::dlerror();
   void* sym = ::dlsym(lib, LNORM_PLUGIN_ENTRY_SYMBOL);
@@ -183,12 +203,11 @@ void load_plugin(const std::string& path) {
     const char* err = ::dlerror();
     throw InputError(what + "not an lnorm plugin: no symbol " LNORM_PLUGIN_ENTRY_SYMBOL + std::string(err ? " (" + std::string(err) + ")" : ""));
   }
-  install_crash_guard();
   const lnorm_plugin* plugin = nullptr;
   {
     const std::string entry_name = path + " (" LNORM_PLUGIN_ENTRY_SYMBOL ")";
     const RunningPluginKernel running(entry_name.c_str());
-    plugin = reinterpret_cast<lnorm_plugin_entry_fn>(sym)();
+    plugin = call_plugin(entry_name, [&] { return reinterpret_cast<lnorm_plugin_entry_fn>(sym)(); });
   }
   if (!plugin) throw InputError(what + LNORM_PLUGIN_ENTRY_SYMBOL "() returned NULL");
   // The version is the first member in every ABI version: read it before anything else. Versions 1 to 4 are

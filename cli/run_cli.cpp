@@ -1,5 +1,5 @@
 // lnorm — how exact and how fast is a LayerNorm kernel? (DESIGN.md "CLI contract")
-// Exit codes: 0 ok / within budget, 1 over budget or a property failed, 2 bad input or usage,
+// Exit codes: 0 ok / within budget, 1 over budget, a property failed or a plugin failed, 2 bad input or usage,
 // 3 internal error. A function rather than main() so the fuzz target (fuzz/cli_fuzz.cpp) can call it.
 #include "lnorm/run_cli.hpp"
 
@@ -7,8 +7,10 @@
 #include <exception>
 
 #include "commands.hpp"
+#include "crash_guard.hpp"
 #include "inputs.hpp"
 #include "lnorm/npy.hpp"
+#include "lnorm/operand_streams.hpp"
 
 namespace lnorm::cli {
 
@@ -43,6 +45,18 @@ int run_cli(int argc, char** argv) {
   } catch (const lnorm::io::NpyError& e) {
     std::fprintf(stderr, "lnorm: %s\n", e.what());
     return 2;
+  } catch (const lnorm::cli::PluginFailure& e) {
+    std::fprintf(stderr, "lnorm: %s\n", e.what());
+    return 1;
+  } catch (const lnorm::OperandOverrun& e) {
+    // Found after the kernel's call returned (lnorm/operand_streams.hpp): a plugin's fault if one ran, else lnorm's.
+    const std::string plugin = lnorm::cli::last_plugin_code();
+    if (plugin.empty()) {
+      std::fprintf(stderr, "lnorm: internal error: a kernel %s\n", e.what());
+      return 3;
+    }
+    std::fprintf(stderr, "lnorm: plugin kernel %s %s; no output was written\n", plugin.c_str(), e.what());
+    return 1;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "lnorm: out of memory\n");
     return 2;

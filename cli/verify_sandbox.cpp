@@ -1,9 +1,13 @@
 #include "verify_sandbox.hpp"
 
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +21,8 @@
 namespace lnorm::cli {
 
 namespace {
+
+constexpr std::size_t kCaseNoteBytes = 4096;  // a case's describe() line, truncated
 
 using verify::Outcome;
 using verify::Property;
@@ -82,18 +88,40 @@ Outcome one_property(const KernelInfo& kernel, Op op, DType dtype, const verify:
                      const verify::Settings& settings, Property p) {
   verify::Settings one = settings;
   one.properties = {p};
+  // The case running, written by the child before each case and read by the parent if a timeout ends it.
+  void* shared = ::mmap(nullptr, kCaseNoteBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) throw std::runtime_error(std::string("mmap: ") + std::strerror(errno));
+  const struct Unmap {
+    void* p;
+    ~Unmap() { ::munmap(p, kCaseNoteBytes); }
+  } unmap{shared};
+  char* case_note = static_cast<char*>(shared);
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   // Buffered output would otherwise be written twice, once by each process.
   std::fflush(stdout);
   std::fflush(stderr);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
     ::close(fds[0]);
+    // Dies with verify: a verify killed alone (SIGINT to its pid, SIGKILL) leaves no child holding the pipe.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
     die_by_signal_on_crash();
+    // Each case restarts the timer; SIGALRM's default action ends the child, and the parent names the case.
+    const auto timeout = static_cast<unsigned>(std::ceil(settings.case_timeout_s));
+    one.on_case = [case_note, timeout](const verify::CaseSpec& spec) {
+      const std::string d = spec.describe();
+      const std::size_t n = std::min(d.size(), kCaseNoteBytes - 1);
+      std::memcpy(case_note, d.data(), n);
+      case_note[n] = '\0';
+      if (timeout > 0) ::alarm(timeout);
+    };
     try {
       const std::vector<Outcome> got = verify::verify_kernel(kernel, op, dtype, budget, one);
+      ::alarm(0);
       const std::vector<std::uint8_t> cbor = nlohmann::json::to_cbor(to_json(got.at(0)));
       write_all(fds[1], "R " + std::string(cbor.begin(), cbor.end()));
       ::_exit(0);
@@ -120,7 +148,12 @@ Outcome one_property(const KernelInfo& kernel, Op op, DType dtype, const verify:
   o.reproduce = settings.command + (op == Op::layernorm ? "" : " --op " + std::string(name(op))) + " --kernel " + o.kernel + " --dtype " + std::string(name(dtype)) + " --property " +
                 std::string(verify::name(p)) + " --seed " + std::to_string(settings.seed) + " --cases " +
                 std::to_string(settings.default_cases());
-  if (WIFSIGNALED(status)) {
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM && settings.case_timeout_s > 0) {
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%g", settings.case_timeout_s);
+    o.message = std::string("a case took longer than --case-timeout ") + limit + " s (the kernel hangs, or is that slow?): " +
+                std::string(case_note, ::strnlen(case_note, kCaseNoteBytes));
+  } else if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
     o.message = "the kernel crashed: signal " + std::to_string(sig) + " (" + ::strsignal(sig) +
                 "); the case died with the process: run the reproduce line under a debugger";

@@ -99,7 +99,14 @@ void KernelInfo::run(const Problem& p, const Tensors& t) const {
 
 std::optional<std::string> unavailable_reason(const KernelInfo& k, const Problem& p) {
   const std::string who(k.name);
-  if (!k.implements(p.op)) return who + " does not implement " + std::string(name(p.op));
+  if (!k.implements(p.op)) {
+    // The quantized op is named as its norm ("layernorm"): say which part the kernel lacks, not that it lacks the norm.
+    Op with_y = p.op;
+    with_y.epilogue = Epilogue::y_as_x;
+    if (p.op.epilogue == Epilogue::quantized && k.implements(with_y))
+      return who + " writes no quantized output (it implements " + std::string(name(with_y)) + " with y only)";
+    return who + " does not implement " + std::string(name(p.op));
+  }
   if (!k.takes.dtypes.contains(p.dtype)) return who + " does not support dtype " + std::string(name(p.dtype));
   if ((!k.takes.f32_params && p.param_dtype != p.dtype) || (!k.takes.gamma_offset && p.gamma_offset != 0))
     return who + " takes gamma/beta in x's dtype without an offset";

@@ -9,6 +9,10 @@ namespace lnorm {
 
 namespace {
 
+// After each output chunk: bytes no kernel may touch (a write that runs on past the end meets them first).
+constexpr std::size_t kGuardBytes = 64;
+constexpr std::byte kGuardByte{0xA5};
+
 // The first element of rows [r0, ...) of the operand, in its extent's count (parameters are never chunked).
 std::int64_t first_of(const OperandInfo& o, const Problem& p, std::int64_t r0) {
   switch (o.extent) {
@@ -45,6 +49,7 @@ OperandStreams& OperandStreams::write(Operand o, Writer w) {
 void OperandStreams::run(const Problem& p, std::int64_t chunk_rows, OperandSet optional,
                          const std::function<void(const Problem&, const Tensors&)>& fn) {
   const std::int64_t step = std::max<std::int64_t>(1, chunk_rows);
+  std::array<std::size_t, kCount> bytes{};
   for (std::int64_t r0 = 0; r0 < p.rows; r0 += step) {
     Problem part = p;
     part.rows = std::min(step, p.rows - r0);
@@ -59,14 +64,24 @@ void OperandStreams::run(const Problem& p, std::int64_t chunk_rows, OperandSet o
       }
       if (o.role == Role::input && !readers_[i])
         throw std::logic_error("OperandStreams: the op reads " + std::string(o.name) + ", and nothing gives it");
-      chunk_[i].resize(static_cast<std::size_t>(byte_count(o, part)));
+      bytes[i] = static_cast<std::size_t>(byte_count(o, part));
+      // An output is followed by guard bytes: a kernel that writes past its end is caught here, not in the heap.
+      const std::size_t guard = o.role == Role::output ? kGuardBytes : 0;
+      chunk_[i].resize(bytes[i] + guard);
+      std::fill(chunk_[i].begin() + static_cast<std::ptrdiff_t>(bytes[i]), chunk_[i].end(), kGuardByte);
       if (o.role == Role::input) readers_[i](first_of(o, p, r0), element_count(o, part), chunk_[i].data());
-      if (!chunk_[i].empty()) set_slot(t, o, chunk_[i].data());
+      if (bytes[i] > 0) set_slot(t, o, chunk_[i].data());
     }
     fn(part, t);
     for (const OperandInfo& o : kOperandTable) {
       const auto i = static_cast<std::size_t>(o.operand);
-      if (o.role == Role::output && writers_[i] && present(o, p)) writers_[i](chunk_[i].data(), chunk_[i].size());
+      if (o.role != Role::output || !slot(t, o)) continue;
+      if (std::any_of(chunk_[i].begin() + static_cast<std::ptrdiff_t>(bytes[i]), chunk_[i].end(), [](std::byte b) { return b != kGuardByte; }))
+        throw OperandOverrun("wrote past the end of " + std::string(o.name) + " (the guard bytes after it changed)");
+    }
+    for (const OperandInfo& o : kOperandTable) {
+      const auto i = static_cast<std::size_t>(o.operand);
+      if (o.role == Role::output && writers_[i] && present(o, p)) writers_[i](chunk_[i].data(), bytes[i]);
     }
   }
 }

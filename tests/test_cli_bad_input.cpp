@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -198,9 +199,9 @@ TEST_CASE("bad flags: an unknown kernel is refused, listing the known ones", "[c
 TEST_CASE("bad flags: a negative or NaN budget, and a negative or too large seed, are refused naming the flag", "[cli][bad_input]") {
   Case c;
   const std::string check = "check --x " + c.x + " --y " + c.x;
-  for (const std::string& flag : {"--max-ulp", "--max-ulp-per-kappa", "--max-mean-ulp", "--max-rstd-ulp", "--max-h-ulp", "--max-recipe-ulp"})
+  for (const std::string flag : {"--max-ulp", "--max-ulp-per-kappa", "--max-mean-ulp", "--max-rstd-ulp", "--max-h-ulp", "--max-recipe-ulp"})
     for (const char* v : {"-1", "nan", "-inf", "abc"}) expect_refused(c.t, check + " " + flag + " " + v, flag + std::string(": must be a number >= 0"));
-  for (const std::string& flag : {"--max-q-ulp", "--max-scale-ulp"})
+  for (const std::string flag : {"--max-q-ulp", "--max-scale-ulp"})
     expect_refused(c.t, check + " --quant int8 --scaling row --q " + c.x + " " + flag + " -1", flag + ": must be a number >= 0");
   expect_refused(c.t, "select --shape 4x8 --max-ulp nan", "--max-ulp: must be a number >= 0");
   expect_refused(c.t, "check --dir bwd --x " + c.x + " --dy " + c.x + " --dx " + c.x + " --max-dx-ulp -0.5", "--max-dx-ulp: must be a number >= 0");
@@ -224,6 +225,51 @@ TEST_CASE("bad flags: an empty --shard, --recipe or --json is refused, not read 
   expect_refused(c.t, "verify --junit ''", "--junit: must not be empty");
   expect_refused(c.t, "check --x " + c.x + " --y " + c.x + " --recipe ''", "--recipe: must not be empty");
   expect_refused(c.t, "check --x " + c.x + " --y " + c.x + " --json ''", "--json: must not be empty");
+}
+
+// A full disk under the second output: before issue 54 the first was left in place (gen's x.npy without its gamma,
+// reference's y.npy without its mean). Outputs are a set: all, or none. Needs a 64 KiB tmpfs (root, as CI runs).
+TEST_CASE("outputs: a full disk under a later output leaves none of the command's outputs", "[cli][bad_input]") {
+  Case c;
+  const std::string tiny = c.t / "tiny";
+  fs::create_directories(tiny);
+  if (std::system(("mount -t tmpfs -o size=64k tmpfs '" + tiny + "' 2>/dev/null").c_str()) != 0) {
+    WARN("cannot mount a tmpfs here (not root?): the full-disk case is not checked");
+    return;
+  }
+  struct Unmount {
+    std::string dir;
+    ~Unmount() { (void)std::system(("umount '" + dir + "'").c_str()); }
+  } unmount{tiny};
+  // x: 14 x 1024 f32, 56 KiB and its header, which fit in the 64 KiB; gamma's 4 KiB and header do not.
+  const Result gen = cli("gen --shape 14x1024 --out " + tiny + "/x.npy --gamma-out " + tiny + "/g.npy");
+  INFO(gen.out);
+  CHECK(gen.code == 2);
+  CHECK_THAT(gen.out, Contains(tiny + "/g.npy"));
+  CHECK(fs::is_empty(tiny));
+  REQUIRE(cli("gen --shape 14x1024 --out " + (c.t / "x14.npy")).code == 0);
+  const Result ref = cli("reference --x " + (c.t / "x14.npy") + " --y " + tiny + "/y.npy --mean " + tiny + "/m.npy --rstd " +
+                         tiny + "/r.npy");
+  INFO(ref.out);
+  CHECK(ref.code == 2);
+  CHECK(fs::is_empty(tiny));
+}
+
+// A shape past memory is refused before anything is allocated (select grew to 1.7 GB and never ended).
+TEST_CASE("bench, select: a shape too large for the machine's memory is refused at once", "[cli][bad_input]") {
+  Case c;
+  for (const char* cmd : {"select --quant int8", "bench --kernel naive", "select"})
+    expect_refused(c.t, std::string(cmd) + " --shape 4294967296x4294967296", "shape too large");
+}
+
+// A selection with no cell printed "PASS: 0 passed, 0 failed" and exited 0: a CI gate that gated nothing.
+TEST_CASE("verify: a selection with no cell is refused, naming why, not a vacuous PASS", "[cli][bad_input]") {
+  Case c;
+  // The backward ops have no quantized property; onepass writes no quantized output.
+  expect_refused(c.t, "verify --dir bwd --property quantized", "nothing to verify");
+  expect_refused(c.t, "verify --kernel onepass --property quantized", "nothing to verify");
+  // A kernel that does write quantized outputs has its cells.
+  CHECK(cli("verify --kernel naive --op rmsnorm --dtype f32 --property quantized --quick --cases 12").code == 0);
 }
 
 TEST_CASE("bad flags: an unknown dtype is refused, listing the known ones", "[cli][bad_input]") {

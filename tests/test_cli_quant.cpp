@@ -125,6 +125,19 @@ TEST_CASE("check --quant: a row scale of 0 under q's exact codes counts q's elem
   CHECK(j["q"]["pass"] == false);
   CHECK(j["q"]["over_budget"].get<std::int64_t>() > 200);  // row 1's nonzero elements
   CHECK(j["q"]["over_budget"].get<std::int64_t>() <= 256);
+  // q consistent with the zero scale (every nonzero y at ±max, what Q(y/0) gives) is no quantization of y either:
+  // a zero scale fails q's gate itself (issue 54), every code of its group a non-finite mismatch.
+  std::vector<std::uint8_t> q = read_bytes(t / "q.npy");
+  for (std::size_t i = 256; i < 512; ++i)
+    if ((q[i] & 0x7F) != 0) q[i] = static_cast<std::uint8_t>((q[i] & 0x80) | 0x7E);  // ±448
+  io::save(t / "qmax.npy", "|u1", {4, 256}, q.data());
+  const Result sat = cli("check" + x + " --q " + (t / "qmax.npy") + " --scales " + (t / "s0.npy") +
+                         " --max-scale-ulp 1e30 --json " + (t / "r2.json"));
+  INFO(sat.out);
+  CHECK(sat.code == 1);
+  const auto j2 = load_json(t / "r2.json");
+  CHECK(j2["q"]["pass"] == false);
+  CHECK(j2["q"]["nonfinite_mismatches"].get<std::int64_t>() == 256);
 }
 
 TEST_CASE("quant flags: every misuse is refused by name and nothing is written (CLI)", "[cli][quant][bad_input]") {
@@ -145,6 +158,14 @@ TEST_CASE("quant flags: every misuse is refused by name and nothing is written (
   expect_refused(t, "select --shape 4x256 --quant int8 --scaling mx", "--scaling mx: mx scaling takes fp8_e4m3 or fp8_e5m2");
   expect_refused(t, "bench --shape 4x256 --quant fp8_e4m3 --scaling tensor", "--scaling tensor: needs --scale S");
   expect_refused(t, "bench --shape 4x256 --quant int8 --scaling row --scale 0.1", "not an f32 value");
+  // What select refuses about the request, bench refuses too (issue 54: bench dropped these and exited 0).
+  for (const std::string cmd : {"bench", "select"}) {
+    expect_refused(t, cmd + " --shape 4x64 --quant int8 --scaling group:3", "--quant: ");
+    expect_refused(t, cmd + " --shape 4x64 --quant int8 --dir bwd", "--quant is a forward output: not with --dir bwd");
+    expect_refused(t, cmd + " --shape 4x64 --quant int8 --dtype f64", "not f64");
+    for (const char* scale : {"0", "-1", "inf"})
+      expect_refused(t, cmd + " --shape 4x64 --quant int8 --scaling tensor --scale " + scale, "--scale");
+  }
   expect_refused(t, "reference --x " + (t / "x.npy") + " --y " + (t / "y.npy") + " --scale 1", "--scale: needs --quant");
   // check: the candidate's scales are required for dynamic scaling, and q's dtype must be the format's.
   REQUIRE(cli(ref + " --quant int8 --scaling row --scales " + (t / "s.npy")).code == 0);

@@ -217,7 +217,22 @@ bad = os.path.join(WORK, "bad")
 notreport = os.path.join(WORK, "not-a-report.json")
 with open(notreport, "w") as f:
     f.write('{"schema": "something-else"}')
+# A copy of a's report (merged twice, every measurement would count twice), and a's with a value of the wrong kind.
+copy_a, abc, negative = (os.path.join(WORK, n) for n in ("copy-a.json", "abc.json", "negative.json"))
+with open(a + "/report.json", encoding="utf-8") as f:
+    doc_a = json.load(f)
+with open(copy_a, "w", encoding="utf-8") as f:
+    json.dump(doc_a, f)
+for path, key, value in ((abc, "max_ulp", "abc"), (negative, "cols", -1)):
+    doc = json.loads(json.dumps(doc_a))
+    next(c for c in doc["cells"] if c["status"] == "ok")[key] = value
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f)
 for args, needle in (
+    (["--merge", a + "/report.json", copy_a, "--out", bad], "the same report as"),
+    (["--merge", a + "/report.json", a + "/report.json", "--out", bad], "the same report as"),
+    (["--merge", abc, "--out", bad], "'max_ulp' is \"abc\""),
+    (["--merge", negative, "--out", bad], "'cols' is -1"),
     (["--merge", notreport, "--out", bad], "--merge " + notreport),
     (["--merge", os.path.join(WORK, "missing.json"), "--out", bad], "cannot open"),
     (["--peer", "x=true", "--out", bad], "{y}"),

@@ -18,6 +18,8 @@
 #include <string_view>
 #include <utility>
 
+#include "lnorm/temp_files.hpp"
+
 namespace lnorm::io {
 
 // Data bytes are handed to the caller as they sit on disk, and .npy data is little-endian.
@@ -528,7 +530,7 @@ NpyWriter::NpyWriter(std::string path, std::string descr, std::vector<std::int64
   for (int attempt = 0; attempt < 8 && !file_; ++attempt) {
     std::string candidate = path_ + unique_tmp_suffix();
     file_.reset(std::fopen(candidate.c_str(), "wbx"));
-    if (file_) tmp_path_ = std::move(candidate);  // only a file we created is ever removed
+    if (file_) tmp_path_ = std::move(candidate), temp_slot_ = register_temp(tmp_path_);  // only a file we created is ever removed
     else if (errno != EEXIST) break;
   }
   if (!file_) fail(path_, "cannot create output file: " + errno_text());
@@ -546,7 +548,9 @@ NpyWriter& NpyWriter::operator=(NpyWriter&& other) noexcept {
     header_ = std::move(other.header_);
     file_ = std::move(other.file_);
     bytes_written_ = other.bytes_written_;
+    finished_ = other.finished_;
     committed_ = other.committed_;
+    temp_slot_ = std::exchange(other.temp_slot_, -1);
   }
   return *this;
 }
@@ -559,6 +563,7 @@ void NpyWriter::abandon() noexcept {
   file_.reset();
   if (!tmp_path_.empty()) std::remove(tmp_path_.c_str());
   tmp_path_.clear();
+  unregister_temp(std::exchange(temp_slot_, -1));
 }
 
 // Callers build `what` (with errno_text()) before the call, so remove() cannot clobber errno first.
@@ -580,7 +585,12 @@ void NpyWriter::write(const void* data, std::size_t bytes) {
 }
 
 void NpyWriter::commit() {
-  if (committed_) fail(path_, "commit called twice");
+  finish();
+  publish();
+}
+
+void NpyWriter::finish() {
+  if (committed_ || finished_) fail(path_, "commit called twice");
   if (!file_) fail(path_, "commit after an earlier error; the output was discarded");
   const std::uint64_t want = data_bytes(header_);
   if (bytes_written_ != want)
@@ -591,10 +601,20 @@ void NpyWriter::commit() {
   if (std::fflush(file_.get()) != 0 || ::fsync(::fileno(file_.get())) != 0)
     discard("cannot flush output: " + errno_text());
   if (std::fclose(file_.release()) != 0) discard("cannot close output: " + errno_text());
+  finished_ = true;
+}
+
+void NpyWriter::publish() {
+  if (!finished_ || committed_) fail(path_, "publish without finish, or twice");
   if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0)
     discard("cannot move the finished file into place: " + errno_text());
   tmp_path_.clear();
+  unregister_temp(std::exchange(temp_slot_, -1));
   committed_ = true;
+}
+
+void NpyWriter::unpublish() noexcept {
+  if (committed_) std::remove(path_.c_str());
 }
 
 void save(const std::string& path, const std::string& descr, const std::vector<std::int64_t>& shape,

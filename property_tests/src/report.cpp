@@ -114,9 +114,9 @@ std::string table_text(const std::vector<Outcome>& outcomes, const RunInfo& info
   }
   std::snprintf(line, sizeof line,
                 "\n%s: %d passed, %d failed, %d expected failures (%d not seen in this run), %d skipped (seed %llu, %s, budgets: %s, %.1f s)\n",
-                // A run that verified nothing (every kernel unavailable here, e.g. CUDA without a
-                // device) is not a failure, but must not read as a pass either.
-                failures ? "FAIL" : passes + xfails + unconfirmed == 0 && skipped > 0 ? "NOTHING VERIFIED" : "PASS", passes, failures, xfails + unconfirmed, unconfirmed, skipped, static_cast<unsigned long long>(info.seed),
+                // A run that verified nothing (every kernel unavailable here, e.g. CUDA without a device) must not
+                // read as a pass: verified_nothing, and exit 1.
+                failures ? "FAIL" : verified_nothing(outcomes) ? "NOTHING VERIFIED" : "PASS", passes, failures, xfails + unconfirmed, unconfirmed, skipped, static_cast<unsigned long long>(info.seed),
                 info.quick ? "quick" : "full", info.budgets_source.c_str(), info.seconds);
   s << line;
   if (info.shards > 1)

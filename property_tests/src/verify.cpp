@@ -39,6 +39,10 @@ std::string_view name(Status s) {
 
 bool is_failure(Status s) { return s == Status::fail || s == Status::unexpected_pass || s == Status::mistrusted; }
 
+bool verified_nothing(const std::vector<Outcome>& outcomes) {
+  return std::all_of(outcomes.begin(), outcomes.end(), [](const Outcome& o) { return o.status == Status::skipped; });
+}
+
 std::optional<Property> parse_property(std::string_view s) {
   for (Property p : kAllProperties) {
     if (name(p) == s) return p;
@@ -259,6 +263,7 @@ std::vector<Outcome> verify_kernel(const KernelInfo& kernel, Op op, DType dtype,
                                                                 : gen_case_for(dtype, op, def.profile, counter);
     const auto property = [&]() {
       const CaseSpec spec = *gen;
+      if (settings.on_case) settings.on_case(spec);
       if (!failed) {
         ++o.cases;
         ++o.classes[std::string(name(spec.row_classes[0]))];

@@ -21,6 +21,18 @@ def _arrays(dtype, **named):
     return dtype, out
 
 
+def _quant_args_need_quant(quant, scaling, scale, **more):
+    """scale=, scaling= (other than the default) and the quantized output's other arguments mean nothing without
+    quant=: refused, as the CLI refuses --scale without --quant, rather than ignored."""
+    if quant is not None:
+        return
+    given = [name for name, v in (("scale", scale), *more.items()) if v is not None]
+    if scaling != "tensor":
+        given.insert(0, "scaling")
+    if given:
+        raise ValueError(f"{given[0]}=: needs quant= (it describes a quantized output)")
+
+
 def reference(x, gamma=None, beta=None, *, axis=-1, eps=1e-5, dtype=None, threads=None, op="layernorm",
               gamma_offset=0.0, residual=None, quant=None, scaling="tensor", scale=None):
     """The exact answer for x rounded once to its format: (y, mean, rstd) for op="layernorm", (y, rstd)
@@ -40,6 +52,7 @@ def reference(x, gamma=None, beta=None, *, axis=-1, eps=1e-5, dtype=None, thread
     scale and rounded once, saturating; scaling "tensor" (scale= an f32, required), "row", "group:G" or "mx"
     (scales None for tensor; float32, or uint8 E8M0 codes for mx, shaped x.shape[:axis] + (groups,)).
     """
+    _quant_args_need_quant(quant, scaling, scale)
     dtype, a = _arrays(dtype, x=x, gamma=gamma, beta=beta, residual=residual)
     if quant is not None:
         return reference_quant(a, dtype, quant=quant, scaling=scaling, scale=scale, axis=axis, eps=eps, threads=threads,
@@ -232,11 +245,16 @@ def check(x, y, gamma=None, beta=None, *, axis=-1, eps=1e-5, max_ulp=None, max_u
     """
     if quant_y is not None and quant is None:
         raise ValueError("quant_y: the y a quantizer was handed; needs quant=")
+    _quant_args_need_quant(quant, scaling, scale, scales=scales, max_q_ulp=max_q_ulp, max_scale_ulp=max_scale_ulp)
     if quant is not None:
         if mean is not None or rstd is not None or h is not None:
             raise ValueError("quant: mean=, rstd= and h= are not measured with a quantized output yet")
         dtype, a = _arrays(dtype, x=x, gamma=gamma, beta=beta, residual=residual)
-        return check_quant(a, y, dtype, quant=quant, scaling=scaling, scale=scale, scales=scales, max_q_ulp=max_q_ulp,
+        # q, its scales and the y handed to the quantizer as NumPy arrays too (CPU torch tensors taken, as for x).
+        q, _ = to_numpy(y, "y")
+        scales, _ = to_numpy(scales, "scales")
+        quant_y, _ = to_numpy(quant_y, "quant_y")
+        return check_quant(a, q, dtype, quant=quant, scaling=scaling, scale=scale, scales=scales, max_q_ulp=max_q_ulp,
                            max_scale_ulp=max_scale_ulp, axis=axis, eps=eps, threads=threads, op=op,
                            gamma_offset=gamma_offset, recipe=recipe, max_recipe_ulp=max_recipe_ulp, quant_y=quant_y)
     dtype, a = _arrays(dtype, x=x, y=y, gamma=gamma, beta=beta, mean=mean, rstd=rstd, residual=residual, h=h)

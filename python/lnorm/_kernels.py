@@ -3,7 +3,7 @@
 from typing import NamedTuple
 
 from . import _lnorm
-from ._check import _arrays
+from ._check import _arrays, _quant_args_need_quant
 from ._quant import run_quant
 
 
@@ -25,6 +25,7 @@ def run(name, x, gamma=None, beta=None, *, axis=-1, eps=1e-5, dtype=None, thread
         residual=None, quant=None, scaling="tensor", scale=None):
     """Runs built-in kernel `name` on x: (y, mean, rstd), or (y, rstd) for op="rmsnorm", shaped like
     lnorm.reference's (which documents gamma/beta's dtypes, gamma_offset and residual: Add & Norm, h appended)."""
+    _quant_args_need_quant(quant, scaling, scale)
     dtype, a = _arrays(dtype, x=x, gamma=gamma, beta=beta, residual=residual)
     if quant is not None:  # the kernel's quantized output, (q, scales), as lnorm.reference(quant=...)
         return run_quant(name, a, dtype, quant=quant, scaling=scaling, scale=scale, axis=axis, eps=eps, threads=threads,

@@ -17,11 +17,21 @@
 namespace lnorm::python {
 namespace {
 
+// scale=: None, or a real number (a Python or NumPy scalar; not a string, not a bool): TypeError otherwise, in the
+// CLI's words, not pybind11's "Unable to cast Python instance".
+std::optional<double> scale_arg(py::handle scale) {
+  if (scale.is_none()) return std::nullopt;
+  if (PyBool_Check(scale.ptr()) || !PyNumber_Check(scale.ptr()) || PyComplex_Check(scale.ptr()) ||
+      py::isinstance<py::array>(scale) || py::isinstance<py::str>(scale))
+    throw py::type_error("scale=: expected a number (the tensor scale S, a finite f32 greater than 0), got " +
+                         std::string(py::str(py::type::of(scale).attr("__name__"))));
+  return py::float_(py::reinterpret_borrow<py::object>(scale)).cast<double>();
+}
+
 QuantSpec spec_of(const std::string& quant, const std::string& scaling, py::handle scale, const ProblemArrays& in) {
   if (in.problem.dtype == DType::f64) throw py::value_error("quant: x must be float32, float16 or bf16 (the scales are float32)");
   try {
-    return parse_quant_spec(quant, scaling, scale.is_none() ? std::nullopt : std::optional<double>(scale.cast<double>()),
-                            in.problem.cols, QuantSpecNames{"quant=", "scaling=", "scale="});
+    return parse_quant_spec(quant, scaling, scale_arg(scale), in.problem.cols, QuantSpecNames{"quant=", "scaling=", "scale="});
   } catch (const QuantSpecError& e) {
     throw py::value_error(e.what());
   }
@@ -86,7 +96,7 @@ py::tuple quant_run_py(const std::string& kernel, py::handle x, py::handle gamma
 py::array q_array(py::handle q, const QuantSpec& s, const ProblemArrays& in) {
   const py::array qa = contiguous(q, "q");
   const std::string q_dtype(s.format_info().numpy_dtype);
-  if (!qa.dtype().is(py::dtype(q_dtype)))
+  if (!qa.dtype().equal(py::dtype(q_dtype)))
     throw py::type_error(std::string("q: ") + std::string(name(s.format)) + " is stored as " + q_dtype +
                          (is_fp8(s.format) ? " bit patterns" : "") + ", not " + dtype_text(qa));
   if (shape_of(qa) != in.shape) throw py::value_error("q has shape " + shape_text(shape_of(qa)) + " but x has shape " + shape_text(in.shape));
@@ -102,7 +112,7 @@ py::object scales_array(py::handle scales, const QuantSpec& s, const std::string
   if (scales.is_none()) throw py::value_error("scales= is required with " + scaling + " scaling (the candidate's scales)");
   const py::array a = contiguous(scales, "scales");
   const ScaleStorageInfo& st = s.storage();
-  if (!a.dtype().is(py::dtype(std::string(st.numpy_dtype))))
+  if (!a.dtype().equal(py::dtype(std::string(st.numpy_dtype))))  // equal, not is: a byte-swapped copy has its own dtype object
     throw py::type_error("scales: " + scaling + " scales are " + std::string(st.numpy_dtype) +
                          (st.values_are.empty() ? "" : " " + std::string(st.values_are)) + ", not " + dtype_text(a));
   const std::int64_t per_row = s.scales_per_row(in.problem.cols);
@@ -121,9 +131,9 @@ std::vector<float> handed_y(py::handle quant_y, const ProblemArrays& in) {
   if (shape_of(ya) != in.shape)
     throw py::value_error("quant_y has shape " + shape_text(shape_of(ya)) + " but x has shape " + shape_text(in.shape));
   handed.resize(static_cast<std::size_t>(ya.size()));
-  if (ya.dtype().is(py::dtype("float32"))) {
+  if (ya.dtype().equal(py::dtype("float32"))) {
     std::memcpy(handed.data(), ya.data(), handed.size() * 4);
-  } else if (ya.dtype().is(py::dtype("float16"))) {
+  } else if (ya.dtype().equal(py::dtype("float16"))) {
     for (std::size_t i = 0; i < handed.size(); ++i)
       handed[i] = static_cast<float>(value_at(DType::f16, ya.data(), static_cast<std::int64_t>(i)));
   } else {
@@ -282,7 +292,7 @@ py::array decode_py(py::handle q, const std::string& quant) {
 
 py::array decode_e8m0_py(py::handle codes) {
   const py::array a = contiguous(codes, "codes");
-  if (!a.dtype().is(py::dtype("uint8"))) throw py::type_error("E8M0 codes are uint8, not " + dtype_text(a));
+  if (!a.dtype().equal(py::dtype("uint8"))) throw py::type_error("E8M0 codes are uint8, not " + dtype_text(a));
   py::array out(py::dtype("float64"), std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()));
   const auto* in = static_cast<const std::uint8_t*>(a.data());
   auto* o = static_cast<double*>(out.mutable_data());

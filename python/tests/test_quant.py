@@ -66,6 +66,20 @@ def test_misuse_is_refused():
         lnorm.check(x, q, quant="int8", scaling="row")
     with pytest.raises(TypeError, match="int8"):
         lnorm.check(x, q.view(np.uint8), quant="int8", scaling="row", scales=s)
+    # Issue 54: the CLI's words and Python's exception types, never pybind11's "Unable to cast".
+    for bad in ("abc", "0.5", True, [0.5], np.array([0.5], np.float32)):
+        with pytest.raises(TypeError, match="scale=: expected a number"):
+            lnorm.reference(x, quant="int8", scale=bad)
+    with pytest.raises(ValueError, match="greater than 0"):
+        lnorm.reference(x, quant="int8", scale=0.0)
+    assert lnorm.reference(x, quant="int8", scale=np.float32(0.0078125))[0].dtype == np.int8  # a NumPy scalar is a number
+    for call in (lambda: lnorm.reference(x, scale=0.5), lambda: lnorm.run("naive", x, scale=0.5),
+                 lambda: lnorm.check(x, x, scale=0.5), lambda: lnorm.reference(x, scaling="row"),
+                 lambda: lnorm.check(x, x, scales=s)):
+        with pytest.raises(ValueError, match="needs quant="):
+            call()
+    # Scales in the other byte order are the same numbers: taken (copied to native order), as for x.
+    assert lnorm.check(x, q, quant="int8", scaling="row", scales=s.astype(">f4"))
 
 
 

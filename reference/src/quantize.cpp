@@ -262,6 +262,10 @@ QuantSummary measure_quantized(const Problem& p, const QuantSpec& spec, const vo
         // The candidate's scale, and the exact one (measured; and the q budget's reference when the candidate's
         // is not a usable scale: its mismatch is the scale metric's).
         double s = spec.scale;
+        // A candidate scale that is no scale (0, negative, NaN or Inf where y* has a finite one): every code of its
+        // group fails q's gate too, as a non-finite mismatch. Judged against the exact scale instead, a q of ±max
+        // under a zero scale read as exact, and a flat --max-scale-ulp let the whole check pass.
+        bool invalid_scale = false;
         if (per_row) {
           bool zero = false;
           const double exact = rq.exact_scale(g, zero);
@@ -304,6 +308,7 @@ QuantSummary measure_quantized(const Problem& p, const QuantSpec& spec, const vo
           if (err > part.scale_max_ulp || part.scale_max_index < 0)
             part.scale_max_ulp = err, part.scale_max_index = at, part.scale_max_got = got, part.scale_max_exact = exact;
           s = usable ? got : exact;
+          invalid_scale = !std::isnan(exact) && (!usable || (spec.scaling != Scaling::mx && !(got > 0)));
         }
         const double sv = scale_value(spec, s);
         for (std::int64_t i = g * G; i < (g + 1) * G; ++i) {
@@ -311,7 +316,10 @@ QuantSummary measure_quantized(const Problem& p, const QuantSpec& spec, const vo
           const std::uint8_t code = q[r * n + i];
           double err = 0, target = kNaN, allowed = budget.max_q_ulp;
           bool exact_code = false;
-          if (!rq.finite(i) || std::isnan(sv)) {  // no real answer: the fp8 NaN (int8 has none: not gated)
+          if (invalid_scale) {
+            err = kInf;
+            if (allowed < 0) allowed = 0.5;
+          } else if (!rq.finite(i) || std::isnan(sv)) {  // no real answer: the fp8 NaN (int8 has none: not gated)
             exact_code = !is_fp8(f) || code_is_nan(f, code);
             err = exact_code ? 0 : kInf;
             if (allowed < 0) allowed = 0.5;

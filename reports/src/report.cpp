@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <thread>
 
 #include <unistd.h>
@@ -342,6 +343,11 @@ json merge(const std::vector<json>& reports, const std::vector<std::string>& nam
     const json& in = reports[r];
     if (const std::string why = schema_problem(in); !why.empty())
       throw std::invalid_argument(names[r] + ": not an " + std::string(kSchema) + " report: " + why);
+    // One report given twice (two paths, or a copy) would count every measurement twice under two machine labels.
+    for (std::size_t prev = 0; prev < r; ++prev)
+      if (reports[prev].value("created", json()) == in.value("created", json()) && reports[prev]["machines"] == in["machines"] &&
+          reports[prev]["cells"] == in["cells"])
+        throw std::invalid_argument(names[r] + ": the same report as " + names[prev] + " (merged once, not twice)");
     if (in["histogram_edges"] != out["histogram_edges"])
       throw std::invalid_argument(names[r] + ": histogram bins differ from this lnorm's");
     // The sweeps of every input (reports of different ops merge into one with both ops' sweeps).
@@ -398,6 +404,30 @@ std::string schema_problem(const json& r) {
   for (const json& s : r["summary"])
     if (auto why = needs(s, {"implementation", "dtype", "machine", "max_ulp", "p999_ulp", "correctly_rounded", "nan_mismatches", "histogram"}); !why.empty())
       return "summary: " + why;
+  // The values the tables and plots read, as reports/report.schema.json has them: an error in ulps is a number >= 0
+  // (some may be null: NaN or Inf, which JSON cannot hold; a bound may be "unbounded"), a fraction lies in [0, 1], a
+  // count or a size is a whole number (rows and cols >= 1).
+  const auto bad_value = [](const json& item, const char* key, double lo, double hi, bool whole, bool null_ok) -> std::string {
+    if (!item.contains(key)) return {};
+    const json& v = item[key];
+    if (v.is_null() && null_ok) return {};
+    if (std::string_view(key) == "bound_ulp" && v == "unbounded") return {};
+    const bool ok = v.is_number() && v.get<double>() >= lo && v.get<double>() <= hi &&
+                    (!whole || v.is_number_integer() || v.is_number_unsigned());
+    return ok ? std::string() : std::string("'") + key + "' is " + v.dump() + ", not " + (whole ? "a whole number" : "a number") +
+                                    " in [" + json(lo).dump() + ", " + (hi == INFINITY ? "inf" : json(hi).dump()) + "]";
+  };
+  for (const char* part : {"cells", "summary"}) {
+    for (const json& item : r[part]) {
+      for (const char* key : {"max_ulp", "mean_max_ulp", "rstd_max_ulp", "bound_ulp"})
+        if (auto why = bad_value(item, key, 0, INFINITY, false, true); !why.empty()) return std::string(part) + ": " + why;
+      if (auto why = bad_value(item, "p999_ulp", 0, INFINITY, false, false); !why.empty()) return std::string(part) + ": " + why;
+      if (auto why = bad_value(item, "correctly_rounded", 0, 1, false, false); !why.empty()) return std::string(part) + ": " + why;
+      if (auto why = bad_value(item, "nan_mismatches", 0, INFINITY, true, false); !why.empty()) return std::string(part) + ": " + why;
+      for (const char* key : {"rows", "cols"})
+        if (auto why = bad_value(item, key, 1, INFINITY, true, false); !why.empty()) return std::string(part) + ": " + why;
+    }
+  }
   return {};
 }
 

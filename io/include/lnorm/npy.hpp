@@ -93,8 +93,14 @@ class NpyWriter {
   void write(const void* data, std::size_t bytes);
 
   // Checks exactly elements*item_size bytes were written, flushes, syncs, closes and renames into
-  // place. On failure the temp file is removed and NpyError is thrown.
+  // place. On failure the temp file is removed and NpyError is thrown. commit() is finish() then publish():
+  // a command with several outputs finishes every one (the steps that fail on a full disk) before it
+  // publishes any, so it leaves all of them or none.
   void commit();
+  void finish();   // the checks, flush, fsync and close: the data is on disk, under the temporary name
+  void publish();  // the rename into place (after finish())
+  // A published file taken back (its rename undone by removing it): a later output of the set failed.
+  void unpublish() noexcept;
 
  private:
   void abandon() noexcept;                             // closes and removes the temp file
@@ -105,7 +111,9 @@ class NpyWriter {
   NpyHeader header_;
   detail::FilePtr file_;
   std::uint64_t bytes_written_ = 0;
+  bool finished_ = false;
   bool committed_ = false;
+  int temp_slot_ = -1;  // lnorm/temp_files.hpp: removed by a signal handler until published or abandoned
 };
 
 // Whole-file helpers for tests and small tensors.

@@ -9,11 +9,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <vector>
 
 #include "lnorm/operands.hpp"
 
 namespace lnorm {
+
+// A kernel wrote past the end of an output chunk (OperandStreams::run checks the guard bytes after each).
+struct OperandOverrun : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 class OperandStreams {
  public:
@@ -33,7 +39,8 @@ class OperandStreams {
 
   // Calls fn on chunks of chunk_rows rows of p (the last one shorter; chunk_rows >= p.rows runs once) with the chunk's
   // problem and Tensors: every operand p's op has (present()) but the optional outputs (mean, rstd, quant_y) neither
-  // in `optional` nor given a writer. An input of the op with no source is a std::logic_error (the caller's bug).
+  // in `optional` nor given a writer. An input of the op with no source is a std::logic_error (the caller's bug). Each
+  // output chunk is followed by guard bytes, checked after fn: changed, they throw OperandOverrun naming the operand.
   void run(const Problem& p, std::int64_t chunk_rows, OperandSet optional,
            const std::function<void(const Problem&, const Tensors&)>& fn);
 

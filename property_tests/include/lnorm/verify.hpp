@@ -41,6 +41,10 @@ struct Settings {
   // Shrink a failing case to a minimal one (RapidCheck). The mutants test turns it off: it asks only
   // whether a defect is caught, and shrinking cases the exact reference finds hard costs minutes.
   bool shrink = true;
+  // Called with each case before it runs (verify's sandbox: the case a timeout names, and the timer's restart).
+  std::function<void(const CaseSpec&)> on_case;
+  // Seconds one case of a plugin kernel may take in the sandbox (0: no limit); lnorm's own kernels run in-process.
+  double case_timeout_s = 0;
   int default_cases() const { return cases > 0 ? cases : quick ? 24 : 160; }
 };
 
@@ -66,6 +70,10 @@ struct Outcome {
   std::shared_ptr<const Case> failing_case;  // the shrunk case's data (failures and expected failures)
   std::int64_t cell = -1;                // index in the whole (unsharded) run's kernel × op × dtype × property order
 };
+
+// Whether a run checked nothing: no outcome that ran (only skipped cells, or none). Its verdict is NOTHING VERIFIED
+// and `lnorm verify` exits 1: a CI gate that verified nothing has not passed.
+bool verified_nothing(const std::vector<Outcome>& outcomes);
 
 // Called before each property with (kernel, dtype, property).
 using Progress = std::function<void(std::string_view, DType, Property)>;

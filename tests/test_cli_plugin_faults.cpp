@@ -1,0 +1,108 @@
+// Specifications for plugins that fault (issue 54), beyond a crash inside the call (test_cli_plugin.cpp): a throw, a
+// write past the end of y, a hang, a crash while the library loads, two kernels of one name; and interrupted runs.
+// Each: exit 1 (or 2 for a declaration lnorm refuses) with a line naming the plugin code, and no output or
+// temporary left behind. The plugins are tests/plugins/misbehaving.cpp built with -DLNORM_TEST_FAULT=N.
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "cli_support.hpp"
+
+using namespace lnorm::testing;
+
+namespace {
+
+const std::string kThrows = FAULT_THROWS_PLUGIN, kOob = FAULT_OOB_PLUGIN, kHang = FAULT_HANG_PLUGIN,
+                  kDup = FAULT_DUP_PLUGIN, kStatic = FAULT_STATIC_PLUGIN;
+
+struct Inputs {
+  TempDir t;
+  std::string x = t / "x.npy";
+  Inputs() { REQUIRE(cli("gen --out " + x + " --shape 8x64").code == 0); }
+};
+
+// The command failed with exit `code`, said `must_name`, and left nothing in the folder but x.npy.
+void expect_contained(const Inputs& in, const Result& r, int code, const std::string& must_name) {
+  INFO(r.out);
+  CHECK(r.code == code);
+  CHECK_THAT(r.out, Contains(must_name));
+  CHECK(in.t.entries() == std::set<std::string>{"x.npy"});
+}
+
+}  // namespace
+
+TEST_CASE("plugin faults: a kernel that throws is exit 1 naming it, not lnorm's internal error", "[cli][plugin]") {
+  Inputs in;
+  const Result r = cli("run --plugin " + kThrows + " --kernel faulty:throws --x " + in.x + " --y " + in.t / "y.npy" +
+                       " --mean " + in.t / "m.npy");
+  expect_contained(in, r, 1, "plugin kernel faulty:throws threw an exception: faulty: thrown on purpose");
+}
+
+TEST_CASE("plugin faults: a kernel that writes past the end of y is named, and nothing is written",
+          "[cli][plugin]") {
+  Inputs in;
+  const Result r = cli("run --plugin " + kOob + " --kernel faulty:oob --x " + in.x + " --y " + in.t / "y.npy");
+  // Under AddressSanitizer its report comes first and names the write; elsewhere lnorm names the kernel.
+#if defined(__SANITIZE_ADDRESS__)
+  INFO(r.out);
+  CHECK(r.code != 0);
+  CHECK(in.t.entries() == std::set<std::string>{"x.npy"});
+#else
+  expect_contained(in, r, 1, "faulty:oob");
+#endif
+}
+
+TEST_CASE("plugin faults: a crash in the library's static constructors is exit 1 naming the file", "[cli][plugin]") {
+  Inputs in;
+  for (const std::string& cmd : {std::string("list"), "run --kernel faulty:static --x " + in.x + " --y " + in.t / "y.npy",
+                                 std::string("verify --kernel plugins --quick --cases 1")}) {
+    const Result r = cli(cmd + " --plugin " + kStatic);
+    expect_contained(in, r, 1, kStatic + " (loading it: its static constructors) crashed: SIGSEGV");
+  }
+}
+
+TEST_CASE("plugin faults: two kernels of one name in a plugin are refused by name", "[cli][plugin]") {
+  Inputs in;
+  const Result r = cli("list --plugin " + kDup);
+  expect_contained(in, r, 2, "two kernels named faulty:dup");
+}
+
+TEST_CASE("plugin faults: verify fails a case that hangs after --case-timeout, naming the case", "[cli][plugin][verify]") {
+  Inputs in;
+  const auto start = std::chrono::steady_clock::now();
+  const Result r = cli("verify --plugin " + kHang + " --kernel plugins --property shape --quick --cases 2 --case-timeout 1");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(r.out);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Contains("a case took longer than --case-timeout 1 s"));
+  CHECK_THAT(r.out, Contains("shape"));  // the case's describe() line names its shape
+  CHECK(seconds < 60);
+  expect_refused(in.t, "verify --case-timeout -1", "--case-timeout");
+}
+
+// SIGTERM and SIGHUP (a shell's background job ignores SIGINT, so a test cannot send it one; SIGINT takes the same
+// handler).
+TEST_CASE("plugin faults: SIGTERM or SIGHUP mid-run leaves no output and no temporary", "[cli][plugin]") {
+  for (const int sig : {SIGTERM, SIGHUP}) {
+    Inputs in;
+    // The hanging kernel holds run inside its call, after the outputs' temporaries were created.
+    const std::string cmd = "'" + std::string(LNORM_EXE) + "' run --plugin " + kHang + " --kernel faulty:hang --x " + in.x +
+                            " --y " + in.t / "y.npy" + " --mean " + in.t / "m.npy" + " > /dev/null 2>&1 & echo $!";
+    std::FILE* p = ::popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    long pid = 0;
+    REQUIRE(std::fscanf(p, "%ld", &pid) == 1);
+    ::pclose(p);
+    // Wait until the temporaries exist (the run is inside the kernel), at most 20 s.
+    for (int i = 0; i < 200 && in.t.entries().size() < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    INFO("signal " << sig);
+    CHECK(in.t.entries().size() == 3);
+    ::kill(static_cast<pid_t>(pid), sig);
+    // The parent passes it on; the child's handler removes the temporaries, then both end by it.
+    for (int i = 0; i < 100 && in.t.entries().size() > 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(in.t.entries() == std::set<std::string>{"x.npy"});
+  }
+}
