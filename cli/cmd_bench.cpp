@@ -78,6 +78,7 @@ nlohmann::json result_json(const Result& r, const std::vector<Result>& all) {
                       {"seconds", r.seconds},           {"bytes_per_second", r.bytes_per_second},
                       {"rows_per_second", r.rows_per_second}};
   if (!r.skipped.empty()) j["skipped"] = r.skipped;
+  if (r.failed) j["failed"] = true;  // it threw while timed: the run exits 1
   // Each round's GB/s (the entries of a dtype, shape and stream count timed once per round, back to back): a ratio
   // of two kernels taken per round sees the same second of a shared machine (scripts/bench_ratios.py).
   if (!r.round_bytes_per_second.empty()) j["round_bytes_per_second"] = r.round_bytes_per_second;
@@ -332,7 +333,10 @@ void add_bench(CLI::App& app, int& exit_code) {
                                   {"results", all}};
       write_text_atomically(f->json, out.dump(2) + "\n");
     }
-    exit_code = 0;
+    // A kernel that threw while timed (a plugin's exception) is in the table with its message; the run is not a pass.
+    const auto failed = std::count_if(results.begin(), results.end(), [](const Result& r) { return r.failed; });
+    if (failed > 0) std::fprintf(stderr, "lnorm: %ld kernel run(s) failed while timed (their rows say why)\n", static_cast<long>(failed));
+    exit_code = failed > 0 ? 1 : 0;
   });
 }
 

@@ -41,6 +41,29 @@ TEST_CASE("plugin faults: a kernel that throws is exit 1 naming it, not lnorm's 
   expect_contained(in, r, 1, "plugin kernel faulty:throws threw an exception: faulty: thrown on purpose");
 }
 
+TEST_CASE("plugin faults: bench and report with a kernel that throws: its row says so, and neither aborts", "[cli][plugin]") {
+  Inputs in;
+  const Result bench = cli("bench --plugin " + kThrows + " --kernel faulty:throws --kernel naive --shape 8x64 --dtype f32 --quick --json " +
+                           in.t / "b.json");
+  INFO(bench.out);
+  CHECK(bench.code == 1);  // a kernel that failed while timed is not a pass
+  CHECK_THAT(bench.out, Contains("faulty:throws threw an exception"));
+  bool failed_row = false;
+  const auto b = load_json(in.t / "b.json");  // held: a range-for over a temporary's member would dangle (before C++23)
+  for (const auto& r : b["results"]) failed_row = failed_row || (r["kernel"] == "faulty:throws" && r.value("failed", false));
+  CHECK(failed_row);
+  // report measures in worker threads: an exception there ended in std::terminate (SIGABRT) before.
+  const Result report = cli("report --plugin " + kThrows + " --kernel faulty:throws --dtype f32 --quick --no-render --out " + in.t / "r");
+  INFO(report.out);
+  CHECK((report.code == 0 || report.code == 1));
+  CHECK_THAT(report.out, !Contains("terminate"));
+  bool error_cell = false;
+  const auto r = load_json(in.t / "r/report.json");
+  for (const auto& c : r["cells"])
+    error_cell = error_cell || (c["status"] == "error" && c["message"].get<std::string>().find("threw") != std::string::npos);
+  CHECK(error_cell);
+}
+
 TEST_CASE("plugin faults: a kernel that writes past the end of y is named, and nothing is written",
           "[cli][plugin]") {
   Inputs in;

@@ -86,18 +86,26 @@ void time_in_rounds(const std::vector<Result*>& todo, const Settings& settings, 
     std::vector<long> calls;
     for (Result* r : groups[k]) {
       if (progress) progress(r->entry.name());
+      std::unique_ptr<Body> b;
       try {
-        auto b = make_body(r->entry, settings);
-        if (!b) {
-          r->skipped = "not runnable here";
-          continue;
-        }
-        calls.push_back(calls_per_round(*b, settings));
-        bodies.push_back(std::move(b));
-        members.push_back(r);
+        b = make_body(r->entry, settings);
+      } catch (const std::exception& ex) {  // could not be set up (allocation, a baseline that declines)
+        r->skipped = ex.what();
+        continue;
+      }
+      if (!b) {
+        r->skipped = "not runnable here";
+        continue;
+      }
+      try {
+        calls.push_back(calls_per_round(*b, settings));  // runs the kernel: a throw here is the kernel's failure
       } catch (const std::exception& ex) {
         r->skipped = ex.what();
+        r->failed = true;
+        continue;
       }
+      bodies.push_back(std::move(b));
+      members.push_back(r);
     }
     std::vector<std::vector<double>> seconds(members.size());
     for (int round = 0; round < settings.repetitions; ++round) {
@@ -107,6 +115,7 @@ void time_in_rounds(const std::vector<Result*>& todo, const Settings& settings, 
           seconds[i].push_back(time_round(*bodies[i], calls[i], settings.cold));
         } catch (const std::exception& ex) {
           members[i]->skipped = ex.what();
+          members[i]->failed = true;
         }
       }
     }

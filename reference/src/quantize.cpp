@@ -266,6 +266,7 @@ QuantSummary measure_quantized(const Problem& p, const QuantSpec& spec, const vo
         // group fails q's gate too, as a non-finite mismatch. Judged against the exact scale instead, a q of ±max
         // under a zero scale read as exact, and a flat --max-scale-ulp let the whole check pass.
         bool invalid_scale = false;
+        double s_exact = kNaN;  // the exact scale as stored, where the candidate's is invalid: the target's
         if (per_row) {
           bool zero = false;
           const double exact = rq.exact_scale(g, zero);
@@ -309,6 +310,7 @@ QuantSummary measure_quantized(const Problem& p, const QuantSpec& spec, const vo
             part.scale_max_ulp = err, part.scale_max_index = at, part.scale_max_got = got, part.scale_max_exact = exact;
           s = usable ? got : exact;
           invalid_scale = !std::isnan(exact) && (!usable || (spec.scaling != Scaling::mx && !(got > 0)));
+          s_exact = exact;
         }
         const double sv = scale_value(spec, s);
         for (std::int64_t i = g * G; i < (g + 1) * G; ++i) {
@@ -316,8 +318,9 @@ QuantSummary measure_quantized(const Problem& p, const QuantSpec& spec, const vo
           const std::uint8_t code = q[r * n + i];
           double err = 0, target = kNaN, allowed = budget.max_q_ulp;
           bool exact_code = false;
-          if (invalid_scale) {
+          if (invalid_scale) {  // reported against y*/s* (the exact scale's), which a valid scale would have met
             err = kInf;
+            if (rq.finite(i)) target = std::clamp(rq.approx(i) / scale_value(spec, s_exact), lo, hi);
             if (allowed < 0) allowed = 0.5;
           } else if (!rq.finite(i) || std::isnan(sv)) {  // no real answer: the fp8 NaN (int8 has none: not gated)
             exact_code = !is_fp8(f) || code_is_nan(f, code);

@@ -212,7 +212,12 @@ json run(const Settings& settings, const Progress& progress) {
         if (bwd) {  // kernels only (peers compute the LayerNorm forward): run as verify --dir bwd runs them
           std::unique_lock<std::mutex> one_at_a_time(alone, std::defer_lock);
           if (settings.run_alone && settings.run_alone(*im.kernel)) one_at_a_time.lock();
-          const verify::BackwardOutputs out = verify::run_guarded_backward(*im.kernel, input);
+          verify::BackwardOutputs out;
+          try {  // a worker thread: an exception (a plugin kernel's) must end as this cell's error, not in terminate
+            out = verify::run_guarded_backward(*im.kernel, input);
+          } catch (const std::exception& e) {
+            out.violation = std::string("the kernel threw: ") + e.what();
+          }
           if (one_at_a_time.owns_lock()) one_at_a_time.unlock();
           if (!out.violation.empty()) {
             cell["status"] = "error";
@@ -238,7 +243,12 @@ json run(const Settings& settings, const Progress& progress) {
         if (im.kernel) {
           std::unique_lock<std::mutex> one_at_a_time(alone, std::defer_lock);
           if (settings.run_alone && settings.run_alone(*im.kernel)) one_at_a_time.lock();
-          verify::Outputs out = verify::run_guarded(*im.kernel, input);
+          verify::Outputs out;
+          try {  // as above: the cell's error
+            out = verify::run_guarded(*im.kernel, input);
+          } catch (const std::exception& e) {
+            out.violation = std::string("the kernel threw: ") + e.what();
+          }
           if (one_at_a_time.owns_lock()) one_at_a_time.unlock();
           error = out.violation;
           y = std::move(out.y), mean = std::move(out.mean), rstd = std::move(out.rstd);

@@ -52,6 +52,7 @@ struct Result {
   std::vector<double> round_bytes_per_second;
   std::string skipped;        // why it did not run (unavailable kernel, oneDNN declined)
   bool unavailable = false;   // skipped before the run: this machine or build cannot run it at all
+  bool failed = false;        // it threw while timed (a plugin kernel's exception): `lnorm bench` exits 1
 };
 
 struct Settings {
