@@ -1,6 +1,7 @@
 #include "inputs.hpp"
 
 #include "lnorm/registry.hpp"
+#include "lnorm/temp_files.hpp"
 
 #include <unistd.h>
 
@@ -250,6 +251,11 @@ void write_text_atomically(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) throw InputError(path + ": cannot create output file: " + std::strerror(errno));
+  // Removed by the signal handlers until it is renamed into place (lnorm/temp_files.hpp).
+  const struct Registered {
+    int slot;
+    ~Registered() { io::unregister_temp(slot); }
+  } registered{io::register_temp(tmp)};
   const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
   if (std::fclose(f) != 0 || !ok) {
     std::remove(tmp.c_str());

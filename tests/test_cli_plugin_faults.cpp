@@ -13,6 +13,18 @@
 
 using namespace lnorm::testing;
 
+// GCC says __SANITIZE_ADDRESS__, clang 14 only __has_feature.
+#if defined(__SANITIZE_ADDRESS__)
+#define LNORM_TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LNORM_TEST_UNDER_ASAN 1
+#endif
+#endif
+#ifndef LNORM_TEST_UNDER_ASAN
+#define LNORM_TEST_UNDER_ASAN 0
+#endif
+
 namespace {
 
 const std::string kThrows = FAULT_THROWS_PLUGIN, kOob = FAULT_OOB_PLUGIN, kHang = FAULT_HANG_PLUGIN,
@@ -68,11 +80,13 @@ TEST_CASE("plugin faults: a kernel that writes past the end of y is named, and n
           "[cli][plugin]") {
   Inputs in;
   const Result r = cli("run --plugin " + kOob + " --kernel faulty:oob --x " + in.x + " --y " + in.t / "y.npy");
-  // Under AddressSanitizer its report comes first and names the write; elsewhere lnorm names the kernel.
-#if defined(__SANITIZE_ADDRESS__)
+  // Under AddressSanitizer its report comes first, names the write, and ends the process its own way (no handler
+  // of lnorm's runs, so a temporary may stay); elsewhere lnorm names the kernel.
+#if LNORM_TEST_UNDER_ASAN
   INFO(r.out);
   CHECK(r.code != 0);
-  CHECK(in.t.entries() == std::set<std::string>{"x.npy"});
+  CHECK_THAT(r.out, Contains("AddressSanitizer: heap-buffer-overflow"));
+  CHECK_THAT(r.out, Contains("misbehaving.cpp"));
 #else
   expect_contained(in, r, 1, "faulty:oob");
 #endif

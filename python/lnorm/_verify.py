@@ -39,7 +39,8 @@ class Outcome:
 
 @dataclass
 class VerifyResult:
-    """Truthy when no property failed. ``str()`` is the CLI's table."""
+    """Truthy when no property failed and some property ran (every one skipped is NOTHING VERIFIED: falsy, as
+    ``lnorm verify`` exits 1). ``str()`` is the CLI's table."""
 
     outcomes: list
     table: str
@@ -51,7 +52,7 @@ class VerifyResult:
         self.failures = [o for o in self.outcomes if o.failed]
 
     def __bool__(self):
-        return not self.failures
+        return not self.failures and any(o.status != "skipped" for o in self.outcomes)
 
     def __str__(self):
         return self.table

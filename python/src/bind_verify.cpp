@@ -312,6 +312,10 @@ py::dict verify_py(py::object fn, const std::string& kernel_name, const std::vec
     PyErr_SetNone(PyExc_KeyboardInterrupt);
     throw py::error_already_set();
   }
+  // As `lnorm verify`: a selection with no cell is refused, not a truthy result that verified nothing.
+  if (outcomes.empty())
+    throw py::value_error("nothing to verify: no chosen property runs on a callable for these dtypes (`quantized` needs a "
+                          "kernel that writes quantized outputs; a callable returns y)");
   // The reproduction line is a Python call.
   for (Outcome& o : outcomes) {
     std::ostringstream r;

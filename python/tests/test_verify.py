@@ -44,8 +44,16 @@ def test_params_is_skipped_with_its_reason_when_fn_takes_no_offset_and_no_f32_pa
     def plain(x, gamma, beta, eps):
         return exact_kernel(x, gamma, beta, eps)
 
-    o = lnorm.verify(plain, properties=("params",), cases=6).outcome("params")
+    r = lnorm.verify(plain, properties=("params",), cases=6)
+    o = r.outcome("params")
     assert o.status == "skipped" and "gamma_offset" in o.message
+    assert not r and "NOTHING VERIFIED" in str(r)  # every cell skipped: not a pass (issue 54)
+
+
+def test_a_selection_with_nothing_to_verify_is_refused():
+    # A callable writes y: it has no quantized output, so `quantized` has no cell ("NOTHING VERIFIED", truthy, before).
+    with pytest.raises(ValueError, match="nothing to verify"):
+        lnorm.verify(exact_kernel, properties=("quantized",), dtypes=("f32",), quick=True)
 
 
 def test_a_signature_the_suite_cannot_call_is_said_once():
