@@ -17,6 +17,7 @@
 #include "error_text.hpp"
 #include "lnorm/operand_streams.hpp"
 #include "output_files.hpp"
+#include "plugins.hpp"
 
 namespace lnorm::cli {
 namespace {
@@ -118,7 +119,7 @@ int run_backward_reference(const ProblemFlags& pf, const BackwardFlags& bf) {
   if (bf.dx.empty() && bf.dgamma.empty() && bf.dbeta.empty())
     throw InputError("--dir bwd: give at least one of --dx, --dgamma, --dbeta");
   check_param_gradients(pf, bf);
-  check_outputs({{bf.dx, "--dx"}, {bf.dgamma, "--dgamma"}, {bf.dbeta, "--dbeta"}}, {pf.x, pf.gamma, pf.beta, bf.dy});
+  check_outputs({{bf.dx, "--dx"}, {bf.dgamma, "--dgamma"}, {bf.dbeta, "--dbeta"}}, with_plugin_paths({pf.x, pf.gamma, pf.beta, bf.dy}));
   Loaded l = load(pf, bf);
   const Problem p = with_op(l.in.problem, Op{.norm = l.in.problem.op.norm, .direction = Direction::bwd});
   OutputFiles files = gradient_files(l, p, bf);
@@ -143,7 +144,7 @@ int run_backward_kernel(const ProblemFlags& pf, const BackwardFlags& bf, const K
   if (bf.dx.empty() && bf.dgamma.empty() && bf.dbeta.empty())
     throw InputError("--dir bwd: give at least one of --dx, --dgamma, --dbeta");
   check_param_gradients(pf, bf);
-  check_outputs({{bf.dx, "--dx"}, {bf.dgamma, "--dgamma"}, {bf.dbeta, "--dbeta"}}, {pf.x, pf.gamma, pf.beta, bf.dy});
+  check_outputs({{bf.dx, "--dx"}, {bf.dgamma, "--dgamma"}, {bf.dbeta, "--dbeta"}}, with_plugin_paths({pf.x, pf.gamma, pf.beta, bf.dy}));
   Loaded l = load(pf, bf);
   const Problem p = with_op(l.in.problem, Op{.norm = l.in.problem.op.norm, .direction = Direction::bwd});
   if (const auto why = unavailable_reason(kernel, p))

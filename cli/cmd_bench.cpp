@@ -270,7 +270,7 @@ void add_bench(CLI::App& app, int& exit_code) {
   f->quant.add_to(cmd, "Also run each kernel that writes quantized outputs with q instead of y");
   add_plugin_flag(cmd);
   cmd->callback([f, &exit_code] {
-    check_outputs({{f->json, "--json"}}, {});
+    check_outputs({{f->json, "--json"}}, plugin_paths());
     const std::optional<QuantSpec> quant = f->quant.spec();
     std::vector<Shape> shapes;
     for (const std::string& s : f->shapes) shapes.push_back(shape_flag(s));
@@ -357,7 +357,7 @@ void add_select(CLI::App& app, int& exit_code) {
   f->quant.add_to(cmd, "Choose among the kernels that write the norm's output quantized, timed writing q and its scales");
   add_plugin_flag(cmd);
   cmd->callback([f, &exit_code] {
-    check_outputs({{f->json, "--json"}}, {});
+    check_outputs({{f->json, "--json"}}, plugin_paths());
     const Op op = op_flag(f->op, dir_flag(f->dir));
     const bench::SelectRequest request{shape_flag(f->shape), dtype_flag(f->dtype), f->max_ulp, op, f->quant.spec()};
     if (request.quant) BenchQuantFlags::check_request(*request.quant, op.direction, {request.dtype}, {request.shape});

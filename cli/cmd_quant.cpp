@@ -12,6 +12,7 @@
 
 #include "error_text.hpp"
 #include "output_files.hpp"
+#include "plugins.hpp"
 #include "lnorm/check.hpp"
 #include "lnorm/format.hpp"
 #include "lnorm/npy.hpp"
@@ -98,7 +99,7 @@ int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const 
   const bool dynamic_scales = f.scaling != "tensor";
   if (!f.scales.empty() && !dynamic_scales) throw InputError("--scales: tensor scaling has one given scale (--scale), no file");
   check_outputs({{f.q, "--q"}, {f.scales, "--scales"}, {y_path, "--y"}, {side.h, "--h"}, {side.mean, "--mean"}, {side.rstd, "--rstd"}},
-                {problem.x, problem.gamma, problem.beta, problem.residual});
+                with_plugin_paths({problem.x, problem.gamma, problem.beta, problem.residual}));
   if (!side.h.empty() && problem.residual.empty()) throw InputError("--h: needs --residual (h = x + residual)");
   check_stat_flags(op_flag(problem.op), side.mean);
   QuantSetup s = setup(problem, f);

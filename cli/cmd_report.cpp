@@ -105,7 +105,7 @@ void run_report(const ReportFlags& f, int& exit_code) {
     if (!f.kernels.empty() || !f.dtypes.empty() || !f.ops.empty() || !f.peers.empty() || f.quick)
       throw InputError("--merge combines finished reports; --kernel, --dtype, --op, --peer and --quick do not apply");
     // The merged report.json must not replace one of the reports it merges (issue 54: --out r1 --merge r1/report.json).
-    check_outputs({{f.out + "/report.json", "--out"}}, f.merge);
+    check_outputs({{f.out + "/report.json", "--out"}}, with_plugin_paths(f.merge));
     std::vector<nlohmann::json> docs;
     for (const std::string& path : f.merge) docs.push_back(load_report(path));
     try {

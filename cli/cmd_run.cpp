@@ -38,7 +38,7 @@ void refuse_forward_outputs(const RunFlags& f) {
 // kernel == nullptr: the exact reference.
 int run_problem(const RunFlags& f, const KernelInfo* kernel) {
   check_outputs({{f.y, "--y"}, {f.mean, "--mean"}, {f.rstd, "--rstd"}, {f.h, "--h"}},
-                {f.problem.x, f.problem.gamma, f.problem.beta, f.problem.residual});
+                with_plugin_paths({f.problem.x, f.problem.gamma, f.problem.beta, f.problem.residual}));
   check_stat_flags(op_flag(f.problem.op), f.mean);
   if (!f.h.empty() && f.problem.residual.empty()) throw InputError("--h: needs --residual (h = x + residual)");
   ProblemInputs in = load_problem(f.problem);

@@ -105,7 +105,9 @@ void add_verify(CLI::App& app, int& exit_code) {
   cmd->callback([f, property_names, &exit_code] {
     using namespace lnorm::verify;
     // --merge's shards are inputs: an output that is one of them would be overwritten (issue 54).
-    check_outputs({{f->json, "--json"}, {f->junit, "--junit"}}, f->merge);
+    std::vector<std::string> inputs = with_plugin_paths(f->merge);
+    inputs.push_back(f->budgets);
+    check_outputs({{f->json, "--json"}, {f->junit, "--junit"}}, inputs);
     if (!f->merge.empty()) {
       if (!f->shard.empty() || f->kernels != std::vector<std::string>{"all"} || !f->ops.empty() || f->dir != "fwd" ||
           !f->dtypes.empty() || !f->properties.empty() || !f->budgets.empty() || f->cases || f->seed != 1 || f->quick || !f->dump.empty())

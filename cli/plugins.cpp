@@ -315,6 +315,18 @@ const std::string* plugin_path_of(const KernelInfo& kernel) {
   return nullptr;
 }
 
+std::vector<std::string> plugin_paths() {
+  std::vector<std::string> out;
+  for (const PluginKernel& k : slots())
+    if (std::find(out.begin(), out.end(), k.path) == out.end()) out.push_back(k.path);
+  return out;
+}
+
+std::vector<std::string> with_plugin_paths(std::vector<std::string> inputs) {
+  for (std::string& p : plugin_paths()) inputs.push_back(std::move(p));
+  return inputs;
+}
+
 void add_plugin_flag(CLI::App* cmd) {
   cmd->add_option_function<std::vector<std::string>>(
          "--plugin", [](const std::vector<std::string>& paths) {

@@ -28,5 +28,9 @@ std::vector<const KernelInfo*> kernels_flag(const std::vector<std::string>& valu
 
 // The file a kernel was loaded from, or nullptr for one of lnorm's own kernels.
 const std::string* plugin_path_of(const KernelInfo& kernel);
+// The loaded plugins' files, once each; and `inputs` with them appended: a command's outputs may not be one of them
+// (check_outputs: `bench --plugin k.so --json k.so` would have overwritten the library).
+std::vector<std::string> plugin_paths();
+std::vector<std::string> with_plugin_paths(std::vector<std::string> inputs);
 
 }  // namespace lnorm::cli

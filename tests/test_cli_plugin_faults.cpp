@@ -101,6 +101,28 @@ TEST_CASE("plugin faults: a crash in the library's static constructors is exit 1
   }
 }
 
+// A plugin library and a budgets file are inputs too: an output onto one was written over it.
+TEST_CASE("plugin faults: an output onto a loaded plugin or the budgets file is refused", "[cli][plugin]") {
+  Inputs in;
+  const std::string lib = in.t / "p.so", budgets = in.t / "b.toml";
+  fs::copy_file(kThrows, lib);
+  { std::ofstream(budgets) << "[default.f32]\ny = { a = 8, b = 1 }\n"; }
+  const std::string before = file_bytes(lib);
+  for (const std::string& cmd : {"bench --shape 4x8 --kernel naive --json " + lib, "select --shape 4x8 --json " + lib,
+                                 "verify --kernel naive --quick --json " + lib,
+                                 "run --kernel naive --x " + in.x + " --y " + lib}) {
+    const Result r = cli(cmd + " --plugin " + lib);
+    INFO(cmd << "\n" << r.out);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Contains("is also an input"));
+  }
+  const Result v = cli("verify --kernel naive --quick --budgets " + budgets + " --junit " + budgets);
+  INFO(v.out);
+  CHECK(v.code == 2);
+  CHECK_THAT(v.out, Contains("is also an input"));
+  CHECK(file_bytes(lib) == before);
+}
+
 TEST_CASE("plugin faults: two kernels of one name in a plugin are refused by name", "[cli][plugin]") {
   Inputs in;
   const Result r = cli("list --plugin " + kDup);
