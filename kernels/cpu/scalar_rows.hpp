@@ -21,6 +21,8 @@
 
 namespace lnorm::cpu {
 
+#include "epilogue_sink.hpp"  // at namespace scope here (the ISA units include it inside an anonymous namespace)
+
 template <class T>
 using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
@@ -39,35 +41,32 @@ struct RowStats {
   Acc<T> scale = 1;
 };
 
+// y's value v (A) as the sink's element E: T's storage, or A itself (the quantizer's row; f64 y).
+template <class E, class A>
+E narrow(A v) {
+  if constexpr (std::is_same_v<E, A>) return v;
+  else return from_float<E>(v);
+}
+
 // StatsFn: RowStats<TIn> stats(const TIn* row, std::int64_t n, bool centred) (centred: LayerNorm;
-// otherwise RMSNorm's mean(x²) as var, mean 0). Rows [begin, end) of t.x (TIn) to t.y (T): TIn is T, or
-// f32 for Add & Norm's f32 h beside 16-bit y (both accumulate in f32).
-template <class T, class TIn, class StatsFn>
+// otherwise RMSNorm's mean(x²) as var, mean 0). Rows [begin, end) of t.x (TIn) into the sink (epilogue_sink.hpp):
+// y's rows (T), or the quantizer's f32 row. TIn is T, or f32 for Add & Norm's f32 h beside 16-bit y (both
+// accumulate in f32).
+template <class T, class TIn, class StatsFn, class Sink>
 void normalize_range(const Problem& p, const Tensors& t, StatsFn stats, const Acc<T>* gamma, const Acc<T>* beta,
-                     std::int64_t begin, std::int64_t end) {
+                     std::int64_t begin, std::int64_t end, const Sink& sink) {
   using A = Acc<T>;
-  static_assert(std::is_same_v<A, Acc<TIn>>);
+  using E = typename Sink::Elem;
+  static_assert(std::is_same_v<A, Acc<TIn>> && (std::is_same_v<E, T> || std::is_same_v<E, A>));
   const TIn* x = static_cast<const TIn*>(t.x);
   const bool is_centred = p.op.norm == Norm::layernorm;
-  T* y = static_cast<T*>(t.y);
   A* mean_out = static_cast<A*>(t.mean);
   A* rstd_out = static_cast<A*>(t.rstd);
   const A eps = static_cast<A>(p.eps);
   const std::int64_t n = p.cols;
-  // The quantized epilogue: the row's f32 y is kept here, then quantized (quant_epilogue.hpp); y is not written.
-  const bool quantized = p.op.epilogue == Epilogue::quantized;
-  thread_local std::vector<A> row_y;
-  if (quantized) row_y.resize(static_cast<std::size_t>(n));
-  const auto finish_row = [&](std::int64_t r) {
-    if constexpr (std::is_same_v<A, float>) {
-      if (!quantized) return;
-      quantize_row(p.quant, row_y.data(), n, static_cast<std::uint8_t*>(t.q) + r * n, t.scales, r);
-      if (t.quant_y) std::copy(row_y.begin(), row_y.end(), static_cast<float*>(t.quant_y) + r * n);  // what it quantized
-    }
-  };
   for (std::int64_t r = begin; r < end; ++r) {
     const TIn* xr = x + r * n;
-    T* yr = quantized ? nullptr : y + r * n;
+    E* out = sink.row(r);
     const RowStats<TIn> s = stats(xr, n, is_centred);
     const A eps_scaled = s.scale == A(1) ? eps : eps * s.scale * s.scale;
     // A NaN or Inf in the row reaches the mean or the variance; DESIGN says the whole row is NaN
@@ -86,20 +85,14 @@ void normalize_range(const Problem& p, const Tensors& t, StatsFn stats, const Ac
     if (mean_out) mean_out[r] = poisoned ? rstd : s.mean;
     if (rstd_out) rstd_out[r] = eps_overflows ? rstd_unscaled : rstd * s.scale;
     if (poisoned) {  // one NaN for the whole row: its bits do not depend on which operations met it
-      for (std::int64_t i = 0; i < n; ++i) {
-        if (quantized) row_y[static_cast<std::size_t>(i)] = rstd;
-        else if constexpr (std::is_same_v<T, double>) yr[i] = rstd;
-        else yr[i] = from_float<T>(rstd);
-      }
-      finish_row(r);
+      for (std::int64_t i = 0; i < n; ++i) out[i] = narrow<E>(rstd);
+      sink.done(r);
       continue;
     }
     const auto store = [&](std::int64_t i, A v) {
       if (gamma) v *= gamma[i];
       if (beta) v += beta[i];
-      if (quantized) row_y[static_cast<std::size_t>(i)] = v;
-      else if constexpr (std::is_same_v<T, double>) yr[i] = v;
-      else yr[i] = from_float<T>(v);
+      out[i] = narrow<E>(v);
     };
     // An RMSNorm row scaled down (values near overflow) puts its small elements' x·scale among A's subnormals,
     // where they lose bits that rstd_scaled·γ then amplifies: 6.6 ulps of a subnormal f32 output (9 in f64) on
@@ -112,14 +105,14 @@ void normalize_range(const Problem& p, const Tensors& t, StatsFn stats, const Ac
         const A xv = static_cast<A>(to_float(xr[i])), xs = xv * s.scale;
         store(i, std::abs(xs) < kMinNormal ? (xv * rstd_y) * s.scale : xs * rstd_y);
       }
-      finish_row(r);
+      sink.done(r);
       continue;
     }
     for (std::int64_t i = 0; i < n; ++i) {
       const A d = (static_cast<A>(to_float(xr[i])) * s.scale - s.shift_scaled) - s.mean_from_shift;
       store(i, (d * rstd_y) * unscale);
     }
-    finish_row(r);
+    sink.done(r);
   }
 }
 
@@ -128,8 +121,23 @@ template <class T, class TIn, class Stats>
 void run_typed(const Problem& p, const Tensors& t, Stats stats) {
   using A = Acc<T>;
   const StagedParams<A> params = stage_params<A>(p, t);
+  const std::int64_t n = p.cols;
   split_rows(p, [&](std::int64_t begin, std::int64_t end) {
-    normalize_range<T, TIn>(p, t, stats, params.gamma(), params.beta(), begin, end);
+    const auto range = [&](const auto& sink) {
+      normalize_range<T, TIn>(p, t, stats, params.gamma(), params.beta(), begin, end, sink);
+    };
+    // The quantized epilogue (f32 accumulation only: problem.cpp refuses f64 x): the row's f32 y, then
+    // quantize_row (quant_epilogue.hpp); y is not written.
+    if constexpr (std::is_same_v<A, float>) {
+      if (p.op.epilogue == Epilogue::quantized) {
+        thread_local std::vector<float> row_y;  // welford_row, the SIMD kernels' fallback, comes here a row at a time
+        row_y.resize(static_cast<std::size_t>(n));
+        return range(sinks::to_quantizer(row_y.data(), n, static_cast<float*>(t.quant_y), [&](const float* y, std::int64_t r, sinks::RowError) {
+          quantize_row(p.quant, y, n, static_cast<std::uint8_t*>(t.q) + r * n, t.scales, r);
+        }));
+      }
+    }
+    range(sinks::ToY<T>{static_cast<T*>(t.y), n});
   });
 }
 

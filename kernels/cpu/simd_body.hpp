@@ -72,9 +72,11 @@
 #define LNORM_ALWAYS_INLINE __attribute__((always_inline))
 #endif
 
+#include "epilogue_sink.hpp"  // the epilogue as a policy: the row drivers write into a sink
+#include "simd_quant.hpp"     // the fast kernels' quantizer (quantize_row_simd)
+
 // The lanes of an f64 vector summed in a fixed tree: lane i + L/2 onto lane i, halving until one is left (8
 // lanes: ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7))). The same bits in every layer of one width.
-#include "simd_quant.hpp"  // the quantized epilogue (rows_typed's Q)
 
 template <class V>
 double hsum_pd(typename V::D a) {

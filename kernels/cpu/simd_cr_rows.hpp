@@ -288,14 +288,45 @@ bool exact_row(const typename X::Bits* xr, const double* gamma, const double* be
   return true;
 }
 
-template <class V, class X, class T, class Gs, bool G, bool B, bool NT>
-void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged64& staged) {
-  using Bits = typename T::Bits;
+// Rows [begin, end) into the sink (epilogue_sink.hpp), whose rows are either T's bits, each y* rounded once (y), or
+// f64 values within the row's bound of y* (the quantized epilogue: quantize_row_exact, quant_exact.hpp, decides q and
+// the scales from them exactly). A certified row's f64 values are normalize_row's arithmetic, bounded by the same E;
+// a row whose bound is not small takes y* rounded by double-double, to T, or to f32 for the f64 row
+// (|y − y*| ≤ 2^-24|y| + 2^-150).
+// A certified row's y in f64, unrounded, for the quantizer: normalize_row's arithmetic (bounded by row_error's E),
+// the tail one lane at a time with the same operations.
+template <class V, class X, class Gs, bool G, bool B>
+void unrounded_row(const typename X::Bits* xr, const typename Gs::Bits* gamma, const typename Gs::Bits* beta, double* y,
+                   std::int64_t n, const FastStats& s) {
+  using D = typename V::D;
+  constexpr int DL = V::kDLanes;
+  const D mv = V::set1_pd(s.m), rv = V::set1_pd(s.rstd);
+  std::int64_t i = 0;
+  for (; i + DL <= n; i += DL) {
+    D v = V::mul_pd(V::sub_pd(V::template load_d<X>(xr + i), mv), rv);
+    if constexpr (G) v = V::mul_pd(v, V::template load_d<Gs>(gamma + i));
+    if constexpr (B) v = V::add_pd(v, V::template load_d<Gs>(beta + i));
+    V::store_pd(y + i, v);
+  }
+  for (; i < n; ++i) {
+    double v = (ex::to_double<X>(xr[i]) - s.m) * s.rstd;
+    if constexpr (G) v = v * gamma[i];
+    if constexpr (B) v = v + beta[i];
+    y[i] = v;
+  }
+}
+
+template <class V, class X, class T, class Gs, bool G, bool B, bool NT, class Sink>
+void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged64& staged,
+                const Sink& sink) {
+  using E = typename Sink::Elem;
+  constexpr bool kUnrounded = std::is_same_v<E, double>;  // the quantizer's f64 row, not y's bits
+  static_assert((kUnrounded || std::is_same_v<E, typename T::Bits>) && (!NT || Sink::kMayStream));
+  using Exact = std::conditional_t<kUnrounded, F32, T>;  // what exact_row rounds y* to
   using XBits = typename X::Bits;
   const XBits* x = static_cast<const XBits*>(t.x);
   const typename Gs::Bits* gamma = staged.gamma;
   const typename Gs::Bits* beta = staged.beta;
-  Bits* y = static_cast<Bits*>(t.y);
   float* mean = static_cast<float*>(t.mean);
   float* rstd = static_cast<float*>(t.rstd);
   const std::int64_t n = p.cols;
@@ -306,7 +337,7 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
   paths.elements = (end - begin) * n;
   for (std::int64_t row = begin; row < end; ++row) {
     const XBits* xr = x + row * n;
-    Bits* yr = y + row * n;
+    E* out = sink.row(row);
     const FastStats s = fast_stats<V, X>(xr, n, p.eps, pr.centred, w_rel);
     if (!s.finite || s.degenerate) {  // NaN/Inf in the row, or var + eps == 0: the scalar kernel's NaN rules
       welford_row(p, t, row);
@@ -315,113 +346,75 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
     if (s.certified) {
       if (mean) mean[row] = static_cast<float>(s.m + s.m_lo);
       if (rstd) rstd[row] = static_cast<float>(s.rstd);
-      if (NT && head_to_align(yr, 64) >= 0) normalize_row<V, X, T, Gs, G, B, NT>(xr, gamma, beta, yr, n, p.eps, s, gmax, bmax, pr, paths);
-      else normalize_row<V, X, T, Gs, G, B, false>(xr, gamma, beta, yr, n, p.eps, s, gmax, bmax, pr, paths);
+      if constexpr (kUnrounded) {
+        unrounded_row<V, X, Gs, G, B>(xr, gamma, beta, out, n, s);
+        sink.done(row, {row_error(s, gmax, bmax), 0.0});
+      } else {
+        if (NT && head_to_align(out, 64) >= 0) normalize_row<V, X, T, Gs, G, B, NT>(xr, gamma, beta, out, n, p.eps, s, gmax, bmax, pr, paths);
+        else normalize_row<V, X, T, Gs, G, B, false>(xr, gamma, beta, out, n, p.eps, s, gmax, bmax, pr, paths);
+        sink.done(row);
+      }
       continue;
     }
     // The bound is not small (not seen outside constructed rows): every element by double-double.
-    if (!exact_row<X, T, G, B>(xr, gamma, beta, n, p.eps, pr, mean, rstd, row, paths, [&](std::int64_t i, Bits b) { yr[i] = b; }))
+    if (!exact_row<X, Exact, G, B>(xr, gamma, beta, n, p.eps, pr, mean, rstd, row, paths,
+                                   [&](std::int64_t i, typename Exact::Bits b) { out[i] = b; })) {
       welford_row(p, t, row);
+      continue;
+    }
+    sink.done(row, kUnrounded ? sinks::RowError{0x1p-150, 0x1p-24} : sinks::RowError{});
   }
   if (NT) V::sfence();
   ::lnorm::cpu::cr_paths_add(paths);
 }
 
-// The quantized epilogue (Problem::quant): each row's y in f64 into st.y_row — normalize_row's arithmetic, bounded
-// by the same E — or, for a row whose bound is not small, y* rounded to f32 exactly (|y − y*| ≤ 2^-24|y| + 2^-150);
-// quantize_row_exact (quant_exact.hpp) decides q and the scales from them, exactly.
-template <class V, class X, class Gs, bool G, bool B>
-void rows_quantized(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged64& staged) {
-  using D = typename V::D;
-  using XBits = typename X::Bits;
-  constexpr int DL = V::kDLanes;
-  const XBits* x = static_cast<const XBits*>(t.x);
-  const typename Gs::Bits* gamma = staged.gamma;
-  const typename Gs::Bits* beta = staged.beta;
-  float* mean = static_cast<float*>(t.mean);
-  float* rstd = static_cast<float*>(t.rstd);
-  double* y = staged.y_row;
+template <class V, class X, class T, bool NT, class Sink>
+void rows_affine(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged64& st,
+                 const Sink& sink) {
+  if (p.has_gamma && p.has_beta) rows_typed<V, X, T, F64, true, true, NT>(p, t, begin, end, st, sink);
+  else if (p.has_gamma) rows_typed<V, X, T, F64, true, false, NT>(p, t, begin, end, st, sink);
+  else if (p.has_beta) rows_typed<V, X, T, F64, false, true, NT>(p, t, begin, end, st, sink);
+  else rows_typed<V, X, T, F64, false, false, NT>(p, t, begin, end, st, sink);
+}
+
+// The quantized epilogue's sink: the generic driver's f64 row (Staged64::y_row) handed to quantize_row_exact with
+// the row of x (in X) its statistics read, the staged parameters and the row's bound.
+template <class X>
+auto exact_quantizer(const Problem& p, const Tensors& t, const ::lnorm::cpu::Staged64& st) {
   const std::int64_t n = p.cols;
-  const RowParams<V, Gs, G, B> rp(p, staged);
-  const Params& pr = rp.pr;
-  const double w_rel = rp.w_rel, gmax = rp.gmax, bmax = rp.bmax;
-  ::lnorm::cpu::CrPaths paths;
-  paths.elements = (end - begin) * n;
-  for (std::int64_t row = begin; row < end; ++row) {
-    const XBits* xr = x + row * n;
-    const FastStats s = fast_stats<V, X>(xr, n, p.eps, pr.centred, w_rel);
-    if (!s.finite || s.degenerate) {  // NaN/Inf in the row, or var + eps == 0: the scalar kernel's NaN rules
-      welford_row(p, t, row);
-      continue;
-    }
+  return sinks::to_quantizer(st.y_row, n, nullptr, [&p, &t, &st, n](const double* y, std::int64_t row, sinks::RowError e) {
     ::lnorm::cpu::ExactQuantRow er;
-    er.y = y, er.n = n, er.x = xr, er.x_dtype = input_dtype(p), er.eps = p.eps, er.centred = pr.centred;
-    er.w_hi = G ? gamma : nullptr, er.w_lo = G ? pr.w_lo : nullptr, er.beta = B ? beta : nullptr;
-    if (s.certified) {
-      if (mean) mean[row] = static_cast<float>(s.m + s.m_lo);
-      if (rstd) rstd[row] = static_cast<float>(s.rstd);
-      const D mv = V::set1_pd(s.m), rv = V::set1_pd(s.rstd);
-      std::int64_t i = 0;
-      for (; i + DL <= n; i += DL) {
-        D v = V::mul_pd(V::sub_pd(V::template load_d<X>(xr + i), mv), rv);
-        if constexpr (G) v = V::mul_pd(v, V::template load_d<Gs>(gamma + i));
-        if constexpr (B) v = V::add_pd(v, V::template load_d<Gs>(beta + i));
-        V::store_pd(y + i, v);
-      }
-      for (; i < n; ++i) {  // the same operations, one lane
-        double v = (ex::to_double<X>(xr[i]) - s.m) * s.rstd;
-        if constexpr (G) v = v * gamma[i];
-        if constexpr (B) v = v + beta[i];
-        y[i] = v;
-      }
-      er.e_abs = row_error(s, gmax, bmax);
-    } else {
-      if (!exact_row<X, F32, G, B>(xr, gamma, beta, n, p.eps, pr, mean, rstd, row, paths, [&](std::int64_t i, float v) { y[i] = v; })) {
-        welford_row(p, t, row);
-        continue;
-      }
-      er.e_abs = 0x1p-150, er.e_rel = 0x1p-24;
-    }
+    er.y = y, er.n = n, er.x = static_cast<const typename X::Bits*>(t.x) + row * n, er.x_dtype = input_dtype(p);
+    er.eps = p.eps, er.centred = p.op.norm == Norm::layernorm;
+    er.w_hi = p.has_gamma ? st.gamma : nullptr, er.w_lo = p.has_gamma ? st.gamma_lo : nullptr;
+    er.beta = p.has_beta ? st.beta : nullptr;
+    er.e_abs = e.abs, er.e_rel = e.rel;
     ::lnorm::cpu::quantize_row_exact(p.quant, er, static_cast<std::uint8_t*>(t.q) + row * n, t.scales, row);
-  }
-  ::lnorm::cpu::cr_paths_add(paths);
-}
-
-template <class V, class X>
-void rows_quantized_affine(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged64& st) {
-  if (p.has_gamma && p.has_beta) rows_quantized<V, X, F64, true, true>(p, t, begin, end, st);
-  else if (p.has_gamma) rows_quantized<V, X, F64, true, false>(p, t, begin, end, st);
-  else if (p.has_beta) rows_quantized<V, X, F64, false, true>(p, t, begin, end, st);
-  else rows_quantized<V, X, F64, false, false>(p, t, begin, end, st);
-}
-
-template <class V, class X, class T, bool NT>
-void rows_affine(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged64& st) {
-  if (p.has_gamma && p.has_beta) rows_typed<V, X, T, F64, true, true, NT>(p, t, begin, end, st);
-  else if (p.has_gamma) rows_typed<V, X, T, F64, true, false, NT>(p, t, begin, end, st);
-  else if (p.has_beta) rows_typed<V, X, T, F64, false, true, NT>(p, t, begin, end, st);
-  else rows_typed<V, X, T, F64, false, false, NT>(p, t, begin, end, st);
+  });
 }
 
 // Rows [begin, end) of p, y in storage type T; x in T, or f32 where the rows are Add & Norm's f32 h beside
-// 16-bit y (input_dtype(p)); gamma and beta as staged (Staged64).
+// 16-bit y (input_dtype(p)); gamma and beta as staged (Staged64). The sink: y's rows, or the exact quantizer's.
 template <class V, class T>
 void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged64& st) {
+  const std::int64_t n = p.cols;
   if (p.op.epilogue == Epilogue::quantized) {
+    // T is y's storage, which the f64 row does not have: x's storage stands in (one instantiation per x storage).
     if constexpr (!std::is_same_v<T, F32>) {
-      if (input_dtype(p) == DType::f32) return rows_quantized_affine<V, F32>(p, t, begin, end, st);
+      if (input_dtype(p) == DType::f32) return rows_affine<V, F32, F32, false>(p, t, begin, end, st, exact_quantizer<F32>(p, t, st));
     }
-    return rows_quantized_affine<V, T>(p, t, begin, end, st);
+    return rows_affine<V, T, T, false>(p, t, begin, end, st, exact_quantizer<T>(p, t, st));
   }
+  const sinks::ToY<typename T::Bits> to_y{static_cast<typename T::Bits*>(t.y), n};
   const bool nt = p.elements() * static_cast<std::int64_t>(sizeof(typename T::Bits)) > kStreamBytes;
   if constexpr (!std::is_same_v<T, F32>) {
     if (input_dtype(p) == DType::f32) {
-      if (nt) return rows_affine<V, F32, T, true>(p, t, begin, end, st);
-      return rows_affine<V, F32, T, false>(p, t, begin, end, st);
+      if (nt) return rows_affine<V, F32, T, true>(p, t, begin, end, st, to_y);
+      return rows_affine<V, F32, T, false>(p, t, begin, end, st, to_y);
     }
   }
-  if (nt) rows_affine<V, T, T, true>(p, t, begin, end, st);
-  else rows_affine<V, T, T, false>(p, t, begin, end, st);
+  if (nt) rows_affine<V, T, T, true>(p, t, begin, end, st, to_y);
+  else rows_affine<V, T, T, false>(p, t, begin, end, st, to_y);
 }
 
 }  // namespace cr

@@ -1,7 +1,7 @@
 // Part of simd_body.hpp (its header has the algorithms, and why these files are included inside an anonymous
 // namespace after the layer's header): the fast kernels' rows: the output pass (normalize_row), the
-// row driver (rows_typed, with the quantized epilogue's Q), gamma and beta widened once (rows_wide), and the
-// storage dispatch (rows).
+// row driver (rows_typed, into an epilogue sink: epilogue_sink.hpp), gamma and beta widened once (rows_wide), and
+// the storage dispatch (rows, which picks the sink).
 #pragma once
 
 namespace fast {
@@ -87,16 +87,14 @@ bool all_finite(const typename S::Bits* p, std::int64_t n) {
   return true;
 }
 
-// Q: the quantized epilogue. Each row's y is formed in f32 (T = F32) into q_row (cols floats, the generic
-// driver's: Staged::y_row), in cache, and quantize_row_simd (simd_quant.hpp: quantize_row's bits on V's lanes)
-// writes its q and scales; y itself is not written.
-template <class V, class X, class T, class Gs, bool G, bool B, bool NT, bool Q = false>
+// Each row's output is formed in T (the sink's rows: y's storage, or F32 for the quantizer's row) into sink.row(row),
+// then sink.done(row).
+template <class V, class X, class T, class Gs, bool G, bool B, bool NT, class Sink>
 void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end,
-                const typename Gs::Bits* gamma, const typename Gs::Bits* beta, float* q_row) {
+                const typename Gs::Bits* gamma, const typename Gs::Bits* beta, const Sink& sink) {
   using XBits = typename X::Bits;
-  static_assert(!Q || (std::is_same_v<T, F32> && !NT));
+  static_assert(std::is_same_v<typename Sink::Elem, typename T::Bits> && (!NT || Sink::kMayStream));
   const XBits* x = static_cast<const XBits*>(t.x);
-  typename T::Bits* y = static_cast<typename T::Bits*>(t.y);
   float* mean = static_cast<float*>(t.mean);
   float* rstd = static_cast<float*>(t.rstd);
   const std::int64_t n = p.cols;
@@ -138,7 +136,7 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
     if (mean) mean[row] = s.m + s.mean_lo;
     if (rstd) rstd[row] = s.rstd;
     const XBits* ahead = row + kAhead < end ? xr + kAhead * n : xr;
-    typename T::Bits* yr = Q ? reinterpret_cast<typename T::Bits*>(q_row) : y + row * n;
+    typename T::Bits* yr = sink.row(row);
     const bool nt = NT && head_to_align(yr, 64) >= 0;
     const auto out = [&]<bool Finite>() LNORM_ALWAYS_INLINE {
       if (is_centred) {
@@ -151,24 +149,24 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
     };
     if (finite) out.template operator()<kFiniteNarrowing<T>>();
     else out.template operator()<false>();
-    if constexpr (Q) {
-      quantize_row_simd<V>(p.quant, q_row, n, static_cast<std::uint8_t*>(t.q) + row * n, t.scales, row);
-      if (float* handed = t.quant_y ? static_cast<float*>(t.quant_y) + row * n : nullptr)  // what it quantized
-        for (std::int64_t i = 0; i < n; ++i) handed[i] = q_row[i];
-    }
+    sink.done(row);
   }
   if (NT) V::sfence();
 }
 
-// Q: y in f32, quantized (rows_typed); T stays x's storage for gamma and beta.
-template <class V, class X, class T, class Gs, bool NT, bool Q>
+// The storage tag of a sink's rows: T where they are y, F32 where they are the quantizer's f32 row. T stays x's
+// storage for gamma and beta.
+template <class T, class Sink>
+using RowTag = std::conditional_t<std::is_same_v<typename Sink::Elem, float>, F32, T>;
+
+template <class V, class X, class T, class Gs, bool NT, class Sink>
 void rows_nt(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const typename Gs::Bits* gamma,
-             const typename Gs::Bits* beta, float* q_row) {
-  using Y = std::conditional_t<Q, F32, T>;
-  if (p.has_gamma && p.has_beta) rows_typed<V, X, Y, Gs, true, true, NT, Q>(p, t, begin, end, gamma, beta, q_row);
-  else if (p.has_gamma) rows_typed<V, X, Y, Gs, true, false, NT, Q>(p, t, begin, end, gamma, beta, q_row);
-  else if (p.has_beta) rows_typed<V, X, Y, Gs, false, true, NT, Q>(p, t, begin, end, gamma, beta, q_row);
-  else rows_typed<V, X, Y, Gs, false, false, NT, Q>(p, t, begin, end, gamma, beta, q_row);
+             const typename Gs::Bits* beta, const Sink& sink) {
+  using Y = RowTag<T, Sink>;
+  if (p.has_gamma && p.has_beta) rows_typed<V, X, Y, Gs, true, true, NT>(p, t, begin, end, gamma, beta, sink);
+  else if (p.has_gamma) rows_typed<V, X, Y, Gs, true, false, NT>(p, t, begin, end, gamma, beta, sink);
+  else if (p.has_beta) rows_typed<V, X, Y, Gs, false, true, NT>(p, t, begin, end, gamma, beta, sink);
+  else rows_typed<V, X, Y, Gs, false, false, NT>(p, t, begin, end, gamma, beta, sink);
 }
 
 // 16-bit rows up to kWideMax long get gamma and beta widened to f32 once per call, on the stack (2 x 16
@@ -176,11 +174,12 @@ void rows_nt(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_
 // per 16 elements. Widening is exact, so y's bits are the same (docs/performance.md has the speed-up).
 constexpr std::int64_t kWideMax = 4096;
 
-template <class V, class X, class T, bool NT, bool Q = false>
-void rows_wide(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged& staged) {
+template <class V, class X, class T, bool NT, class Sink>
+void rows_wide(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged& staged,
+               const Sink& sink) {
   using Bits = typename T::Bits;
   // Staged by the generic driver (f32 gamma/beta beside 16-bit x, or an offset: w = C + gamma in f32).
-  if (staged.gamma || staged.beta) return rows_nt<V, X, T, F32, NT, Q>(p, t, begin, end, staged.gamma, staged.beta, staged.y_row);
+  if (staged.gamma || staged.beta) return rows_nt<V, X, T, F32, NT>(p, t, begin, end, staged.gamma, staged.beta, sink);
   const Bits* gamma = static_cast<const Bits*>(t.gamma);
   const Bits* beta = static_cast<const Bits*>(t.beta);
   const std::int64_t n = p.cols;
@@ -199,31 +198,38 @@ void rows_wide(const Problem& p, const Tensors& t, std::int64_t begin, std::int6
       if (p.has_gamma) widen(gamma, g32);
       if (p.has_beta) widen(beta, b32);
       // Only what was widened is handed on (GCC 12 warned of an uninitialized array passed where it is unread).
-      return rows_nt<V, X, T, F32, NT, Q>(p, t, begin, end, p.has_gamma ? g32 : nullptr, p.has_beta ? b32 : nullptr, staged.y_row);
+      return rows_nt<V, X, T, F32, NT>(p, t, begin, end, p.has_gamma ? g32 : nullptr, p.has_beta ? b32 : nullptr, sink);
     }
   }
-  rows_nt<V, X, T, T, NT, Q>(p, t, begin, end, gamma, beta, staged.y_row);
+  rows_nt<V, X, T, T, NT>(p, t, begin, end, gamma, beta, sink);
 }
 
 // Rows [begin, end) of p, y in storage type T; x in T, or f32 where the rows are Add & Norm's f32 h beside
-// 16-bit y (input_dtype(p)).
+// 16-bit y (input_dtype(p)). The sink: y's rows, or (the quantized epilogue) y in f32 in the generic driver's row
+// (Staged::y_row, in cache) handed to quantize_row_simd (simd_quant.hpp: quantize_row's bits on V's lanes).
 template <class V, class T>
 void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged& staged) {
-  if (p.op.epilogue == Epilogue::quantized) {  // y in f32, in cache, then q (rows_typed's Q)
+  const std::int64_t n = p.cols;
+  if (p.op.epilogue == Epilogue::quantized) {
+    const auto to_q = sinks::to_quantizer(staged.y_row, n, static_cast<float*>(t.quant_y),
+                                         [&p, &t, n](const float* y, std::int64_t row, sinks::RowError) {
+                                           quantize_row_simd<V>(p.quant, y, n, static_cast<std::uint8_t*>(t.q) + row * n, t.scales, row);
+                                         });
     if constexpr (!std::is_same_v<T, F32>) {
-      if (input_dtype(p) == DType::f32) return rows_wide<V, F32, T, false, true>(p, t, begin, end, staged);
+      if (input_dtype(p) == DType::f32) return rows_wide<V, F32, T, false>(p, t, begin, end, staged, to_q);
     }
-    return rows_wide<V, T, T, false, true>(p, t, begin, end, staged);
+    return rows_wide<V, T, T, false>(p, t, begin, end, staged, to_q);
   }
+  const sinks::ToY<typename T::Bits> to_y{static_cast<typename T::Bits*>(t.y), n};
   const bool nt = p.elements() * static_cast<std::int64_t>(sizeof(typename T::Bits)) > kStreamBytes;
   if constexpr (!std::is_same_v<T, F32>) {
     if (input_dtype(p) == DType::f32) {
-      if (nt) return rows_wide<V, F32, T, true>(p, t, begin, end, staged);
-      return rows_wide<V, F32, T, false>(p, t, begin, end, staged);
+      if (nt) return rows_wide<V, F32, T, true>(p, t, begin, end, staged, to_y);
+      return rows_wide<V, F32, T, false>(p, t, begin, end, staged, to_y);
     }
   }
-  if (nt) rows_wide<V, T, T, true>(p, t, begin, end, staged);
-  else rows_wide<V, T, T, false>(p, t, begin, end, staged);
+  if (nt) rows_wide<V, T, T, true>(p, t, begin, end, staged, to_y);
+  else rows_wide<V, T, T, false>(p, t, begin, end, staged, to_y);
 }
 
 }  // namespace fast

@@ -107,7 +107,7 @@ void staged_forward(const Problem& p, const Tensors& t, FastRowsFn rows) {
   const Staged s{staged.gamma(), staged.beta()};
   split_rows(p, [&](std::int64_t begin, std::int64_t end) {
     if (p.op.epilogue != Epilogue::quantized) return rows(p, t, begin, end, s);
-    std::vector<float> y_row(static_cast<std::size_t>(p.cols));  // each range's own (simd_body.hpp rows_typed's Q)
+    std::vector<float> y_row(static_cast<std::size_t>(p.cols));  // each range's own: the quantizer's row (epilogue_sink.hpp)
     Staged with_row = s;
     with_row.y_row = y_row.data();
     rows(p, t, begin, end, with_row);
@@ -120,7 +120,7 @@ void staged_cr_forward(const Problem& p, const Tensors& t, CrRowsFn rows) {
   const Staged64 s{staged.gamma(), staged.gamma_lo(), staged.beta()};
   split_rows(p, [&](std::int64_t begin, std::int64_t end) {
     if (p.op.epilogue != Epilogue::quantized) return rows(p, t, begin, end, s);
-    std::vector<double> y_row(static_cast<std::size_t>(p.cols));  // each range's own (simd_body.hpp cr::rows_quantized)
+    std::vector<double> y_row(static_cast<std::size_t>(p.cols));  // each range's own: the exact quantizer's row (epilogue_sink.hpp)
     Staged64 with_row = s;
     with_row.y_row = y_row.data();
     rows(p, t, begin, end, with_row);

@@ -1,0 +1,57 @@
+// The forward's epilogue as one policy for every CPU kernel: the fast and _cr SIMD row drivers
+// (simd_fast_rows.hpp, simd_cr_rows.hpp) and the scalar kernels (scalar_rows.hpp) form row r's output in
+// sink.row(r) and then call sink.done(r, error). The drivers know no epilogue: a new one is a new sink.
+//   ToY<E>              y itself: row(r) is y's row r (elements E); done does nothing. y may be streamed.
+//   ToQuantizer<A, Q>   the quantized epilogue (lnorm/quant.hpp): row(r) is one scratch row of A in cache, y as
+//                       the kernel formed it before any storage rounding (f32 for the fast and scalar kernels;
+//                       f64 for _cr), and y is not written; done(r, error) hands the row to the quantizer,
+//                       q(row, r, error), which writes q's row r and its scales, then copies an f32 row to
+//                       Tensors::quant_y where the caller asked for the y the quantizer read (_cr hands none:
+//                       QuantInput::exact_y).
+// error: how far the row may be from y* (|y − y*| ≤ abs + rel·|y|), for a quantizer that decides from y* (_cr's
+// quantize_row_exact); the other drivers leave it 0: they quantize the y they formed, whatever its error.
+// Included inside an anonymous namespace by the ISA translation units (simd_body.hpp: no ISA instantiation may be
+// shared with generic code; ctest isa_objects_share_no_code) and at namespace scope by scalar_rows.hpp. It includes
+// nothing itself (<cstdint>, <type_traits> come first in both).
+#pragma once
+
+namespace sinks {
+
+struct RowError {
+  double abs = 0, rel = 0;
+};
+
+template <class E>
+struct ToY {
+  using Elem = E;
+  static constexpr bool kMayStream = true;
+  E* y;
+  std::int64_t n;
+  E* row(std::int64_t r) const { return y + r * n; }
+  void done(std::int64_t, RowError = {}) const {}
+};
+
+template <class A, class Quantize>
+struct ToQuantizer {
+  using Elem = A;
+  static constexpr bool kMayStream = false;  // the row stays in cache for the quantizer, which reads it at once
+  A* scratch;                                // n elements, the calling thread's
+  std::int64_t n;
+  float* handed;  // Tensors::quant_y, or null
+  Quantize quantize;
+  A* row(std::int64_t) const { return scratch; }
+  void done(std::int64_t r, RowError error = {}) const {
+    quantize(static_cast<const A*>(scratch), r, error);
+    if constexpr (std::is_same_v<A, float>) {
+      if (handed)
+        for (std::int64_t i = 0; i < n; ++i) handed[r * n + i] = scratch[i];
+    }
+  }
+};
+
+template <class A, class Quantize>
+ToQuantizer<A, Quantize> to_quantizer(A* scratch, std::int64_t n, float* handed, Quantize quantize) {
+  return {scratch, n, handed, quantize};
+}
+
+}  // namespace sinks
