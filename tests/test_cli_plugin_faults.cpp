@@ -28,7 +28,7 @@ using namespace lnorm::testing;
 namespace {
 
 const std::string kThrows = FAULT_THROWS_PLUGIN, kOob = FAULT_OOB_PLUGIN, kHang = FAULT_HANG_PLUGIN,
-                  kDup = FAULT_DUP_PLUGIN, kStatic = FAULT_STATIC_PLUGIN;
+                  kDup = FAULT_DUP_PLUGIN, kStatic = FAULT_STATIC_PLUGIN, kTouches = FAULT_TOUCHES_PLUGIN;
 
 struct Inputs {
   TempDir t;
@@ -164,4 +164,17 @@ TEST_CASE("plugin faults: SIGTERM or SIGHUP mid-run leaves no output and no temp
     for (int i = 0; i < 100 && in.t.entries().size() > 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     CHECK(in.t.entries() == std::set<std::string>{"x.npy"});
   }
+}
+
+TEST_CASE("plugin faults: a kernel that writes into its const x fails verify naming x, and run leaves x.npy as it was", "[cli][plugin]") {
+  Inputs in;
+  const std::string before = file_bytes(in.x);
+  const Result v = cli("verify --plugin " + kTouches + " --kernel faulty:touches --quick --cases 3");
+  INFO(v.out);
+  CHECK(v.code == 1);
+  CHECK_THAT(v.out, Contains("modified x at"));
+  const Result r = cli("run --plugin " + kTouches + " --kernel faulty:touches --x " + in.x + " --y " + in.t / "y.npy");
+  INFO(r.out);
+  CHECK(r.code == 0);  // run cannot see it (x is its own copy in memory); the file must not change
+  CHECK(file_bytes(in.x) == before);
 }

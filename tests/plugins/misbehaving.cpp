@@ -10,6 +10,8 @@
 //     3 hang     never returns (verify's per-case timeout must end it)
 //     4 dup      no fault in run: the plugin declares two kernels named faulty:dup
 //     5 static   a static constructor dereferences null while the plugin loads
+//     6 touches  writes into its const x after computing y (verify must name x; the file x was read from must not
+//                change)
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -42,7 +44,7 @@ const lnorm_plugin_kernel kKernels[] = {
 constexpr const char* kPluginName = "crashy";
 #else
 constexpr int kFault = LNORM_TEST_FAULT;
-constexpr const char* kFaultNames[] = {"", "throws", "oob", "hang", "dup", "static"};
+constexpr const char* kFaultNames[] = {"", "throws", "oob", "hang", "dup", "static", "touches"};
 
 void faulty(const lnorm_problem* p, const lnorm_tensors* t) {
   demo::two_pass_f32<true>(p, t);
@@ -51,6 +53,7 @@ void faulty(const lnorm_problem* p, const lnorm_tensors* t) {
   if (kFault == 2) std::memset(static_cast<char*>(t->y) + bytes, 0x5A, 4096);
   if (kFault == 3)
     for (;;) ::pause();
+  if (kFault == 6) const_cast<float*>(static_cast<const float*>(t->x))[p->cols / 2] += 1.0f;
 }
 
 #if LNORM_TEST_FAULT == 5

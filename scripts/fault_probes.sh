@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# A fault-injection pass over the CLI (issue 54): plugins that crash, throw, hang, write out of bounds, touch their
+# const input or load badly, in every command that takes --plugin; outputs onto inputs (by path, symlink and hard
+# link); a full disk (a 64 KiB tmpfs, where this user may mount one); SIGINT, SIGTERM and SIGHUP mid-run. Each probe
+# says what the contract is and checks it: the exit status (never a signal's, 128 + n), a message naming the fault,
+# the folder holding exactly what it held before (no output, no half of a set, no temporary), the inputs' bytes
+# unchanged, no lnorm process left behind. Prints one line per probe and the count; exits 1 if any failed.
+#   scripts/fault_probes.sh [build folder, default build/release]
+# The plugins are the tests' (tests/plugins/misbehaving.cpp): build the tree first.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build/release}
+lnorm=$PWD/$build/cli/lnorm
+plugins=$PWD/$build/tests
+for f in "$lnorm" "$plugins"/test_plugin_fault_{throws,oob,hang,dup,static,touches}.so "$plugins"/test_plugin_crashy.so; do
+  [[ -e $f ]] || { echo "fault_probes: $f is missing: build $build first" >&2; exit 2; }
+done
+T=$(mktemp -d /tmp/lnorm-probes.XXXXXX)
+trap 'umount "$T/full" 2>/dev/null; rm -rf "$T"' EXIT
+work=$T/w
+mkdir -p "$work"
+"$lnorm" gen --out "$work/x.npy" --gamma-out "$work/g.npy" --shape 8x64 >/dev/null
+"$lnorm" gen --out "$T/big.npy" --shape 2048x4096 >/dev/null
+passed=0
+failed=0
+declare -a failures=()
+
+# The folder's names and each file's checksum.
+state() { (cd "$1" && find . -mindepth 1 -printf '%P\n' | sort | while read -r f; do [[ -f $f ]] && echo "$f $(md5sum <"$f")" || echo "$f"; done); }
+
+# probe NAME ALLOWED_CODES MUST_SAY COMMAND...: run COMMAND in $work (time limit 120 s); it must exit with one of
+# ALLOWED_CODES (space-separated), print MUST_SAY (a grep -E pattern; '' for anything), and leave $work as it was.
+probe() {
+  local name=$1 codes=$2 say=$3
+  shift 3
+  local before after out code
+  before=$(state "$work")
+  out=$(cd "$work" && timeout -k 5 120 "$@" 2>&1)
+  code=$?
+  after=$(state "$work")
+  local why=""
+  [[ " $codes " == *" $code "* ]] || why="exit $code, expected one of: $codes"
+  [[ -z $why && -n $say ]] && ! grep -qE -- "$say" <<<"$out" && why="did not say /$say/"
+  [[ -z $why && $before != "$after" ]] && why="the folder changed: $(diff <(echo "$before") <(echo "$after") | tr '\n' ' ')"
+  [[ -z $why ]] && pgrep -f "$lnorm" >/dev/null && why="an lnorm process is still running" && pkill -KILL -f "$lnorm"
+  if [[ -z $why ]]; then
+    passed=$((passed + 1))
+    echo "ok    $name"
+  else
+    failed=$((failed + 1))
+    failures+=("$name: $why")
+    echo "FAIL  $name: $why"
+    sed 's/^/        /' <<<"$out" | head -5
+  fi
+}
+
+# --- Plugins that fault, in every command that loads one. A fault is exit 1 naming the plugin's kernel (or the
+# library, for one that crashes while loading; 2 for a declaration lnorm refuses), nothing written.
+x=$work/x.npy
+declare -A kernel=([throws]=faulty:throws [oob]=faulty:oob [touches]=faulty:touches [crashy]=crashy:segv)
+for f in throws oob touches crashy; do
+  so=$plugins/test_plugin_fault_$f.so
+  [[ $f == crashy ]] && so=$plugins/test_plugin_crashy.so
+  k=${kernel[$f]}
+  fault_codes="1"
+  [[ $f == touches ]] && fault_codes="0 1"  # run alone cannot see x touched in its own memory; the file must not change
+  probe "run, plugin $f" "$fault_codes" "" "$lnorm" run --plugin "$so" --kernel "$k" --x "$x" --y "$T/w/y.npy"
+  probe "bench, plugin $f" "$fault_codes" "" "$lnorm" bench --plugin "$so" --kernel "$k" --shape 8x64 --dtype f32 --quick --json "$T/w/b.json"
+  probe "select, plugin $f" "0 1" "" "$lnorm" select --plugin "$so" --shape 8x64 --dtype f32 --json "$T/w/s.json"
+  probe "report, plugin $f" "$fault_codes" "" "$lnorm" report --plugin "$so" --kernel "$k" --dtype f32 --quick --no-render --out "$T/w/r"
+  probe "verify, plugin $f" "1" "$k|${k#*:}" "$lnorm" verify --plugin "$so" --kernel "$k" --quick --cases 3 --json "$T/w/v.json"
+  probe "list, plugin $f" "0" "" "$lnorm" list --plugin "$so"
+done
+probe "list, a library that crashes while loading" "1" "test_plugin_fault_static" "$lnorm" list --plugin "$plugins/test_plugin_fault_static.so"
+probe "run, a library that crashes while loading" "1" "test_plugin_fault_static" "$lnorm" run --plugin "$plugins/test_plugin_fault_static.so" --kernel naive --x "$x" --y "$T/w/y.npy"
+probe "verify, a library that crashes while loading" "1" "test_plugin_fault_static" "$lnorm" verify --plugin "$plugins/test_plugin_fault_static.so" --kernel naive --quick --json "$T/w/v.json"
+probe "list, two kernels of one name" "2" "faulty:dup" "$lnorm" list --plugin "$plugins/test_plugin_fault_dup.so"
+probe "verify, a kernel that hangs (--case-timeout 1)" "1" "faulty:hang" "$lnorm" verify --plugin "$plugins/test_plugin_fault_hang.so" --kernel faulty:hang --property shape --quick --cases 2 --case-timeout 1 --json "$T/w/v.json"
+probe "verify, a kernel that touches its const x, is failed naming x" "1" "modified x|x was modified|changed x" "$lnorm" verify --plugin "$plugins/test_plugin_fault_touches.so" --kernel faulty:touches --quick --cases 3
+
+# --- An output that is an input: refused (exit 2, "is also an input") before anything is written.
+ln -s "$x" "$T/x_link.npy"
+ln "$x" "$T/x_hard.npy"
+mv "$T/x_link.npy" "$T/x_hard.npy" "$work/"
+for y in x.npy x_link.npy x_hard.npy; do
+  probe "run --y onto x ($y)" "2" "is also an input" "$lnorm" run --kernel naive --x "$x" --y "$work/$y"
+  probe "reference --mean onto x ($y)" "2" "is also an input" "$lnorm" reference --x "$x" --y "$T/w/y.npy" --mean "$work/$y"
+  probe "gen --gamma-out onto its --out ($y)" "2" "is also|same file|twice" "$lnorm" gen --out "$work/$y" --gamma-out "$x" --shape 8x64
+  probe "bench --json onto its plugin ($y)" "2" "is also an input" "$lnorm" bench --plugin "$plugins/test_plugin_demo.so" --shape 8x64 --quick --json "$plugins/test_plugin_demo.so"
+done
+
+# --- A full disk: every output of a set, or none, and no temporary.
+if mkdir -p "$T/full" && mount -t tmpfs -o size=64k tmpfs "$T/full" 2>/dev/null; then
+  full=$T/full
+  fullprobe() {
+    local name=$1
+    shift
+    local out code
+    out=$(timeout -k 5 120 "$@" 2>&1)
+    code=$?
+    local left
+    left=$(ls -A "$full")
+    if [[ $code -ne 0 && $code -lt 128 && -z $left ]]; then
+      passed=$((passed + 1))
+      echo "ok    $name"
+    else
+      failed=$((failed + 1))
+      failures+=("$name: exit $code, left: $left")
+      echo "FAIL  $name: exit $code, left: $left"
+    fi
+    rm -rf "${full:?}"/* "$full"/.[!.]* 2>/dev/null
+  }
+  fullprobe "full disk: gen x and gamma" "$lnorm" gen --out "$full/x.npy" --gamma-out "$full/g.npy" --shape 64x1024
+  fullprobe "full disk: reference y and mean" "$lnorm" reference --x "$T/big.npy" --y "$full/y.npy" --mean "$full/m.npy"
+  fullprobe "full disk: run --quant q and scales" "$lnorm" run --kernel naive --x "$T/big.npy" --quant int8 --scaling row --q "$full/q.npy" --scales "$full/s.npy"
+  fullprobe "full disk: reference --dir bwd dx and dgamma" "$lnorm" reference --dir bwd --x "$T/big.npy" --dy "$T/big.npy" --dx "$full/dx.npy" --dgamma "$full/dg.npy"
+  fullprobe "full disk: verify --json" "$lnorm" verify --kernel naive --quick --json "$full/v.json"
+  umount "$full"
+else
+  echo "skip  full disk: this user cannot mount a tmpfs"
+fi
+
+# --- Signals mid-run: no output, no temporary, no child left.
+for sig in INT TERM HUP; do
+  rm -f "$work"/*.tmp.* 2>/dev/null
+  before=$(state "$work")
+  (cd "$work" && exec "$lnorm" reference --x "$T/big.npy" --y "$work/y.npy" --mean "$work/m.npy") >/dev/null 2>&1 &
+  pid=$!
+  sleep 1.5
+  kill -s "$sig" "$pid"
+  wait "$pid"
+  code=$?
+  sleep 0.2
+  after=$(state "$work")
+  if [[ $before == "$after" ]] && ! pgrep -f "$lnorm" >/dev/null; then
+    passed=$((passed + 1))
+    echo "ok    SIG$sig during reference (exit $code)"
+  else
+    failed=$((failed + 1))
+    failures+=("SIG$sig during reference: exit $code; folder or process left")
+    echo "FAIL  SIG$sig during reference: exit $code"
+    pkill -KILL -f "$lnorm"
+  fi
+  (cd "$work" && exec "$lnorm" verify --plugin "$plugins/test_plugin_fault_hang.so" --kernel faulty:hang --property shape --quick --cases 2 --json "$work/v.json") >/dev/null 2>&1 &
+  pid=$!
+  sleep 1.5
+  kill -s "$sig" "$pid"
+  wait "$pid"
+  code=$?
+  sleep 0.5
+  after=$(state "$work")
+  if [[ $before == "$after" ]] && ! pgrep -f "$lnorm" >/dev/null; then
+    passed=$((passed + 1))
+    echo "ok    SIG$sig to verify over a hanging kernel (exit $code): no child left"
+  else
+    failed=$((failed + 1))
+    failures+=("SIG$sig to verify: exit $code; folder or process left")
+    echo "FAIL  SIG$sig to verify over a hanging kernel: exit $code"
+    pkill -KILL -f "$lnorm"
+  fi
+done
+
+echo "fault_probes: $((passed + failed)) probes, $passed kept the contract, $failed did not"
+for f in "${failures[@]}"; do echo "  $f"; done
+[[ $failed -eq 0 ]]
