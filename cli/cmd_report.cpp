@@ -16,6 +16,7 @@
 #include "inputs.hpp"
 #include "lnorm/precision_report.hpp"
 #include "lnorm/registry.hpp"
+#include "lnorm/temp_files.hpp"
 #include "plugins.hpp"
 
 namespace lnorm::cli {
@@ -95,7 +96,20 @@ void run_report(const ReportFlags& f, int& exit_code) {
   const Direction dir = dir_flag(f.dir);
   if (dir == Direction::bwd && !f.peers.empty()) throw InputError("--peer: a peer command computes the LayerNorm forward; not with --dir bwd");
   // The folder is created with its parents, like `cmake -B`; only a failure to create it is an error.
+  // A folder this run creates is removed again if the run ends with no report in it (an error, a crash in a plugin's
+  // child, a signal: remove_registered_temps rmdirs it when empty); a folder that existed is left as it was.
+  struct CreatedFolder {
+    std::string path;
+    int slot = -1;
+    bool keep = false;
+    ~CreatedFolder() {
+      io::unregister_temp(slot);
+      std::error_code ignored;
+      if (!keep && !path.empty()) fs::remove(path, ignored);  // only an empty folder goes
+    }
+  } created;
   std::error_code ec;
+  if (!fs::exists(f.out)) created.path = f.out, created.slot = io::register_temp(f.out);
   fs::create_directories(f.out, ec);
   if (ec) throw InputError("--out " + f.out + ": cannot create the folder (" + ec.message() + ")");
   const std::string python = f.no_render ? std::string() : find_renderer();
@@ -139,6 +153,7 @@ void run_report(const ReportFlags& f, int& exit_code) {
     fs::remove_all(s.scratch_dir);
   }
   write_text_atomically(f.out + "/report.json", doc.dump(1) + "\n");
+  created.keep = true;
   if (f.no_render) {
     std::printf("report: %s/report.json\n", f.out.c_str());
   } else {

@@ -20,7 +20,7 @@ trap 'umount "$T/full" 2>/dev/null; rm -rf "$T"' EXIT
 work=$T/w
 mkdir -p "$work"
 "$lnorm" gen --out "$work/x.npy" --gamma-out "$work/g.npy" --shape 8x64 >/dev/null
-"$lnorm" gen --out "$T/big.npy" --shape 2048x4096 >/dev/null
+"$lnorm" gen --out "$T/big.npy" --shape 2048x4096 >/dev/null  # 32 MiB: more than the full-disk tmpfs holds
 passed=0
 failed=0
 declare -a failures=()
@@ -58,24 +58,70 @@ probe() {
 # library, for one that crashes while loading; 2 for a declaration lnorm refuses), nothing written.
 x=$work/x.npy
 declare -A kernel=([throws]=faulty:throws [oob]=faulty:oob [touches]=faulty:touches [crashy]=crashy:segv)
+# The verdict commands (bench, select, report, verify) write their result files with the kernel's row marked: those
+# go to $T/out and must name the failure; $work must not change.
+out=$T/out
+mkdir -p "$out"
+# verdict NAME FILE PATTERN: FILE exists and matches PATTERN (grep -E). A crash (oob, crashy) ends the whole command's
+# child: exit 1 naming the kernel and no file at all, checked by verdict_or_none.
+verdict_or_none() {
+  if [[ $f == oob || $f == crashy ]]; then
+    if [[ -z $(ls -A "$out") ]]; then
+      passed=$((passed + 1))
+      echo "ok    $1: nothing written after the crash"
+    else
+      failed=$((failed + 1))
+      failures+=("$1: written after a crash: $(ls -A "$out")")
+      echo "FAIL  $1: written after a crash"
+    fi
+    rm -rf "${out:?}"/*
+  else
+    verdict "$@"
+  fi
+}
+verdict() {
+  if [[ -f $2 ]] && grep -qE -- "$3" "$2"; then
+    passed=$((passed + 1))
+    echo "ok    $1"
+  else
+    failed=$((failed + 1))
+    failures+=("$1: $2 missing or without /$3/")
+    echo "FAIL  $1: $2 missing or without /$3/"
+  fi
+  rm -rf "${out:?}"/*
+}
 for f in throws oob touches crashy; do
   so=$plugins/test_plugin_fault_$f.so
   [[ $f == crashy ]] && so=$plugins/test_plugin_crashy.so
   k=${kernel[$f]}
   fault_codes="1"
   [[ $f == touches ]] && fault_codes="0 1"  # run alone cannot see x touched in its own memory; the file must not change
-  probe "run, plugin $f" "$fault_codes" "" "$lnorm" run --plugin "$so" --kernel "$k" --x "$x" --y "$T/w/y.npy"
-  probe "bench, plugin $f" "$fault_codes" "" "$lnorm" bench --plugin "$so" --kernel "$k" --shape 8x64 --dtype f32 --quick --json "$T/w/b.json"
-  probe "select, plugin $f" "0 1" "" "$lnorm" select --plugin "$so" --shape 8x64 --dtype f32 --json "$T/w/s.json"
-  probe "report, plugin $f" "$fault_codes" "" "$lnorm" report --plugin "$so" --kernel "$k" --dtype f32 --quick --no-render --out "$T/w/r"
-  probe "verify, plugin $f" "1" "$k|${k#*:}" "$lnorm" verify --plugin "$so" --kernel "$k" --quick --cases 3 --json "$T/w/v.json"
+  run_says=${k#*:}
+  [[ $f == touches ]] && run_says=""
+  probe "run, plugin $f" "$fault_codes" "$run_says" "$lnorm" run --plugin "$so" --kernel "$k" --x "$x" --y "$out/y.npy"
+  [[ $f == touches ]] && rm -f "$out/y.npy"
+  [[ -e $out/y.npy ]] && { failed=$((failed + 1)); failures+=("run, plugin $f: y.npy written"); }
+  bench_codes="1"
+  [[ $f == touches ]] && bench_codes="0"  # bench times; it does not judge
+  probe "bench, plugin $f" "$bench_codes" "" "$lnorm" bench --plugin "$so" --kernel "$k" --shape 8x64 --dtype f32 --quick --json "$out/b.json"
+  [[ $f == touches ]] && rm -rf "${out:?}"/* || verdict_or_none "bench's JSON marks $k failed" "$out/b.json" '"failed": true'
+  select_codes="0 1"
+  [[ $f == oob || $f == crashy ]] && select_codes="1"
+  probe "select, plugin $f" "$select_codes" "" "$lnorm" select --plugin "$so" --shape 8x64 --dtype f32 --json "$out/s.json"
+  verdict_or_none "select's JSON written beside plugin $f" "$out/s.json" '"recommend|"choice|"kernel'
+  probe "report, plugin $f" "0 1" "" "$lnorm" report --plugin "$so" --kernel "$k" --dtype f32 --quick --no-render --out "$out/r"
+  [[ $f == touches ]] && rm -rf "${out:?}"/* || verdict_or_none "report's JSON has $k's error cells" "$out/r/report.json" '"status": "error"'
+  probe "verify, plugin $f" "1" "$k|${k#*:}" "$lnorm" verify --plugin "$so" --kernel "$k" --quick --cases 3 --json "$out/v.json"
+  verdict "verify's JSON fails $k" "$out/v.json" '"status": "FAIL"'
   probe "list, plugin $f" "0" "" "$lnorm" list --plugin "$so"
 done
 probe "list, a library that crashes while loading" "1" "test_plugin_fault_static" "$lnorm" list --plugin "$plugins/test_plugin_fault_static.so"
 probe "run, a library that crashes while loading" "1" "test_plugin_fault_static" "$lnorm" run --plugin "$plugins/test_plugin_fault_static.so" --kernel naive --x "$x" --y "$T/w/y.npy"
-probe "verify, a library that crashes while loading" "1" "test_plugin_fault_static" "$lnorm" verify --plugin "$plugins/test_plugin_fault_static.so" --kernel naive --quick --json "$T/w/v.json"
+probe "verify, a library that crashes while loading" "1" "test_plugin_fault_static" "$lnorm" verify --plugin "$plugins/test_plugin_fault_static.so" --kernel naive --quick --json "$out/v.json"
+[[ -e $out/v.json ]] && { failed=$((failed + 1)); failures+=("verify, a library that crashes while loading: v.json written"); }
 probe "list, two kernels of one name" "2" "faulty:dup" "$lnorm" list --plugin "$plugins/test_plugin_fault_dup.so"
-probe "verify, a kernel that hangs (--case-timeout 1)" "1" "faulty:hang" "$lnorm" verify --plugin "$plugins/test_plugin_fault_hang.so" --kernel faulty:hang --property shape --quick --cases 2 --case-timeout 1 --json "$T/w/v.json"
+probe "verify, a kernel that hangs (--case-timeout 1)" "1" "faulty:hang" "$lnorm" verify --plugin "$plugins/test_plugin_fault_hang.so" --kernel faulty:hang --property shape --quick --cases 2 --case-timeout 1 --json "$out/v.json"
+verdict "verify's JSON fails the hanging case" "$out/v.json" 'longer than --case-timeout' 
 probe "verify, a kernel that touches its const x, is failed naming x" "1" "modified x|x was modified|changed x" "$lnorm" verify --plugin "$plugins/test_plugin_fault_touches.so" --kernel faulty:touches --quick --cases 3
 
 # --- An output that is an input: refused (exit 2, "is also an input") before anything is written.
@@ -120,44 +166,37 @@ else
   echo "skip  full disk: this user cannot mount a tmpfs"
 fi
 
-# --- Signals mid-run: no output, no temporary, no child left.
-for sig in INT TERM HUP; do
-  rm -f "$work"/*.tmp.* 2>/dev/null
-  before=$(state "$work")
-  (cd "$work" && exec "$lnorm" reference --x "$T/big.npy" --y "$work/y.npy" --mean "$work/m.npy") >/dev/null 2>&1 &
-  pid=$!
-  sleep 1.5
-  kill -s "$sig" "$pid"
+# --- Signals mid-run: no output, no temporary, no child left. gen of a 1 GiB x is still writing when the signal
+# comes (0.7 s in); verify over a hanging kernel is inside its sandboxed child.
+# sigprobe NAME SIGNAL COMMAND...: COMMAND in a fresh folder, SIGNAL after 0.7 s; the folder must be empty after.
+sigprobe() {
+  local name=$1 sig=$2
+  shift 2
+  local d=$T/sig
+  rm -rf "$d" && mkdir -p "$d"
+  (cd "$d" && exec "$@") >/dev/null 2>&1 &
+  local pid=$!
+  sleep 0.7
+  local was_running=yes
+  kill -s "$sig" "$pid" 2>/dev/null || was_running=no
   wait "$pid"
-  code=$?
-  sleep 0.2
-  after=$(state "$work")
-  if [[ $before == "$after" ]] && ! pgrep -f "$lnorm" >/dev/null; then
-    passed=$((passed + 1))
-    echo "ok    SIG$sig during reference (exit $code)"
-  else
-    failed=$((failed + 1))
-    failures+=("SIG$sig during reference: exit $code; folder or process left")
-    echo "FAIL  SIG$sig during reference: exit $code"
-    pkill -KILL -f "$lnorm"
-  fi
-  (cd "$work" && exec "$lnorm" verify --plugin "$plugins/test_plugin_fault_hang.so" --kernel faulty:hang --property shape --quick --cases 2 --json "$work/v.json") >/dev/null 2>&1 &
-  pid=$!
-  sleep 1.5
-  kill -s "$sig" "$pid"
-  wait "$pid"
-  code=$?
+  local code=$?
   sleep 0.5
-  after=$(state "$work")
-  if [[ $before == "$after" ]] && ! pgrep -f "$lnorm" >/dev/null; then
+  local left
+  left=$(ls -A "$d")
+  if [[ $was_running == yes && -z $left ]] && ! pgrep -f "$lnorm" >/dev/null; then
     passed=$((passed + 1))
-    echo "ok    SIG$sig to verify over a hanging kernel (exit $code): no child left"
+    echo "ok    SIG$sig $name (exit $code)"
   else
     failed=$((failed + 1))
-    failures+=("SIG$sig to verify: exit $code; folder or process left")
-    echo "FAIL  SIG$sig to verify over a hanging kernel: exit $code"
+    failures+=("SIG$sig $name: exit $code, running when signalled: $was_running, left: $left")
+    echo "FAIL  SIG$sig $name: exit $code, running when signalled: $was_running, left: $left"
     pkill -KILL -f "$lnorm"
   fi
+}
+for sig in INT TERM HUP; do
+  sigprobe "during gen of a 1 GiB x and its gamma" "$sig" "$lnorm" gen --out "$T/sig/x.npy" --gamma-out "$T/sig/g.npy" --shape 16384x16384
+  sigprobe "to verify over a hanging kernel" "$sig" "$lnorm" verify --plugin "$plugins/test_plugin_fault_hang.so" --kernel faulty:hang --property shape --quick --cases 2 --json "$T/sig/v.json"
 done
 
 echo "fault_probes: $((passed + failed)) probes, $passed kept the contract, $failed did not"

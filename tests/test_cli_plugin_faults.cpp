@@ -178,3 +178,15 @@ TEST_CASE("plugin faults: a kernel that writes into its const x fails verify nam
   CHECK(r.code == 0);  // run cannot see it (x is its own copy in memory); the file must not change
   CHECK(file_bytes(in.x) == before);
 }
+
+TEST_CASE("plugin faults: report over a kernel that writes past y leaves no folder it created, and keeps one it did not", "[cli][plugin]") {
+  Inputs in;
+  const std::string cmd = "report --plugin " + kOob + " --kernel faulty:oob --dtype f32 --quick --no-render --out ";
+  const Result fresh = cli(cmd + in.t / "r");
+  expect_contained(in, fresh, 1, "faulty:oob");  // the empty r/ went with the crash
+  fs::create_directory(in.t / "mine");
+  const Result kept = cli(cmd + in.t / "mine");
+  INFO(kept.out);
+  CHECK(kept.code == 1);
+  CHECK(fs::is_directory(in.t / "mine"));
+}

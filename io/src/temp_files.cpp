@@ -38,6 +38,10 @@ void unregister_temp(int slot) {
 void remove_registered_temps() noexcept {
   for (Slot& s : g_slots)
     if (s.state.load() == 2) ::unlink(s.path);
+  // Then the folders (a command's fresh output folder), once the files in them are gone: rmdir removes only an empty
+  // one, and fails harmlessly on a path unlink already removed.
+  for (Slot& s : g_slots)
+    if (s.state.load() == 2) ::rmdir(s.path);
 }
 
 }  // namespace lnorm::io

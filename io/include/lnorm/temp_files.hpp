@@ -13,7 +13,8 @@ namespace lnorm::io {
 inline constexpr int kMaxTemps = 32;
 int register_temp(const std::string& path);
 void unregister_temp(int slot);  // slot < 0: nothing
-// unlink(2) of every registered path: async-signal-safe (no allocation, no lock).
+// unlink(2) of every registered path, then rmdir(2) of each (a registered folder goes if empty): async-signal-safe
+// (no allocation, no lock).
 void remove_registered_temps() noexcept;
 
 }  // namespace lnorm::io
