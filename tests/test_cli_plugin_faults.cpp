@@ -183,6 +183,12 @@ TEST_CASE("plugin faults: report over a kernel that writes past y leaves no fold
   Inputs in;
   const std::string cmd = "report --plugin " + kOob + " --kernel faulty:oob --dtype f32 --quick --no-render --out ";
   const Result fresh = cli(cmd + in.t / "r");
+#if LNORM_TEST_UNDER_ASAN
+  // AddressSanitizer reports the write and ends the process its own way: no handler of lnorm's runs (the oob test).
+  INFO(fresh.out);
+  CHECK_THAT(fresh.out, Contains("AddressSanitizer: heap-buffer-overflow"));
+  return;
+#endif
   expect_contained(in, fresh, 1, "faulty:oob");  // the empty r/ went with the crash
   fs::create_directory(in.t / "mine");
   const Result kept = cli(cmd + in.t / "mine");
