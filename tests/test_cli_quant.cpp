@@ -149,7 +149,7 @@ TEST_CASE("quant flags: every misuse is refused by name and nothing is written (
   expect_refused(t, ref + " --quant int8 --scaling mx", "mx scaling takes fp8_e4m3 or fp8_e5m2");
   expect_refused(t, ref + " --quant fp8_e4m3 --scaling group:96", "groups of 96 do not divide the row of 256");
   expect_refused(t, ref + " --quant fp8_e4m3 --scaling group:0", "--scaling group:0");
-  expect_refused(t, ref + " --quant fp9 --scale 1", "--quant fp9: expected fp8_e4m3, fp8_e5m2 or int8");
+  expect_refused(t, ref + " --quant fp9 --scale 1", "--quant fp9: expected " + lnorm::quant_format_names());
   expect_refused(t, ref + " --quant int8 --scale 0.1", "not an f32 value");
   expect_refused(t, ref + " --quant int8 --scale -1", "finite f32 greater than 0");
   expect_refused(t, "reference --x " + (t / "x.npy") + " --quant int8 --scale 1", "--q is required");
