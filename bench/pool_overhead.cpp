@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "isa.hpp"
+#include "lnorm/operands.hpp"
 #include "lnorm/parallel.hpp"
 #include "lnorm/problem.hpp"
 
@@ -68,14 +69,16 @@ double time_call(F&& f) {
 
 struct Data {
   lnorm::Problem p;
-  std::vector<float> x, g, b, y, mean, rstd;
+  lnorm::OperandBuffers ops;  // every operand the problem has, from the operand table
   Data(std::int64_t rows, std::int64_t cols)
-      : p(lnorm::make_problem(rows, cols, lnorm::DType::f32, 1e-5, true, true)),
-        x(static_cast<std::size_t>(rows * cols)), g(static_cast<std::size_t>(cols), 1.5f),
-        b(static_cast<std::size_t>(cols), 0.25f), y(x.size()), mean(static_cast<std::size_t>(rows)), rstd(mean.size()) {
-    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 2654435761u) % 1000) * 1e-3f;
+      : p(lnorm::make_problem(rows, cols, lnorm::DType::f32, 1e-5, true, true)), ops(p) {
+    float* x = f32(lnorm::Operand::x);
+    for (std::int64_t i = 0; i < rows * cols; ++i) x[i] = static_cast<float>((i * 2654435761u) % 1000) * 1e-3f;
+    std::fill_n(f32(lnorm::Operand::gamma), cols, 1.5f);
+    std::fill_n(f32(lnorm::Operand::beta), cols, 0.25f);
   }
-  lnorm::Tensors t() { return {x.data(), g.data(), b.data(), y.data(), mean.data(), rstd.data()}; }
+  float* f32(lnorm::Operand o) { return reinterpret_cast<float*>(ops[o].data()); }
+  lnorm::Tensors t() const { return ops.tensors(); }
 };
 
 }  // namespace

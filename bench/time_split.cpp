@@ -22,6 +22,7 @@
 #include <random>
 #include <vector>
 
+#include "lnorm/operands.hpp"
 #include "lnorm/registry.hpp"
 
 namespace {
@@ -117,8 +118,14 @@ int main(int argc, char** argv) {
     for (bool rms : {false, true}) {
       Problem p = make_problem(rows, cols, DType::f32, 1e-5, true, !rms);
       if (rms) p = with_op(p, Op::rmsnorm);
-      const Tensors t{x.data(), gamma.data(), rms ? nullptr : beta.data(), y.data(), rms ? nullptr : mean.data(),
-                      rstd.data()};
+      // The slots this problem has (the operand table's presence rule: RMSNorm has no beta and no mean), pointed at
+      // the f32 vectors this lab tool owns.
+      const std::pair<Operand, float*> owned[] = {{Operand::x, x.data()},       {Operand::gamma, gamma.data()},
+                                                  {Operand::beta, beta.data()}, {Operand::y, y.data()},
+                                                  {Operand::mean, mean.data()}, {Operand::rstd, rstd.data()}};
+      Tensors t;
+      for (const auto& [operand, data] : owned)
+        if (present(info(operand), p)) set_slot(t, info(operand), data);
       const float eps = 1e-5f;
       std::vector<std::function<void()>> variants = {
           [&] { std::memcpy(y.data(), x.data(), 4 * n); },
