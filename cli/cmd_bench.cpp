@@ -207,8 +207,8 @@ struct BenchQuantFlags {
   double scale = 0;
   CLI::Option* scale_opt = nullptr;
   void add_to(CLI::App* cmd, const char* what) {
-    cmd->add_option("--quant", quant, std::string(what) + ": fp8_e4m3, fp8_e5m2 or int8 (GB/s of x read + q and scales written)");
-    cmd->add_option("--scaling", scaling, "With --quant: tensor, row, group:G or mx (default row)")->default_val("row");
+    cmd->add_option("--quant", quant, std::string(what) + ": " + quant_format_names() + " (GB/s of x read + q and scales written)");
+    cmd->add_option("--scaling", scaling, "With --quant: " + scaling_syntaxes() + " (default row)")->default_val("row");
     scale_opt = cmd->add_option("--scale", scale, "With --quant and tensor scaling: the scale S (an f32 > 0)");
   }
   // What bench and select both refuse, before anything runs: a spec for the backward or for f64 x, or one that does

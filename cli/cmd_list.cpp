@@ -53,8 +53,11 @@ void add_list(CLI::App& app, int& exit_code) {
       // The quantized epilogue (lnorm/quant.hpp): every format and scaling, on each forward op it implements.
       const bool quant = k.takes.epilogues.contains(Epilogue::quantized);
       nlohmann::json quantized = nullptr;
-      if (quant)
-        quantized = {{"formats", {"fp8_e4m3", "fp8_e5m2", "int8"}}, {"scalings", {"tensor", "row", "group:G", "mx"}}};
+      if (quant) {  // from the part tables, so an appended format or scaling is listed
+        quantized = {{"formats", nlohmann::json::array()}, {"scalings", nlohmann::json::array()}};
+        for (const FormatInfo& f : kFormatTable) quantized["formats"].push_back(f.name);
+        for (const ScalingInfo& s : kScalingTable) quantized["scalings"].push_back(s.syntax);
+      }
       if (*json) {
         out.push_back({{"name", k.name}, {"summary", k.summary}, {"dtypes", per_dtype}, {"ops", ops}, {"quantized", quantized},
                        {"available", !reason.has_value()}, {"cautionary", k.cautionary},

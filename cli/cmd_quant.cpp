@@ -57,8 +57,9 @@ void read_chunk(QuantSetup& s, std::int64_t r0, std::int64_t nr, std::vector<std
 
 void add_quant_flags(CLI::App& cmd, QuantFlags& f, bool check) {
   cmd.add_option("--quant", f.quant,
-                 "Quantized output instead of y: fp8_e4m3 (OCP E4M3FN), fp8_e5m2 or int8; q = Q(y / s), rounded once to "
-                 "nearest even, saturating (never NaN/Inf for a finite y)");
+                 "Quantized output instead of y: " + quant_format_names() +
+                     " (lnorm/quant.hpp, docs/cli.md); q = Q(y / s), rounded once to nearest even, saturating (never "
+                     "NaN/Inf for a finite y)");
   f.scaling_opt = cmd.add_option("--scaling", f.scaling,
                                  "With --quant: tensor (one --scale S), row (per-row f32 amax/qmax), group:G (per G "
                                  "elements) or mx (OCP MX: groups of 32, E8M0 power-of-two scales)")

@@ -13,7 +13,7 @@
 namespace lnorm {
 
 namespace {
-// fp8 magnitude bits (the code without its sign) → value; E4M3: 3 mantissa bits, bias 7; E5M2: 2, bias 15.
+// A floating-point format's magnitude bits (the code without its sign) → value, from its mbits and bias.
 double fp8_magnitude(QuantFormat f, unsigned mag) {
   const int mbits = info(f).mbits, bias = info(f).bias;
   const unsigned e = mag >> mbits, m = mag & ((1u << mbits) - 1);
@@ -86,7 +86,7 @@ std::string quant_spec_error(const QuantSpec& spec, std::int64_t cols) {
     why.append("--scale is tensor scaling's; ").append(sc.name).append(" scaling computes its scales");
   } else if (!takes(spec.scaling, spec.format)) {
     why.append(sc.name).append(" scaling takes ").append(formats_with_emax());
-    why.append(" (OCP MX v1.0's emax_elem; MXINT8's implied scale is not supported)");
+    why.append(" (OCP MX v1.0's element formats with an emax_elem: not MXINT8's implied scale, not FNUZ)");
   } else if (const std::int64_t g = spec.group_size(cols); g <= 0 || cols % g != 0) {
     why.append(sc.name).append(" scaling's groups of ").append(std::to_string(g));
     why.append(" do not divide the row of ").append(std::to_string(cols)).append(" elements");
@@ -119,7 +119,7 @@ QuantSpec parse_quant_spec(std::string_view format, std::string_view scaling, st
   }
   if (!takes(spec.scaling, spec.format))
     fail(names.scaling, scaling, std::string(si.name) + " scaling takes " + formats_with_emax() + ", not " + std::string(format) +
-                                     " (OCP MX v1.0's emax_elem; MXINT8's implied scale is not supported)");
+                                     " (OCP MX v1.0's element formats with an emax_elem: not MXINT8's implied scale, not FNUZ)");
   if (cols > 0)
     if (const std::int64_t g = spec.group_size(cols); g <= 0 || cols % g != 0)
       fail(names.scaling, scaling, "groups of " + std::to_string(g) + " do not divide the row of " + std::to_string(cols) + " elements");
@@ -135,7 +135,7 @@ std::string describe(const QuantSpec& spec) {
 
 std::int64_t max_ordinal(QuantFormat f) {
   if (!is_fp8(f)) return static_cast<std::int64_t>(qmax(f));
-  return f == QuantFormat::fp8_e4m3 ? 0x7e : 0x7b;
+  return top_magnitude_code(f);
 }
 std::int64_t min_ordinal(QuantFormat f) { return is_fp8(f) ? -max_ordinal(f) : static_cast<std::int64_t>(info(f).qmin); }
 
@@ -147,34 +147,45 @@ double value_of_ordinal(QuantFormat f, std::int64_t k) {
 
 std::uint8_t code_of_ordinal(QuantFormat f, std::int64_t k, bool negative_zero) {
   if (!is_fp8(f)) return static_cast<std::uint8_t>(static_cast<std::int8_t>(k));
-  if (k == 0) return negative_zero ? 0x80 : 0x00;
-  return static_cast<std::uint8_t>(k < 0 ? (0x80 | -k) : k);
+  if (k == 0) return negative_zero && has_negative_zero(f) ? static_cast<std::uint8_t>(sign_bit(f)) : 0x00;
+  return static_cast<std::uint8_t>(k < 0 ? (sign_bit(f) | -k) : k);
 }
 
 std::int64_t ordinal_of_code(QuantFormat f, std::uint8_t code) {
   if (!is_fp8(f)) return static_cast<std::int8_t>(code);
-  const std::int64_t mag = code & 0x7f;
-  return code & 0x80 ? -mag : mag;
+  const std::int64_t mag = code & (sign_bit(f) - 1);
+  return code & sign_bit(f) ? -mag : mag;
 }
 
+namespace {
+// An IEEE-like format's Inf magnitude: the top exponent with a zero mantissa, one step past the largest finite.
+bool code_is_inf(QuantFormat f, std::uint8_t code) {
+  return info(f).nan == NanCodes::ieee && (code & (sign_bit(f) - 1)) == top_magnitude_code(f) + 1;
+}
+}  // namespace
+
 bool code_is_nan(QuantFormat f, std::uint8_t code) {
-  if (f == QuantFormat::fp8_e4m3) return (code & 0x7f) == 0x7f;
-  if (f == QuantFormat::fp8_e5m2) return (code & 0x7f) > 0x7c;
+  const unsigned mag = code & (sign_bit(f) - 1);
+  switch (info(f).nan) {
+    case NanCodes::top_magnitude: return mag == sign_bit(f) - 1;
+    case NanCodes::ieee: return mag > top_magnitude_code(f) + 1;
+    case NanCodes::negative_zero: return code == sign_bit(f);
+    case NanCodes::none: break;
+  }
   return false;
 }
 
 double decode(QuantFormat f, std::uint8_t code) {
   if (code_is_nan(f, code)) return std::numeric_limits<double>::quiet_NaN();
-  if (f == QuantFormat::fp8_e5m2 && (code & 0x7f) == 0x7c)
-    return code & 0x80 ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
-  if (is_fp8(f) && code == 0x80) return -0.0;
+  if (code_is_inf(f, code))
+    return code & sign_bit(f) ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+  if (has_negative_zero(f) && code == sign_bit(f)) return -0.0;
   return value_of_ordinal(f, ordinal_of_code(f, code));
 }
 
 double quantum_at(QuantFormat f, double v) {
   if (!is_fp8(f)) return 1.0;
-  const int mbits = f == QuantFormat::fp8_e4m3 ? 3 : 2;
-  const int emin = f == QuantFormat::fp8_e4m3 ? -6 : -14;
+  const int mbits = info(f).mbits, emin = 1 - info(f).bias;
   const double a = std::fmin(std::fabs(v), qmax(f));
   int e = emin;
   if (a >= std::ldexp(1.0, emin)) e = std::ilogb(a);
@@ -182,7 +193,7 @@ double quantum_at(QuantFormat f, double v) {
 }
 
 std::uint8_t encode(QuantFormat f, double v) {
-  if (std::isnan(v)) return is_fp8(f) ? static_cast<std::uint8_t>(std::signbit(v) ? 0xff : 0x7f) : 0;
+  if (std::isnan(v)) return static_cast<std::uint8_t>(nan_code(f, std::signbit(v)));
   if (!is_fp8(f)) {
     // Adding and subtracting 1.5·2^52 rounds a double below 2^51 to an integer, ties to even (one IEEE addition).
     constexpr double kMagic = 0x1.8p52;
@@ -195,15 +206,13 @@ std::uint8_t encode(QuantFormat f, double v) {
   //   above, the exponent and significand fields rounded to mbits bits (a carry moves to the next binade's first
   //   code, as it should), then rebiased;
   //   at or past the largest value, the largest value (saturation).
-  const bool e4m3 = f == QuantFormat::fp8_e4m3;
-  const int mbits = e4m3 ? 3 : 2;
-  const int bias = e4m3 ? 7 : 15;
-  const double min_normal = e4m3 ? 0x1p-6 : 0x1p-14;        // 2^emin
-  const double subnormal_magic = e4m3 ? 0x1p43 : 0x1p36;    // 2^(52 + emin − mbits): its ulp is the subnormal quantum
-  const std::uint64_t top = e4m3 ? 0x7e : 0x7b;
-  const std::uint8_t sign = std::signbit(v) ? 0x80 : 0x00;
+  const int mbits = info(f).mbits, bias = info(f).bias, emin = 1 - bias;
+  const double min_normal = std::ldexp(1.0, emin);
+  const double subnormal_magic = std::ldexp(1.0, 52 + emin - mbits);  // its ulp is the subnormal quantum
+  const std::uint64_t top = top_magnitude_code(f);
+  std::uint8_t sign = std::signbit(v) ? static_cast<std::uint8_t>(sign_bit(f)) : 0x00;
   const double a = std::fabs(v);
-  if (a >= (e4m3 ? 448.0 : 57344.0)) return static_cast<std::uint8_t>(sign | top);
+  if (a >= qmax(f)) return static_cast<std::uint8_t>(sign | top);
   std::uint64_t bits = 0, code = 0;
   if (a < min_normal) {
     const double r = a + subnormal_magic;
@@ -217,6 +226,7 @@ std::uint8_t encode(QuantFormat f, double v) {
     const std::uint64_t rounded = (bits + ((std::uint64_t{1} << (shift - 1)) - 1) + ((bits >> shift) & 1)) >> shift;
     code = rounded - (static_cast<std::uint64_t>(1023 - bias) << mbits);
   }
+  if (code == 0 && !has_negative_zero(f)) sign = 0;  // FNUZ: one zero (its −0 code is NaN)
   return static_cast<std::uint8_t>(sign | std::min(code, top));
 }
 

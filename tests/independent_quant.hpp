@@ -9,6 +9,10 @@
 //   fp8_e5m2  OCP E5M2: sign, 5 exponent bits (bias 15), 2 mantissa bits; exponent field 31: Inf (mantissa 0)
 //             or NaN; largest 1.75·2^15 = 57344 (0x7b)
 //   int8      two's complement, −128..127
+//   fp8_e4m3fnuz, fp8_e5m2fnuz  (LLVM's Float8E4M3FNUZ / Float8E5M2FNUZ, arXiv 2206.02915): sign, 4 exponent bits
+//             (bias 8) and 3 mantissa bits / 5 (bias 16) and 2; 0x80 (the bit pattern of −0) is the only NaN, no
+//             Inf, no −0 (a negative value that rounds to 0 gives 0x00); largest 1.875·2^7 = 240 / 1.75·2^15 = 57344
+//             (0x7f)
 // Q: nearest value, ties to even (the even mantissa: last mantissa bit 0; int8: the even integer), beyond the
 // largest value the largest value (both signs; int8: 127 above, −128 below), a negative value that rounds to 0
 // gives −0 (0x80) in fp8.
@@ -110,8 +114,16 @@ inline double independent_add(const Format& f, double x, double r) {
 // 0x80.
 inline double independent_code_value(QuantFormat f, std::uint8_t code) {
   if (f == QuantFormat::int8) return code < 128 ? code : static_cast<double>(code) - 256;
-  const bool e4m3 = f == QuantFormat::fp8_e4m3;
-  const int mbits = e4m3 ? 3 : 2, ebits = e4m3 ? 4 : 5, bias = e4m3 ? 7 : 15;
+  const bool fnuz = f == QuantFormat::fp8_e4m3fnuz || f == QuantFormat::fp8_e5m2fnuz;
+  const bool e4m3 = f == QuantFormat::fp8_e4m3 || f == QuantFormat::fp8_e4m3fnuz;
+  const int mbits = e4m3 ? 3 : 2, ebits = e4m3 ? 4 : 5, bias = (e4m3 ? 7 : 15) + (fnuz ? 1 : 0);
+  if (fnuz) {
+    if (code == 0x80) return std::numeric_limits<double>::quiet_NaN();
+    const int ef = (code >> mbits) & ((1 << ebits) - 1), mf = code & ((1 << mbits) - 1);
+    const double frac = static_cast<double>(mf) / (1 << mbits);
+    const double mag = ef == 0 ? std::ldexp(frac, 1 - bias) : std::ldexp(1.0 + frac, ef - bias);
+    return (code & 0x80) ? -mag : mag;
+  }
   const double sign = (code & 0x80) ? -1.0 : 1.0;
   const int ef = (code >> mbits) & ((1 << ebits) - 1), mf = code & ((1 << mbits) - 1);
   if (e4m3 && ef == 15 && mf == 7) return std::numeric_limits<double>::quiet_NaN();  // E4M3FN: only S.1111.111
@@ -122,8 +134,20 @@ inline double independent_code_value(QuantFormat f, std::uint8_t code) {
 }
 
 // The largest finite value and OCP MX's emax_elem, written out here (not quant.hpp's).
-inline double independent_qmax(QuantFormat f) { return f == QuantFormat::fp8_e4m3 ? 448 : f == QuantFormat::fp8_e5m2 ? 57344 : 127; }
-inline int independent_emax_elem(QuantFormat f) { return f == QuantFormat::fp8_e4m3 ? 8 : 15; }
+inline double independent_qmax(QuantFormat f) {
+  switch (f) {
+    case QuantFormat::fp8_e4m3: return 448;
+    case QuantFormat::fp8_e4m3fnuz: return 240;
+    case QuantFormat::fp8_e5m2:
+    case QuantFormat::fp8_e5m2fnuz: return 57344;
+    default: return 127;
+  }
+}
+// The FNUZ formats are not MX element types (-1).
+inline int independent_emax_elem(QuantFormat f) {
+  return f == QuantFormat::fp8_e4m3 ? 8 : f == QuantFormat::fp8_e5m2 ? 15 : -1;
+}
+inline bool independent_fnuz(QuantFormat f) { return f == QuantFormat::fp8_e4m3fnuz || f == QuantFormat::fp8_e5m2fnuz; }
 
 class IndependentQuantizer {
  public:
@@ -148,13 +172,14 @@ class IndependentQuantizer {
         neg_.push_back({static_cast<double>(v), static_cast<std::uint8_t>((256 - v) & 0xff), v % 2 == 0});
       }
     } else {
-      const int mbits = f == QuantFormat::fp8_e4m3 ? 3 : 2;
+      const int mbits = f == QuantFormat::fp8_e4m3 || f == QuantFormat::fp8_e4m3fnuz ? 3 : 2;
       for (int c = 0; c < 128; ++c) {
         const double v = independent_code_value(f, static_cast<std::uint8_t>(c));
         if (!std::isfinite(v)) continue;
         const bool even = ((c & ((1 << mbits) - 1)) & 1) == 0;
         pos_.push_back({v, static_cast<std::uint8_t>(c), even});
-        neg_.push_back({v, static_cast<std::uint8_t>(c | 0x80), even});  // magnitude 0: 0x80, −0
+        // magnitude 0: 0x80, −0; FNUZ has no −0 (0x80 is its NaN): +0
+        neg_.push_back({v, static_cast<std::uint8_t>(c == 0 && independent_fnuz(f) ? 0 : c | 0x80), even});
       }
       const auto by_value = [](const Point& a, const Point& b) { return a.magnitude < b.magnitude; };
       std::sort(pos_.begin(), pos_.end(), by_value);
@@ -168,7 +193,7 @@ class IndependentQuantizer {
   QuantFormat format() const { return f_; }
   const std::vector<Point>& positive() const { return pos_; }
   const std::vector<Point>& negative() const { return neg_; }  // magnitudes of the negative values
-  std::uint8_t nan_code() const { return f_ == QuantFormat::int8 ? 0 : 0x7f; }
+  std::uint8_t nan_code() const { return f_ == QuantFormat::int8 ? 0 : independent_fnuz(f_) ? 0x80 : 0x7f; }
 
   // The code of Q(t) for a real t (t = y*/s: `divide` builds it).
   std::uint8_t quantize(const RealValue& t, Counts* counts = nullptr) const {
@@ -203,7 +228,7 @@ class IndependentQuantizer {
       else if (mp::abs(a.approx - BigF(midpoint)) < BigF(1e-7) * BigF(midpoint)) counts->near_ties++;
     }
     const Point& p = c < 0 ? g[lo] : c > 0 ? g[hi] : (g[lo].even ? g[lo] : g[hi]);
-    if (counts && p.magnitude == 0 && sign < 0 && f_ != QuantFormat::int8) counts->negative_zero++;
+    if (counts && p.magnitude == 0 && sign < 0 && f_ != QuantFormat::int8 && !independent_fnuz(f_)) counts->negative_zero++;
     return p.code;
   }
 

@@ -31,6 +31,8 @@ const Spec kSpecs[] = {
     {QuantFormat::int8, Scaling::row, 0, 0},                 {QuantFormat::fp8_e5m2, Scaling::group, 64, 0},
     {QuantFormat::int8, Scaling::group, 128, 0},             {QuantFormat::fp8_e4m3, Scaling::mx, 0, 0},
     {QuantFormat::fp8_e5m2, Scaling::mx, 0, 0},
+    {QuantFormat::fp8_e4m3fnuz, Scaling::row, 0, 0},      {QuantFormat::fp8_e5m2fnuz, Scaling::group, 64, 0},
+    {QuantFormat::fp8_e4m3fnuz, Scaling::tensor, 0, 0.0078125f},
 };
 
 }  // namespace

@@ -34,7 +34,8 @@ using lnorm::testing::RealValue;
 
 namespace {
 
-constexpr QuantFormat kFormats[] = {QuantFormat::fp8_e4m3, QuantFormat::fp8_e5m2, QuantFormat::int8};
+constexpr QuantFormat kFormats[] = {QuantFormat::fp8_e4m3, QuantFormat::fp8_e5m2, QuantFormat::int8, QuantFormat::fp8_e4m3fnuz,
+                                     QuantFormat::fp8_e5m2fnuz};
 
 using lnorm::testing::same_value;
 
@@ -106,7 +107,7 @@ std::vector<QuantSpec> all_specs(std::int64_t cols, const std::vector<float>& sc
     out.push_back(spec_of(f, Scaling::row));
     for (std::int64_t g : {8, 16, 64})
       if (cols % g == 0) out.push_back(spec_of(f, Scaling::group, g));
-    if (f != QuantFormat::int8 && cols % 32 == 0) out.push_back(spec_of(f, Scaling::mx));
+    if (takes(Scaling::mx, f) && cols % 32 == 0) out.push_back(spec_of(f, Scaling::mx));
   }
   for (const QuantSpec& s : out) REQUIRE(quant_spec_error(s, cols).empty());
   return out;
@@ -251,6 +252,18 @@ TEST_CASE("quant: the independent grids are the formats' (anchors from the OCP s
   CHECK(std::isnan(independent_code_value(QuantFormat::fp8_e5m2, 0x7d)));
   CHECK(independent_code_value(QuantFormat::int8, 0x80) == -128);
   CHECK(independent_code_value(QuantFormat::int8, 0xff) == -1);
+  // FNUZ (LLVM's Float8E4M3FNUZ / Float8E5M2FNUZ): 0x80 the one NaN, no Inf, max at 0x7f.
+  CHECK(independent_code_value(QuantFormat::fp8_e4m3fnuz, 0x7f) == 240);
+  CHECK(independent_code_value(QuantFormat::fp8_e4m3fnuz, 0x01) == 0x1p-10);
+  CHECK(independent_code_value(QuantFormat::fp8_e4m3fnuz, 0x40) == 1);
+  CHECK(independent_code_value(QuantFormat::fp8_e4m3fnuz, 0xff) == -240);
+  CHECK(std::isnan(independent_code_value(QuantFormat::fp8_e4m3fnuz, 0x80)));
+  CHECK(independent_code_value(QuantFormat::fp8_e5m2fnuz, 0x7f) == 57344);
+  CHECK(independent_code_value(QuantFormat::fp8_e5m2fnuz, 0x7c) == 32768);  // no Inf: a number
+  CHECK(independent_code_value(QuantFormat::fp8_e5m2fnuz, 0x01) == 0x1p-17);
+  CHECK(independent_code_value(QuantFormat::fp8_e5m2fnuz, 0x40) == 1);
+  CHECK(std::isnan(independent_code_value(QuantFormat::fp8_e5m2fnuz, 0x80)));
+  CHECK(IndependentQuantizer(QuantFormat::fp8_e4m3fnuz).positive().size() == 128);  // 0..0x7f
   CHECK(IndependentQuantizer(QuantFormat::fp8_e4m3).positive().size() == 127);  // 0..0x7e
   CHECK(IndependentQuantizer(QuantFormat::fp8_e5m2).positive().size() == 124);  // 0..0x7b
   CHECK(IndependentQuantizer(QuantFormat::int8).negative().back().magnitude == 128);
@@ -258,6 +271,7 @@ TEST_CASE("quant: the independent grids are the formats' (anchors from the OCP s
   for (QuantFormat f : kFormats) {
     CHECK(qmax(f) == lnorm::testing::independent_qmax(f));
     if (f != QuantFormat::int8) CHECK(emax_elem(f) == lnorm::testing::independent_emax_elem(f));
+    if (f != QuantFormat::int8) CHECK(std::isnan(decode(f, lnorm::encode(f, NAN))));
   }
 }
 
@@ -306,6 +320,17 @@ TEST_CASE("quant: decode, encode and the ordinals agree with the grids enumerate
       CHECK(decode(f, lnorm::encode(f, 1.375)) == 1.5);
       CHECK(lnorm::encode(f, -0x1p-17) == 0x80);
       CHECK(lnorm::encode(f, 61440) == 0x7b);  // IEEE would give Inf here
+    } else if (f == QuantFormat::fp8_e4m3fnuz) {
+      CHECK(decode(f, lnorm::encode(f, 1.0625)) == 1.0);
+      CHECK(decode(f, lnorm::encode(f, 1.1875)) == 1.25);
+      CHECK(lnorm::encode(f, 0x1p-11) == 0x00);     // half the least subnormal 2^-10: ties to 0
+      CHECK(lnorm::encode(f, -0x1p-11) == 0x00);    // and from below: one zero, never 0x80 (NaN)
+      CHECK(lnorm::encode(f, -0x1.8p-11) == 0x81);  // past the tie: −2^-10
+      CHECK(lnorm::encode(f, 248) == 0x7f);         // saturates at 240 (OCP E4M3FN would have 256 there)
+    } else if (f == QuantFormat::fp8_e5m2fnuz) {
+      CHECK(decode(f, lnorm::encode(f, 1.125)) == 1.0);
+      CHECK(lnorm::encode(f, -0x1p-18) == 0x00);
+      CHECK(lnorm::encode(f, 1e6) == 0x7f);
     } else {
       CHECK(lnorm::encode(f, 0.5) == 0);
       CHECK(lnorm::encode(f, 1.5) == 2);
@@ -321,7 +346,13 @@ TEST_CASE("quant: decode, encode and the ordinals agree with the grids enumerate
       check_encode(v);
     CHECK(lnorm::encode(f, INFINITY) == iq.positive().back().code);
     CHECK(lnorm::encode(f, -INFINITY) == iq.negative().back().code);
-    CHECK(lnorm::encode(f, -0.0) == (fp8 ? 0x80 : 0x00));
+    const bool fnuz = lnorm::testing::independent_fnuz(f);
+    CHECK(lnorm::encode(f, -0.0) == (fp8 && !fnuz ? 0x80 : 0x00));
+    if (fnuz) {  // one zero: what rounds to zero from below is +0, and 0x80 is the NaN every NaN gets
+      CHECK(lnorm::encode(f, -1e-30) == 0x00);
+      CHECK(lnorm::encode(f, NAN) == 0x80);
+      CHECK(lnorm::encode(f, -NAN) == 0x80);
+    }
     CHECK(lnorm::encode(f, 0.0) == 0x00);
     if (fp8) {
       CHECK(is_nan_code(f, lnorm::encode(f, NAN)));
@@ -345,10 +376,11 @@ TEST_CASE("quant: decode, encode and the ordinals agree with the grids enumerate
       if (k > min_ordinal(f)) CHECK(value_of_ordinal(f, k - 1) < value_of_ordinal(f, k));
     }
     CHECK(iq.positive().size() + iq.negative().size() - 1 == static_cast<std::size_t>(max_ordinal(f) - min_ordinal(f) + 1));  // 0 twice
-    if (fp8) {
+    if (fp8 && !fnuz) {
       CHECK(code_of_ordinal(f, 0, true) == 0x80);
       CHECK(ordinal_of_code(f, 0x80) == 0);
     }
+    if (fnuz) CHECK(code_of_ordinal(f, 0, true) == 0x00);
   }
 }
 
@@ -432,7 +464,9 @@ Dataset target_rows(const std::string& label, Op op, DType d, DType pd, int c, i
   return make_dataset(label, p, x, add ? res : std::vector<double>{}, gamma, beta);
 }
 
-int grid_k(QuantFormat f) { return f == QuantFormat::fp8_e4m3 ? -3 : f == QuantFormat::fp8_e5m2 ? -4 : 2; }
+int grid_k(QuantFormat f) {
+  return f == QuantFormat::fp8_e4m3 || f == QuantFormat::fp8_e4m3fnuz ? -3 : f == QuantFormat::int8 ? 2 : -4;
+}
 
 }  // namespace
 
@@ -459,7 +493,7 @@ TEST_CASE("quant: y*/s exactly on a midpoint rounds to even, both signs, every s
           IndependentQuantizer::Counts at_s;
           CHECK(check(ds, spec_of(f, Scaling::tensor, 0, S), at_s, true) == "");
           CHECK(at_s.ties == static_cast<std::int64_t>(2 * midpoints));
-          if (f != QuantFormat::int8) CHECK(at_s.negative_zero >= 1);  // −(min subnormal)/2 → −0
+          if (f != QuantFormat::int8 && !lnorm::testing::independent_fnuz(f)) CHECK(at_s.negative_zero >= 1);  // −(min subnormal)/2 → −0
           total_ties += at_s.ties;
           // 2t, t/2 (ties again, mostly), a non-dyadic scale, and the dynamic scalings (s = S from the anchors).
           IndependentQuantizer::Counts counts;
@@ -480,6 +514,7 @@ TEST_CASE("quant: y*/s exactly on a midpoint rounds to even, both signs, every s
     }
     // mx (and row/group) with amax exactly 2^emax_elem·2^k and just below it: mx's s = 2^k and 2^(k−1).
     if (f == QuantFormat::int8) continue;
+    if (lnorm::testing::independent_emax_elem(f) < 0) continue;  // not an MX element (FNUZ)
     const double p2 = std::ldexp(1.0, lnorm::testing::independent_emax_elem(f));
     for (double anchor : {p2, p2 * 0.9375}) {
       std::vector<double> small;  // the targets below the anchor

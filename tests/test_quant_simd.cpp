@@ -29,13 +29,14 @@ namespace {
 // Every format × scaling, tensor scales a power of two (y/s exact: the ties are exact ties) and not.
 std::vector<QuantSpec> specs() {
   std::vector<QuantSpec> out;
-  for (QuantFormat f : {QuantFormat::fp8_e4m3, QuantFormat::fp8_e5m2, QuantFormat::int8}) {
+  for (const FormatInfo& fi : kFormatTable) {  // every format, the appended ones included
+    const QuantFormat f = fi.format;
     out.push_back({f, Scaling::tensor, 0, 0.125f});
     out.push_back({f, Scaling::tensor, 0, 0.0371f});
     out.push_back({f, Scaling::row, 0, 0});
     out.push_back({f, Scaling::group, 40, 0});
     out.push_back({f, Scaling::group, 32, 0});
-    if (is_fp8(f)) out.push_back({f, Scaling::mx, 0, 0});
+    if (takes(Scaling::mx, f)) out.push_back({f, Scaling::mx, 0, 0});
   }
   return out;
 }

@@ -151,10 +151,12 @@ int settled_code(double t, double e) {
   const double a = std::fabs(t);
   if (!(a > e)) return -1;  // y*/s may be on either side of 0 (the zero's sign), or NaN
   {
-    constexpr bool kE4m3 = F == QuantFormat::fp8_e4m3;
-    constexpr int kMbits = kE4m3 ? 3 : 2, kBias = kE4m3 ? 7 : 15;
-    constexpr double kTop = kE4m3 ? 448.0 : 57344.0, kMinNormal = kE4m3 ? 0x1p-6 : 0x1p-14;
-    constexpr double kToUlp = 0x1p52 / (1 << kMbits), kSubnormalUnit = kE4m3 ? 0x1p9 : 0x1p16;  // 2^(52−mbits), 2^(mbits−emin)
+    // The format's row (lnorm/quant.hpp): E4M3 3, 7, 448; E5M2 2, 15, 57344; the FNUZ formats bias 8 and 16.
+    constexpr int kMbits = info(F).mbits, kBias = info(F).bias;
+    constexpr double kTop = qmax(F);
+    constexpr double kMinNormal = 1.0 / static_cast<double>(1ull << (kBias - 1));                 // 2^emin
+    constexpr double kToUlp = 0x1p52 / (1 << kMbits);                                             // 2^(52−mbits)
+    constexpr double kSubnormalUnit = static_cast<double>(1ull << (kBias - 1 + kMbits));         // 2^(mbits−emin)
     const double ac = a < 2 * kTop ? a : 2 * kTop;
     const double pow2 = std::bit_cast<double>(std::bit_cast<std::uint64_t>(ac) & 0xFFF0000000000000ull);  // 2^floor(log2 ac)
     const double c = (pow2 > kMinNormal ? pow2 : kMinNormal) * kToUlp;
@@ -163,7 +165,8 @@ int settled_code(double t, double e) {
     r = r < kTop ? r : kTop;  // saturation
     const std::uint64_t mag = r < kMinNormal ? static_cast<std::uint64_t>(r * kSubnormalUnit)
                                              : (std::bit_cast<std::uint64_t>(r) >> (52 - kMbits)) - (std::uint64_t{1023 - kBias} << kMbits);
-    return static_cast<int>(mag | (t < 0 ? 0x80u : 0u));
+    if (mag == 0 && !has_negative_zero(F)) return 0;  // FNUZ: one zero
+    return static_cast<int>(mag | (t < 0 ? sign_bit(F) : 0u));
   }
 }
 
@@ -185,7 +188,7 @@ std::uint8_t exact_code(Decider& d, std::int64_t i, QuantFormat f, double sd, do
       break;
     }
   }
-  return code_of_ordinal(f, k, k == 0 && is_fp8(f) && d.compare(i, 0.0) < 0);
+  return code_of_ordinal(f, k, k == 0 && has_negative_zero(f) && d.compare(i, 0.0) < 0);
 }
 
 }  // namespace
@@ -228,9 +231,11 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
         q[i] = c >= 0 ? static_cast<std::uint8_t>(c) : exact_code(d, i, f, sd, t, err);
       }
     };
-    if (f == QuantFormat::fp8_e4m3) codes([](double t, double err) { return settled_code<QuantFormat::fp8_e4m3>(t, err); });
-    else if (f == QuantFormat::fp8_e5m2) codes([](double t, double err) { return settled_code<QuantFormat::fp8_e5m2>(t, err); });
-    else {  // an integer format, its range from its row
+    if (is_fp8(f)) {
+      with_format(f, [&](auto fmt) {
+        if constexpr (is_fp8(fmt.value)) codes([](double t, double err) { return settled_code<decltype(fmt)::value>(t, err); });
+      });
+    } else {  // an integer format, its range from its row
       const double lo = info(f).qmin, hi = qmax(f);
       codes([lo, hi](double t, double err) { return settled_int_code(t, err, lo, hi); });
     }

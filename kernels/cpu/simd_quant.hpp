@@ -21,17 +21,20 @@
 #ifndef LNORM_SIMD_QUANT_INCLUDED
 #define LNORM_SIMD_QUANT_INCLUDED
 
-// One vector of y (kLanes) to its fp8 codes: Mbits 3 (E4M3: bias 7, emin −6, max 448), 2 (E5M2: 15, −14, 57344).
+// One vector of y (kLanes) to its codes in the floating-point format Fmt, from its row (lnorm/quant.hpp: mbits,
+// bias, max; E4M3: 3, 7, 448; E5M2: 2, 15, 57344; the FNUZ formats: bias 8 and 16, one zero, NaN at the sign bit).
 // s32: the scale, sd: it in f64; nan: the lanes whose quotient is NaN (nan_quotients).
-template <class V, int Mbits>
+constexpr float pow2f(int e) { return e >= 0 ? static_cast<float>(1ull << e) : 1.0f / static_cast<float>(1ull << -e); }
+template <class V, QuantFormat Fmt>
 typename V::I fp8_codes(typename V::F y, typename V::F s32, typename V::D sd, typename V::M nan) {
   using F = typename V::F;
   using D = typename V::D;
-  constexpr bool kE4m3 = Mbits == 3;
-  constexpr int kBias = kE4m3 ? 7 : 15;
-  constexpr float kMax = kE4m3 ? 448.0f : 57344.0f;
-  constexpr float kMinNormal = kE4m3 ? 0x1p-6f : 0x1p-14f;  // 2^emin, emin = 1 − bias
-  constexpr float kSubnormalUnit = kE4m3 ? 0x1p9f : 0x1p16f;  // 1 / 2^(emin − mbits)
+  constexpr int Mbits = info(Fmt).mbits;
+  constexpr int kBias = info(Fmt).bias;
+  constexpr float kMax = static_cast<float>(qmax(Fmt));
+  constexpr float kMinNormal = pow2f(1 - kBias);                  // 2^emin, emin = 1 − bias
+  constexpr float kSubnormalUnit = pow2f(kBias - 1 + Mbits);      // 1 / 2^(emin − mbits)
+  constexpr unsigned kSign = sign_bit(Fmt);
   // The f32 quotient's rounding: c = 2^(max(e, emin) + 23 − mbits) has the quantum as its ulp (the header's
   // argument with f32's 23 bits). Exact unless the f32 quotient is a midpoint of the grid, where the exact
   // quotient may lie on either side of it: |a − r| (exact: Sterbenz) is then half a quantum, c·2^-24.
@@ -55,8 +58,16 @@ typename V::I fp8_codes(typename V::F y, typename V::F s32, typename V::D sd, ty
   // (r clamped to 2^emin first: the other lanes' r·2^(mbits−emin) would leave int32's range, E5M2's 57344·2^16.)
   if (const typename V::M sub = V::cmp_lt(r, V::set1(kMinNormal)))
     code = V::select_i(sub, V::cvt_i(V::mul(V::min(r, V::set1(kMinNormal)), V::set1(kSubnormalUnit))), code);
-  if (nan) code = V::select_i(nan, V::set1_i(0x7f), code);
-  return V::or_i(code, V::and_i(V::template srli_i<24>(V::bits_i(y)), V::set1_i(0x80)));
+  if constexpr (has_negative_zero(Fmt)) {
+    if (nan) code = V::select_i(nan, V::set1_i(static_cast<int>(nan_code(Fmt, false))), code);
+    return V::or_i(code, V::and_i(V::template srli_i<24>(V::bits_i(y)), V::set1_i(static_cast<int>(kSign))));
+  } else {
+    // One zero: the sign only where the code is not 0; every NaN lane the one NaN code (the sign bit alone).
+    const typename V::I negative = V::and_i(V::template srli_i<24>(V::bits_i(y)), V::set1_i(static_cast<int>(kSign)));
+    const typename V::M zero = V::cmp_eq(r, V::zero());
+    code = V::or_i(code, zero ? V::select_i(zero, V::set1_i(0), negative) : negative);
+    return nan ? V::select_i(nan, V::set1_i(static_cast<int>(nan_code(Fmt, false))), code) : code;
+  }
 }
 
 // An integer format's codes (int8: [lo, hi] = [−128, 127]; the range is the format's row, lnorm/quant.hpp).
@@ -103,13 +114,17 @@ void encode_span(QuantFormat f, float s, const float* y, std::int64_t n, std::ui
   using F = typename V::F;
   using D = typename V::D;
   using M = typename V::M;
-  if (f == QuantFormat::fp8_e4m3) each([](F v, F s1, D s2, M m) LNORM_ALWAYS_INLINE { return fp8_codes<V, 3>(v, s1, s2, m); });
-  else if (f == QuantFormat::fp8_e5m2) each([](F v, F s1, D s2, M m) LNORM_ALWAYS_INLINE { return fp8_codes<V, 2>(v, s1, s2, m); });
-  else {  // an integer format, its range from its row
-    float lo = 0, hi = 0;
-    ::lnorm::cpu::int_range(f, lo, hi);
-    each([lo, hi](F v, F s1, D s2, M m) LNORM_ALWAYS_INLINE { return int_codes<V>(v, s1, s2, m, lo, hi); });
-  }
+  // The format as a constant (compared, never looked up: the table is not read at run time in ISA code, whose
+  // objects must define no shared symbol, ctest isa_objects_share_no_code).
+  with_format(f, [&](auto fmt) LNORM_ALWAYS_INLINE {
+    constexpr QuantFormat kF = decltype(fmt)::value;
+    if constexpr (is_fp8(kF)) {
+      each([](F v, F s1, D s2, M m) LNORM_ALWAYS_INLINE { return fp8_codes<V, kF>(v, s1, s2, m); });
+    } else {  // an integer format, its range from its row
+      constexpr float lo = static_cast<float>(info(kF).qmin), hi = static_cast<float>(qmax(kF));
+      each([](F v, F s1, D s2, M m) LNORM_ALWAYS_INLINE { return int_codes<V>(v, s1, s2, m, lo, hi); });
+    }
+  });
   for (; i < n; ++i) q[i] = ::lnorm::cpu::encode_quotient(f, y[i], s);
 }
 

@@ -455,7 +455,7 @@ const KernelInfo& control() {
 }
 
 std::span<const KernelInfo> all() {
-  static const std::array<KernelInfo, 41> kMutants{
+  static const std::array<KernelInfo, 43> kMutants{
       mutant("mutant_var_unbiased", "variance divided by n-1 instead of n (NaN at n = 1)",
              &run<Defect::var_unbiased>),
       mutant("mutant_eps_outside_sqrt", "rstd = 1/(sqrt(var) + eps) instead of 1/sqrt(var + eps)",
@@ -507,6 +507,10 @@ std::span<const KernelInfo> all() {
       // The quantizer bugs a budget on q cannot see (issue 52): only verify's part (2), the contract applied to the y
       // the kernel hands out, sees them.
       quant_mutant("mutant_quant_ties_away", "quantized: exact ties rounded away from zero", &run_quant<QuantDefect::ties_away>),
+      quant_mutant("mutant_quant_fnuz_negative_zero", "quantized: FNUZ's zero from below written 0x80 (its NaN), as OCP's -0",
+                   &run_quant<QuantDefect::fnuz_negative_zero>),
+      quant_mutant("mutant_quant_fnuz_ocp_bias", "quantized: FNUZ written with OCP's bias (7/15, not 8/16): values halved",
+                   &run_quant<QuantDefect::fnuz_ocp_bias>),
       quant_mutant("mutant_quant_ties_to_odd", "quantized: exact ties rounded to the odd code", &run_quant<QuantDefect::ties_to_odd>),
       quant_mutant("mutant_quant_scale_truncated", "quantized: row/group scale amax/qmax rounded toward zero",
                    &run_quant<QuantDefect::scale_truncated>),

@@ -15,11 +15,15 @@
 //   scale_times_reciprocal   amax · f32(1/qmax) in f32 (the compiler's -freciprocal-math, or a hand-written inverse)
 //   reciprocal_multiply      Q(f32(y · f32(1/s))) (vLLM's rounding points, in a kernel that claims the contract's)
 //   mx_exponent_of_bf16_amax the MX exponent of amax rounded to bf16 first (an amax reduced in bf16)
+// and FNUZ's (issue 55), OCP habits where AMD's formats differ (LLVM's Float8E4M3FNUZ: 0x80 is NaN, bias 8 / 16):
+//   fnuz_negative_zero       a negative value rounding to zero written 0x80 (OCP's −0; FNUZ's one NaN)
+//   fnuz_ocp_bias            FNUZ written with the OCP twin's codes (E4M3FN for E4M3FNUZ): every value read back halved
 // Every mutant hands verify the y its quantizer read (y in x's dtype, Tensors::quant_y), as a real kernel would.
 #include "quant_mutants.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -59,7 +63,13 @@ std::uint8_t quantize(QuantDefect defect, QuantFormat f, double v) {
   }
   if (defect == QuantDefect::nan_on_overflow && std::fabs(v) > qmax(f) + (f == QuantFormat::int8 ? 0.5 : 0.0)) {
     if (f == QuantFormat::int8) return static_cast<std::uint8_t>(static_cast<std::int64_t>(std::nearbyint(v)) & 0xff);
-    return std::signbit(v) ? 0xff : 0x7f;
+    return encode(f, std::copysign(std::numeric_limits<double>::quiet_NaN(), v));  // the format's NaN
+  }
+  if (info(f).nan == NanCodes::negative_zero) {  // the FNUZ slips
+    const std::uint8_t c = encode(f, v);
+    if (defect == QuantDefect::fnuz_negative_zero && c == 0 && std::signbit(v)) return static_cast<std::uint8_t>(sign_bit(f));
+    if (defect == QuantDefect::fnuz_ocp_bias && !std::isnan(v))
+      return encode(info(f).mbits == 3 ? QuantFormat::fp8_e4m3 : QuantFormat::fp8_e5m2, v);
   }
   if (defect == QuantDefect::int8_clamps_127 && f == QuantFormat::int8) return encode(f, std::clamp(v, -127.0, 127.0));
   return encode(f, v);

@@ -23,6 +23,9 @@ enum class QuantDefect {
   scale_times_reciprocal,  // row/group scale f32(amax · f32(1/qmax)): two roundings where the contract has one
   reciprocal_multiply,     // q = Q(f32(y · f32(1/s))) where the contract says Q(y/s) (vLLM's rounding points)
   mx_exponent_of_bf16_amax,  // the MX exponent from floor(log2) of amax rounded to bf16: a binade high just below 2^k
+  // FNUZ's two classic slips (issue 55): OCP habits in a format that differs from OCP exactly there.
+  fnuz_negative_zero,  // a negative value that rounds to zero written as the sign bit alone: −0 in OCP, FNUZ's NaN
+  fnuz_ocp_bias,       // FNUZ written with the OCP twin's codes (bias 7 / 15, not 8 / 16): every value read back halved
 };
 
 // forward: q and scales from y, which y_forward computes in x's dtype (the problem with y_as_x) into scratch.

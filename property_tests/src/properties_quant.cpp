@@ -1,7 +1,7 @@
 // The quantized outputs' property (issue 38; docs/DESIGN.md "Quantized outputs"), for every kernel that declares the
 // quantized epilogue, on every forward op:
-//   quantized   on each case, two format × scaling specs drawn from its seed (all eleven over a run: fp8_e4m3,
-//               fp8_e5m2, int8 × tensor, row, group:G, mx; fp8 only for mx), the kernel's q and scales:
+//   quantized   on each case, two format × scaling specs drawn from its seed (every pair of lnorm/quant.hpp's
+//               tables that exists over a run: mx takes the OCP fp8 formats only), the kernel's q and scales:
 //     - written, every element and scale, and deterministic (two runs over different prefills agree);
 //     - accurate: within the metric's budget (lnorm/quantize.hpp: 0.5 quantum + what rounding y to x's dtype can
 //       add + the kernel's own f32 y error, its f32 y budget moved into quanta), scales likewise;
@@ -42,12 +42,16 @@ bool fits(const FormatInfo& f, const ScalingInfo& sc, std::int64_t cols) {
   return takes(sc.scaling, f.format) && (sc.fixed_group == 0 || cols % sc.fixed_group == 0);
 }
 
-// The i-th spec of a case (i = 0, 1): the seed picks a format and scaling; group:G takes a divisor of the row
-// (8·2^k up to 128), else row; a scaling that does not fit (mx without an fp8 format or 32 | cols) gives row.
+// The i-th spec of a case (i = 0, 1): the seed picks a scaling, then a format it takes (scaling first: each scaling
+// is drawn as often however many formats take it, mx as often as row); group:G takes a divisor of the row
+// (8·2^k up to 128), else row; mx where 32 does not divide the row gives row.
 Drawn draw_spec(const Case& c, const std::vector<double>& y_exact, std::int64_t cols, int i) {
   std::mt19937_64 rng(c.spec.data_seed * 2 + static_cast<std::uint64_t>(i) + 0x9a4717u);
-  const FormatInfo& f = kFormatTable[rng() % std::size(kFormatTable)];
   const ScalingInfo* sc = &kScalingTable[rng() % std::size(kScalingTable)];
+  std::vector<const FormatInfo*> taken;
+  for (const FormatInfo& fi : kFormatTable)
+    if (takes(sc->scaling, fi.format)) taken.push_back(&fi);
+  const FormatInfo& f = *taken[rng() % taken.size()];
   const ScalingInfo& row = info(Scaling::row);
   if (!fits(f, *sc, cols)) sc = &row;
   std::int64_t group = 0;

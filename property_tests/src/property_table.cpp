@@ -116,7 +116,7 @@ const std::vector<PropertyRow>& table() {
       {P::batch_invariance, kFwd, &check_batch_invariance, K::all, {}, {.max_rows = 3},
        "a row's output is bitwise the same in batches of 1, 7, 255, 256, 300, 1024, 4097 rows, on 1 and 2 threads"},
       {P::quantized, kFwd, &check_quantized, K::all, {}, {.max_rows = 8},
-       "q = Q(y/s) (fp8_e4m3, fp8_e5m2, int8 x tensor, row, group:G, mx) within 0.5 quantum + y's error, scales "
+       "q = Q(y/s) (every format x tensor, row, group:G, mx where it takes it) within 0.5 quantum + y's error, scales "
        "within budget, amax at +-max (mx: in the top binade); and bit for bit the contract applied to the y the "
        "kernel hands its quantizer, on cases dense in ties, scale roundings and mx exponent boundaries"},
       {P::determinism, kFwd, &check_determinism, K::all, {}, {.max_rows = 64}, "bitwise identical over repeated runs and 1, 2, 3, 8 threads"},

@@ -48,7 +48,7 @@ def reference(x, gamma=None, beta=None, *, axis=-1, eps=1e-5, dtype=None, thread
     residual's dtype (x's, or float32 beside 16-bit x), then the norm of h as stored; h is appended to the
     returned tuple: (y, mean, rstd, h) or (y, rstd, h).
 
-    quant ("fp8_e4m3", "fp8_e5m2", "int8"): the exact quantized output instead, (q, scales): y* divided by its
+    quant (a name in lnorm.QUANT_FORMATS: "fp8_e4m3", "int8", ...): the exact quantized output instead, (q, scales): y* divided by its
     scale and rounded once, saturating; scaling "tensor" (scale= an f32, required), "row", "group:G" or "mx"
     (scales None for tensor; float32, or uint8 E8M0 codes for mx, shaped x.shape[:axis] + (groups,)).
     """

@@ -1,6 +1,6 @@
-"""Quantized outputs (docs/python.md "Quantized outputs"): q = Q(y / s) in fp8_e4m3, fp8_e5m2 or int8 with tensor,
-row, group:G or mx scaling, as ``lnorm reference/run/check --quant``. lnorm.reference, lnorm.run and lnorm.check
-take ``quant=`` and call these; q travels as uint8 bit patterns (fp8) or int8, scales as float32 (row, group:G,
+"""Quantized outputs (docs/python.md "Quantized outputs"): q = Q(y / s) in a format of lnorm.QUANT_FORMATS
+(fp8_e4m3, int8, the FNUZ pair, ...) with a scaling of lnorm.SCALINGS, as ``lnorm reference/run/check --quant``.
+lnorm.reference, lnorm.run and lnorm.check take ``quant=`` and call these; q travels as uint8 bit patterns (fp8) or int8, scales as float32 (row, group:G,
 shaped x.shape[:axis] + (groups,)) or uint8 E8M0 codes (mx); decode() and decode_e8m0() give their values."""
 
 from dataclasses import dataclass
@@ -76,8 +76,8 @@ def check_quant(a, q, dtype, *, quant, scaling, scale, scales, max_q_ulp, max_sc
 
 
 def decode(q, format):
-    """The values of quantized codes as float64 (NaN for fp8 NaN codes, ±inf for E5M2's): format is fp8_e4m3,
-    fp8_e5m2 (uint8 bit patterns) or int8."""
+    """The values of quantized codes as float64 (NaN for the NaN codes, ±inf for E5M2's): format is a name in
+    lnorm.QUANT_FORMATS (fp8 formats as uint8 bit patterns, int8 as int8; FNUZ's 0x80 is NaN)."""
     return _lnorm.decode(q, format)
 
 

@@ -22,8 +22,13 @@
 
 namespace {
 
+// The fp8 formats it writes: OCP E4M3FN and E5M2, and AMD's FNUZ pair (bias one higher, NaN 0x80 only, no −0).
+bool fnuz(int fmt) { return fmt == LNORM_FP8_E4M3FNUZ || fmt == LNORM_FP8_E5M2FNUZ; }
+bool e4m3(int fmt) { return fmt == LNORM_FP8_E4M3 || fmt == LNORM_FP8_E4M3FNUZ; }
+bool knows(int fmt) { return fmt == LNORM_INT8 || e4m3(fmt) || fmt == LNORM_FP8_E5M2 || fmt == LNORM_FP8_E5M2FNUZ; }
+
 double fp8_value(int fmt, unsigned mag) {
-  const int mbits = fmt == LNORM_FP8_E4M3 ? 3 : 2, bias = fmt == LNORM_FP8_E4M3 ? 7 : 15;
+  const int mbits = e4m3(fmt) ? 3 : 2, bias = (e4m3(fmt) ? 7 : 15) + (fnuz(fmt) ? 1 : 0);
   const unsigned e = mag >> mbits, m = mag & ((1u << mbits) - 1);
   if (e == 0) return std::ldexp(static_cast<double>(m), 1 - bias - mbits);
   return std::ldexp(static_cast<double>((1u << mbits) | m), static_cast<int>(e) - bias - mbits);
@@ -43,9 +48,9 @@ std::uint8_t encode(int fmt, double v) {
 #endif
 #endif
   }
-  const std::uint8_t sign = std::signbit(v) ? 0x80 : 0x00;
-  if (std::isnan(v)) return static_cast<std::uint8_t>(sign | 0x7f);
-  const unsigned top = fmt == LNORM_FP8_E4M3 ? 0x7e : 0x7b;
+  std::uint8_t sign = std::signbit(v) ? 0x80 : 0x00;
+  if (std::isnan(v)) return fnuz(fmt) ? 0x80 : static_cast<std::uint8_t>(sign | 0x7f);
+  const unsigned top = fnuz(fmt) ? 0x7f : fmt == LNORM_FP8_E4M3 ? 0x7e : 0x7b;
   const double a = std::fabs(v);
   unsigned best = 0;
   for (unsigned mag = 1; mag <= top; ++mag) {  // values increase with the code: the last one not above a, or the next
@@ -59,6 +64,7 @@ std::uint8_t encode(int fmt, double v) {
 #else
       best = above < below || (above == below && (mag & 1u) == 0) ? mag : mag - 1;
 #endif
+      if (best == 0 && fnuz(fmt)) sign = 0;  // one zero
       return static_cast<std::uint8_t>(sign | best);
 #endif
     }
@@ -74,7 +80,10 @@ void run(const lnorm_problem* p, const lnorm_tensors* t) {
   lnorm_tensors inner = *t;
   inner.y = y.data(), inner.mean = mean.data(), inner.rstd = rstd.data();
   demo::two_pass_f32<true>(p, &inner);
-  const double qmax = p->quant_format == LNORM_FP8_E4M3 ? 448 : p->quant_format == LNORM_FP8_E5M2 ? 57344 : 127;
+  const double qmax = p->quant_format == LNORM_FP8_E4M3       ? 448
+                      : p->quant_format == LNORM_FP8_E4M3FNUZ ? 240
+                      : p->quant_format == LNORM_INT8         ? 127
+                                                              : 57344;
   const int emax = p->quant_format == LNORM_FP8_E4M3 ? 8 : 15;
   auto* q = static_cast<std::uint8_t*>(t->q);
   for (std::int64_t r = 0; r < p->rows; ++r)
@@ -132,6 +141,10 @@ int no_offset(const lnorm_problem* p, char* reason, size_t size) {
     return 1;
   }
 #endif
+  if (p->epilogue == LNORM_EPILOGUE_QUANTIZED && !knows(p->quant_format)) {  // a format appended after it was built
+    std::snprintf(reason, size, "does not write format %d", p->quant_format);
+    return 1;
+  }
   if (p->gamma_offset == 0) return 0;
   std::snprintf(reason, size, "takes no gamma offset");
   return 1;

@@ -88,7 +88,13 @@ enum lnorm_epilogue {
                                    scales are the outputs; y, mean and rstd are NULL. Appended to version 5 */
 };
 /* The quantized epilogue's formats and scalings, with the same numbers as lnorm::QuantFormat and lnorm::Scaling. */
-enum lnorm_quant_format { LNORM_FP8_E4M3 = 0, LNORM_FP8_E5M2 = 1, LNORM_INT8 = 2 };
+enum lnorm_quant_format {
+  LNORM_FP8_E4M3 = 0,
+  LNORM_FP8_E5M2 = 1,
+  LNORM_INT8 = 2,
+  LNORM_FP8_E4M3FNUZ = 3, /* appended: AMD's FNUZ (bias 8, max 240; NaN 0x80 only, no -0) */
+  LNORM_FP8_E5M2FNUZ = 4  /* appended: bias 16, max 57344; NaN 0x80 only, no Inf, no -0 */
+};
 enum lnorm_scaling { LNORM_SCALING_TENSOR = 0, LNORM_SCALING_ROW = 1, LNORM_SCALING_GROUP = 2, LNORM_SCALING_MX = 3 };
 enum lnorm_direction { LNORM_DIRECTION_FWD = 0, LNORM_DIRECTION_BWD = 1 };
 typedef struct lnorm_op_desc {

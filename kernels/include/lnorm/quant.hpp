@@ -7,6 +7,10 @@
 //   finite y. NaN y gives the fp8 NaN (int8 has none: 0, and no metric gates it).
 //   fp8_e4m3  OCP E4M3FN: 1-4-3, bias 7, no Inf, NaN 0x7f/0xff, max 448 (0x7e), min subnormal 2^-9
 //   fp8_e5m2  OCP E5M2: 1-5-2, bias 15, IEEE-like (Inf 0x7c, NaN 0x7d-0x7f), max 57344 (0x7b), min 2^-16
+//   fp8_e4m3fnuz, fp8_e5m2fnuz  the FNUZ formats of AMD's MI300 (LLVM's Float8E4M3FNUZ, Float8E5M2FNUZ; Graphcore's
+//             "8-bit numerical formats for deep neural networks", arXiv 2206.02915): 1-4-3 bias 8, max 240 (0x7f),
+//             and 1-5-2 bias 16, max 57344 (0x7f); no Inf; one NaN, 0x80, the code −0 would have; one zero (a
+//             negative value that rounds to zero is 0x00). NaN y gives 0x80.
 //   int8      two's complement integers [−128, 127]
 //
 // Scalings (the scale s of each element):
@@ -29,12 +33,14 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 #include "lnorm/plugin.h"
 
 namespace lnorm {
 
-enum class QuantFormat : std::uint8_t { fp8_e4m3 = 0, fp8_e5m2 = 1, int8 = 2 };
+enum class QuantFormat : std::uint8_t { fp8_e4m3 = 0, fp8_e5m2 = 1, int8 = 2, fp8_e4m3fnuz = 3, fp8_e5m2fnuz = 4 };
 enum class Scaling : std::uint8_t { tensor = 0, row = 1, group = 2, mx = 3 };
 // How a scale is stored: none (tensor scaling: the given S, not written), f32, or E8M0 codes (mx).
 enum class ScaleStorage : std::uint8_t { none = 0, f32 = 1, e8m0 = 2 };
@@ -42,11 +48,19 @@ enum class ScaleStorage : std::uint8_t { none = 0, f32 = 1, e8m0 = 2 };
 // The parts as data (docs/DESIGN.md "Parts as data"): one row per format, scaling and scale storage. Every layer
 // reads its names, storage and numbers from these rows; a new format or scaling is a row here, its rounding in
 // the reference (reference/src/quantize.cpp) and its kernels' code.
+// Where a floating-point format keeps its NaN (and Inf): every code's value follows from this, bits, mbits and bias.
+enum class NanCodes : std::uint8_t {
+  none,            // an integer format: no NaN
+  top_magnitude,   // OCP E4M3FN: S.1111.111 only; no Inf; the largest finite magnitude is the code below
+  ieee,            // IEEE-like (OCP E5M2): the top exponent is Inf (mantissa 0) and NaN; the largest finite below it
+  negative_zero,   // FNUZ: the code of −0 (only the sign bit) is the one NaN; every other code is finite; no −0
+};
 struct FormatInfo {
   QuantFormat format;
   std::string_view name;         // --quant, Python's quant=, JSON
   int bits;                      // per code
   int mbits, bias;               // a floating-point format's significand bits and exponent bias (int8: 0, 0)
+  NanCodes nan;                  // where its NaN codes are (none for an integer format)
   double qmax;                   // the largest finite magnitude (what saturation gives)
   double qmin;                   // the most negative value (an integer format's -(qmax + 1); -qmax otherwise)
   int emax_elem;                 // OCP MX v1.0's emax_elem: the exponent of the largest power of two (-1: no mx)
@@ -55,10 +69,15 @@ struct FormatInfo {
   int abi;                       // lnorm/plugin.h's lnorm_quant_format
 };
 inline constexpr FormatInfo kFormatTable[] = {
-    {QuantFormat::fp8_e4m3, "fp8_e4m3", 8, 3, 7, 448.0, -448.0, 8, "|u1", "uint8", LNORM_FP8_E4M3},
-    {QuantFormat::fp8_e5m2, "fp8_e5m2", 8, 2, 15, 57344.0, -57344.0, 15, "|u1", "uint8", LNORM_FP8_E5M2},
+    {QuantFormat::fp8_e4m3, "fp8_e4m3", 8, 3, 7, NanCodes::top_magnitude, 448.0, -448.0, 8, "|u1", "uint8", LNORM_FP8_E4M3},
+    {QuantFormat::fp8_e5m2, "fp8_e5m2", 8, 2, 15, NanCodes::ieee, 57344.0, -57344.0, 15, "|u1", "uint8", LNORM_FP8_E5M2},
     // Integer formats: two's complement codes in [qmin, qmax], one a byte (mbits 0 marks them).
-    {QuantFormat::int8, "int8", 8, 0, 0, 127.0, -128.0, -1, "|i1", "int8", LNORM_INT8},
+    {QuantFormat::int8, "int8", 8, 0, 0, NanCodes::none, 127.0, -128.0, -1, "|i1", "int8", LNORM_INT8},
+    // No emax_elem: OCP MX v1.0 defines its elements in the OCP formats only (mx refuses these).
+    {QuantFormat::fp8_e4m3fnuz, "fp8_e4m3fnuz", 8, 3, 8, NanCodes::negative_zero, 240.0, -240.0, -1, "|u1", "uint8",
+     LNORM_FP8_E4M3FNUZ},
+    {QuantFormat::fp8_e5m2fnuz, "fp8_e5m2fnuz", 8, 2, 16, NanCodes::negative_zero, 57344.0, -57344.0, -1, "|u1", "uint8",
+     LNORM_FP8_E5M2FNUZ},
 };
 
 struct ScalingInfo {
@@ -115,8 +134,34 @@ constexpr std::string_view name(Scaling s) { return info(s).name; }
 constexpr double qmax(QuantFormat f) { return info(f).qmax; }
 constexpr int emax_elem(QuantFormat f) { return info(f).emax_elem; }
 constexpr bool is_fp8(QuantFormat f) { return info(f).mbits > 0; }
+// Whether −0 has a code of its own (the OCP formats: the sign bit; FNUZ spends that code on NaN, integers have none).
+constexpr bool has_negative_zero(QuantFormat f) { return is_fp8(f) && info(f).nan != NanCodes::negative_zero; }
+// A floating-point format's sign bit, and its largest finite magnitude's code (the largest ordinal).
+constexpr unsigned sign_bit(QuantFormat f) { return 1u << (info(f).bits - 1); }
+constexpr unsigned top_magnitude_code(QuantFormat f) {
+  const FormatInfo& i = info(f);
+  const unsigned all = sign_bit(f) - 1;  // every magnitude bit set
+  return i.nan == NanCodes::top_magnitude ? all - 1 : i.nan == NanCodes::ieee ? all - (1u << i.mbits) : all;
+}
+// The code every NaN y gets (with y's sign where the format's NaN has one); 0 for an integer format.
+constexpr unsigned nan_code(QuantFormat f, bool negative) {
+  const NanCodes n = info(f).nan;
+  if (n == NanCodes::none) return 0;
+  if (n == NanCodes::negative_zero) return sign_bit(f);
+  return (sign_bit(f) - 1) | (negative ? sign_bit(f) : 0);
+}
 // Whether a scaling takes a format (mx: only formats with an emax_elem).
 constexpr bool takes(Scaling s, QuantFormat f) { return !info(s).needs_emax || info(f).emax_elem >= 0; }
+
+// fn(std::integral_constant<QuantFormat, F>{}) with F = f: a format as a compile-time constant, for the codecs that
+// are templates on it (the SIMD epilogue, the exact kernels'); every row of kFormatTable, so a new row needs no case.
+template <class Fn>
+constexpr void with_format(QuantFormat f, Fn&& fn) {
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (void)((f == static_cast<QuantFormat>(I) && (fn(std::integral_constant<QuantFormat, static_cast<QuantFormat>(I)>{}), true)) ||
+           ...);
+  }(std::make_index_sequence<std::size(kFormatTable)>{});
+}
 
 struct QuantSpec {
   QuantFormat format = QuantFormat::fp8_e4m3;
@@ -156,13 +201,13 @@ struct QuantSpecNames {  // each written before its value: "--quant fp9", Python
 struct QuantSpecError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
-// "fp8_e4m3, fp8_e5m2 or int8" and "tensor, row, group:G or mx", from the tables (help texts and errors).
+// "fp8_e4m3, fp8_e5m2, int8, ..." and "tensor, row, group:G or mx", from the tables (help texts and errors).
 std::string quant_format_names();
 std::string scaling_syntaxes();
 QuantSpec parse_quant_spec(std::string_view format, std::string_view scaling, std::optional<double> scale,
                            std::int64_t cols = 0, const QuantSpecNames& names = {});
 
-// "fp8_e4m3" | "fp8_e5m2" | "int8"; "tensor" | "row" | "group:G" | "mx" (G > 0). nullopt otherwise.
+// A format's name (kFormatTable); "tensor" | "row" | "group:G" | "mx" (G > 0). nullopt otherwise.
 std::optional<QuantFormat> parse_quant_format(std::string_view s);
 std::optional<Scaling> parse_scaling(std::string_view s, std::int64_t& group);
 // Empty when the spec fits a row of `cols`; otherwise why not, in words a user can act on.
@@ -171,6 +216,7 @@ std::string quant_spec_error(const QuantSpec& spec, std::int64_t cols);
 std::string describe(const QuantSpec& spec);
 
 // A code's value (NaN for the NaN codes, ±Inf for E5M2's); int8 codes are the byte as two's complement.
+// code_of_ordinal's negative_zero asks for −0 where the format has it (has_negative_zero), +0 otherwise.
 double decode(QuantFormat f, std::uint8_t code);
 // Q(v): v rounded to nearest, ties to even, once, saturating; NaN gives the fp8 NaN (0x7f, with v's sign bit)
 // and 0 for int8. Exact for any double v (no double rounding: the format's grid is compared with v itself).
