@@ -35,6 +35,9 @@ typename V::I fp8_codes(typename V::F y, typename V::F s32, typename V::D sd, ty
   constexpr float kMinNormal = pow2f(1 - kBias);                  // 2^emin, emin = 1 − bias
   constexpr float kSubnormalUnit = pow2f(kBias - 1 + Mbits);      // 1 / 2^(emin − mbits)
   constexpr unsigned kSign = sign_bit(Fmt);
+  // Every format fact a constant expression: an unoptimised build would otherwise call the constexpr helpers and
+  // emit them, and the table, as weak symbols in this ISA object (ctest isa_objects_share_no_code).
+  constexpr int kNanCode = static_cast<int>(nan_code(Fmt, false));
   // The f32 quotient's rounding: c = 2^(max(e, emin) + 23 − mbits) has the quantum as its ulp (the header's
   // argument with f32's 23 bits). Exact unless the f32 quotient is a midpoint of the grid, where the exact
   // quotient may lie on either side of it: |a − r| (exact: Sterbenz) is then half a quantum, c·2^-24.
@@ -59,14 +62,14 @@ typename V::I fp8_codes(typename V::F y, typename V::F s32, typename V::D sd, ty
   if (const typename V::M sub = V::cmp_lt(r, V::set1(kMinNormal)))
     code = V::select_i(sub, V::cvt_i(V::mul(V::min(r, V::set1(kMinNormal)), V::set1(kSubnormalUnit))), code);
   if constexpr (has_negative_zero(Fmt)) {
-    if (nan) code = V::select_i(nan, V::set1_i(static_cast<int>(nan_code(Fmt, false))), code);
+    if (nan) code = V::select_i(nan, V::set1_i(kNanCode), code);
     return V::or_i(code, V::and_i(V::template srli_i<24>(V::bits_i(y)), V::set1_i(static_cast<int>(kSign))));
   } else {
     // One zero: the sign only where the code is not 0; every NaN lane the one NaN code (the sign bit alone).
     const typename V::I negative = V::and_i(V::template srli_i<24>(V::bits_i(y)), V::set1_i(static_cast<int>(kSign)));
     const typename V::M zero = V::cmp_eq(r, V::zero());
     code = V::or_i(code, zero ? V::select_i(zero, V::set1_i(0), negative) : negative);
-    return nan ? V::select_i(nan, V::set1_i(static_cast<int>(nan_code(Fmt, false))), code) : code;
+    return nan ? V::select_i(nan, V::set1_i(kNanCode), code) : code;
   }
 }
 
