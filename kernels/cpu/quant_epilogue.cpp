@@ -17,11 +17,6 @@ std::uint8_t encode_quotient(QuantFormat f, float y, float s) {
   return encode(f, std::copysign(static_cast<double>(y) / static_cast<double>(s), static_cast<double>(y)));
 }
 
-void int_range(QuantFormat f, float& lo, float& hi) {
-  lo = static_cast<float>(info(f).qmin);
-  hi = static_cast<float>(qmax(f));
-}
-
 float group_scale(const QuantSpec& spec, float amax, bool nan, void* scales, std::int64_t at) {
   if (spec.scaling == Scaling::tensor) return spec.scale;
   if (nan) {

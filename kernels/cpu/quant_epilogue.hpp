@@ -28,9 +28,6 @@ void quantize_row(const QuantSpec& spec, const float* y, std::int64_t n, std::ui
 // Q(y / s) for one element: y/s in double (above), a NaN quotient's code with y's sign (Inf / Inf in a group
 // whose amax is Inf has no sign of its own). quantize_row's and the SIMD epilogue's tails.
 std::uint8_t encode_quotient(QuantFormat f, float y, float s);
-// An integer format's range [lo, hi] from its row (lnorm/quant.hpp), for ISA code: read here, in the generic TU, so
-// that no ISA object holds the table (ctest isa_objects_share_no_code).
-void int_range(QuantFormat f, float& lo, float& hi);
 
 // spec.group_size(n) and spec.scales_per_row(n) for the ISA code, which must not compile its own copies of
 // QuantSpec's inline members (clang's ASan build emitted scales_per_row as a weak symbol in avx2.cpp.o).
