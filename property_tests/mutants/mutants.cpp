@@ -455,7 +455,7 @@ const KernelInfo& control() {
 }
 
 std::span<const KernelInfo> all() {
-  static const std::array<KernelInfo, 43> kMutants{
+  static const auto kMutants = std::to_array<KernelInfo>({  // counted by the compiler: a new mutant is one line here
       mutant("mutant_var_unbiased", "variance divided by n-1 instead of n (NaN at n = 1)",
              &run<Defect::var_unbiased>),
       mutant("mutant_eps_outside_sqrt", "rstd = 1/(sqrt(var) + eps) instead of 1/sqrt(var + eps)",
@@ -537,7 +537,7 @@ std::span<const KernelInfo> all() {
              &run_bwd<BackwardDefect::dbeta_zero>, kBothNorms, k16Bit),
       bwd_mutant("mutant_bwd_param_sums_16bit", "backward, 16-bit x: dgamma and dbeta summed in x's 16-bit format",
              &run_bwd<BackwardDefect::param_sums_in_x_dtype>, kBothNorms, k16Bit),
-  };
+  });
   return kMutants;
 }
 
