@@ -35,7 +35,8 @@ std::vector<QuantSpec> quantized_specs() {
   // tensor scaling's scale is a placeholder: quantized_rows sets it to the exact tensor amax/qmax
   return {parse_quant_spec("fp8_e4m3", "tensor", 1.0), parse_quant_spec("fp8_e4m3", "row", std::nullopt),
           parse_quant_spec("fp8_e5m2", "group:128", std::nullopt), parse_quant_spec("int8", "row", std::nullopt),
-          parse_quant_spec("fp8_e4m3", "mx", std::nullopt)};
+          parse_quant_spec("fp8_e4m3", "mx", std::nullopt),
+          parse_quant_spec("fp8_e4m3fnuz", "row", std::nullopt)};  // ROCm's per-token FP8 (MI300)
 }
 
 json quantized_rows(const std::vector<const KernelInfo*>& kernels, const std::vector<Op>& forward_ops,
