@@ -48,6 +48,7 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "lnorm/half.hpp"
@@ -432,6 +433,11 @@ constexpr KernelInfo quant_mutant(std::string_view id, std::string_view summary,
   return KernelInfo{id, summary, {.dtypes = kAll, .forward_norms = kBothNorms, .prologues = kWithAdd, .epilogues = kWithQuant,
                                   .fuses_add = true, .f32_residual = true, .quant_input = QuantInput::x_dtype_y}, fn};
 }
+// Every row of kQuantMutants as a kernel (the defect a template argument: a plain function pointer each).
+template <std::size_t... I>
+std::array<KernelInfo, sizeof...(I)> quant_mutants(std::index_sequence<I...>) {
+  return {quant_mutant(kQuantMutants[I].name, kQuantMutants[I].summary, &run_quant<kQuantMutants[I].defect>)...};
+}
 // A defect in the backward.
 constexpr KernelInfo bwd_mutant(std::string_view id, std::string_view summary, BackwardFn fn, NormSet norms = kBothNorms,
                                 DTypeSet dtypes = kAll) {
@@ -455,7 +461,9 @@ const KernelInfo& control() {
 }
 
 std::span<const KernelInfo> all() {
-  static const auto kMutants = std::to_array<KernelInfo>({  // counted by the compiler: a new mutant is one line here
+  // Counted by the compiler: a new plain or Add & Norm mutant is one line here, a quantized one a row of
+  // kQuantMutants (quant_mutants.hpp), a backward one a line of backward_mutants().
+  static const auto kPlainAndAdd = std::to_array<KernelInfo>({
       mutant("mutant_var_unbiased", "variance divided by n-1 instead of n (NaN at n = 1)",
              &run<Defect::var_unbiased>),
       mutant("mutant_eps_outside_sqrt", "rstd = 1/(sqrt(var) + eps) instead of 1/sqrt(var + eps)",
@@ -493,34 +501,8 @@ std::span<const KernelInfo> all() {
       add_mutant("mutant_add_h_in_x_dtype", "Add & Norm: h rounded to x's dtype, then stored in the residual's",
              &run_add_defect<AddDefect::h_in_x_dtype>),
       add_mutant("mutant_add_h_truncated", "Add & Norm: h rounded toward zero", &run_add_defect<AddDefect::h_truncated>),
-      // The quantized epilogue's (quant_mutants.cpp).
-      quant_mutant("mutant_quant_truncates", "quantized: q rounded toward zero", &run_quant<QuantDefect::truncates>),
-      quant_mutant("mutant_quant_nan_on_overflow", "quantized: no saturation (fp8 NaN, int8 wraps past the range)",
-                   &run_quant<QuantDefect::nan_on_overflow>),
-      quant_mutant("mutant_quant_amax_of_x", "quantized: dynamic scales from the amax of x, not of y", &run_quant<QuantDefect::amax_of_x>),
-      quant_mutant("mutant_quant_e8m0_rounds_up", "quantized: mx exponent from ceil(log2 amax)", &run_quant<QuantDefect::e8m0_rounds_up>),
-      quant_mutant("mutant_quant_group_off_by_one", "quantized: each group's amax over a window one element off",
-                   &run_quant<QuantDefect::group_off_by_one>),
-      quant_mutant("mutant_quant_int8_clamps_127", "quantized: int8 saturates at -127, never -128", &run_quant<QuantDefect::int8_clamps_127>),
-      quant_mutant("mutant_quant_double_rounds", "quantized: y rounded to bf16, then divided and rounded again",
-                   &run_quant<QuantDefect::double_rounds>),
-      // The quantizer bugs a budget on q cannot see (issue 52): only verify's part (2), the contract applied to the y
-      // the kernel hands out, sees them.
-      quant_mutant("mutant_quant_ties_away", "quantized: exact ties rounded away from zero", &run_quant<QuantDefect::ties_away>),
-      quant_mutant("mutant_quant_fnuz_negative_zero", "quantized: FNUZ's zero from below written 0x80 (its NaN), as OCP's -0",
-                   &run_quant<QuantDefect::fnuz_negative_zero>),
-      quant_mutant("mutant_quant_fnuz_ocp_bias", "quantized: FNUZ written with OCP's bias (7/15, not 8/16): values halved",
-                   &run_quant<QuantDefect::fnuz_ocp_bias>),
-      quant_mutant("mutant_quant_ties_to_odd", "quantized: exact ties rounded to the odd code", &run_quant<QuantDefect::ties_to_odd>),
-      quant_mutant("mutant_quant_scale_truncated", "quantized: row/group scale amax/qmax rounded toward zero",
-                   &run_quant<QuantDefect::scale_truncated>),
-      quant_mutant("mutant_quant_scale_times_reciprocal", "quantized: row/group scale amax * f32(1/qmax), two roundings",
-                   &run_quant<QuantDefect::scale_times_reciprocal>),
-      quant_mutant("mutant_quant_reciprocal_multiply", "quantized: q = Q(f32(y * f32(1/s))), not Q(y/s)",
-                   &run_quant<QuantDefect::reciprocal_multiply>),
-      quant_mutant("mutant_quant_mx_exponent_of_bf16_amax", "quantized: mx exponent of amax rounded to bf16",
-                   &run_quant<QuantDefect::mx_exponent_of_bf16_amax>),
-      // The backward's (backward_mutants.cpp).
+  });
+  static const auto kBackward = std::to_array<KernelInfo>({  // the backward's (backward_mutants.cpp)
       bwd_mutant("mutant_bwd_drops_mean_g", "backward: LayerNorm's dx without mean(g)", &run_bwd<BackwardDefect::drops_mean_g>,
              NormSet{lnorm::Norm::layernorm}),
       bwd_mutant("mutant_bwd_drops_xhat_term", "backward: dx without xhat*mean(g*xhat)", &run_bwd<BackwardDefect::drops_xhat_term>),
@@ -538,6 +520,12 @@ std::span<const KernelInfo> all() {
       bwd_mutant("mutant_bwd_param_sums_16bit", "backward, 16-bit x: dgamma and dbeta summed in x's 16-bit format",
              &run_bwd<BackwardDefect::param_sums_in_x_dtype>, kBothNorms, k16Bit),
   });
+  static const std::vector<KernelInfo> kMutants = [] {
+    std::vector<KernelInfo> v(kPlainAndAdd.begin(), kPlainAndAdd.end());
+    for (const KernelInfo& k : quant_mutants(std::make_index_sequence<std::size(kQuantMutants)>{})) v.push_back(k);
+    v.insert(v.end(), kBackward.begin(), kBackward.end());
+    return v;
+  }();
   return kMutants;
 }
 

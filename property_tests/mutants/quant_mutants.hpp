@@ -2,6 +2,8 @@
 // test (mutants_test.cpp) to check that verify's `quantized` property catches every one. See quant_mutants.cpp.
 #pragma once
 
+#include <string_view>
+
 #include "lnorm/kernel.hpp"
 
 namespace lnorm::mutants {
@@ -26,6 +28,45 @@ enum class QuantDefect {
   // FNUZ's two classic slips (issue 55): OCP habits in a format that differs from OCP exactly there.
   fnuz_negative_zero,  // a negative value that rounds to zero written as the sign bit alone: −0 in OCP, FNUZ's NaN
   fnuz_ocp_bias,       // FNUZ written with the OCP twin's codes (bias 7 / 15, not 8 / 16): every value read back halved
+};
+
+// The quantized epilogue's mutants, one row each: mutants.cpp registers every row (every forward op, f32/f16/bf16,
+// the y in x's dtype handed out). A new one is its enum value above, its row here and its code in quant_mutants.cpp.
+struct QuantMutant {
+  QuantDefect defect;
+  std::string_view name, summary;
+};
+inline constexpr QuantMutant kQuantMutants[] = {
+    {QuantDefect::truncates, "mutant_quant_truncates",
+     "quantized: q rounded toward zero"},
+    {QuantDefect::nan_on_overflow, "mutant_quant_nan_on_overflow",
+     "quantized: no saturation (fp8 NaN, int8 wraps past the range)"},
+    {QuantDefect::amax_of_x, "mutant_quant_amax_of_x",
+     "quantized: dynamic scales from the amax of x, not of y"},
+    {QuantDefect::e8m0_rounds_up, "mutant_quant_e8m0_rounds_up",
+     "quantized: mx exponent from ceil(log2 amax)"},
+    {QuantDefect::group_off_by_one, "mutant_quant_group_off_by_one",
+     "quantized: each group's amax over a window one element off"},
+    {QuantDefect::int8_clamps_127, "mutant_quant_int8_clamps_127",
+     "quantized: int8 saturates at -127, never -128"},
+    {QuantDefect::double_rounds, "mutant_quant_double_rounds",
+     "quantized: y rounded to bf16, then divided and rounded again"},
+    {QuantDefect::ties_away, "mutant_quant_ties_away",
+     "quantized: exact ties rounded away from zero"},
+    {QuantDefect::fnuz_negative_zero, "mutant_quant_fnuz_negative_zero",
+     "quantized: FNUZ's zero from below written 0x80 (its NaN), as OCP's -0"},
+    {QuantDefect::fnuz_ocp_bias, "mutant_quant_fnuz_ocp_bias",
+     "quantized: FNUZ written with OCP's bias (7/15, not 8/16): values halved"},
+    {QuantDefect::ties_to_odd, "mutant_quant_ties_to_odd",
+     "quantized: exact ties rounded to the odd code"},
+    {QuantDefect::scale_truncated, "mutant_quant_scale_truncated",
+     "quantized: row/group scale amax/qmax rounded toward zero"},
+    {QuantDefect::scale_times_reciprocal, "mutant_quant_scale_times_reciprocal",
+     "quantized: row/group scale amax * f32(1/qmax), two roundings"},
+    {QuantDefect::reciprocal_multiply, "mutant_quant_reciprocal_multiply",
+     "quantized: q = Q(f32(y * f32(1/s))), not Q(y/s)"},
+    {QuantDefect::mx_exponent_of_bf16_amax, "mutant_quant_mx_exponent_of_bf16_amax",
+     "quantized: mx exponent of amax rounded to bf16"},
 };
 
 // forward: q and scales from y, which y_forward computes in x's dtype (the problem with y_as_x) into scratch.
