@@ -24,6 +24,16 @@ mkdir -p "$work"
 passed=0
 failed=0
 declare -a failures=()
+# ok NAME / not_ok NAME WHY: one probe's outcome, counted and printed.
+ok() {
+  passed=$((passed + 1))
+  echo "ok    $1"
+}
+not_ok() {
+  failed=$((failed + 1))
+  failures+=("$1: $2")
+  echo "FAIL  $1: $2"
+}
 
 # The folder's names and each file's checksum.
 state() { (cd "$1" && find . -mindepth 1 -printf '%P\n' | sort | while read -r f; do [[ -f $f ]] && echo "$f $(md5sum <"$f")" || echo "$f"; done); }
@@ -44,12 +54,9 @@ probe() {
   [[ -z $why && $before != "$after" ]] && why="the folder changed: $(diff <(echo "$before") <(echo "$after") | tr '\n' ' ')"
   [[ -z $why ]] && pgrep -f "$lnorm" >/dev/null && why="an lnorm process is still running" && pkill -KILL -f "$lnorm"
   if [[ -z $why ]]; then
-    passed=$((passed + 1))
-    echo "ok    $name"
+    ok "$name"
   else
-    failed=$((failed + 1))
-    failures+=("$name: $why")
-    echo "FAIL  $name: $why"
+    not_ok "$name" "$why"
     sed 's/^/        /' <<<"$out" | head -5
   fi
 }
@@ -67,12 +74,9 @@ mkdir -p "$out"
 verdict_or_none() {
   if [[ $f == oob || $f == crashy ]]; then
     if [[ -z $(ls -A "$out") ]]; then
-      passed=$((passed + 1))
-      echo "ok    $1: nothing written after the crash"
+      ok "$1: nothing written after the crash"
     else
-      failed=$((failed + 1))
-      failures+=("$1: written after a crash: $(ls -A "$out")")
-      echo "FAIL  $1: written after a crash"
+      not_ok "$1" "written after a crash: $(ls -A "$out")"
     fi
     rm -rf "${out:?}"/*
   else
@@ -81,12 +85,9 @@ verdict_or_none() {
 }
 verdict() {
   if [[ -f $2 ]] && grep -qE -- "$3" "$2"; then
-    passed=$((passed + 1))
-    echo "ok    $1"
+    ok "$1"
   else
-    failed=$((failed + 1))
-    failures+=("$1: $2 missing or without /$3/")
-    echo "FAIL  $1: $2 missing or without /$3/"
+    not_ok "$1" "$2 missing or without /$3/"
   fi
   rm -rf "${out:?}"/*
 }
@@ -100,7 +101,7 @@ for f in throws oob touches crashy; do
   [[ $f == touches ]] && run_says=""
   probe "run, plugin $f" "$fault_codes" "$run_says" "$lnorm" run --plugin "$so" --kernel "$k" --x "$x" --y "$out/y.npy"
   [[ $f == touches ]] && rm -f "$out/y.npy"
-  [[ -e $out/y.npy ]] && { failed=$((failed + 1)); failures+=("run, plugin $f: y.npy written"); }
+  [[ -e $out/y.npy ]] && not_ok "run, plugin $f" "y.npy written"
   bench_codes="1"
   [[ $f == touches ]] && bench_codes="0"  # bench times; it does not judge
   probe "bench, plugin $f" "$bench_codes" "" "$lnorm" bench --plugin "$so" --kernel "$k" --shape 8x64 --dtype f32 --quick --json "$out/b.json"
@@ -118,7 +119,7 @@ done
 probe "list, a library that crashes while loading" "1" "test_plugin_fault_static" "$lnorm" list --plugin "$plugins/test_plugin_fault_static.so"
 probe "run, a library that crashes while loading" "1" "test_plugin_fault_static" "$lnorm" run --plugin "$plugins/test_plugin_fault_static.so" --kernel naive --x "$x" --y "$T/w/y.npy"
 probe "verify, a library that crashes while loading" "1" "test_plugin_fault_static" "$lnorm" verify --plugin "$plugins/test_plugin_fault_static.so" --kernel naive --quick --json "$out/v.json"
-[[ -e $out/v.json ]] && { failed=$((failed + 1)); failures+=("verify, a library that crashes while loading: v.json written"); }
+[[ -e $out/v.json ]] && not_ok "verify, a library that crashes while loading" "v.json written"
 probe "list, two kernels of one name" "2" "faulty:dup" "$lnorm" list --plugin "$plugins/test_plugin_fault_dup.so"
 probe "verify, a kernel that hangs (--case-timeout 1)" "1" "faulty:hang" "$lnorm" verify --plugin "$plugins/test_plugin_fault_hang.so" --kernel faulty:hang --property shape --quick --cases 2 --case-timeout 1 --json "$out/v.json"
 verdict "verify's JSON fails the hanging case" "$out/v.json" 'longer than --case-timeout' 
@@ -147,12 +148,9 @@ if mkdir -p "$T/full" && mount -t tmpfs -o size=64k tmpfs "$T/full" 2>/dev/null;
     local left
     left=$(ls -A "$full")
     if [[ $code -ne 0 && $code -lt 128 && -z $left ]]; then
-      passed=$((passed + 1))
-      echo "ok    $name"
+      ok "$name"
     else
-      failed=$((failed + 1))
-      failures+=("$name: exit $code, left: $left")
-      echo "FAIL  $name: exit $code, left: $left"
+      not_ok "$name" "exit $code, left: $left"
     fi
     rm -rf "${full:?}"/* "$full"/.[!.]* 2>/dev/null
   }
@@ -185,12 +183,9 @@ sigprobe() {
   local left
   left=$(ls -A "$d")
   if [[ $was_running == yes && -z $left ]] && ! pgrep -f "$lnorm" >/dev/null; then
-    passed=$((passed + 1))
-    echo "ok    SIG$sig $name (exit $code)"
+    ok "SIG$sig $name (exit $code)"
   else
-    failed=$((failed + 1))
-    failures+=("SIG$sig $name: exit $code, running when signalled: $was_running, left: $left")
-    echo "FAIL  SIG$sig $name: exit $code, running when signalled: $was_running, left: $left"
+    not_ok "SIG$sig $name" "exit $code, running when signalled: $was_running, left: $left"
     pkill -KILL -f "$lnorm"
   fi
 }
