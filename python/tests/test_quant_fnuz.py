@@ -32,16 +32,20 @@ def test_decode_is_the_bit_layout(fmt, mbits, bias, top):
 @pytest.mark.parametrize("fmt", ["fp8_e4m3fnuz", "fp8_e5m2fnuz"])
 @pytest.mark.parametrize("scaling", ["row", "group:32"])
 def test_reference_check_and_run_agree(fmt, scaling):
-    x = np.random.default_rng(5).standard_normal((6, 128)).astype(np.float32)
+    # Rows of ±pairs, a 0 and a ±1e-30: the mean is ±1e-30/128, so the 0's y* is a tiny value of the other sign and
+    # the 1e-30's one of its own: both round to zero, from below in every other row.
+    v = np.random.default_rng(5).standard_normal((6, 63)).astype(np.float32)
+    tiny = (np.float32(1e-30) * np.array([-1, 1, -1, 1, -1, 1], np.float32))[:, None]
+    x = np.concatenate([v, -v, np.zeros((6, 1), np.float32), tiny], axis=1)
     q, s = lnorm.reference(x, quant=fmt, scaling=scaling)
     assert q.dtype == np.uint8 and not (q == 0x80).any()  # finite rows: never the NaN code, never a -0
     assert lnorm.check(x, q, quant=fmt, scaling=scaling, scales=s)
     q2, s2 = lnorm.run("avx2_cr", x, quant=fmt, scaling=scaling)  # correctly rounded: the reference's bits
     assert np.array_equal(q, q2) and np.array_equal(s, s2)
+    assert (q == 0).any()  # the rows hold values that round to zero, of both signs
     bad = q.copy()
     bad[q == 0] = 0x80  # OCP's -0 habit: FNUZ's NaN
-    if (q == 0).any():
-        assert not lnorm.check(x, bad, quant=fmt, scaling=scaling, scales=s)
+    assert not lnorm.check(x, bad, quant=fmt, scaling=scaling, scales=s)
 
 
 def test_mx_refuses_fnuz():
