@@ -60,8 +60,10 @@ struct QuantCandidates {
     if (q->header().descr != q_descr(s.spec))
       throw InputError(f.q + ": holds '" + q->header().descr + "' but " + std::string(name(s.spec.format)) + " is stored as '" +
                        q_descr(s.spec) + "'");
-    if (q->header().shape != s.in.shape)
-      throw InputError(f.q + ": has shape " + shape_text(q->header().shape) + " but x has shape " + shape_text(s.in.shape));
+    if (q->header().shape != s.q_shape)
+      throw InputError(f.q + ": has shape " + shape_text(q->header().shape) + " but " + std::string(name(s.spec.format)) +
+                       " codes of x " + shape_text(s.in.shape) + " are " + shape_text(s.q_shape) +
+                       (is_packed(s.spec.format) ? " (two a byte, element 2i in the low nibble)" : ""));
     if (per_row > 0) {
       scales.emplace(f.scales);
       if (scales->header().descr != scales_descr(s.spec))
@@ -89,8 +91,9 @@ struct QuantCandidates {
       throw InputError(path + ": has shape " + shape_text(y->header().shape) + " but x has shape " + shape_text(s.in.shape));
   }
   void read(std::int64_t r0, std::int64_t nr, std::int64_t cols, const QuantSpec& spec) {
-    qbuf.resize(static_cast<std::size_t>(nr * cols));
-    q->read(r0 * cols, nr * cols, qbuf.data());
+    const std::int64_t row_bytes = spec.q_bytes(1, cols);
+    qbuf.resize(static_cast<std::size_t>(nr * row_bytes));
+    q->read(r0 * row_bytes, nr * row_bytes, qbuf.data());
     if (scales) {
       sbuf.resize(static_cast<std::size_t>(nr * per_row) * scale_size(spec));
       scales->read(r0 * per_row, nr * per_row, sbuf.data());

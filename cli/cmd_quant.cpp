@@ -36,6 +36,7 @@ QuantSetup setup(const ProblemFlags& problem, const QuantFlags& f) {
   }
   s.scales_shape.assign(s.in.shape.begin(), s.in.shape.begin() + s.in.axis);
   s.scales_shape.push_back(s.spec.scales_per_row(p.cols));
+  s.q_shape = q_shape(set_quant(p, s.spec), s.in.shape, s.in.axis);
   return s;
 }
 
@@ -66,7 +67,8 @@ void add_quant_flags(CLI::App& cmd, QuantFlags& f, bool check) {
                       ->default_val("tensor");
   f.scale_opt = cmd.add_option("--scale", f.scale, "tensor scaling's scale S (an f32 > 0; required there, refused elsewhere)");
   if (check) {
-    cmd.add_option("--q", f.q, "The candidate's quantized output (.npy, x's shape: '|u1' fp8 bit patterns or '|i1' int8)");
+    cmd.add_option("--q", f.q, "The candidate's quantized output (.npy, x's shape: '|u1' fp8 bit patterns or '|i1' int8; fp4_e2m1: "
+                               "'|u1' two codes a byte, element 2i in the low nibble, x.shape[:axis] + (cols/2,))");
     cmd.add_option("--scales", f.scales,
                    "The candidate's scales for row/group:G/mx (.npy, x.shape[:axis] + (groups,): '<f4', or '|u1' E8M0 for mx)");
     cmd.add_option("--max-q-ulp", f.budget.max_q_ulp,
@@ -76,7 +78,8 @@ void add_quant_flags(CLI::App& cmd, QuantFlags& f, bool check) {
                    "Budget for dynamic scales: f32 ulps (row, group) or E8M0 steps (mx), flat (default per group: 2 ulps + "
                    "what rounding y to x's dtype first moves the scale; mx: that move alone)")->check(budget_number());
   } else {
-    cmd.add_option("--q", f.q, "With --quant: write the exact q here (.npy, x's shape: '|u1' fp8 bit patterns or '|i1' int8)");
+    cmd.add_option("--q", f.q, "With --quant: write the exact q here (.npy, x's shape: '|u1' fp8 bit patterns or '|i1' int8; "
+                               "fp4_e2m1: two codes a byte, element 2i in the low nibble, x.shape[:axis] + (cols/2,))");
     cmd.add_option("--scales", f.scales,
                    "With --quant and row/group:G/mx scaling: write the exact scales here (.npy, x.shape[:axis] + (groups,): "
                    "'<f4', or '|u1' E8M0 for mx)");
@@ -117,7 +120,7 @@ int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const 
   }
   // The quantized op's operands (q, its scales, h) and the y op's (mean, rstd, and h for the reference), from the
   // operand table; the reference's exact y beside q is no operand of the quantized op, so it has its own file.
-  OutputFiles files(qp, {s.in.shape, s.in.stats_shape(), {}, s.scales_shape});
+  OutputFiles files(qp, {s.in.shape, s.in.stats_shape(), {}, s.scales_shape, s.q_shape});
   files.open(Operand::q, f.q);
   files.open(Operand::scales, f.scales);
   files.open(Operand::h, side.h);

@@ -28,6 +28,7 @@ struct QuantSetup {
   ProblemInputs in;
   QuantSpec spec;
   std::vector<std::int64_t> scales_shape;  // x.shape[:axis] + (groups per row,)
+  std::vector<std::int64_t> q_shape;       // x's shape; a packed format's x.shape[:axis] + (cols/2,)
 };
 // Loads the problem and parses --quant/--scaling/--scale (parse_quant_spec's refusals as InputError).
 QuantSetup setup(const ProblemFlags& problem, const QuantFlags& f);

@@ -3,8 +3,9 @@
 
 namespace lnorm::cli {
 
-const std::vector<std::int64_t>& ExtentShapes::of(Extent e) const {
-  switch (e) {
+const std::vector<std::int64_t>& ExtentShapes::of(const OperandInfo& o) const {
+  if (o.storage == Storage::q_code && !q_codes.empty()) return q_codes;
+  switch (o.extent) {
     case Extent::elements: return elements;
     case Extent::per_row: return per_row;
     case Extent::params: return params;
@@ -16,7 +17,7 @@ const std::vector<std::int64_t>& ExtentShapes::of(Extent e) const {
 void OutputFiles::open(Operand o, const std::string& path) {
   if (path.empty()) return;
   const OperandInfo& row = info(o);
-  files_[static_cast<std::size_t>(o)].emplace(path, std::string(npy_descr(row, p_)), shapes_.of(row.extent));
+  files_[static_cast<std::size_t>(o)].emplace(path, std::string(npy_descr(row, p_)), shapes_.of(row));
 }
 
 void OutputFiles::connect(OperandStreams& ops) {

@@ -23,7 +23,8 @@ void commit_together(const std::vector<io::NpyWriter*>& writers);
 // The shape of an operand of each extent, for one problem's files.
 struct ExtentShapes {
   std::vector<std::int64_t> elements, per_row, params, scales;
-  const std::vector<std::int64_t>& of(Extent e) const;
+  std::vector<std::int64_t> q_codes;  // q's, where it is not the elements' (a packed format); empty: elements
+  const std::vector<std::int64_t>& of(const OperandInfo& o) const;
 };
 
 class OutputFiles {

@@ -62,6 +62,13 @@ std::int64_t byte_count(const OperandInfo& o, const Problem& p) {
   return element_count(o, p) * static_cast<std::int64_t>(element_size(o, p));
 }
 
+std::vector<std::int64_t> q_shape(const Problem& p, const std::vector<std::int64_t>& x_shape, int axis) {
+  if (!is_packed(p.quant.format)) return x_shape;
+  std::vector<std::int64_t> s(x_shape.begin(), x_shape.begin() + axis);
+  s.push_back(p.quant.q_bytes(1, p.cols));
+  return s;
+}
+
 std::string_view npy_descr(const OperandInfo& o, const Problem& p) {
   if (const auto d = element_dtype(o, p)) return npy_descr(*d);
   if (o.storage == Storage::q_code) return p.quant.format_info().npy_descr;

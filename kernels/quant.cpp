@@ -71,6 +71,14 @@ std::string g9(double v) {
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return buf;
 }
+// A packed format's rows and groups start on a byte: their lengths even (tensor scaling: the row's).
+std::string packing_error(const QuantSpec& spec, std::int64_t cols) {
+  if (!is_packed(spec.format)) return {};
+  const std::int64_t g = spec.group_size(cols);
+  if (cols % 2 == 0 && g % 2 == 0) return {};
+  return std::string(name(spec.format)) + " stores two codes a byte: the row (" + std::to_string(cols) + ") and its groups (" +
+         std::to_string(g) + ") must hold an even number of elements";
+}
 }  // namespace
 
 std::string quant_format_names() { return one_of(kFormatTable, &FormatInfo::name); }
@@ -91,6 +99,7 @@ std::string quant_spec_error(const QuantSpec& spec, std::int64_t cols) {
     why.append(sc.name).append(" scaling's groups of ").append(std::to_string(g));
     why.append(" do not divide the row of ").append(std::to_string(cols)).append(" elements");
   }
+  if (why.empty()) why = packing_error(spec, cols);
   return why;
 }
 
@@ -123,6 +132,8 @@ QuantSpec parse_quant_spec(std::string_view format, std::string_view scaling, st
   if (cols > 0)
     if (const std::int64_t g = spec.group_size(cols); g <= 0 || cols % g != 0)
       fail(names.scaling, scaling, "groups of " + std::to_string(g) + " do not divide the row of " + std::to_string(cols) + " elements");
+  if (cols > 0)
+    if (const std::string odd = packing_error(spec, cols); !odd.empty()) fail(names.quant, format, odd);
   return spec;
 }
 
@@ -134,25 +145,25 @@ std::string describe(const QuantSpec& spec) {
 }
 
 std::int64_t max_ordinal(QuantFormat f) {
-  if (!is_fp8(f)) return static_cast<std::int64_t>(qmax(f));
+  if (!is_float(f)) return static_cast<std::int64_t>(qmax(f));
   return top_magnitude_code(f);
 }
-std::int64_t min_ordinal(QuantFormat f) { return is_fp8(f) ? -max_ordinal(f) : static_cast<std::int64_t>(info(f).qmin); }
+std::int64_t min_ordinal(QuantFormat f) { return is_float(f) ? -max_ordinal(f) : static_cast<std::int64_t>(info(f).qmin); }
 
 double value_of_ordinal(QuantFormat f, std::int64_t k) {
-  if (!is_fp8(f)) return static_cast<double>(k);
+  if (!is_float(f)) return static_cast<double>(k);
   const double m = fp8_magnitude(f, static_cast<unsigned>(k < 0 ? -k : k));
   return k < 0 ? -m : m;
 }
 
 std::uint8_t code_of_ordinal(QuantFormat f, std::int64_t k, bool negative_zero) {
-  if (!is_fp8(f)) return static_cast<std::uint8_t>(static_cast<std::int8_t>(k));
+  if (!is_float(f)) return static_cast<std::uint8_t>(static_cast<std::int8_t>(k));
   if (k == 0) return negative_zero && has_negative_zero(f) ? static_cast<std::uint8_t>(sign_bit(f)) : 0x00;
   return static_cast<std::uint8_t>(k < 0 ? (sign_bit(f) | -k) : k);
 }
 
 std::int64_t ordinal_of_code(QuantFormat f, std::uint8_t code) {
-  if (!is_fp8(f)) return static_cast<std::int8_t>(code);
+  if (!is_float(f)) return static_cast<std::int8_t>(code);
   const std::int64_t mag = code & (sign_bit(f) - 1);
   return code & sign_bit(f) ? -mag : mag;
 }
@@ -184,7 +195,7 @@ double decode(QuantFormat f, std::uint8_t code) {
 }
 
 double quantum_at(QuantFormat f, double v) {
-  if (!is_fp8(f)) return 1.0;
+  if (!is_float(f)) return 1.0;
   const int mbits = info(f).mbits, emin = 1 - info(f).bias;
   const double a = std::fmin(std::fabs(v), qmax(f));
   int e = emin;
@@ -194,7 +205,7 @@ double quantum_at(QuantFormat f, double v) {
 
 std::uint8_t encode(QuantFormat f, double v) {
   if (std::isnan(v)) return static_cast<std::uint8_t>(nan_code(f, std::signbit(v)));
-  if (!is_fp8(f)) {
+  if (!is_float(f)) {
     // Adding and subtracting 1.5·2^52 rounds a double below 2^51 to an integer, ties to even (one IEEE addition).
     constexpr double kMagic = 0x1.8p52;
     const double k = (std::clamp(v, info(f).qmin, qmax(f)) + kMagic) - kMagic;

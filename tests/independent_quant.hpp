@@ -114,6 +114,10 @@ inline double independent_add(const Format& f, double x, double r) {
 // 0x80.
 inline double independent_code_value(QuantFormat f, std::uint8_t code) {
   if (f == QuantFormat::int8) return code < 128 ? code : static_cast<double>(code) - 256;
+  if (f == QuantFormat::fp4_e2m1) {  // OCP MX v1.0 table 6: S.EE.M, bias 1, every code finite; a nibble
+    static constexpr double kMagnitude[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+    return (code & 0x8) ? -kMagnitude[code & 7] : kMagnitude[code & 7];
+  }
   const bool fnuz = f == QuantFormat::fp8_e4m3fnuz || f == QuantFormat::fp8_e5m2fnuz;
   const bool e4m3 = f == QuantFormat::fp8_e4m3 || f == QuantFormat::fp8_e4m3fnuz;
   const int mbits = e4m3 ? 3 : 2, ebits = e4m3 ? 4 : 5, bias = (e4m3 ? 7 : 15) + (fnuz ? 1 : 0);
@@ -140,12 +144,13 @@ inline double independent_qmax(QuantFormat f) {
     case QuantFormat::fp8_e4m3fnuz: return 240;
     case QuantFormat::fp8_e5m2:
     case QuantFormat::fp8_e5m2fnuz: return 57344;
+    case QuantFormat::fp4_e2m1: return 6;
     default: return 127;
   }
 }
 // The FNUZ formats are not MX element types (-1).
 inline int independent_emax_elem(QuantFormat f) {
-  return f == QuantFormat::fp8_e4m3 ? 8 : f == QuantFormat::fp8_e5m2 ? 15 : -1;
+  return f == QuantFormat::fp8_e4m3 ? 8 : f == QuantFormat::fp8_e5m2 ? 15 : f == QuantFormat::fp4_e2m1 ? 2 : -1;
 }
 inline bool independent_fnuz(QuantFormat f) { return f == QuantFormat::fp8_e4m3fnuz || f == QuantFormat::fp8_e5m2fnuz; }
 
@@ -171,6 +176,12 @@ class IndependentQuantizer {
         if (v <= 127) pos_.push_back({static_cast<double>(v), static_cast<std::uint8_t>(v), v % 2 == 0});
         neg_.push_back({static_cast<double>(v), static_cast<std::uint8_t>((256 - v) & 0xff), v % 2 == 0});
       }
+    } else if (f == QuantFormat::fp4_e2m1) {
+      for (int c = 0; c < 8; ++c) {
+        const double v = independent_code_value(f, static_cast<std::uint8_t>(c));
+        pos_.push_back({v, static_cast<std::uint8_t>(c), (c & 1) == 0});
+        neg_.push_back({v, static_cast<std::uint8_t>(c | 0x8), (c & 1) == 0});
+      }
     } else {
       const int mbits = f == QuantFormat::fp8_e4m3 || f == QuantFormat::fp8_e4m3fnuz ? 3 : 2;
       for (int c = 0; c < 128; ++c) {
@@ -193,7 +204,10 @@ class IndependentQuantizer {
   QuantFormat format() const { return f_; }
   const std::vector<Point>& positive() const { return pos_; }
   const std::vector<Point>& negative() const { return neg_; }  // magnitudes of the negative values
-  std::uint8_t nan_code() const { return f_ == QuantFormat::int8 ? 0 : independent_fnuz(f_) ? 0x80 : 0x7f; }
+  // int8 and E2M1 have no NaN code: 0
+  std::uint8_t nan_code() const {
+    return f_ == QuantFormat::int8 || f_ == QuantFormat::fp4_e2m1 ? 0 : independent_fnuz(f_) ? 0x80 : 0x7f;
+  }
 
   // The code of Q(t) for a real t (t = y*/s: `divide` builds it).
   std::uint8_t quantize(const RealValue& t, Counts* counts = nullptr) const {

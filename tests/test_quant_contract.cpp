@@ -72,9 +72,13 @@ TEST_CASE("quantize_given_y is the independent quantizer's Q(y/s) and scale, on 
       std::vector<float> y = decision_rows(f, rows, cols, G, 17 + static_cast<unsigned>(f) * 4 + static_cast<unsigned>(sc),
                                      spec.scale);
       y[5] = NAN;  // a NaN in row 0's first group
-      std::vector<std::uint8_t> q(static_cast<std::size_t>(rows * cols));
+      std::vector<std::uint8_t> q(static_cast<std::size_t>(spec.q_bytes(rows, cols)));
       std::vector<std::byte> scales(static_cast<std::size_t>(rows * per_row * 4));
       quantize_given_y(spec, ConsistencyRule::contract, y.data(), rows, cols, q.data(), scales.data());
+      const auto code_at = [&](std::int64_t e) {  // as stored; fp4: element 2i in byte i's low nibble, by hand
+        return f == QuantFormat::fp4_e2m1 ? static_cast<std::uint8_t>(e % 2 ? q[static_cast<std::size_t>(e / 2)] >> 4 : q[static_cast<std::size_t>(e / 2)] & 0x0f)
+                                          : q[static_cast<std::size_t>(e)];
+      };
       const IndependentQuantizer iq(f);
       std::int64_t ties = 0, bad = 0;
       for (std::int64_t r = 0; r < rows; ++r)
@@ -102,9 +106,10 @@ TEST_CASE("quantize_given_y is the independent quantizer's Q(y/s) and scale, on 
             const float yi = y[static_cast<std::size_t>(r * cols + g * G + i)];
             // The reals have one zero (+0); the rule keeps y's sign of zero (−0 / s = −0, fp8's 0x80).
             std::uint8_t want = nan ? iq.nan_code() : iq.quantize_scaled(yg[static_cast<std::size_t>(i)], s, inv, &counts);
-            if (!nan && yi == 0 && std::signbit(yi) && is_fp8(f) && !lnorm::testing::independent_fnuz(f)) want = 0x80;  // FNUZ: one zero
-            const std::uint8_t got = q[static_cast<std::size_t>(r * cols + g * G + i)];
-            const bool ok = is_fp8(f) && code_is_nan(f, want) ? code_is_nan(f, got) : got == want;
+            if (!nan && yi == 0 && std::signbit(yi) && is_float(f) && !lnorm::testing::independent_fnuz(f))
+              want = static_cast<std::uint8_t>(sign_bit(f));  // −0 (FNUZ: one zero)
+            const std::uint8_t got = code_at(r * cols + g * G + i);
+            const bool ok = is_float(f) && code_is_nan(f, want) ? code_is_nan(f, got) : got == want;
             if (!ok) UNSCOPED_INFO("row " << r << " col " << g * G + i << " y " << y[static_cast<std::size_t>(r * cols + g * G + i)]
                                           << " got 0x" << std::hex << int(got) << " want 0x" << int(want) << std::dec);
             bad += !ok;

@@ -35,7 +35,7 @@ using lnorm::testing::RealValue;
 namespace {
 
 constexpr QuantFormat kFormats[] = {QuantFormat::fp8_e4m3, QuantFormat::fp8_e5m2, QuantFormat::int8, QuantFormat::fp8_e4m3fnuz,
-                                     QuantFormat::fp8_e5m2fnuz};
+                                     QuantFormat::fp8_e5m2fnuz, QuantFormat::fp4_e2m1};
 
 using lnorm::testing::same_value;
 
@@ -130,7 +130,7 @@ std::string check(const Dataset& d, const QuantSpec& spec, IndependentQuantizer:
   const bool mx = spec.scaling == Scaling::mx;
   const std::int64_t G = spec.scaling == Scaling::group ? spec.group : mx ? 32 : n;  // elements per scale
   const std::int64_t per_row = spec.scaling == Scaling::tensor ? 0 : n / G;
-  std::vector<std::uint8_t> q(static_cast<std::size_t>(rows * n), 0xa5);
+  std::vector<std::uint8_t> q(static_cast<std::size_t>(spec.q_bytes(rows, n)), 0xa5);  // as stored (fp4: packed)
   std::vector<float> s32(static_cast<std::size_t>(rows * per_row), -7.0f);
   std::vector<std::uint8_t> s8(static_cast<std::size_t>(rows * per_row), 0xa5);
   void* scales = per_row == 0 ? nullptr : mx ? static_cast<void*>(s8.data()) : static_cast<void*>(s32.data());
@@ -172,7 +172,9 @@ std::string check(const Dataset& d, const QuantSpec& spec, IndependentQuantizer:
         const RealValue& y = d.y[static_cast<std::size_t>(r * n + i)];
         const std::uint8_t want = group_nan ? iq.nan_code() : iq.quantize_scaled(y, s, inv_s, &counts);
         if (group_nan) counts.nan++;
-        const std::uint8_t got = q[static_cast<std::size_t>(r * n + i)];
+        // The stored code: a byte, or fp4's nibble (element 2i low), unpacked here by hand, not by load_code.
+        const std::size_t e = static_cast<std::size_t>(r * n + i);
+        const std::uint8_t got = f == QuantFormat::fp4_e2m1 ? (e % 2 ? q[e / 2] >> 4 : q[e / 2] & 0x0f) : q[e];
         const bool ok = f != QuantFormat::int8 && is_nan_code(f, want) ? is_nan_code(f, got) : got == want;
         if (!ok) {
           std::snprintf(buf, sizeof buf, "row %lld col %lld: code got 0x%02x want 0x%02x (y* = %s, s = %a)",
@@ -271,7 +273,7 @@ TEST_CASE("quant: the independent grids are the formats' (anchors from the OCP s
   for (QuantFormat f : kFormats) {
     CHECK(qmax(f) == lnorm::testing::independent_qmax(f));
     if (f != QuantFormat::int8) CHECK(emax_elem(f) == lnorm::testing::independent_emax_elem(f));
-    if (f != QuantFormat::int8) CHECK(std::isnan(decode(f, lnorm::encode(f, NAN))));
+    if (f != QuantFormat::int8 && f != QuantFormat::fp4_e2m1) CHECK(std::isnan(decode(f, lnorm::encode(f, NAN))));
   }
 }
 
@@ -281,7 +283,7 @@ TEST_CASE("quant: decode, encode and the ordinals agree with the grids enumerate
     const IndependentQuantizer iq(f);
     const bool fp8 = f != QuantFormat::int8;
     // Every code decodes to its value (NaN codes NaN, E5M2's Inf ±Inf, 0x80 −0 in fp8).
-    for (int c = 0; c < 256; ++c) {
+    for (int c = 0; c < (f == QuantFormat::fp4_e2m1 ? 16 : 256); ++c) {
       INFO("code " << c);
       const double want = lnorm::testing::independent_code_value(f, static_cast<std::uint8_t>(c));
       CHECK(same_value(decode(f, static_cast<std::uint8_t>(c)), want));
@@ -331,6 +333,18 @@ TEST_CASE("quant: decode, encode and the ordinals agree with the grids enumerate
       CHECK(decode(f, lnorm::encode(f, 1.125)) == 1.0);
       CHECK(lnorm::encode(f, -0x1p-18) == 0x00);
       CHECK(lnorm::encode(f, 1e6) == 0x7f);
+    } else if (f == QuantFormat::fp4_e2m1) {  // ±{0, 0.5, 1, 1.5, 2, 3, 4, 6}: ties to the even code
+      CHECK(lnorm::encode(f, 0.25) == 0x0);
+      CHECK(lnorm::encode(f, -0.25) == 0x8);  // −0
+      CHECK(lnorm::encode(f, 0.75) == 0x2);   // 0.5 (code 1) or 1 (code 2): 1
+      CHECK(lnorm::encode(f, 1.25) == 0x2);
+      CHECK(lnorm::encode(f, 2.5) == 0x4);
+      CHECK(lnorm::encode(f, 3.5) == 0x6);
+      CHECK(lnorm::encode(f, 5) == 0x6);
+      CHECK(lnorm::encode(f, -5.0001) == 0xf);
+      CHECK(lnorm::encode(f, 7) == 0x7);      // saturates at 6
+      CHECK(lnorm::encode(f, 1e30) == 0x7);
+      CHECK(lnorm::encode(f, NAN) == 0x0);    // no NaN code
     } else {
       CHECK(lnorm::encode(f, 0.5) == 0);
       CHECK(lnorm::encode(f, 1.5) == 2);
@@ -347,14 +361,16 @@ TEST_CASE("quant: decode, encode and the ordinals agree with the grids enumerate
     CHECK(lnorm::encode(f, INFINITY) == iq.positive().back().code);
     CHECK(lnorm::encode(f, -INFINITY) == iq.negative().back().code);
     const bool fnuz = lnorm::testing::independent_fnuz(f);
-    CHECK(lnorm::encode(f, -0.0) == (fp8 && !fnuz ? 0x80 : 0x00));
+    const bool fp4 = f == QuantFormat::fp4_e2m1;
+    const unsigned sign = fp4 ? 0x8 : 0x80;  // the code's sign bit
+    CHECK(lnorm::encode(f, -0.0) == (fp8 && !fnuz ? sign : 0x00));
     if (fnuz) {  // one zero: what rounds to zero from below is +0, and 0x80 is the NaN every NaN gets
       CHECK(lnorm::encode(f, -1e-30) == 0x00);
       CHECK(lnorm::encode(f, NAN) == 0x80);
       CHECK(lnorm::encode(f, -NAN) == 0x80);
     }
     CHECK(lnorm::encode(f, 0.0) == 0x00);
-    if (fp8) {
+    if (fp8 && !fp4) {
       CHECK(is_nan_code(f, lnorm::encode(f, NAN)));
       CHECK(is_nan_code(f, lnorm::encode(f, -NAN)));
     } else {
@@ -377,8 +393,8 @@ TEST_CASE("quant: decode, encode and the ordinals agree with the grids enumerate
     }
     CHECK(iq.positive().size() + iq.negative().size() - 1 == static_cast<std::size_t>(max_ordinal(f) - min_ordinal(f) + 1));  // 0 twice
     if (fp8 && !fnuz) {
-      CHECK(code_of_ordinal(f, 0, true) == 0x80);
-      CHECK(ordinal_of_code(f, 0x80) == 0);
+      CHECK(code_of_ordinal(f, 0, true) == sign);
+      CHECK(ordinal_of_code(f, static_cast<std::uint8_t>(sign)) == 0);
     }
     if (fnuz) CHECK(code_of_ordinal(f, 0, true) == 0x00);
   }

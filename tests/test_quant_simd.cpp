@@ -82,7 +82,7 @@ struct Out {
 
 Out run_quantized(const KernelInfo& k, const Problem& p, const QuantSpec& spec, const Tensors& in) {
   Out o;
-  o.q.assign(static_cast<std::size_t>(p.rows * p.cols), 0xAA);
+  o.q.assign(static_cast<std::size_t>(spec.q_bytes(p.rows, p.cols)), 0xAA);
   const std::int64_t per_row = spec.scales_per_row(p.cols);
   o.scales.assign(static_cast<std::size_t>(p.rows * per_row) * (spec.scales_are_e8m0() ? 1 : 4), 0xAA);
   Tensors t = in;
@@ -106,11 +106,11 @@ TEST_CASE("simd quantized epilogue: q and scales equal quantize_row's on adversa
       for (std::uint64_t seed = 1; seed <= 8; ++seed) {
         const std::vector<float> beta = adversarial_row(spec, n, seed);
         Out want;
-        want.q.resize(static_cast<std::size_t>(rows * n));
+        want.q.resize(static_cast<std::size_t>(spec.q_bytes(rows, n)));
         const std::int64_t per_row = spec.scales_per_row(n);
         want.scales.resize(static_cast<std::size_t>(rows * per_row) * (spec.scales_are_e8m0() ? 1 : 4));
         for (std::int64_t r = 0; r < rows; ++r)
-          cpu::quantize_row(spec, beta.data(), n, want.q.data() + r * n, per_row ? want.scales.data() : nullptr, r);
+          cpu::quantize_row(spec, beta.data(), n, want.q.data(), per_row ? want.scales.data() : nullptr, r);
         for (const KernelInfo* k : simd_kernels(p)) {
           INFO(k->name << " " << describe(spec) << " n " << n << " seed " << seed);
           const Out got = run_quantized(*k, p, spec, Tensors{x.data(), gamma.data(), beta.data()});
@@ -237,7 +237,7 @@ TEST_CASE("correctly rounded kernels: y* a hair below a tie or a power of two th
       const auto g = testing::encode(DType::bf16, std::vector<double>(static_cast<std::size_t>(cols), c.gamma));
       const std::int64_t per_row = c.spec.scales_per_row(cols);
       Out want;
-      want.q.resize(static_cast<std::size_t>(rows * cols));
+      want.q.resize(static_cast<std::size_t>(c.spec.q_bytes(rows, cols)));
       want.scales.resize(static_cast<std::size_t>(rows * per_row) * (c.spec.scales_are_e8m0() ? 1 : 4));
       quantize_reference(p, c.spec, x.data(), nullptr, g.data(), nullptr, rows, 1, want.q.data(), per_row ? want.scales.data() : nullptr);
       // What f64 arithmetic alone gives (y = ±γ): a different answer, or the case tests nothing.
@@ -246,7 +246,7 @@ TEST_CASE("correctly rounded kernels: y* a hair below a tie or a power of two th
       std::vector<float> y_f64(static_cast<std::size_t>(cols));
       for (std::int64_t r = 0; r < rows; ++r) {
         for (std::int64_t i = 0; i < cols; ++i) y_f64[static_cast<std::size_t>(i)] = static_cast<float>(xv[static_cast<std::size_t>(r * cols + i)] * c.gamma);
-        cpu::quantize_row(c.spec, y_f64.data(), cols, f64_q.data() + r * cols, per_row ? f64_scales.data() : nullptr, r);
+        cpu::quantize_row(c.spec, y_f64.data(), cols, f64_q.data(), per_row ? f64_scales.data() : nullptr, r);
       }
       INFO(name(op) << " " << describe(c.spec));
       CHECK((f64_q != want.q || f64_scales != want.scales));

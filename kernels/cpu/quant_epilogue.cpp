@@ -7,9 +7,14 @@
 
 namespace lnorm::cpu {
 
-void quant_groups(const QuantSpec& spec, std::int64_t n, std::int64_t& group, std::int64_t& per_row) {
+void quant_groups(const QuantSpec& spec, std::int64_t n, std::int64_t& group, std::int64_t& per_row, std::int64_t& row_bytes) {
   group = spec.group_size(n);
   per_row = spec.scales_per_row(n);
+  row_bytes = spec.q_bytes(1, n);
+}
+
+void pack_codes(const std::uint8_t* codes, std::int64_t n, std::uint8_t* q) {
+  for (std::int64_t i = 0; i < n; i += 2) q[i / 2] = static_cast<std::uint8_t>((codes[i] & 0x0f) | (codes[i + 1] << 4));
 }
 
 std::uint8_t encode_quotient(QuantFormat f, float y, float s) {
@@ -44,12 +49,12 @@ float group_scale(const QuantSpec& spec, float amax, bool nan, void* scales, std
   return s;
 }
 
-void quantize_row(const QuantSpec& spec, const float* y, std::int64_t n, std::uint8_t* q, void* scales, std::int64_t row) {
+void quantize_row(const QuantSpec& spec, const float* y, std::int64_t n, std::uint8_t* q_all, void* scales, std::int64_t row) {
   const QuantFormat f = spec.format;
   const std::int64_t G = spec.group_size(n), per_row = spec.scales_per_row(n);
+  std::uint8_t* q = q_all + spec.q_bytes(row, n);
   for (std::int64_t g = 0; g < n / G; ++g) {
     const float* yg = y + g * G;
-    std::uint8_t* qg = q + g * G;
     float amax = 0;
     bool nan = false;
     if (spec.scaling != Scaling::tensor) {
@@ -59,11 +64,7 @@ void quantize_row(const QuantSpec& spec, const float* y, std::int64_t n, std::ui
       }
     }
     const float s = group_scale(spec, amax, nan, scales, row * per_row + g);
-    if (nan) {
-      std::fill(qg, qg + G, encode(f, std::nan("")));
-      continue;
-    }
-    for (std::int64_t i = 0; i < G; ++i) qg[i] = encode_quotient(f, yg[i], s);
+    for (std::int64_t i = 0; i < G; ++i) store_code(f, q, g * G + i, nan ? encode(f, std::nan("")) : encode_quotient(f, yg[i], s));
   }
 }
 

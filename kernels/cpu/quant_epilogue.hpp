@@ -21,8 +21,8 @@
 
 namespace lnorm::cpu {
 
-// Row `row` of q (n codes, at q) and of the scales (the row's spec.scales_per_row(n) entries of `scales`,
-// indexed from its start) from y (n f32 values).
+// Row `row` of q and of the scales (the row's spec.scales_per_row(n) entries) from y (n f32 values); q and scales
+// are the whole tensor's (a packed format's row starts at byte row·n/2: lnorm/quant.hpp store_code).
 void quantize_row(const QuantSpec& spec, const float* y, std::int64_t n, std::uint8_t* q, void* scales, std::int64_t row);
 
 // Q(y / s) for one element: y/s in double (above), a NaN quotient's code with y's sign (Inf / Inf in a group
@@ -31,7 +31,11 @@ std::uint8_t encode_quotient(QuantFormat f, float y, float s);
 
 // spec.group_size(n) and spec.scales_per_row(n) for the ISA code, which must not compile its own copies of
 // QuantSpec's inline members (clang's ASan build emitted scales_per_row as a weak symbol in avx2.cpp.o).
-void quant_groups(const QuantSpec& spec, std::int64_t n, std::int64_t& group, std::int64_t& per_row);
+// row_bytes: q's bytes per row (n, or n/2 for a packed format).
+void quant_groups(const QuantSpec& spec, std::int64_t n, std::int64_t& group, std::int64_t& per_row, std::int64_t& row_bytes);
+
+// A packed format's codes (one a byte, n even) into q, two a byte, element 2i in the low nibble (lnorm/quant.hpp).
+void pack_codes(const std::uint8_t* codes, std::int64_t n, std::uint8_t* q);
 
 // One group's scale from its amax (the f32 max of |y|) and whether it holds a NaN: written to scales[at] (f32, or
 // E8M0 for mx; nothing for tensor) and returned as s (NaN for a NaN group, whose codes are all encode(NaN)).

@@ -193,10 +193,12 @@ std::uint8_t exact_code(Decider& d, std::int64_t i, QuantFormat f, double sd, do
 
 }  // namespace
 
-void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint8_t* q, void* scales, std::int64_t row) {
+void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint8_t* q_all, void* scales, std::int64_t row) {
   Decider d(r);
   const QuantFormat f = spec.format;
   const std::int64_t G = spec.group_size(r.n), per_row = spec.scales_per_row(r.n);
+  std::uint8_t* const q_row = q_all + spec.q_bytes(row, r.n);
+  const auto set = [&](std::int64_t i, std::uint8_t code) { store_code(f, q_row, i, code); };
   for (std::int64_t g = 0; g < r.n / G; ++g) {
     const std::int64_t b = g * G, e = b + G, at = row * per_row + g;
     float s = spec.scale;
@@ -208,7 +210,7 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
     if (nan && spec.scaling != Scaling::tensor) {
       if (spec.scaling == Scaling::mx) static_cast<std::uint8_t*>(scales)[at] = 255;
       else static_cast<float*>(scales)[at] = std::numeric_limits<float>::quiet_NaN();
-      for (std::int64_t i = b; i < e; ++i) q[i] = encode(f, r.y[i] != r.y[i] ? r.y[i] : std::numeric_limits<double>::quiet_NaN());
+      for (std::int64_t i = b; i < e; ++i) set(i, encode(f, r.y[i] != r.y[i] ? r.y[i] : std::numeric_limits<double>::quiet_NaN()));
       continue;
     }
     if (spec.scaling == Scaling::mx) {
@@ -223,17 +225,17 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
       const double sd = s;
       for (std::int64_t i = b; i < e; ++i) {
         if (r.y[i] != r.y[i]) {
-          q[i] = encode(f, r.y[i]);
+          set(i, encode(f, r.y[i]));
           continue;
         }
         const double t = r.y[i] / sd, err = d.err(i) / sd * (1 + 0x1p-50) + std::fabs(t) * 0x1p-52;
         const int c = settled(t, err);
-        q[i] = c >= 0 ? static_cast<std::uint8_t>(c) : exact_code(d, i, f, sd, t, err);
+        set(i, c >= 0 ? static_cast<std::uint8_t>(c) : exact_code(d, i, f, sd, t, err));
       }
     };
-    if (is_fp8(f)) {
+    if (is_float(f)) {
       with_format(f, [&](auto fmt) {
-        if constexpr (is_fp8(fmt.value)) codes([](double t, double err) { return settled_code<decltype(fmt)::value>(t, err); });
+        if constexpr (is_float(fmt.value)) codes([](double t, double err) { return settled_code<decltype(fmt)::value>(t, err); });
       });
     } else {  // an integer format, its range from its row
       const double lo = info(f).qmin, hi = qmax(f);

@@ -33,7 +33,7 @@ struct ExactQuantRow {
   const double* beta = nullptr;
 };
 
-// Row `row`'s q (n codes at q) and scales (indexed as quantize_row's).
+// Row `row`'s q and scales (q and scales the whole tensor's, indexed as quantize_row's).
 void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint8_t* q, void* scales, std::int64_t row);
 
 }  // namespace lnorm::cpu

@@ -133,7 +133,7 @@ void run_typed(const Problem& p, const Tensors& t, Stats stats) {
         thread_local std::vector<float> row_y;  // welford_row, the SIMD kernels' fallback, comes here a row at a time
         row_y.resize(static_cast<std::size_t>(n));
         return range(sinks::to_quantizer(row_y.data(), n, static_cast<float*>(t.quant_y), [&](const float* y, std::int64_t r, sinks::RowError) {
-          quantize_row(p.quant, y, n, static_cast<std::uint8_t*>(t.q) + r * n, t.scales, r);
+          quantize_row(p.quant, y, n, static_cast<std::uint8_t*>(t.q), t.scales, r);
         }));
       }
     }

@@ -389,7 +389,7 @@ auto exact_quantizer(const Problem& p, const Tensors& t, const ::lnorm::cpu::Sta
     er.w_hi = p.has_gamma ? st.gamma : nullptr, er.w_lo = p.has_gamma ? st.gamma_lo : nullptr;
     er.beta = p.has_beta ? st.beta : nullptr;
     er.e_abs = e.abs, er.e_rel = e.rel;
-    ::lnorm::cpu::quantize_row_exact(p.quant, er, static_cast<std::uint8_t*>(t.q) + row * n, t.scales, row);
+    ::lnorm::cpu::quantize_row_exact(p.quant, er, static_cast<std::uint8_t*>(t.q), t.scales, row);
   });
 }
 

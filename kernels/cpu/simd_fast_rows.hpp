@@ -213,7 +213,7 @@ void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t e
   if (p.op.epilogue == Epilogue::quantized) {
     const auto to_q = sinks::to_quantizer(staged.y_row, n, static_cast<float*>(t.quant_y),
                                          [&p, &t, n](const float* y, std::int64_t row, sinks::RowError) {
-                                           quantize_row_simd<V>(p.quant, y, n, static_cast<std::uint8_t*>(t.q) + row * n, t.scales, row);
+                                           quantize_row_simd<V>(p.quant, y, n, static_cast<std::uint8_t*>(t.q), t.scales, row);
                                          });
     if constexpr (!std::is_same_v<T, F32>) {
       if (input_dtype(p) == DType::f32) return rows_wide<V, F32, T, false>(p, t, begin, end, staged, to_q);

@@ -35,6 +35,7 @@ typename V::I fp8_codes(typename V::F y, typename V::F s32, typename V::D sd, ty
   constexpr float kMinNormal = pow2f(1 - kBias);                  // 2^emin, emin = 1 − bias
   constexpr float kSubnormalUnit = pow2f(kBias - 1 + Mbits);      // 1 / 2^(emin − mbits)
   constexpr unsigned kSign = sign_bit(Fmt);
+  constexpr int kSignShift = 32 - info(Fmt).bits;  // y's sign bit (31) to the code's
   // Every format fact a constant expression: an unoptimised build would otherwise call the constexpr helpers and
   // emit them, and the table, as weak symbols in this ISA object (ctest isa_objects_share_no_code).
   constexpr int kNanCode = static_cast<int>(nan_code(Fmt, false));
@@ -62,11 +63,16 @@ typename V::I fp8_codes(typename V::F y, typename V::F s32, typename V::D sd, ty
   if (const typename V::M sub = V::cmp_lt(r, V::set1(kMinNormal)))
     code = V::select_i(sub, V::cvt_i(V::mul(V::min(r, V::set1(kMinNormal)), V::set1(kSubnormalUnit))), code);
   if constexpr (has_negative_zero(Fmt)) {
-    if (nan) code = V::select_i(nan, V::set1_i(kNanCode), code);
-    return V::or_i(code, V::and_i(V::template srli_i<24>(V::bits_i(y)), V::set1_i(static_cast<int>(kSign))));
+    if constexpr (has_nan(Fmt)) {
+      if (nan) code = V::select_i(nan, V::set1_i(kNanCode), code);
+      return V::or_i(code, V::and_i(V::template srli_i<kSignShift>(V::bits_i(y)), V::set1_i(static_cast<int>(kSign))));
+    } else {  // E2M1: no NaN code; a NaN lane is 0, unsigned (encode's)
+      code = V::or_i(code, V::and_i(V::template srli_i<kSignShift>(V::bits_i(y)), V::set1_i(static_cast<int>(kSign))));
+      return nan ? V::select_i(nan, V::set1_i(0), code) : code;
+    }
   } else {
     // One zero: the sign only where the code is not 0; every NaN lane the one NaN code (the sign bit alone).
-    const typename V::I negative = V::and_i(V::template srli_i<24>(V::bits_i(y)), V::set1_i(static_cast<int>(kSign)));
+    const typename V::I negative = V::and_i(V::template srli_i<kSignShift>(V::bits_i(y)), V::set1_i(static_cast<int>(kSign)));
     const typename V::M zero = V::cmp_eq(r, V::zero());
     code = V::or_i(code, zero ? V::select_i(zero, V::set1_i(0), negative) : negative);
     return nan ? V::select_i(nan, V::set1_i(kNanCode), code) : code;
@@ -100,7 +106,7 @@ typename V::M nan_quotients(typename V::F y, bool s_inf) {
   return static_cast<typename V::M>(~V::cmp_lt(V::abs(y), V::set1(__builtin_inff())));
 }
 
-// q[0, n) = Q(y / s), n elements of one scale.
+// q[0, n) = Q(y / s), n elements of one scale (q: one code a byte).
 template <class V>
 void encode_span(QuantFormat f, float s, const float* y, std::int64_t n, std::uint8_t* q) {
   constexpr int L = V::kLanes;
@@ -121,7 +127,7 @@ void encode_span(QuantFormat f, float s, const float* y, std::int64_t n, std::ui
   // objects must define no shared symbol, ctest isa_objects_share_no_code).
   with_format(f, [&](auto fmt) LNORM_ALWAYS_INLINE {
     constexpr QuantFormat kF = decltype(fmt)::value;
-    if constexpr (is_fp8(kF)) {
+    if constexpr (is_float(kF)) {
       each([](F v, F s1, D s2, M m) LNORM_ALWAYS_INLINE { return fp8_codes<V, kF>(v, s1, s2, m); });
     } else {  // an integer format, its range from its row
       constexpr float lo = static_cast<float>(info(kF).qmin), hi = static_cast<float>(qmax(kF));
@@ -131,15 +137,31 @@ void encode_span(QuantFormat f, float s, const float* y, std::int64_t n, std::ui
   for (; i < n; ++i) q[i] = ::lnorm::cpu::encode_quotient(f, y[i], s);
 }
 
+// The same into q as stored: a packed format's n codes (n even) two a byte, encoded a chunk at a time on the stack
+// and packed (pack_codes, generic code); one a byte, directly.
+template <class V>
+void encode_span_stored(QuantFormat f, bool packed, float s, const float* y, std::int64_t n, std::uint8_t* q) {
+  if (!packed) return encode_span<V>(f, s, y, n, q);
+  constexpr std::int64_t kChunk = 256;
+  std::uint8_t codes[kChunk];
+  for (std::int64_t i = 0; i < n; i += kChunk) {
+    const std::int64_t m = n - i < kChunk ? n - i : kChunk;
+    encode_span<V>(f, s, y + i, m, codes);
+    ::lnorm::cpu::pack_codes(codes, m, q + i / 2);
+  }
+}
+
 // quantize_row's q and scales (quant_epilogue.hpp), V's lanes at a time.
 template <class V>
-void quantize_row_simd(const QuantSpec& spec, const float* y, std::int64_t n, std::uint8_t* q, void* scales, std::int64_t row) {
+void quantize_row_simd(const QuantSpec& spec, const float* y, std::int64_t n, std::uint8_t* q_all, void* scales, std::int64_t row) {
   constexpr int L = V::kLanes;
-  std::int64_t G = 0, per_row = 0;
-  ::lnorm::cpu::quant_groups(spec, n, G, per_row);
+  std::int64_t G = 0, per_row = 0, row_bytes = 0;
+  ::lnorm::cpu::quant_groups(spec, n, G, per_row, row_bytes);
+  const bool packed = row_bytes != n;  // two codes a byte (lnorm/quant.hpp is_packed; G even)
+  std::uint8_t* q = q_all + row * row_bytes;
   for (std::int64_t g = 0; g < n / G; ++g) {
     const float* yg = y + g * G;
-    std::uint8_t* qg = q + g * G;
+    std::uint8_t* qg = q + (packed ? g * G / 2 : g * G);
     float amax = 0;
     bool nan = false;
     if (spec.scaling != Scaling::tensor) {
@@ -165,10 +187,11 @@ void quantize_row_simd(const QuantSpec& spec, const float* y, std::int64_t n, st
     }
     const float s = ::lnorm::cpu::group_scale(spec, amax, nan, scales, row * per_row + g);
     if (nan) {
-      std::memset(qg, ::lnorm::encode(spec.format, static_cast<double>(s)), static_cast<std::size_t>(G));  // s: NaN
+      const int c = ::lnorm::encode(spec.format, static_cast<double>(s));  // s: NaN
+      std::memset(qg, packed ? c | c << 4 : c, static_cast<std::size_t>(packed ? G / 2 : G));
       continue;
     }
-    encode_span<V>(spec.format, s, yg, G, qg);
+    encode_span_stored<V>(spec.format, packed, s, yg, G, qg);
   }
 }
 

@@ -18,6 +18,8 @@
 // and FNUZ's (issue 55), OCP habits where AMD's formats differ (LLVM's Float8E4M3FNUZ: 0x80 is NaN, bias 8 / 16):
 //   fnuz_negative_zero       a negative value rounding to zero written 0x80 (OCP's −0; FNUZ's one NaN)
 //   fnuz_ocp_bias            FNUZ written with the OCP twin's codes (E4M3FN for E4M3FNUZ): every value read back halved
+// and FP4's packing (two codes a byte: FlashInfer, torchao and PTX's cvt.rn.satfinite.e2m1x2 put element 2i low):
+//   fp4_nibbles_swapped      element 2i in the high nibble: every code right, every pair read back swapped
 // Every mutant hands verify the y its quantizer read (y in x's dtype, Tensors::quant_y), as a real kernel would.
 #include "quant_mutants.hpp"
 
@@ -140,7 +142,9 @@ void run_quant_defect(QuantDefect defect, ForwardFn y_forward, const Problem& p,
         double t_i = yi / s;
         if (defect == QuantDefect::reciprocal_multiply)
           t_i = static_cast<float>(static_cast<float>(yi) * (1.0f / static_cast<float>(s)));
-        q[r * n + i] = std::isnan(s) || std::isnan(yi) ? encode(f, std::nan("")) : quantize(defect, f, t_i);
+        // fp4_nibbles_swapped: element i in its pair partner's nibble (a packed format's slip only).
+        const std::int64_t at = defect == QuantDefect::fp4_nibbles_swapped && is_packed(f) ? (r * n + i) ^ 1 : r * n + i;
+        store_code(f, q, at, std::isnan(s) || std::isnan(yi) ? encode(f, std::nan("")) : quantize(defect, f, t_i));
       }
     }
   }

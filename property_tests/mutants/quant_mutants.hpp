@@ -28,6 +28,8 @@ enum class QuantDefect {
   // FNUZ's two classic slips (issue 55): OCP habits in a format that differs from OCP exactly there.
   fnuz_negative_zero,  // a negative value that rounds to zero written as the sign bit alone: −0 in OCP, FNUZ's NaN
   fnuz_ocp_bias,       // FNUZ written with the OCP twin's codes (bias 7 / 15, not 8 / 16): every value read back halved
+  // FP4's slip: the packing order (element 2i in the high nibble), every code right, every pair swapped.
+  fp4_nibbles_swapped,
 };
 
 // The quantized epilogue's mutants, one row each: mutants.cpp registers every row (every forward op, f32/f16/bf16,
@@ -67,6 +69,8 @@ inline constexpr QuantMutant kQuantMutants[] = {
      "quantized: q = Q(f32(y * f32(1/s))), not Q(y/s)"},
     {QuantDefect::mx_exponent_of_bf16_amax, "mutant_quant_mx_exponent_of_bf16_amax",
      "quantized: mx exponent of amax rounded to bf16"},
+    {QuantDefect::fp4_nibbles_swapped, "mutant_quant_fp4_nibbles_swapped",
+     "quantized: fp4 element 2i in the high nibble, not the low"},
 };
 
 // forward: q and scales from y, which y_forward computes in x's dtype (the problem with y_as_x) into scratch.

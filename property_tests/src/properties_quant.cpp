@@ -37,9 +37,9 @@ QuantSpec spec_of(const FormatInfo& f, const ScalingInfo& sc, std::int64_t group
   return parse_quant_spec(f.name, syntax, sc.scale_given ? std::optional<double>(scale) : std::nullopt);
 }
 
-// Whether a scaling's fixed groups fit the row (mx: 32 | cols) and it takes the format.
+// Whether a scaling's fixed groups fit the row (mx: 32 | cols) and it takes the format (a packed format: an even row).
 bool fits(const FormatInfo& f, const ScalingInfo& sc, std::int64_t cols) {
-  return takes(sc.scaling, f.format) && (sc.fixed_group == 0 || cols % sc.fixed_group == 0);
+  return takes(sc.scaling, f.format) && (sc.fixed_group == 0 || cols % sc.fixed_group == 0) && (!is_packed(f.format) || cols % 2 == 0);
 }
 
 // The i-th spec of a case (i = 0, 1): the seed picks a scaling, then a format it takes (scaling first: each scaling
@@ -50,7 +50,7 @@ Drawn draw_spec(const Case& c, const std::vector<double>& y_exact, std::int64_t 
   const ScalingInfo* sc = &kScalingTable[rng() % std::size(kScalingTable)];
   std::vector<const FormatInfo*> taken;
   for (const FormatInfo& fi : kFormatTable)
-    if (takes(sc->scaling, fi.format)) taken.push_back(&fi);
+    if (takes(sc->scaling, fi.format) && (!is_packed(fi.format) || cols % 2 == 0)) taken.push_back(&fi);
   const FormatInfo& f = *taken[rng() % taken.size()];
   const ScalingInfo& row = info(Scaling::row);
   if (!fits(f, *sc, cols)) sc = &row;
@@ -216,9 +216,9 @@ std::string check_spec(const CheckContext& ctx, const Case& c, const Drawn& draw
   for (const QuantOutputs& r : runs)
     if (!r.violation.empty()) return r.violation;
   for (std::int64_t i = 0; i < n; ++i)
-    if (runs[0].q[static_cast<std::size_t>(i)] != runs[1].q[static_cast<std::size_t>(i)])
+    if (const int a = load_code(spec.format, runs[0].q.data(), i), b = load_code(spec.format, runs[1].q.data(), i); a != b)
       return fmt("harness: %s: q element %lld unwritten or not deterministic (0x%02x vs 0x%02x)", drawn.text.c_str(),
-                 static_cast<long long>(i), runs[0].q[static_cast<std::size_t>(i)], runs[1].q[static_cast<std::size_t>(i)]);
+                 static_cast<long long>(i), a, b);
   if (runs[0].scales != runs[1].scales) return "harness: " + drawn.text + ": a scale unwritten or not deterministic";
   if (hand && std::memcmp(runs[0].handed_y.data(), runs[1].handed_y.data(), runs[0].handed_y.size() * sizeof(float)) != 0)
     return "harness: " + drawn.text + ": an element of the handed y (Tensors::quant_y) not deterministic";
@@ -270,7 +270,7 @@ std::string check_spec(const CheckContext& ctx, const Case& c, const Drawn& draw
         const double v = y_exact[static_cast<std::size_t>(i)];
         finite &= std::isfinite(v);
         nonzero |= v != 0;
-        largest = std::fmax(largest, std::fabs(decode(spec.format, r.q[static_cast<std::size_t>(i)])));
+        largest = std::fmax(largest, std::fabs(decode(spec.format, load_code(spec.format, r.q.data(), i))));
       }
       if (!finite || !nonzero || std::isnan(largest)) continue;
       // The laws hold where the scale is a normal f32 (a subnormal s has too few bits to make amax/s qmax) and the

@@ -1,6 +1,7 @@
 """Quantized outputs (docs/python.md "Quantized outputs"): q = Q(y / s) in a format of lnorm.QUANT_FORMATS
 (fp8_e4m3, int8, the FNUZ pair, ...) with a scaling of lnorm.SCALINGS, as ``lnorm reference/run/check --quant``.
-lnorm.reference, lnorm.run and lnorm.check take ``quant=`` and call these; q travels as uint8 bit patterns (fp8) or int8, scales as float32 (row, group:G,
+lnorm.reference, lnorm.run and lnorm.check take ``quant=`` and call these; q travels as uint8 bit patterns (fp8; fp4_e2m1
+two a byte, element 2i in the low nibble, shaped x.shape[:axis] + (cols/2,)) or int8, scales as float32 (row, group:G,
 shaped x.shape[:axis] + (groups,)) or uint8 E8M0 codes (mx); decode() and decode_e8m0() give their values."""
 
 from dataclasses import dataclass
@@ -77,7 +78,9 @@ def check_quant(a, q, dtype, *, quant, scaling, scale, scales, max_q_ulp, max_sc
 
 def decode(q, format):
     """The values of quantized codes as float64 (NaN for the NaN codes, ±inf for E5M2's): format is a name in
-    lnorm.QUANT_FORMATS (fp8 formats as uint8 bit patterns, int8 as int8; FNUZ's 0x80 is NaN)."""
+    lnorm.QUANT_FORMATS (fp8 formats as uint8 bit patterns, int8 as int8; FNUZ's 0x80 is NaN). fp4_e2m1's q is
+    packed two codes a byte, element 2i in byte i's low nibble, shaped x.shape[:axis] + (cols/2,): decode unpacks
+    it, so the last dimension doubles."""
     return _lnorm.decode(q, format)
 
 

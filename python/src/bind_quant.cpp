@@ -43,9 +43,14 @@ std::vector<py::ssize_t> scales_shape(const ProblemArrays& in, const QuantSpec& 
   return shape;
 }
 
+// q's shape: x's, or a packed format's x.shape[:axis] + (cols/2,) (two codes a byte, element 2i in the low nibble).
+std::vector<std::int64_t> q_shape(const ProblemArrays& in, const QuantSpec& s) {
+  return lnorm::q_shape(set_quant(in.problem, s), {in.shape.begin(), in.shape.end()}, in.axis);
+}
+
 py::array new_q(const ProblemArrays& in, const QuantSpec& s) {
-  const std::vector<py::ssize_t> shape(in.shape.begin(), in.shape.end());
-  return py::array(py::dtype(std::string(s.format_info().numpy_dtype)), shape);
+  const std::vector<std::int64_t> qs = q_shape(in, s);
+  return py::array(py::dtype(std::string(s.format_info().numpy_dtype)), std::vector<py::ssize_t>(qs.begin(), qs.end()));
 }
 py::object new_scales(const ProblemArrays& in, const QuantSpec& s) {
   if (!s.has_scales()) return py::none();
@@ -98,8 +103,10 @@ py::array q_array(py::handle q, const QuantSpec& s, const ProblemArrays& in) {
   const std::string q_dtype(s.format_info().numpy_dtype);
   if (!qa.dtype().equal(py::dtype(q_dtype)))
     throw py::type_error(std::string("q: ") + std::string(name(s.format)) + " is stored as " + q_dtype +
-                         (is_fp8(s.format) ? " bit patterns" : "") + ", not " + dtype_text(qa));
-  if (shape_of(qa) != in.shape) throw py::value_error("q has shape " + shape_text(shape_of(qa)) + " but x has shape " + shape_text(in.shape));
+                         (is_float(s.format) ? " bit patterns" : "") + ", not " + dtype_text(qa));
+  if (const auto want = q_shape(in, s); shape_of(qa) != want)
+    throw py::value_error("q has shape " + shape_text(shape_of(qa)) + " but " + std::string(name(s.format)) + " codes of x " +
+                          shape_text(in.shape) + " are " + shape_text(want) + (is_packed(s.format) ? " (two a byte)" : ""));
   return qa;
 }
 
@@ -282,11 +289,18 @@ py::array decode_py(py::handle q, const std::string& quant) {
   const auto f = parse_quant_format(quant);
   if (!f) throw py::value_error("format=" + quant + ": expected " + quant_format_names());
   const py::array a = contiguous(q, "q");
-  if (a.itemsize() != 1) throw py::type_error("q holds " + dtype_text(a) + "; expected uint8 (fp8) or int8");
-  py::array out(py::dtype("float64"), std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()));
+  if (a.itemsize() != 1) throw py::type_error("q holds " + dtype_text(a) + "; expected uint8 (fp8, fp4) or int8");
+  // A packed format's bytes unpack: the last dim doubles, element 2i from byte i's low nibble.
+  std::vector<py::ssize_t> shape(a.shape(), a.shape() + a.ndim());
+  const int per_byte = is_packed(*f) ? 2 : 1;
+  if (per_byte == 2) {
+    if (shape.empty()) throw py::value_error("q: packed " + quant + " codes need at least one dimension");
+    shape.back() *= 2;
+  }
+  py::array out(py::dtype("float64"), shape);
   const auto* in = static_cast<const std::uint8_t*>(a.data());
   auto* o = static_cast<double*>(out.mutable_data());
-  for (py::ssize_t i = 0; i < a.size(); ++i) o[i] = decode(*f, in[i]);
+  for (py::ssize_t i = 0; i < a.size() * per_byte; ++i) o[i] = decode(*f, load_code(*f, in, i));
   return out;
 }
 

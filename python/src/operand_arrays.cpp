@@ -18,7 +18,11 @@ py::dtype dtype_of(const OperandInfo& o, const Problem& p) {
 std::vector<py::ssize_t> shape_of(const OperandInfo& o, const Problem& p, const ProblemArrays& in) {
   const auto lead = in.shape.begin() + in.axis;
   switch (o.extent) {
-    case Extent::elements: return {in.shape.begin(), in.shape.end()};
+    case Extent::elements: {
+      if (o.storage != Storage::q_code) return {in.shape.begin(), in.shape.end()};
+      const std::vector<std::int64_t> s = q_shape(p, {in.shape.begin(), in.shape.end()}, in.axis);  // packed: cols/2
+      return {s.begin(), s.end()};
+    }
     case Extent::params: return {lead, in.shape.end()};
     case Extent::per_row: {
       const std::vector<std::int64_t> s = in.stats_shape();

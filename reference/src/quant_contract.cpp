@@ -70,7 +70,7 @@ std::uint8_t exact_code(QuantFormat f, float y, double s) {
   const double yd = y;
   const double quotient = yd / s;
   if (std::isnan(quotient)) return encode(f, std::copysign(kNaN, yd));  // NaN y, or ±Inf / Inf
-  if (std::isinf(s)) return code_of_ordinal(f, 0, is_fp8(f) && std::signbit(yd));  // finite / Inf: ±0
+  if (std::isinf(s)) return code_of_ordinal(f, 0, is_float(f) && std::signbit(yd));  // finite / Inf: ±0
   const std::int64_t top = max_ordinal(f), bottom = min_ordinal(f);
   std::int64_t k = std::isinf(quotient) ? (yd > 0 ? top : bottom) : ordinal_of_code(f, encode(f, quotient));
   const auto v = [&](std::int64_t o) { return value_of_ordinal(f, o); };
@@ -88,7 +88,7 @@ std::uint8_t exact_code(QuantFormat f, float y, double s) {
     }
     break;
   }
-  return code_of_ordinal(f, k, k == 0 && is_fp8(f) && std::signbit(yd));
+  return code_of_ordinal(f, k, k == 0 && is_float(f) && std::signbit(yd));
 }
 
 // The vllm recipe's code: Q(f32(y · f32(1/s))), each step an f32 operation (quantize_recipe.cpp does the same).
@@ -137,7 +137,7 @@ void quantize_given_y(const QuantSpec& spec, ConsistencyRule rule, const float* 
       else static_cast<float*>(scales)[at] = static_cast<float>(stored);
     }
     const double s = scale_value(spec, stored);
-    for (std::int64_t i = 0; i < G; ++i) q[r * cols + g * G + i] = rule_code(spec, rule, yg[i], s);
+    for (std::int64_t i = 0; i < G; ++i) store_code(spec.format, q, r * cols + g * G + i, rule_code(spec, rule, yg[i], s));
   });
 }
 
@@ -178,10 +178,12 @@ ConsistencySummary measure_consistency(const QuantSpec& spec, ConsistencyRule ru
       const std::int64_t at = r * cols + g * G + i;
       const std::uint8_t want = rule_code(spec, rule, yg[i], s);
       ++out.codes;
-      const bool int8_nan = !is_fp8(f) && (std::isnan(yg[i]) || std::isnan(s));  // not gated: an integer format has no NaN
-      if (!int8_nan && !same_code(f, q[at], want)) {
+      // Not gated: a format with no NaN code (int8, E2M1) has no answer for a NaN quotient.
+      const bool no_nan_code = !has_nan(f) && (std::isnan(yg[i]) || std::isnan(s));
+      const std::uint8_t got = load_code(f, q, at);
+      if (!no_nan_code && !same_code(f, got, want)) {
         ++out.codes_differ;
-        note({false, (first_row + r) * cols + g * G + i, yg[i], decode(f, q[at]), decode(f, want), q[at], want});
+        note({false, (first_row + r) * cols + g * G + i, yg[i], decode(f, got), decode(f, want), got, want});
       }
     }
   });

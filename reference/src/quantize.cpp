@@ -82,7 +82,7 @@ class RowQuantizer {
       }
       break;
     }
-    neg_zero = k == 0 && is_fp8(f) && ref_.compare(i, 0.0) < 0;
+    neg_zero = k == 0 && is_float(f) && ref_.compare(i, 0.0) < 0;
     return k;
   }
 
@@ -220,7 +220,7 @@ void quantize_reference(const Problem& p, const QuantSpec& spec, const void* x, 
             const std::int64_t k = rq.q_ordinal(i, s, neg_zero);  // first: it sets neg_zero
             code = code_of_ordinal(spec.format, k, neg_zero);
           }
-          q[r * n + i] = code;
+          store_code(spec.format, q, r * n + i, code);
         }
       }
     }
@@ -315,15 +315,15 @@ QuantSummary measure_quantized(const Problem& p, const QuantSpec& spec, const vo
         const double sv = scale_value(spec, s);
         for (std::int64_t i = g * G; i < (g + 1) * G; ++i) {
           const std::int64_t at = (first_row + r) * n + i;
-          const std::uint8_t code = q[r * n + i];
+          const std::uint8_t code = load_code(f, q, r * n + i);
           double err = 0, target = kNaN, allowed = budget.max_q_ulp;
           bool exact_code = false;
           if (invalid_scale) {  // reported against y*/s* (the exact scale's), which a valid scale would have met
             err = kInf;
             if (rq.finite(i)) target = std::clamp(rq.approx(i) / scale_value(spec, s_exact), lo, hi);
             if (allowed < 0) allowed = 0.5;
-          } else if (!rq.finite(i) || std::isnan(sv)) {  // no real answer: the fp8 NaN (int8 has none: not gated)
-            exact_code = !is_fp8(f) || code_is_nan(f, code);
+          } else if (!rq.finite(i) || std::isnan(sv)) {  // no real answer: the NaN code (int8, E2M1 have none: not gated)
+            exact_code = !has_nan(f) || code_is_nan(f, code);
             err = exact_code ? 0 : kInf;
             if (allowed < 0) allowed = 0.5;
           } else {

@@ -82,17 +82,18 @@ QuantRecipeSummary measure_quantized_recipe(const QuantSpec& spec, const double*
         ++out.elements;
         const float t = static_cast<float>(y[i]) * inv;  // y is a value of x's dtype: exact in f32; one f32 rounding
         const std::uint8_t want = encode(f, t);
-        const double got = decode(f, q[i]);
+        const std::uint8_t code = load_code(f, q, i);
+        const double got = decode(f, code);
         double d;
-        if (std::isnan(t)) {  // the recipe's NaN code (int8: 0), or a non-finite mismatch
-          d = (is_fp8(f) ? code_is_nan(f, q[i]) : q[i] == want) ? 0 : INFINITY;
+        if (std::isnan(t)) {  // the recipe's NaN code (int8, E2M1: 0), or a non-finite mismatch
+          d = (has_nan(f) ? code_is_nan(f, code) : code == want) ? 0 : INFINITY;
         } else if (std::isnan(got) || std::isinf(got)) {  // NaN, or E5M2's Inf, for a finite t: never the recipe's
           d = INFINITY;
         } else {
           const double target = std::fmax(std::fmin(static_cast<double>(t), top), info(f).qmin);
           d = std::fabs(got - target) / quantum_at(f, target);
         }
-        out.matching += q[i] == want || (d == 0 && ordinal_of_code(f, q[i]) == 0);
+        out.matching += code == want || (d == 0 && ordinal_of_code(f, code) == 0);
         if (std::isinf(d)) ++out.nonfinite_mismatches;
         if (out.max_index < 0 || d > out.max_quanta)
           out.max_quanta = d, out.max_index = first_row * cols + i, out.max_got = got, out.max_target = t;

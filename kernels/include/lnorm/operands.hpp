@@ -92,6 +92,9 @@ std::size_t element_size(const OperandInfo& o, const Problem& p);
 // format's and the scaling's: FormatInfo, ScaleStorage).
 std::optional<DType> element_dtype(const OperandInfo& o, const Problem& p);
 std::int64_t byte_count(const OperandInfo& o, const Problem& p);
+// q's array shape for an x of x_shape normalized from `axis` (p.quant's format): x's shape, or, where the codes
+// pack (fp4_e2m1: two a byte), x.shape[:axis] + (bytes per row,): the normalized dims as one, as FP4 tensors ship.
+std::vector<std::int64_t> q_shape(const Problem& p, const std::vector<std::int64_t>& x_shape, int axis);
 std::string_view npy_descr(const OperandInfo& o, const Problem& p);
 // Points the operand's slot in t at data (an input's const slot, an output's mutable one).
 void set_slot(Tensors& t, const OperandInfo& o, void* data);

@@ -12,6 +12,10 @@
 //             and 1-5-2 bias 16, max 57344 (0x7f); no Inf; one NaN, 0x80, the code −0 would have; one zero (a
 //             negative value that rounds to zero is 0x00). NaN y gives 0x80.
 //   int8      two's complement integers [−128, 127]
+//   fp4_e2m1  OCP MX v1.0's FP4 (E2M1): 1-2-1, bias 1, ±{0, 0.5, 1, 1.5, 2, 3, 4, 6}, no Inf, no NaN, max 6 (0x7);
+//             stored two codes a byte, element 2i in the low nibble (q.npy: uint8 [..., cols/2]: the packing of
+//             FlashInfer's and torchao's FP4 tensors and of PTX's cvt.rn.satfinite.e2m1x2). NaN y has no code: 0,
+//             and, as for int8, no metric gates it (the group's scale says the group is lost: NaN).
 //
 // Scalings (the scale s of each element):
 //   tensor    one f32 s, given (a static scale: vLLM's rms_norm_static_fp8_quant, FlashInfer's rmsnorm_quant)
@@ -40,7 +44,7 @@
 
 namespace lnorm {
 
-enum class QuantFormat : std::uint8_t { fp8_e4m3 = 0, fp8_e5m2 = 1, int8 = 2, fp8_e4m3fnuz = 3, fp8_e5m2fnuz = 4 };
+enum class QuantFormat : std::uint8_t { fp8_e4m3 = 0, fp8_e5m2 = 1, int8 = 2, fp8_e4m3fnuz = 3, fp8_e5m2fnuz = 4, fp4_e2m1 = 5 };
 enum class Scaling : std::uint8_t { tensor = 0, row = 1, group = 2, mx = 3 };
 // How a scale is stored: none (tensor scaling: the given S, not written), f32, or E8M0 codes (mx).
 enum class ScaleStorage : std::uint8_t { none = 0, f32 = 1, e8m0 = 2 };
@@ -50,7 +54,7 @@ enum class ScaleStorage : std::uint8_t { none = 0, f32 = 1, e8m0 = 2 };
 // the reference (reference/src/quantize.cpp) and its kernels' code.
 // Where a floating-point format keeps its NaN (and Inf): every code's value follows from this, bits, mbits and bias.
 enum class NanCodes : std::uint8_t {
-  none,            // an integer format: no NaN
+  none,            // no NaN and no Inf: an integer format, or a float one that saturates everything (E2M1)
   top_magnitude,   // OCP E4M3FN: S.1111.111 only; no Inf; the largest finite magnitude is the code below
   ieee,            // IEEE-like (OCP E5M2): the top exponent is Inf (mantissa 0) and NaN; the largest finite below it
   negative_zero,   // FNUZ: the code of −0 (only the sign bit) is the one NaN; every other code is finite; no −0
@@ -58,7 +62,7 @@ enum class NanCodes : std::uint8_t {
 struct FormatInfo {
   QuantFormat format;
   std::string_view name;         // --quant, Python's quant=, JSON
-  int bits;                      // per code
+  int bits;                      // per code: 8, or 4 (two codes a byte, element 2i in the low nibble)
   int mbits, bias;               // a floating-point format's significand bits and exponent bias (int8: 0, 0)
   NanCodes nan;                  // where its NaN codes are (none for an integer format)
   double qmax;                   // the largest finite magnitude (what saturation gives)
@@ -78,6 +82,8 @@ inline constexpr FormatInfo kFormatTable[] = {
      LNORM_FP8_E4M3FNUZ},
     {QuantFormat::fp8_e5m2fnuz, "fp8_e5m2fnuz", 8, 2, 16, NanCodes::negative_zero, 57344.0, -57344.0, -1, "|u1", "uint8",
      LNORM_FP8_E5M2FNUZ},
+    // OCP MX v1.0 §5.3.3: E2M1, emax_elem 2 (its largest power of two, 4).
+    {QuantFormat::fp4_e2m1, "fp4_e2m1", 4, 1, 1, NanCodes::none, 6.0, -6.0, 2, "|u1", "uint8", LNORM_FP4_E2M1},
 };
 
 struct ScalingInfo {
@@ -133,9 +139,28 @@ constexpr std::string_view name(QuantFormat f) { return info(f).name; }
 constexpr std::string_view name(Scaling s) { return info(s).name; }
 constexpr double qmax(QuantFormat f) { return info(f).qmax; }
 constexpr int emax_elem(QuantFormat f) { return info(f).emax_elem; }
-constexpr bool is_fp8(QuantFormat f) { return info(f).mbits > 0; }
+// A floating-point format (a sign bit, an exponent and mbits of significand), not an integer one.
+constexpr bool is_float(QuantFormat f) { return info(f).mbits > 0; }
+// Whether the format has a NaN code (not int8, not E2M1: their NaN y is written 0 and not gated).
+constexpr bool has_nan(QuantFormat f) { return info(f).nan != NanCodes::none; }
 // Whether −0 has a code of its own (the OCP formats: the sign bit; FNUZ spends that code on NaN, integers have none).
-constexpr bool has_negative_zero(QuantFormat f) { return is_fp8(f) && info(f).nan != NanCodes::negative_zero; }
+constexpr bool has_negative_zero(QuantFormat f) { return is_float(f) && info(f).nan != NanCodes::negative_zero; }
+// q as stored: one code a byte, or two (bits 4: element 2i in byte i's low nibble, 2i + 1 in its high one). The
+// codes of a row of n are at element r·n; a packed format needs even rows and groups (quant_spec_error).
+constexpr bool is_packed(QuantFormat f) { return info(f).bits < 8; }
+constexpr std::uint8_t load_code(QuantFormat f, const std::uint8_t* q, std::int64_t i) {
+  if (!is_packed(f)) return q[i];
+  const std::uint8_t b = q[i >> 1];
+  return (i & 1) ? static_cast<std::uint8_t>(b >> 4) : static_cast<std::uint8_t>(b & 0x0f);
+}
+constexpr void store_code(QuantFormat f, std::uint8_t* q, std::int64_t i, std::uint8_t code) {
+  if (!is_packed(f)) {
+    q[i] = code;
+    return;
+  }
+  std::uint8_t& b = q[i >> 1];
+  b = (i & 1) ? static_cast<std::uint8_t>((b & 0x0f) | (code << 4)) : static_cast<std::uint8_t>((b & 0xf0) | (code & 0x0f));
+}
 // A floating-point format's sign bit, and its largest finite magnitude's code (the largest ordinal).
 constexpr unsigned sign_bit(QuantFormat f) { return 1u << (info(f).bits - 1); }
 constexpr unsigned top_magnitude_code(QuantFormat f) {
