@@ -202,8 +202,12 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
                                           side_paths.h, side_paths.mean, side_paths.rstd});
   check_stat_flags(op_flag(problem.op), side_paths.mean);
   QuantSetup s = setup(problem, f);
+  resolve_global_scale(s);
   const Problem& p = s.in.problem;
   const QuantRecipe rec = open_recipe(recipe_name, max_recipe_ulp, p);
+  if (rec.recipe && s.spec.scaling_info().global_scale)
+    throw InputError("--recipe: vLLM's rounding points are defined for tensor, row, group and mx scaling, not " +
+                     std::string(name(s.spec.scaling)));
   QuantCandidates cand(f, y_path, s);
   SideCandidates side(side_paths, s.in);
   const void* gamma = data_or_null(s.in.gamma_data);

@@ -3,6 +3,7 @@
 #include "cmd_quant.hpp"
 #include "flag_values.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -30,7 +31,9 @@ QuantSetup setup(const ProblemFlags& problem, const QuantFlags& f) {
   if (p.op.direction != Direction::fwd) throw InputError("--quant: a forward output (--dir bwd has no quantized outputs)");
   try {
     const bool scale_given = f.scale_opt && f.scale_opt->count() > 0;
-    s.spec = parse_quant_spec(f.quant, f.scaling, scale_given ? std::optional<double>(f.scale) : std::nullopt, p.cols);
+    const bool global_given = f.global_scale_opt && f.global_scale_opt->count() > 0;
+    s.spec = parse_quant_spec(f.quant, f.scaling, scale_given ? std::optional<double>(f.scale) : std::nullopt, p.cols, {},
+                              global_given ? std::optional<double>(f.global_scale) : std::nullopt);
   } catch (const QuantSpecError& e) {
     throw InputError(e.what());
   }
@@ -56,6 +59,24 @@ void read_chunk(QuantSetup& s, std::int64_t r0, std::int64_t nr, std::vector<std
 }
 
 
+void resolve_global_scale(QuantSetup& s) {
+  if (!needs_global_scale(s.spec)) return;
+  const Problem& p = s.in.problem;
+  const std::int64_t chunk = rows_per_chunk(p.cols, size_of(p.dtype));
+  std::vector<std::byte> xbuf, resbuf;
+  const void* gamma = s.in.gamma_data.empty() ? nullptr : s.in.gamma_data.data();
+  const void* beta = s.in.beta_data.empty() ? nullptr : s.in.beta_data.data();
+  float amax = 0;
+  for (std::int64_t r0 = 0; r0 < p.rows; r0 += chunk) {
+    const std::int64_t nr = std::min(chunk, p.rows - r0);
+    read_chunk(s, r0, nr, xbuf, resbuf);
+    amax = std::max(amax, tensor_amax_f32(p, xbuf.data(), s.in.residual ? resbuf.data() : nullptr, gamma, beta, nr, p.threads));
+  }
+  s.spec.global_scale = nvfp4_global_scale(amax);
+  std::fprintf(stderr, "nvfp4: global scale %.9g = 2688 / %.9g (the tensor's amax|y*|; --global-scale to give one)\n",
+               static_cast<double>(s.spec.global_scale), static_cast<double>(amax));
+}
+
 void add_quant_flags(CLI::App& cmd, QuantFlags& f, bool check) {
   cmd.add_option("--quant", f.quant,
                  "Quantized output instead of y: " + quant_format_names() +
@@ -63,9 +84,13 @@ void add_quant_flags(CLI::App& cmd, QuantFlags& f, bool check) {
                      "NaN/Inf for a finite y)");
   f.scaling_opt = cmd.add_option("--scaling", f.scaling,
                                  "With --quant: tensor (one --scale S), row (per-row f32 amax/qmax), group:G (per G "
-                                 "elements) or mx (OCP MX: groups of 32, E8M0 power-of-two scales)")
+                                 "elements), mx (OCP MX: groups of 32, E8M0 power-of-two scales) or nvfp4 (fp4_e2m1 in "
+                                 "blocks of 16, E4M3 block scales, a global scale G)")
                       ->default_val("tensor");
   f.scale_opt = cmd.add_option("--scale", f.scale, "tensor scaling's scale S (an f32 > 0; required there, refused elsewhere)");
+  f.global_scale_opt = cmd.add_option("--global-scale", f.global_scale,
+                                      "nvfp4's global scale G (an f32 > 0): block scale c = E4M3(amax·G/6), element scale "
+                                      "E4M3value(c)/G; default the tensor's own, 2688 / amax|y*|");
   if (check) {
     cmd.add_option("--q", f.q, "The candidate's quantized output (.npy, x's shape: '|u1' fp8 bit patterns or '|i1' int8; fp4_e2m1: "
                                "'|u1' two codes a byte, element 2i in the low nibble, x.shape[:axis] + (cols/2,))");
@@ -91,6 +116,7 @@ bool quant_asked(const QuantFlags& f) { return !f.quant.empty(); }
 void refuse_quant_flags_without_quant(const QuantFlags& f) {
   if (f.scale_opt && f.scale_opt->count() > 0) throw InputError("--scale: needs --quant (tensor scaling's scale)");
   if (f.scaling_opt && f.scaling_opt->count() > 0) throw InputError("--scaling: needs --quant");
+  if (f.global_scale_opt && f.global_scale_opt->count() > 0) throw InputError("--global-scale: needs --quant fp4_e2m1 --scaling nvfp4");
   if (!f.q.empty()) throw InputError("--q: needs --quant (the quantized output's format)");
   if (!f.scales.empty()) throw InputError("--scales: needs --quant");
   if (f.budget.max_q_ulp >= 0 || f.budget.max_scale_ulp >= 0) throw InputError("--max-q-ulp/--max-scale-ulp: need --quant");
@@ -107,6 +133,7 @@ int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const 
   if (!side.h.empty() && problem.residual.empty()) throw InputError("--h: needs --residual (h = x + residual)");
   check_stat_flags(op_flag(problem.op), side.mean);
   QuantSetup s = setup(problem, f);
+  resolve_global_scale(s);
   const Problem& p = s.in.problem;
   const Problem qp = set_quant(p, s.spec);  // the op with the quantized epilogue
   const bool stats = !side.mean.empty() || !side.rstd.empty();

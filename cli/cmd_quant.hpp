@@ -17,10 +17,12 @@ struct QuantFlags {
   std::string quant;               // fp8_e4m3 | fp8_e5m2 | int8; empty: y in x's dtype
   std::string scaling = "tensor";  // tensor | row | group:G | mx
   double scale = 0;                // tensor scaling's S (stored as f32: must be one exactly)
+  double global_scale = 0;         // nvfp4's G (f32 exactly); not given: the tensor's own (resolve_global_scale)
   std::string q, scales;           // reference writes them; check reads the candidate's
   QuantBudget budget;              // check: --max-q-ulp, --max-scale-ulp (< 0: the defaults of quantize.hpp)
   CLI::Option* scale_opt = nullptr;
   CLI::Option* scaling_opt = nullptr;
+  CLI::Option* global_scale_opt = nullptr;
 };
 
 // The inputs of a quantized command: the problem's, the parsed spec and the scales' shape.
@@ -30,8 +32,11 @@ struct QuantSetup {
   std::vector<std::int64_t> scales_shape;  // x.shape[:axis] + (groups per row,)
   std::vector<std::int64_t> q_shape;       // x's shape; a packed format's x.shape[:axis] + (cols/2,)
 };
-// Loads the problem and parses --quant/--scaling/--scale (parse_quant_spec's refusals as InputError).
+// Loads the problem and parses --quant/--scaling/--scale/--global-scale (parse_quant_spec's refusals as InputError).
 QuantSetup setup(const ProblemFlags& problem, const QuantFlags& f);
+// nvfp4 without --global-scale: the tensor's own G from y* (lnorm/quantize.hpp resolve_global_scale), one pass over
+// x's rows by chunks, before any is quantized or checked; printed to stderr, as it decides every block scale.
+void resolve_global_scale(QuantSetup& s);
 // .npy descrs and bytes of q and its scales (the part tables' rows).
 std::string q_descr(const QuantSpec& s);
 std::string scales_descr(const QuantSpec& s);

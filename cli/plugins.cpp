@@ -88,6 +88,7 @@ lnorm_problem to_c(const Problem& p) {
     c.quant_scaling = p.quant.scaling_info().abi;
     c.quant_group = p.quant.group_size(p.cols);
     c.quant_scale = p.quant.scaling_info().scale_given ? p.quant.scale : 0.0f;
+    c.quant_global_scale = p.quant.scaling_info().global_scale ? p.quant.global_scale : 0.0f;
   }
   return c;
 }

@@ -112,6 +112,9 @@ std::optional<std::string> unavailable_reason(const KernelInfo& k, const Problem
     return who + " takes gamma/beta in x's dtype without an offset";
   if (p.op.prologue == Prologue::residual_add && !k.takes.f32_residual && p.residual_dtype != p.dtype)
     return who + " takes the residual in x's dtype only, not f32 beside 16-bit x";
+  // A kernel takes G as an input (FlashInfer's global_scale): the caller resolves the tensor's own first.
+  if (p.op.epilogue == Epilogue::quantized && p.quant.scaling_info().global_scale && !(p.quant.global_scale > 0))
+    return "nvfp4's global scale is not resolved (the harness sets the tensor's own before " + who + " runs: resolve_global_scale)";
   return k.why_not ? k.why_not(p) : std::nullopt;
 }
 

@@ -60,10 +60,15 @@ std::string one_of(const Table& table, Field field) {
   }
   return out;
 }
-std::string formats_with_emax() {
-  std::string out;
+// "mx scaling takes fp8_e4m3, fp8_e5m2 or fp4_e2m1 (why)": the formats a scaling takes, from the tables.
+std::string takes_text(const ScalingInfo& sc) {
+  std::string out = std::string(sc.name) + " scaling takes ";
+  std::string names;
   for (const FormatInfo& f : kFormatTable)
-    if (f.emax_elem >= 0) out.append(out.empty() ? "" : " or ").append(f.name);
+    if (takes(sc.scaling, f.format)) names.append(names.empty() ? "" : " or ").append(f.name);
+  out += names;
+  if (sc.needs_emax) out += " (OCP MX v1.0's element formats with an emax_elem: not MXINT8's implied scale, not FNUZ)";
+  if (sc.only_format >= 0) out += " (NVIDIA's NVFP4: E2M1 values under E4M3 block scales)";
   return out;
 }
 std::string g9(double v) {
@@ -93,8 +98,9 @@ std::string quant_spec_error(const QuantSpec& spec, std::int64_t cols) {
   } else if (spec.scale != 0) {
     why.append("--scale is tensor scaling's; ").append(sc.name).append(" scaling computes its scales");
   } else if (!takes(spec.scaling, spec.format)) {
-    why.append(sc.name).append(" scaling takes ").append(formats_with_emax());
-    why.append(" (OCP MX v1.0's element formats with an emax_elem: not MXINT8's implied scale, not FNUZ)");
+    why = takes_text(sc);
+  } else if (sc.global_scale && spec.global_scale != 0 && !(std::isfinite(spec.global_scale) && spec.global_scale > 0)) {
+    why = "--global-scale must be a finite f32 greater than 0";
   } else if (const std::int64_t g = spec.group_size(cols); g <= 0 || cols % g != 0) {
     why.append(sc.name).append(" scaling's groups of ").append(std::to_string(g));
     why.append(" do not divide the row of ").append(std::to_string(cols)).append(" elements");
@@ -104,7 +110,7 @@ std::string quant_spec_error(const QuantSpec& spec, std::int64_t cols) {
 }
 
 QuantSpec parse_quant_spec(std::string_view format, std::string_view scaling, std::optional<double> scale, std::int64_t cols,
-                           const QuantSpecNames& names) {
+                           const QuantSpecNames& names, std::optional<double> global_scale) {
   const auto fail = [](std::string_view flag, std::string_view value, const std::string& why) {
     throw QuantSpecError(std::string(flag) + std::string(value) + ": " + why);
   };
@@ -126,9 +132,15 @@ QuantSpec parse_quant_spec(std::string_view format, std::string_view scaling, st
   } else if (si.scale_given) {
     fail(names.scaling, scaling, "needs " + std::string(names.scale) + "S, a finite f32 greater than 0 (q = Q(y / S))");
   }
-  if (!takes(spec.scaling, spec.format))
-    fail(names.scaling, scaling, std::string(si.name) + " scaling takes " + formats_with_emax() + ", not " + std::string(format) +
-                                     " (OCP MX v1.0's element formats with an emax_elem: not MXINT8's implied scale, not FNUZ)");
+  if (!takes(spec.scaling, spec.format)) fail(names.scaling, scaling, takes_text(si) + ", not " + std::string(format));
+  if (global_scale) {
+    const float g = static_cast<float>(*global_scale);
+    if (!si.global_scale) fail(names.global_scale, g9(*global_scale), std::string(si.name) + " scaling has no global scale (nvfp4's)");
+    if (static_cast<double>(g) != *global_scale && std::isfinite(*global_scale))
+      fail(names.global_scale, g9(*global_scale), "not an f32 value; the global scale is an f32 (nearest: " + g9(g) + ")");
+    if (!(std::isfinite(g) && g > 0)) fail(names.global_scale, g9(*global_scale), "must be a finite f32 greater than 0");
+    spec.global_scale = g;
+  }
   if (cols > 0)
     if (const std::int64_t g = spec.group_size(cols); g <= 0 || cols % g != 0)
       fail(names.scaling, scaling, "groups of " + std::to_string(g) + " do not divide the row of " + std::to_string(cols) + " elements");
@@ -142,6 +154,19 @@ std::string describe(const QuantSpec& spec) {
   s.append(name(spec.format)).append("/").append(name(spec.scaling));
   if (spec.scaling_info().group_given) s.append(":").append(std::to_string(spec.group));
   return s;
+}
+
+float nvfp4_element_scale(std::uint8_t c, float global_scale) {
+  const double v = decode(QuantFormat::fp8_e4m3, c);
+  if (std::isnan(v)) return std::numeric_limits<float>::quiet_NaN();
+  if (v == 0) return std::numeric_limits<float>::infinity();  // no scale: every q of the block ±0
+  return static_cast<float>(v) / global_scale;  // one f32 division, as the contract says (a negative code: negative)
+}
+
+float nvfp4_global_scale(float amax) {
+  if (!(amax > 0) || !std::isfinite(amax)) return 1.0f;
+  const float g = 2688.0f / amax;  // 448·6, exact in f32: one f32 division
+  return std::isfinite(g) ? g : std::numeric_limits<float>::max();  // amax below 2688/FLT_MAX: the largest f32
 }
 
 std::int64_t max_ordinal(QuantFormat f) {

@@ -249,6 +249,7 @@ class IndependentQuantizer {
   // Q(y / s) for a finite s ≥ 0 (s = 0: ±Inf for y ≠ 0, which saturates; 0 for y = 0). inv_s: 1/s to 1600 bits.
   std::uint8_t quantize_scaled(const RealValue& y, double s, const BigF& inv_s, Counts* counts = nullptr) const {
     if (y.nan || std::isnan(s)) return quantize(RealValue{true, 0, std::nullopt}, counts);
+    if (std::isinf(s)) return sign_of(y) < 0 ? neg_.front().code : pos_.front().code;  // nvfp4's c = 0: ±0
     if (s == 0) {
       const int sign = sign_of(y);
       if (sign == 0) return pos_.front().code;
@@ -272,7 +273,40 @@ struct IndependentScale {
   bool zero = false;  // every y* is 0: s = 1 (row/group), E8M0 code 0 (mx)
   double value = 0;   // the multiplier s: f32 value, or 2^X (mx)
   int mx_code = 0;    // X + 127
+  int e4m3_code = 0;  // nvfp4's block scale code
 };
+
+// nvfp4's block scale of one group (16 y*), given G: c = amax·G/6 rounded to the E4M3 grid enumerated from its bit
+// layout (nearest, ties to the even code, saturating at 448), s = f32(value(c)/G), +Inf for c = 0, NaN (code
+// 0x7f) for a group holding a NaN; zero: every y* is 0.
+inline IndependentScale independent_nvfp4_scale(const RealValue* y, std::size_t n, float global_scale) {
+  IndependentScale out;
+  const RealValue* amax = nullptr;
+  BigF amax_abs = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (y[i].nan) {
+      out.nan = true;
+      out.value = std::numeric_limits<double>::quiet_NaN();
+      out.e4m3_code = 0x7f;
+      return out;
+    }
+    const BigF a = mp::abs(y[i].approx);
+    if (!amax || a > amax_abs) amax = &y[i], amax_abs = a;
+  }
+  out.zero = amax_abs == 0;
+  RealValue t;
+  t.approx = amax_abs * BigF(static_cast<double>(global_scale)) / BigF(6);
+  if (amax->exact) t.exact = Rat(mp::abs(*amax->exact) * exact_rational(static_cast<double>(global_scale)) / Rat(6));
+  out.e4m3_code = IndependentQuantizer(QuantFormat::fp8_e4m3).quantize(t);
+  const double v = independent_code_value(QuantFormat::fp8_e4m3, static_cast<std::uint8_t>(out.e4m3_code));
+  if (v == 0) {
+    out.value = std::numeric_limits<double>::infinity();
+    return out;
+  }
+  const Rat ratio = exact_rational(v) / exact_rational(static_cast<double>(global_scale));
+  out.value = round_to(format_of(DType::f32), BigF(v) / BigF(static_cast<double>(global_scale)), ratio);
+  return out;
+}
 
 inline IndependentScale independent_scale(QuantFormat f, bool mx, const RealValue* y, std::size_t n) {
   IndependentScale out;

@@ -58,7 +58,7 @@ TEST_CASE("quantized kernels: q and scales within the metric's budget, every op,
           const auto b = testing::encode(d, testing::normal(d, static_cast<std::size_t>(cols), 0.0, 0.1, 10));
           std::vector<std::uint8_t> q(static_cast<std::size_t>(rows * cols), 0xAA);
           const std::int64_t per_row = spec.scales_per_row(cols);
-          std::vector<std::byte> scales(static_cast<std::size_t>(rows * per_row) * (spec.scales_are_e8m0() ? 1 : 4));
+          std::vector<std::byte> scales(static_cast<std::size_t>(rows * per_row) * spec.storage().bytes);
           std::vector<std::byte> h(x.size());
           Tensors t{x.data(), g.data(), p.has_beta ? b.data() : nullptr};
           const bool add = op.prologue == Prologue::residual_add;

@@ -108,6 +108,14 @@ std::vector<QuantSpec> all_specs(std::int64_t cols, const std::vector<float>& sc
     for (std::int64_t g : {8, 16, 64})
       if (cols % g == 0) out.push_back(spec_of(f, Scaling::group, g));
     if (takes(Scaling::mx, f) && cols % 32 == 0) out.push_back(spec_of(f, Scaling::mx));
+    // nvfp4 at a power-of-two G, a G with 24 significant bits (6·midpoint/G no double: the scaled comparisons), and
+    // a large one (block scales saturating at 448)
+    if (takes(Scaling::nvfp4, f) && cols % 16 == 0)
+      for (float g : {1.0f, 0x1.4cccccp+7f, 0x1p20f}) {
+        QuantSpec s = spec_of(f, Scaling::nvfp4);
+        s.global_scale = g;
+        out.push_back(s);
+      }
   }
   for (const QuantSpec& s : out) REQUIRE(quant_spec_error(s, cols).empty());
   return out;
@@ -127,13 +135,13 @@ std::string check(const Dataset& d, const QuantSpec& spec, IndependentQuantizer:
   const Problem& p = d.p;
   const std::int64_t rows = p.rows, n = p.cols;
   const QuantFormat f = spec.format;
-  const bool mx = spec.scaling == Scaling::mx;
-  const std::int64_t G = spec.scaling == Scaling::group ? spec.group : mx ? 32 : n;  // elements per scale
+  const bool mx = spec.scaling == Scaling::mx, nv = spec.scaling == Scaling::nvfp4;
+  const std::int64_t G = spec.scaling == Scaling::group ? spec.group : mx ? 32 : nv ? 16 : n;  // elements per scale
   const std::int64_t per_row = spec.scaling == Scaling::tensor ? 0 : n / G;
   std::vector<std::uint8_t> q(static_cast<std::size_t>(spec.q_bytes(rows, n)), 0xa5);  // as stored (fp4: packed)
   std::vector<float> s32(static_cast<std::size_t>(rows * per_row), -7.0f);
   std::vector<std::uint8_t> s8(static_cast<std::size_t>(rows * per_row), 0xa5);
-  void* scales = per_row == 0 ? nullptr : mx ? static_cast<void*>(s8.data()) : static_cast<void*>(s32.data());
+  void* scales = per_row == 0 ? nullptr : mx || nv ? static_cast<void*>(s8.data()) : static_cast<void*>(s32.data());
   std::vector<std::byte> yout(static_cast<std::size_t>(rows * n) * size_of(p.dtype));
   quantize_reference(p, spec, d.xb.data(), d.res(), d.gam(), d.bet(), rows, 2, q.data(), scales, yout.data());
 
@@ -150,12 +158,19 @@ std::string check(const Dataset& d, const QuantSpec& spec, IndependentQuantizer:
       double s = spec.scale;
       bool group_nan = false;
       if (per_row) {
-        const auto want = lnorm::testing::independent_scale(f, mx, yg, static_cast<std::size_t>(G));
+        const auto want = nv ? lnorm::testing::independent_nvfp4_scale(yg, static_cast<std::size_t>(G), spec.global_scale)
+                             : lnorm::testing::independent_scale(f, mx, yg, static_cast<std::size_t>(G));
         group_nan = want.nan;
         counts.zero_groups += want.zero;
         s = want.value;
         const std::size_t at = static_cast<std::size_t>(r * per_row + g);
-        if (mx) {
+        if (nv) {
+          if (s8[at] != want.e4m3_code) {
+            std::snprintf(buf, sizeof buf, "row %lld group %lld: E4M3 block scale got 0x%02x want 0x%02x", static_cast<long long>(r),
+                          static_cast<long long>(g), s8[at], want.e4m3_code);
+            report(buf);
+          }
+        } else if (mx) {
           if (s8[at] != want.mx_code) {
             std::snprintf(buf, sizeof buf, "row %lld group %lld: E8M0 scale got %d want %d", static_cast<long long>(r),
                           static_cast<long long>(g), s8[at], want.mx_code);
@@ -688,4 +703,45 @@ TEST_CASE("quant: near-ties of per-token scaled bf16 RMSNorm are decided exactly
                                 spec_of(QuantFormat::fp8_e5m2, Scaling::row), spec_of(QuantFormat::int8, Scaling::row),
                                 spec_of(QuantFormat::int8, Scaling::group, 64)})
     CHECK(check(ds, spec, other) == "");
+}
+
+TEST_CASE("quant: nvfp4 block scales exactly on an E4M3 midpoint round to even, and 2^-60 off it they move off", "[quant]") {
+  const IndependentQuantizer e4m3(QuantFormat::fp8_e4m3);
+  const auto& grid = e4m3.positive();
+  int blocks = 0;
+  for (std::size_t j = 1; j + 1 < grid.size(); j += 5) {
+    // Every block's amax is the anchor 6·m (elements 0 and 8): amax·G/6 = m at G = 1, a tie of the block scale.
+    const double m = (grid[j].magnitude + grid[j + 1].magnitude) / 2, anchor = 6 * m;
+    for (const double nudge : {0.0, 0x1p-60})
+      for (const DType d : {DType::f32, DType::bf16}) {
+        const Dataset ds = target_rows("nvfp4 block amax 6 x " + std::to_string(m) + (nudge != 0 ? " nudged" : ""), Op::rmsnorm, d,
+                                       DType::f32, 2, 0, {anchor / 2, anchor / 4, anchor * 0.375}, anchor, 64, nudge);
+        QuantSpec s = spec_of(QuantFormat::fp4_e2m1, Scaling::nvfp4);
+        s.global_scale = 1.0f;
+        IndependentQuantizer::Counts counts;
+        CHECK(check(ds, s, counts, true) == "");
+        blocks += 8;
+      }
+  }
+  CHECK(blocks > 100);
+}
+
+TEST_CASE("quant: nvfp4's own global scale is 2688 over the tensor's amax|y*| in f32", "[quant]") {
+  const std::int64_t cols = 64;
+  const Problem p = problem(Op::rmsnorm, DType::bf16, 3, cols, 1e-5, true, false, DType::bf16);
+  const Dataset ds = make_dataset("global scale", p, random_rows(DType::bf16, 3, cols, 0, 1, 11), {},
+                                  lnorm::testing::normal(DType::bf16, cols, 1, 0.5, 12), {});
+  BigF amax = 0;
+  for (const RealValue& v : ds.y) amax = std::max(amax, BigF(boost::multiprecision::abs(v.approx)));
+  const float A = static_cast<float>(amax.convert_to<double>());
+  QuantSpec s = spec_of(QuantFormat::fp4_e2m1, Scaling::nvfp4);
+  CHECK(needs_global_scale(s));
+  const QuantSpec r = resolve_global_scale(p, s, ds.xb.data(), nullptr, ds.gam(), nullptr, 3, 2);
+  CHECK(r.global_scale == 2688.0f / A);
+  CHECK(nvfp4_global_scale(0.0f) == 1.0f);
+  std::vector<std::uint8_t> q(static_cast<std::size_t>(s.q_bytes(3, cols)));
+  std::vector<std::uint8_t> sc(static_cast<std::size_t>(3 * cols / 16));
+  CHECK_THROWS(quantize_reference(p, s, ds.xb.data(), nullptr, ds.gam(), nullptr, 3, 1, q.data(), sc.data()));
+  IndependentQuantizer::Counts counts;
+  CHECK(check(ds, r, counts, true) == "");
 }

@@ -37,6 +37,8 @@ std::vector<QuantSpec> specs() {
     out.push_back({f, Scaling::group, 40, 0});
     out.push_back({f, Scaling::group, 32, 0});
     if (takes(Scaling::mx, f)) out.push_back({f, Scaling::mx, 0, 0});
+    if (takes(Scaling::nvfp4, f))
+      for (float g : {1.0f, 0x1.4cccccp+7f}) out.push_back({f, Scaling::nvfp4, 0, 0, g});
   }
   return out;
 }
@@ -84,7 +86,7 @@ Out run_quantized(const KernelInfo& k, const Problem& p, const QuantSpec& spec, 
   Out o;
   o.q.assign(static_cast<std::size_t>(spec.q_bytes(p.rows, p.cols)), 0xAA);
   const std::int64_t per_row = spec.scales_per_row(p.cols);
-  o.scales.assign(static_cast<std::size_t>(p.rows * per_row) * (spec.scales_are_e8m0() ? 1 : 4), 0xAA);
+  o.scales.assign(static_cast<std::size_t>(p.rows * per_row) * spec.storage().bytes, 0xAA);
   Tensors t = in;
   t.q = o.q.data();
   t.scales = per_row ? o.scales.data() : nullptr;
@@ -108,7 +110,7 @@ TEST_CASE("simd quantized epilogue: q and scales equal quantize_row's on adversa
         Out want;
         want.q.resize(static_cast<std::size_t>(spec.q_bytes(rows, n)));
         const std::int64_t per_row = spec.scales_per_row(n);
-        want.scales.resize(static_cast<std::size_t>(rows * per_row) * (spec.scales_are_e8m0() ? 1 : 4));
+        want.scales.resize(static_cast<std::size_t>(rows * per_row) * spec.storage().bytes);
         for (std::int64_t r = 0; r < rows; ++r)
           cpu::quantize_row(spec, beta.data(), n, want.q.data(), per_row ? want.scales.data() : nullptr, r);
         for (const KernelInfo* k : simd_kernels(p)) {
@@ -190,7 +192,7 @@ TEST_CASE("correctly rounded kernels: q and scales are the reference's bit for b
     const std::int64_t per_row = c.spec.scales_per_row(cols);
     Out want;
     want.q.resize(static_cast<std::size_t>(rows * cols));
-    want.scales.resize(static_cast<std::size_t>(rows * per_row) * (c.spec.scales_are_e8m0() ? 1 : 4));
+    want.scales.resize(static_cast<std::size_t>(rows * per_row) * c.spec.storage().bytes);
     quantize_reference(p, c.spec, x.data(), add ? res.data() : nullptr, g.data(), nullptr, rows, 2, want.q.data(),
                        per_row ? want.scales.data() : nullptr, nullptr);
     for (const KernelInfo* k : ks) {
@@ -238,7 +240,7 @@ TEST_CASE("correctly rounded kernels: y* a hair below a tie or a power of two th
       const std::int64_t per_row = c.spec.scales_per_row(cols);
       Out want;
       want.q.resize(static_cast<std::size_t>(c.spec.q_bytes(rows, cols)));
-      want.scales.resize(static_cast<std::size_t>(rows * per_row) * (c.spec.scales_are_e8m0() ? 1 : 4));
+      want.scales.resize(static_cast<std::size_t>(rows * per_row) * c.spec.storage().bytes);
       quantize_reference(p, c.spec, x.data(), nullptr, g.data(), nullptr, rows, 1, want.q.data(), per_row ? want.scales.data() : nullptr);
       // What f64 arithmetic alone gives (y = ±γ): a different answer, or the case tests nothing.
       std::vector<std::uint8_t> f64_q(want.q.size());

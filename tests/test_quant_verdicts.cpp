@@ -42,7 +42,7 @@ Setup make(DType d, Op op, QuantFormat f, Scaling sc, std::int64_t group, float 
   s.per_row = s.spec.scales_per_row(cols);
   s.G = s.spec.group_size(cols);
   s.q.resize(static_cast<std::size_t>(rows * cols));
-  s.scales.resize(static_cast<std::size_t>(rows * s.per_row) * (s.spec.scales_are_e8m0() ? 1 : 4));
+  s.scales.resize(static_cast<std::size_t>(rows * s.per_row) * s.spec.storage().bytes);
   s.y.resize(s.x.size());
   quantize_reference(s.p, s.spec, s.x.data(), nullptr, s.gamma.data(), nullptr, rows, 2, s.q.data(),
                      s.per_row ? s.scales.data() : nullptr, s.y.data());

@@ -170,15 +170,17 @@ struct Element {
     a2 = a * a;
     sa = a.sign();
   }
-  // sign(y* − m) for m = mo·2^me: t = m − β; A/sqrt(W') against t by signs, and where they agree by
-  // A² against t²·W' (both sides ≥ 0, the comparison of the magnitudes; its sign flips for A < 0).
-  int compare(const Row* r, std::int64_t mo, std::int64_t me) const {
+  // sign(k·y* − m) for m = mo·2^me, k = ko·2^ke (1 by default): t = m − k·β; k·A/sqrt(W') against t by signs,
+  // and where they agree by (k·A)² against t²·W' (both sides ≥ 0, the comparison of the magnitudes; its sign
+  // flips for A < 0).
+  int compare(const Row* r, std::int64_t mo, std::int64_t me, std::int64_t ko = 1, std::int64_t ke = 0) const {
     std::int64_t t_exp;
-    const BigInt t = aligned_sum(BigInt(mo), me, BigInt(-bp.m), bp.e, t_exp);
+    const BigInt t = aligned_sum(BigInt(mo), me, -(BigInt(bp.m) * ko), bp.e + ke, t_exp);
     const int st = t.sign();
     if (sa == 0) return -st;
     if (sa != st) return sa;
-    const int c = compare_positive(a2, 2 * a_exp, t * t * r->w, 2 * t_exp + r->w_exp);
+    const int c = ko == 1 && ke == 0 ? compare_positive(a2, 2 * a_exp, t * t * r->w, 2 * t_exp + r->w_exp)
+                                     : compare_positive(a2 * ko * ko, 2 * (a_exp + ke), t * t * r->w, 2 * t_exp + r->w_exp);
     return sa > 0 ? c : -c;
   }
 };
@@ -187,6 +189,11 @@ struct Element {
 int compare_element(const Row* r, double xi, double w_hi, double w_lo, double beta, double m) {
   const Parts mp = parts(m);
   return Element(r, xi, w_hi, w_lo, beta).compare(r, mp.m, mp.e);
+}
+
+int compare_element_scaled(const Row* r, double xi, double w_hi, double w_lo, double beta, double k, double m) {
+  const Parts mp = parts(m), kp = parts(k);
+  return Element(r, xi, w_hi, w_lo, beta).compare(r, mp.m, mp.e, kp.m, kp.e);
 }
 
 std::uint32_t round_element(const Row* r, DType out, double xi, double w_hi, double w_lo, double beta,

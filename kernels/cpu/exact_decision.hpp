@@ -44,5 +44,7 @@ std::uint32_t round_element(const Row* r, DType out, double xi, double w_hi, dou
 // sign(y* − m) (−1, 0 or +1) for the element (xi, w_hi + w_lo, beta) of row r, as round_element's
 // comparisons: the quantized epilogue's exact decisions (quant_exact.hpp). m finite; precondition W' > 0.
 int compare_element(const Row* r, double xi, double w_hi, double w_lo, double beta, double m);
+// sign(k·y* − m), k > 0 finite: a threshold m/k that is no double (nvfp4's block scale: G·amax* against 6·midpoint).
+int compare_element_scaled(const Row* r, double xi, double w_hi, double w_lo, double beta, double k, double m);
 
 }  // namespace lnorm::cpu::exact

@@ -26,8 +26,19 @@ float group_scale(const QuantSpec& spec, float amax, bool nan, void* scales, std
   if (spec.scaling == Scaling::tensor) return spec.scale;
   if (nan) {
     if (spec.scaling == Scaling::mx) static_cast<std::uint8_t*>(scales)[at] = 255;
+    else if (spec.scaling == Scaling::nvfp4) static_cast<std::uint8_t*>(scales)[at] = 0x7f;  // E4M3's NaN
     else static_cast<float*>(scales)[at] = std::nanf("");
     return std::nanf("");
+  }
+  if (spec.scaling == Scaling::nvfp4) {
+    // c = E4M3(amax·G/6): amax·G is exact in double (24 + 24 bits), and its quotient by 6 in double is within 2^-53
+    // of the exact one, which is either an E4M3 midpoint m (amax·G = 6m) or at least 2^-48 of itself from every
+    // midpoint (amax·G − 6m is a nonzero multiple of the last bit of the smaller of the two, which have ≤ 48 and
+    // ≤ 7 significant bits): the double quotient rounds as the exact one does.
+    const float g = spec.global_scale;
+    const std::uint8_t c = encode(QuantFormat::fp8_e4m3, static_cast<double>(amax) * static_cast<double>(g) / 6.0);
+    static_cast<std::uint8_t*>(scales)[at] = c;
+    return nvfp4_element_scale(c, g);
   }
   if (spec.scaling == Scaling::mx) {
     // floor(log2 amax) from the exponent field where amax is normal (ilogb's answer without the call: once per

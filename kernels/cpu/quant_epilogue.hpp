@@ -7,6 +7,8 @@
 //            amax/qmax is below f32's range (rounds to 0); NaN (and NaN codes) for a group holding a NaN
 //   mx       X = floor(log2 amax) − emax_elem clamped to [−127, 127] (−127 for a group of zeros), s = 2^X, stored
 //            as E8M0 X + 127 (255, NaN, for a group holding a NaN)
+//   nvfp4    c = E4M3(amax·G/6) per block of 16, s = f32(E4M3value(c)/G), +Inf where c is 0 (q ±0); c = 0x7f
+//            (E4M3's NaN) and codes 0 for a block holding a NaN
 // y / s is divided in double: y and s are f32, so y/s, unless it is a midpoint of the grid (≤ 9 significant bits),
 // differs from one by at least 2^-33 of itself (y − m·s is a nonzero multiple of the smaller of their last bits),
 // which double's 2^-53 rounding can neither reach nor cross: Q(double(y / s)) = Q(y / s), y's exact quotient

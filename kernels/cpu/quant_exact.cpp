@@ -58,6 +58,44 @@ class Decider {
     return result;
   }
 
+  // sign(k·y*_i − m), exactly (k > 0).
+  int compare_scaled(std::int64_t i, double k, double m) {
+    if (!row_) row_ = exact::row(r_.x, r_.x_dtype, r_.n, r_.eps, r_.centred);
+    return exact::compare_element_scaled(row_, x_at(i), r_.w_hi ? r_.w_hi[i] : 1.0, r_.w_lo ? r_.w_lo[i] : 0.0,
+                                         r_.beta ? r_.beta[i] : 0.0, k, m);
+  }
+
+  // sign(k·amax* − M) over elements [b, e) (k > 0, M ≥ 0): compare_amax's walk with the bounds scaled by k, each
+  // product's rounding covered by 2^-50 of it.
+  int compare_amax_scaled(std::int64_t b, std::int64_t e, double k, double M, const AmaxBounds& m) {
+    const double lo = m.lo * k * (1 - 0x1p-50), hi = m.hi * k * (1 + 0x1p-50);
+    if (lo > M) return 1;
+    if (hi < M) return -1;
+    int result = -1;
+    for (std::int64_t i = b; i < e; ++i) {
+      const double a = std::fabs(r_.y[i]), d = err(i);
+      if ((a - d) * k * (1 - 0x1p-50) > M) return 1;
+      if ((a + d) * k * (1 + 0x1p-50) < M) continue;
+      // sign(k·|y*| − M), M > 0: k·y* ≥ M decides it; else |k·y*| ≥ M only where k·y* ≤ −M.
+      int c = compare_scaled(i, k, M);
+      if (c < 0) {
+        const int down = compare_scaled(i, k, -M);  // k·y* + M
+        c = down < 0 ? 1 : down == 0 ? 0 : -1;
+      }
+      if (c > 0) return 1;
+      if (c == 0) result = 0;
+    }
+    return result;
+  }
+
+  // sign of y*_i (its approximation where the bound settles it).
+  int sign(std::int64_t i) {
+    const double d = err(i);
+    if (r_.y[i] > d) return 1;
+    if (r_.y[i] < -d) return -1;
+    return compare(i, 0.0);
+  }
+
  private:
   // sign(|y*_i| − T), T ≥ 0.
   int compare_abs(std::int64_t i, double T) {
@@ -112,6 +150,36 @@ float exact_scale(Decider& d, const ExactQuantRow& r, std::int64_t b, std::int64
       }
     }
     return c == 0 ? 1.0f : c;  // amax* = 0, or amax*/qmax below f32's range: 1 (lnorm/quant.hpp)
+  }
+}
+
+// nvfp4's c* = E4M3(amax*·G/6) of elements [b, e) (G > 0): the candidate from the approximations' amax, moved one
+// code while G·amax* lies past 6·midpoint (≤ 5 significant bits times 3: exact) toward a neighbour, ties to even;
+// saturating at 448 (0x7e).
+std::uint8_t exact_nvfp4_code(Decider& d, const ExactQuantRow& r, std::int64_t b, std::int64_t e, float global_scale) {
+  constexpr QuantFormat e4m3 = QuantFormat::fp8_e4m3;
+  const Decider::AmaxBounds m = d.amax_bounds(b, e);
+  const double G = global_scale;
+  double amax = 0;
+  for (std::int64_t i = b; i < e; ++i) amax = std::fabs(r.y[i]) > amax ? std::fabs(r.y[i]) : amax;
+  std::int64_t k = ordinal_of_code(e4m3, encode(e4m3, amax * G / 6));
+  const auto mid = [&](std::int64_t o) { return 0.5 * (value_of_ordinal(e4m3, o) + value_of_ordinal(e4m3, o + 1)); };
+  for (;;) {
+    if (k < max_ordinal(e4m3)) {
+      const int c = d.compare_amax_scaled(b, e, G, 6 * mid(k), m);
+      if (c > 0 || (c == 0 && (k & 1))) {
+        ++k;
+        continue;
+      }
+    }
+    if (k > 0) {
+      const int c = d.compare_amax_scaled(b, e, G, 6 * mid(k - 1), m);
+      if (c < 0 || (c == 0 && (k & 1))) {
+        --k;
+        continue;
+      }
+    }
+    return static_cast<std::uint8_t>(k);
   }
 }
 
@@ -209,11 +277,20 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
     for (std::int64_t i = b; i < e; ++i) nan |= r.y[i] != r.y[i];
     if (nan && spec.scaling != Scaling::tensor) {
       if (spec.scaling == Scaling::mx) static_cast<std::uint8_t*>(scales)[at] = 255;
+      else if (spec.scaling == Scaling::nvfp4) static_cast<std::uint8_t*>(scales)[at] = 0x7f;  // E4M3's NaN
       else static_cast<float*>(scales)[at] = std::numeric_limits<float>::quiet_NaN();
       for (std::int64_t i = b; i < e; ++i) set(i, encode(f, r.y[i] != r.y[i] ? r.y[i] : std::numeric_limits<double>::quiet_NaN()));
       continue;
     }
-    if (spec.scaling == Scaling::mx) {
+    if (spec.scaling == Scaling::nvfp4) {
+      const std::uint8_t c = exact_nvfp4_code(d, r, b, e, spec.global_scale);
+      static_cast<std::uint8_t*>(scales)[at] = c;
+      s = nvfp4_element_scale(c, spec.global_scale);
+      if (std::isinf(s)) {  // c = 0: every q ±0, y*'s sign
+        for (std::int64_t i = b; i < e; ++i) set(i, code_of_ordinal(f, 0, has_negative_zero(f) && d.sign(i) < 0));
+        continue;
+      }
+    } else if (spec.scaling == Scaling::mx) {
       const int x = exact_mx_exponent(d, r, b, e, emax_elem(f));
       static_cast<std::uint8_t*>(scales)[at] = static_cast<std::uint8_t>(x + 127);
       s = static_cast<float>(std::ldexp(1.0, x));  // 2^-127 is an f32 subnormal: exact

@@ -193,7 +193,7 @@ void welford_row(const Problem& p, const Tensors& t, std::int64_t row) {
   if (p.op.epilogue == Epilogue::quantized) {  // the row's q and scales (y is not written)
     t1.q = static_cast<std::uint8_t*>(t.q) + p.quant.q_bytes(row, p.cols);
     if (t.quant_y) t1.quant_y = static_cast<float*>(t.quant_y) + at;
-    const std::size_t scale_bytes = p.quant.scales_are_e8m0() ? 1 : 4;
+    const std::size_t scale_bytes = p.quant.storage().bytes;
     if (t.scales) t1.scales = static_cast<std::byte*>(t.scales) + static_cast<std::size_t>(row * p.quant.scales_per_row(p.cols)) * scale_bytes;
   }
   run_scalar<WelfordStats>(one, t1);

@@ -20,6 +20,9 @@
 //   fnuz_ocp_bias            FNUZ written with the OCP twin's codes (E4M3FN for E4M3FNUZ): every value read back halved
 // and FP4's packing (two codes a byte: FlashInfer, torchao and PTX's cvt.rn.satfinite.e2m1x2 put element 2i low):
 //   fp4_nibbles_swapped      element 2i in the high nibble: every code right, every pair read back swapped
+// and NVFP4's block scale, c = E4M3(amax·G/6) (NVIDIA's recipe; FlashInfer's cvt_warp_fp16_to_fp4):
+//   nvfp4_scale_truncated    c rounded toward zero (a round-toward-zero conversion where __nv_cvt_float_to_fp8's RN was meant)
+//   nvfp4_scale_rounds_up    c one code up wherever it rounds down (a ceil, the habit of keeping every block below 6)
 // Every mutant hands verify the y its quantizer read (y in x's dtype, Tensors::quant_y), as a real kernel would.
 #include "quant_mutants.hpp"
 
@@ -113,7 +116,19 @@ void run_quant_defect(QuantDefect defect, ForwardFn y_forward, const Problem& p,
           amax = std::max(amax, std::fabs(src[static_cast<std::size_t>(i)]));
         }
         const std::int64_t at = r * per_row + g;
-        if (spec.scaling == Scaling::mx) {
+        if (spec.scaling == Scaling::nvfp4) {
+          // c = E4M3(amax·G/6) (quant_epilogue.cpp: the double quotient rounds as the exact one); the planted slips
+          // round it toward zero (truncation) or up (a ceil, to keep every block off saturation)
+          const double want = amax * spec.global_scale / 6;
+          std::uint8_t c = nan ? 0x7f : encode(QuantFormat::fp8_e4m3, want);
+          if (!nan && std::isfinite(want)) {
+            const double v = decode(QuantFormat::fp8_e4m3, c);
+            if (defect == QuantDefect::nvfp4_scale_truncated && v > want && c > 0) --c;
+            if (defect == QuantDefect::nvfp4_scale_rounds_up && v < want && c < 0x7e) ++c;
+          }
+          static_cast<std::uint8_t*>(t.scales)[at] = c;
+          s = nvfp4_element_scale(c, spec.global_scale);
+        } else if (spec.scaling == Scaling::mx) {
           int x = -127;
           if (nan) x = 128;
           else if (amax > 0 && std::isfinite(amax)) {

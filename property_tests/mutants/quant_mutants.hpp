@@ -30,6 +30,9 @@ enum class QuantDefect {
   fnuz_ocp_bias,       // FNUZ written with the OCP twin's codes (bias 7 / 15, not 8 / 16): every value read back halved
   // FP4's slip: the packing order (element 2i in the high nibble), every code right, every pair swapped.
   fp4_nibbles_swapped,
+  // NVFP4's block scale rule: its wrong rounding (toward zero) and its off-by-one (a code up where it rounds down).
+  nvfp4_scale_truncated,
+  nvfp4_scale_rounds_up,
 };
 
 // The quantized epilogue's mutants, one row each: mutants.cpp registers every row (every forward op, f32/f16/bf16,
@@ -71,6 +74,10 @@ inline constexpr QuantMutant kQuantMutants[] = {
      "quantized: mx exponent of amax rounded to bf16"},
     {QuantDefect::fp4_nibbles_swapped, "mutant_quant_fp4_nibbles_swapped",
      "quantized: fp4 element 2i in the high nibble, not the low"},
+    {QuantDefect::nvfp4_scale_truncated, "mutant_quant_nvfp4_scale_truncated",
+     "quantized: nvfp4 block scale E4M3(amax*G/6) rounded toward zero"},
+    {QuantDefect::nvfp4_scale_rounds_up, "mutant_quant_nvfp4_scale_rounds_up",
+     "quantized: nvfp4 block scale rounded up where it rounds down"},
 };
 
 // forward: q and scales from y, which y_forward computes in x's dtype (the problem with y_as_x) into scratch.

@@ -30,11 +30,22 @@ struct Drawn {
   std::string text;
 };
 
-// A spec from the part tables' rows (lnorm/quant.hpp), through the one parser: group:G's G and tensor's scale as given.
-QuantSpec spec_of(const FormatInfo& f, const ScalingInfo& sc, std::int64_t group, float scale) {
+// A spec from the part tables' rows (lnorm/quant.hpp), through the one parser: group:G's G and tensor's scale as given;
+// a global scale (nvfp4) given, or 0: the tensor's own from y_exact.
+QuantSpec spec_of(const FormatInfo& f, const ScalingInfo& sc, std::int64_t group, float scale, const std::vector<double>& y_exact,
+                  float global_scale = 0) {
   std::string syntax(sc.syntax);
   if (sc.group_given) syntax = syntax.substr(0, syntax.find(':') + 1) + std::to_string(group);
-  return parse_quant_spec(f.name, syntax, sc.scale_given ? std::optional<double>(scale) : std::nullopt);
+  QuantSpec s = parse_quant_spec(f.name, syntax, sc.scale_given ? std::optional<double>(scale) : std::nullopt, 0, {},
+                                 sc.global_scale && global_scale > 0 ? std::optional<double>(global_scale) : std::nullopt);
+  if (needs_global_scale(s)) {
+    // resolve_global_scale's answer (lnorm/quantize.hpp): 2688 over the largest |y*| rounded to f32, from y*'s double
+    float amax = 0;
+    for (double v : y_exact)
+      if (!std::isnan(v)) amax = std::max(amax, std::fabs(static_cast<float>(v)));
+    s.global_scale = nvfp4_global_scale(amax);
+  }
+  return s;
 }
 
 // Whether a scaling's fixed groups fit the row (mx: 32 | cols) and it takes the format (a packed format: an even row).
@@ -47,12 +58,16 @@ bool fits(const FormatInfo& f, const ScalingInfo& sc, std::int64_t cols) {
 // (8·2^k up to 128), else row; mx where 32 does not divide the row gives row.
 Drawn draw_spec(const Case& c, const std::vector<double>& y_exact, std::int64_t cols, int i) {
   std::mt19937_64 rng(c.spec.data_seed * 2 + static_cast<std::uint64_t>(i) + 0x9a4717u);
+  const ScalingInfo& row = info(Scaling::row);
   const ScalingInfo* sc = &kScalingTable[rng() % std::size(kScalingTable)];
   std::vector<const FormatInfo*> taken;
-  for (const FormatInfo& fi : kFormatTable)
-    if (takes(sc->scaling, fi.format) && (!is_packed(fi.format) || cols % 2 == 0)) taken.push_back(&fi);
+  const auto formats_of = [&](const ScalingInfo& s) {
+    for (const FormatInfo& fi : kFormatTable)
+      if (takes(s.scaling, fi.format) && (!is_packed(fi.format) || cols % 2 == 0)) taken.push_back(&fi);
+  };
+  formats_of(*sc);
+  if (taken.empty()) formats_of(*(sc = &row));  // none fits (nvfp4's fp4 on an odd row): row's
   const FormatInfo& f = *taken[rng() % taken.size()];
-  const ScalingInfo& row = info(Scaling::row);
   if (!fits(f, *sc, cols)) sc = &row;
   std::int64_t group = 0;
   if (sc->group_given) {
@@ -71,7 +86,11 @@ Drawn draw_spec(const Case& c, const std::vector<double>& y_exact, std::int64_t 
     sf = static_cast<float>(scale);
     if (!(std::isfinite(sf) && sf > 0)) sf = 1.0f;
   }
-  const QuantSpec s = spec_of(f, *sc, group, sf);
+  // nvfp4: the tensor's own G half the time, else one given: a power of two or a 24-bit one, far enough up that block
+  // scales saturate at 448 in some draws
+  float gs = 0;
+  if (sc->global_scale && rng() % 2) gs = static_cast<float>(std::ldexp(rng() % 2 ? 1.0 : 1.2999999523162842, static_cast<int>(rng() % 24) - 6));
+  const QuantSpec s = spec_of(f, *sc, group, sf, y_exact, gs);
   return {s, describe(s)};
 }
 
@@ -92,7 +111,7 @@ std::vector<Drawn> candidate_specs(const Case& c, const std::vector<double>& y_e
       if (!fits(f, sc, cols)) continue;
       float sf = static_cast<float>(amax > 0 && std::isfinite(amax) ? amax / f.qmax : 1.0);
       if (!(std::isfinite(sf) && sf > 0)) sf = 1.0f;
-      const QuantSpec s = spec_of(f, sc, g, sf);
+      const QuantSpec s = spec_of(f, sc, g, sf, y_exact);
       out.push_back({s, describe(s)});
     }
   return out;
@@ -103,7 +122,7 @@ std::vector<QuantSpec> every_spec() {
   std::vector<QuantSpec> out;
   for (const FormatInfo& f : kFormatTable)
     for (const ScalingInfo& sc : kScalingTable)
-      if (takes(sc.scaling, f.format)) out.push_back(spec_of(f, sc, 32, 1.0f));
+      if (takes(sc.scaling, f.format)) out.push_back(spec_of(f, sc, 32, 1.0f, {}, 1.0f));
   return out;
 }
 

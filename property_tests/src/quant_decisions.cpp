@@ -49,8 +49,13 @@ int draw_k(std::mt19937_64& rng, QuantFormat f) {
   return hi - static_cast<int>(rng() % 8);
 }
 
-// The scale the contract gives a group of amax (row, group: f32(amax/qmax); mx: 2^(floor(log2 amax) − emax)).
+// The scale the contract gives a group of amax (row, group: f32(amax/qmax); mx: 2^(floor(log2 amax) − emax); nvfp4:
+// f32(E4M3value(c)/G), c = E4M3(amax·G/6), 1 where c is 0: no scale, the group's q all ±0 whatever its elements).
 double scale_for(const QuantSpec& spec, double amax) {
+  if (spec.scaling == Scaling::nvfp4) {
+    const float s = nvfp4_element_scale(encode(QuantFormat::fp8_e4m3, amax * spec.global_scale / 6), spec.global_scale);
+    return std::isfinite(s) ? s : 1.0;
+  }
   if (spec.scaling == Scaling::mx) return std::ldexp(1.0, std::ilogb(amax) - emax_elem(spec.format));
   return static_cast<double>(static_cast<float>(amax / qmax(spec.format)));
 }
@@ -58,7 +63,7 @@ double scale_for(const QuantSpec& spec, double amax) {
 // One group's gamma (G values at g) for row, group or mx scaling.
 void lay_group(Layout& l, const QuantSpec& spec, double* g, std::int64_t G) {
   const double Q = qmax(spec.format);
-  const bool groups = spec.scaling == Scaling::group || spec.scaling == Scaling::mx;
+  const bool groups = spec.scaling == Scaling::group || spec.scaling == Scaling::mx || spec.scaling == Scaling::nvfp4;
   const unsigned kind = static_cast<unsigned>(l.rng() % 20);
   if (groups && kind >= 18) {  // a zero group (±0), or (one in two of those) a NaN group
     for (std::int64_t i = 0; i < G; ++i) g[i] = l.sign() * 0.0;

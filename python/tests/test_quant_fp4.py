@@ -6,6 +6,8 @@ import pytest
 
 import lnorm
 
+# The kernels this CPU runs (unavailable: the dtypes it declines here, e.g. avx512 on an AVX2-only machine).
+RUNNABLE = {k.name for k in lnorm.kernels() if "f32" not in k.unavailable}
 E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]  # magnitudes of codes 0..7; bit 3 is the sign
 
 
@@ -41,7 +43,7 @@ def test_reference_check_and_run_agree(scaling, op):
     per_elem = np.repeat(scale, group, axis=-1)
     assert np.all(np.abs(unpack(q) - np.clip(y / per_elem, -6, 6)) <= 1.0)
     for k in ("avx2_cr", "avx512", "welford"):  # _cr: the reference's bits; the fast kernels here too (f32 y exact enough)
-        if k not in lnorm.kernels():
+        if k not in RUNNABLE:
             continue
         q2, s2 = lnorm.run(k, x, g, quant="fp4_e2m1", scaling=scaling, op=op)
         assert q2.shape == q.shape
@@ -53,3 +55,49 @@ def test_reference_check_and_run_agree(scaling, op):
 def test_odd_rows_are_refused():
     with pytest.raises(ValueError, match="two codes a byte"):
         lnorm.reference(np.ones((2, 63), np.float32), quant="fp4_e2m1", scaling="row")
+
+
+E4M3_MAX = 448.0
+
+
+def e4m3_value(c):
+    """A positive E4M3 code's value from its layout (bias 7, 3 mantissa bits; 0x7f NaN)."""
+    e, m = (c >> 3) & 15, c & 7
+    return m / 8 * 2.0 ** -6 if e == 0 else (1 + m / 8) * 2.0 ** (e - 7)
+
+
+@pytest.mark.parametrize("global_scale", [None, 1.0, 166.39999389648438])
+@pytest.mark.parametrize("op", ["rmsnorm", "layernorm"])
+def test_nvfp4_reference_check_and_run_agree(global_scale, op):
+    x = np.random.default_rng(9).standard_normal((4, 128)).astype(np.float32)
+    g = (1 + 0.25 * np.random.default_rng(10).standard_normal(128)).astype(np.float32)
+    kw = dict(quant="fp4_e2m1", scaling="nvfp4", op=op, global_scale=global_scale)
+    q, s = lnorm.reference(x, g, **kw)
+    assert q.shape == (4, 64) and s.shape == (4, 8) and s.dtype == np.uint8  # E4M3 codes, one per 16
+    # The block scales from the rule: c = E4M3(amax·G/6), G the tensor's own 2688/amax|y*| when not given
+    y = lnorm.reference(x.astype(np.float64), g.astype(np.float64), op=op)[0]
+    G = np.float32(2688) / np.float32(np.abs(y).max()) if global_scale is None else np.float32(global_scale)
+    t = np.abs(y).reshape(4, 8, 16).max(axis=2) * np.float64(G) / 6
+    values = np.array([e4m3_value(c) for c in s.ravel()]).reshape(s.shape)
+    assert np.all(np.abs(values - np.minimum(t, E4M3_MAX)) <= np.maximum(values, 2.0 ** -9) / 16 + 1e-12)  # half a step
+    assert lnorm.check(x, q, g, scales=s, **kw)
+    for k in ("avx2_cr", "avx512_cr", "avx512", "welford"):
+        if k not in RUNNABLE:
+            continue
+        q2, s2 = lnorm.run(k, x, g, **kw)
+        if k.endswith("_cr"):  # correctly rounded: the reference's bits
+            assert np.array_equal(q, q2) and np.array_equal(s, s2)
+        assert lnorm.check(x, q2, g, scales=s2, **kw)
+    bad = s.copy()
+    bad[0, 0] += 1  # a block scale one code up: the planted rounding slip
+    assert not lnorm.check(x, q, g, scales=bad, **kw)
+
+
+def test_nvfp4_refusals():
+    x = np.ones((2, 64), np.float32)
+    with pytest.raises(ValueError, match="nvfp4 scaling takes fp4_e2m1"):
+        lnorm.reference(x, quant="fp8_e4m3", scaling="nvfp4")
+    with pytest.raises(ValueError, match="global"):
+        lnorm.reference(x, quant="fp4_e2m1", scaling="mx", global_scale=2.0)
+    with pytest.raises(ValueError, match="global_scale"):
+        lnorm.reference(x, global_scale=2.0)

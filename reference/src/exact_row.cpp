@@ -155,8 +155,9 @@ struct RowReferencer::Impl {
   }
 
   // sign(y* − m) for element i, exactly. D = n·x − S.
-  int compare_y(const Dyadic& A /* γ·D */, std::size_t i, const Dyadic& m) const {
-    const Dyadic t = m - Dyadic::from_double(beta.empty() ? 0.0 : beta[i]);
+  int compare_y(const Dyadic& A /* γ·D */, std::size_t i, const Dyadic& m, const Dyadic& k = Dyadic::from_double(1.0)) const {
+    // sign(k·y* − m) = sign(k·A/sqrt(W) − t), t = m − k·β (k = 1: y* against m)
+    const Dyadic t = m - k * Dyadic::from_double(beta.empty() ? 0.0 : beta[i]);
     const int sa = A.sign(), st = t.sign();
     if (sa == 0) return -st;
     if (sa != st) return sa;  // covers st == 0 too
@@ -203,6 +204,21 @@ struct RowReferencer::Impl {
     }
     const Dyadic D = Dyadic::from_double(x[i]) * n_big - S;
     return compare_y(D * weight(i), i, Dyadic::from_double(m));
+  }
+
+  // sign(k·y*_i − m): the double-double k·y, its bound times k, then the squares with A·k and m − k·β.
+  int compare_scaled(std::size_t i, double k, double m) const {
+    if (fast_ok) {
+      double eps_i = 0;
+      const DD y = detail::mul(fast_y(i, eps_i), k);  // the product's own rounding: < 2^-100 of it
+      const DD diff = detail::sub(y, DD{m, 0});
+      const double margin = eps_i * k * (1 + 0x1p-40) + (std::fabs(y.hi) + std::fabs(diff.hi)) * 0x1p-100;
+      if (diff.hi > margin) return 1;
+      if (-diff.hi > margin) return -1;
+    }
+    const Dyadic K = Dyadic::from_double(k);
+    const Dyadic D = Dyadic::from_double(x[i]) * n_big - S;
+    return compare_y(D * weight(i) * K, i, Dyadic::from_double(m), K);
   }
 
   // The fast path: returns true and sets bits if the double-double value certifies the rounding.
@@ -359,6 +375,9 @@ RowReferencer::RowReferencer(RowReferencer&&) noexcept = default;
 RowReferencer& RowReferencer::operator=(RowReferencer&&) noexcept = default;
 
 int RowReferencer::compare(std::int64_t i, double m) const { return impl_->compare(static_cast<std::size_t>(i), m); }
+int RowReferencer::compare_scaled(std::int64_t i, double k, double m) const {
+  return impl_->compare_scaled(static_cast<std::size_t>(i), k, m);
+}
 
 RowReference RowReferencer::run(const void* x, const void* gamma, const void* beta, std::int64_t n,
                                 void* y_out, ElementReference* elems) {

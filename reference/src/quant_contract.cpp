@@ -47,6 +47,8 @@ double rule_scale(const QuantSpec& spec, const float* y, std::int64_t G, bool& z
   for (std::int64_t i = 0; i < G; ++i) nan |= std::isnan(y[i]), amax = std::max(amax, std::fabs(y[i]));
   zero = !nan && amax == 0;
   if (nan) return kNaN;
+  if (spec.scaling == Scaling::nvfp4)  // E4M3(amax·G/6): exact as a rounding of the quotient (kernels/cpu/quant_epilogue.cpp)
+    return encode(QuantFormat::fp8_e4m3, static_cast<double>(amax) * static_cast<double>(spec.global_scale) / 6.0);
   if (spec.scaling == Scaling::mx) {
     const int e = amax == 0 ? -1000 : std::isinf(amax) ? 128 : std::ilogb(amax);
     return std::clamp(e - emax_elem(spec.format), -127, 127);
@@ -131,11 +133,7 @@ void quantize_given_y(const QuantSpec& spec, ConsistencyRule rule, const float* 
                       std::uint8_t* q, void* scales) {
   const std::int64_t per_row = spec.scales_per_row(cols);
   each_group(spec, y, rows, cols, [&](std::int64_t r, std::int64_t g, std::int64_t G, const float* yg, double stored, bool) {
-    if (per_row) {
-      const std::int64_t at = r * per_row + g;
-      if (spec.scaling == Scaling::mx) static_cast<std::uint8_t*>(scales)[at] = std::isnan(stored) ? 255 : static_cast<std::uint8_t>(stored + 127);
-      else static_cast<float*>(scales)[at] = static_cast<float>(stored);
-    }
+    if (per_row) detail::write_scale(spec, scales, r * per_row + g, stored);
     const double s = scale_value(spec, stored);
     for (std::int64_t i = 0; i < G; ++i) store_code(spec.format, q, r * cols + g * G + i, rule_code(spec, rule, yg[i], s));
   });
@@ -153,18 +151,11 @@ ConsistencySummary measure_consistency(const QuantSpec& spec, ConsistencyRule ru
     double s = scale_value(spec, stored);
     if (per_row) {
       const std::int64_t at = r * per_row + g;
-      double got = 0;
-      bool ok = false;
-      if (spec.scaling == Scaling::mx) {
-        const std::uint8_t c = static_cast<const std::uint8_t*>(scales)[at];
-        got = c == 255 ? kNaN : static_cast<double>(c) - 127;
-        ok = std::isnan(stored) ? std::isnan(got) : got == stored || (zero && !std::isnan(got));
-      } else {
-        float gf = 0;
-        std::memcpy(&gf, static_cast<const std::byte*>(scales) + 4 * at, 4);
-        got = gf;
-        ok = std::isnan(stored) ? std::isnan(got) : got == stored || (zero && std::isfinite(got) && got > 0);
-      }
+      const double got = detail::read_scale(spec, scales, at);
+      // A zero group takes any scale that is one: finite and positive (f32), any exponent (E8M0), any non-negative
+      // E4M3 code (its q is ±0 whatever the code).
+      const bool any_scale = spec.scales_are_codes() ? !std::isnan(got) && got < 128 : std::isfinite(got) && got > 0;
+      const bool ok = std::isnan(stored) ? std::isnan(got) : got == stored || (zero && any_scale);
       ++out.scales;
       if (!ok) {
         ++out.scales_differ;
@@ -198,7 +189,7 @@ std::string describe(const ConsistencySummary& c, const QuantSpec& spec) {
     const ConsistencyMismatch& m = c.first.front();
     if (m.scale)
       s += fmt(" (first: scale %lld = %.9g for amax %.9g, the rule's %.9g%s)", static_cast<long long>(m.index), m.got, m.y,
-               m.expected, spec.scales_are_e8m0() ? " as E8M0 exponents" : "");
+               m.expected, spec.scales_are_e8m0() ? " as E8M0 exponents" : spec.scales_are_codes() ? " as E4M3 codes" : "");
     else
       s += fmt(" (first: q[%lld] = %.9g (0x%02x) for y %.9g, the rule's %.9g (0x%02x))", static_cast<long long>(m.index), m.got,
                m.got_code, m.y, m.expected, m.expected_code);

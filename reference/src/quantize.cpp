@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <stdexcept>
 #include <vector>
 
 #include "dyadic.hpp"
@@ -62,6 +63,10 @@ class RowQuantizer {
     const QuantFormat f = spec_.format;
     const std::int64_t top = max_ordinal(f), bottom = min_ordinal(f);
     neg_zero = false;
+    if (std::isinf(s)) {  // nvfp4's block with code 0: every q ±0, y*'s sign
+      neg_zero = has_negative_zero(f) && ref_.compare(i, 0.0) < 0;
+      return 0;
+    }
     if (s == 0) {
       const int c = ref_.compare(i, 0.0);
       return c > 0 ? top : c < 0 ? bottom : 0;
@@ -105,7 +110,9 @@ class RowQuantizer {
       if (sign == 0) continue;
       any = true;
       const auto abs_cmp = [&](double m) { return sign > 0 ? ref_.compare(i, m) : -ref_.compare(i, -m); };  // sign(|y*| − m)
-      if (spec_.scaling == Scaling::mx) {
+      if (spec_.scaling == Scaling::nvfp4) {
+        best = std::max(best, static_cast<double>(nvfp4_code(i, sign)));
+      } else if (spec_.scaling == Scaling::mx) {
         int ex = approx(i) != 0 ? std::ilogb(approx(i)) : -1074;  // floor(log2 |y*|): 2^ex ≤ |y*| < 2^(ex+1), exactly
         while (abs_cmp(std::ldexp(1.0, ex)) < 0) --ex;
         while (abs_cmp(std::ldexp(1.0, ex + 1)) >= 0) ++ex;
@@ -118,6 +125,11 @@ class RowQuantizer {
       }
     }
     // No amax (every y* 0), or amax/qmax below f32's range (rounds to 0): scaled like a zero group (quant.hpp).
+    // nvfp4: code 0 either way (a block of zeros, or one whose amax·G/6 rounds to 0: q ±0), a zero group only for the first.
+    if (spec_.scaling == Scaling::nvfp4) {
+      zero = !any;
+      return any ? best : 0.0;
+    }
     if (!any || (spec_.scaling != Scaling::mx && best == 0)) {
       zero = true;
       return spec_.scaling == Scaling::mx ? -127.0 : 1.0;
@@ -131,11 +143,33 @@ class RowQuantizer {
     const std::int64_t G = spec_.group_size(p_.cols), b = g * G;
     double amax = 0;
     for (std::int64_t i = b; i < b + G; ++i) amax = std::max(amax, std::fabs(value_x(i)));
+    if (spec_.scaling == Scaling::nvfp4) return std::isfinite(amax) ? encode(QuantFormat::fp8_e4m3, amax * spec_.global_scale / 6) : kNaN;
     if (spec_.scaling == Scaling::mx)
       return amax == 0 || !std::isfinite(amax) ? -127.0
                                                 : std::clamp(static_cast<double>(std::ilogb(amax) - emax_elem(spec_.format)), -127.0, 127.0);
     const auto s = static_cast<float>(amax / qmax(spec_.format));
     return s == 0 ? 1.0 : s;
+  }
+
+  // nvfp4: E4M3(|y*_i|·G/6) of a nonzero y*_i (sign: its sign), exactly: the double's code a guess, then G·|y*|
+  // against 6·midpoint (≤ 5 significant bits times 3: exact) by compare_scaled, ties to even; saturating at 448.
+  std::uint8_t nvfp4_code(std::int64_t i, int sign) const {
+    constexpr QuantFormat e4m3 = QuantFormat::fp8_e4m3;
+    const double G = spec_.global_scale;
+    const auto above = [&](double m) { return sign > 0 ? ref_.compare_scaled(i, G, 6 * m) : -ref_.compare_scaled(i, G, -6 * m); };
+    std::int64_t k = ordinal_of_code(e4m3, encode(e4m3, std::fabs(approx(i)) * G / 6));
+    const auto v = [&](std::int64_t o) { return value_of_ordinal(e4m3, o); };
+    for (;;) {
+      if (k < max_ordinal(e4m3)) {
+        const int c = above((v(k) + v(k + 1)) / 2);
+        if (c > 0 || (c == 0 && (k & 1))) { ++k; continue; }
+      }
+      if (k > 0) {
+        const int c = above((v(k - 1) + v(k)) / 2);
+        if (c < 0 || (c == 0 && (k & 1))) { --k; continue; }
+      }
+      return static_cast<std::uint8_t>(k);
+    }
   }
 
   const RowReference& row() const { return row_; }
@@ -173,19 +207,9 @@ class RowQuantizer {
 
 using detail::scale_value;  // scale_value.hpp
 
-// Candidate scales as stored (f32, or E8M0 codes for mx) → value (f32) or X (mx; NaN for code 255).
-double stored_scale(const QuantSpec& spec, const void* scales, std::int64_t at) {
-  if (spec.scaling == Scaling::mx) {
-    const std::uint8_t c = static_cast<const std::uint8_t*>(scales)[at];
-    return c == 255 ? kNaN : static_cast<double>(c) - 127;
-  }
-  return static_cast<const float*>(scales)[at];
-}
-
-void write_scale(const QuantSpec& spec, void* scales, std::int64_t at, double s) {
-  if (spec.scaling == Scaling::mx) static_cast<std::uint8_t*>(scales)[at] = std::isnan(s) ? 255 : static_cast<std::uint8_t>(s + 127);
-  else static_cast<float*>(scales)[at] = static_cast<float>(s);
-}
+using detail::write_scale;
+// Candidate scales as stored → value (f32), X (mx; NaN for code 255) or the E4M3 code (nvfp4; NaN for its NaN codes).
+double stored_scale(const QuantSpec& spec, const void* scales, std::int64_t at) { return detail::read_scale(spec, scales, at); }
 
 template <class Fn>
 void for_row_blocks(std::int64_t rows, int threads, Fn&& fn) {
@@ -197,8 +221,36 @@ void for_row_blocks(std::int64_t rows, int threads, Fn&& fn) {
 
 }  // namespace
 
+float tensor_amax_f32(const Problem& p, const void* x, const void* residual, const void* gamma, const void* beta, std::int64_t rows,
+                      int threads) {
+  const std::size_t es = size_of(p.dtype), rs = size_of(p.residual_dtype);
+  const std::int64_t n = p.cols;
+  const int t = static_cast<int>(std::clamp<std::int64_t>(threads, 1, std::max<std::int64_t>(rows, 1)));
+  std::vector<float> part(static_cast<std::size_t>(t), 0.0f);
+  QuantSpec row_spec;  // any spec: RowQuantizer's y* does not depend on it
+  row_spec.scaling = Scaling::row;
+  for_row_blocks(rows, threads, [&](int ti, std::int64_t begin, std::int64_t end) {
+    RowQuantizer rq(p, row_spec);
+    float& a = part[static_cast<std::size_t>(ti)];
+    for (std::int64_t r = begin; r < end; ++r) {
+      rq.run(static_cast<const std::byte*>(x) + static_cast<std::size_t>(r * n) * es,
+             residual ? static_cast<const std::byte*>(residual) + static_cast<std::size_t>(r * n) * rs : nullptr, gamma, beta);
+      for (std::int64_t i = 0; i < n; ++i)
+        if (rq.finite(i)) a = std::max(a, std::fabs(static_cast<float>(rq.approx(i))));
+    }
+  });
+  return *std::max_element(part.begin(), part.end());
+}
+
+QuantSpec resolve_global_scale(const Problem& p, QuantSpec spec, const void* x, const void* residual, const void* gamma,
+                               const void* beta, std::int64_t rows, int threads) {
+  if (needs_global_scale(spec)) spec.global_scale = nvfp4_global_scale(tensor_amax_f32(p, x, residual, gamma, beta, rows, threads));
+  return spec;
+}
+
 void quantize_reference(const Problem& p, const QuantSpec& spec, const void* x, const void* residual, const void* gamma,
                         const void* beta, std::int64_t rows, int threads, std::uint8_t* q, void* scales, void* y_out) {
+  if (needs_global_scale(spec)) throw std::invalid_argument("nvfp4: the global scale is not resolved (resolve_global_scale)");
   const std::size_t es = size_of(p.dtype), rs = size_of(p.residual_dtype);
   const std::int64_t n = p.cols, per_row = spec.scales_per_row(n), G = spec.group_size(n);
   for_row_blocks(rows, threads, [&](int, std::int64_t begin, std::int64_t end) {
@@ -246,6 +298,7 @@ void QuantSummary::merge(const QuantSummary& o) {
 QuantSummary measure_quantized(const Problem& p, const QuantSpec& spec, const void* x, const void* residual,
                                const void* gamma, const void* beta, const std::uint8_t* q, const void* scales,
                                std::int64_t rows, std::int64_t first_row, const QuantBudget& budget, int threads) {
+  if (needs_global_scale(spec)) throw std::invalid_argument("nvfp4: the global scale is not resolved (resolve_global_scale)");
   const std::size_t es = size_of(p.dtype), rs = size_of(p.residual_dtype);
   const std::int64_t n = p.cols, per_row = spec.scales_per_row(n), G = spec.group_size(n);
   const QuantFormat f = spec.format;
@@ -273,28 +326,45 @@ QuantSummary measure_quantized(const Problem& p, const QuantSpec& spec, const vo
           const double got = stored_scale(spec, scales, r * per_row + g);
           const std::int64_t at = (first_row + r) * per_row + g;
           double err = 0, allowed = budget.max_scale_ulp;
-          const bool usable = spec.scaling == Scaling::mx ? !std::isnan(got) : std::isfinite(got) && got >= 0;
+          const bool codes = spec.scales_are_codes();  // E8M0 or E4M3: steps between codes
+          const bool nvfp4 = spec.scaling == Scaling::nvfp4;
+          // E4M3 block scales: any code but NaN and the negative ones (sign bit: code ≥ 128)
+          const bool usable = nvfp4 ? !std::isnan(got) && got < 128 : spec.scaling == Scaling::mx ? !std::isnan(got) : std::isfinite(got) && got >= 0;
           if (std::isnan(exact)) {
-            err = std::isnan(got) || spec.scaling == Scaling::mx ? 0 : (std::isfinite(got) ? kInf : 0);  // NaN row
+            err = std::isnan(got) || codes ? 0 : (std::isfinite(got) ? kInf : 0);  // NaN row
           } else if (!usable) {
             err = kInf;
           } else if (zero) {
-            err = spec.scaling == Scaling::mx || got > 0 ? 0 : kInf;
-          } else if (spec.scaling == Scaling::mx) {
+            err = codes || got > 0 ? 0 : kInf;
+          } else if (codes) {  // E8M0 exponents, or E4M3 codes of positive values: steps
             err = std::fabs(got - exact);
           } else {
             err = ulp_distance(f32, got, exact);
           }
           if (allowed < 0) {
             const double from_x = rq.scale_from_x(g);
-            allowed = spec.scaling == Scaling::mx ? (std::isnan(exact) ? 0 : std::fabs(from_x - exact))
-                                                  : kScaleSlack + (std::isnan(exact) ? 0 : ulp_distance(f32, from_x, exact));
-            if ((budget.y_a > 0 || budget.y_b > 0) && !std::isnan(exact) && !zero) {
+            allowed = codes ? (std::isnan(exact) || std::isnan(from_x) ? 0 : std::fabs(from_x - exact))
+                            : kScaleSlack + (std::isnan(exact) ? 0 : ulp_distance(f32, from_x, exact));
+            const bool y_budget = budget.y_a > 0 || budget.y_b > 0;
+            if ((y_budget || nvfp4) && !std::isnan(exact) && !zero) {
               // The kernel's own y error E moves its amax by at most E: s by E/qmax (in f32 ulps of s*), or mx's
-              // exponent by one step where the amax lies within E of a power of two.
+              // exponent by one step where the amax lies within E of a power of two. (nvfp4 without a y budget, as
+              // check: E = 0, its f32 steps alone.)
               double amax = 0, E = 0;
               rq.group_extent(g, budget, amax, E);
-              if (spec.scaling == Scaling::mx) {
+              if (!y_budget) E = 0;
+              if (nvfp4) {
+                // amax·G/6 within the y error (and 2^-21 of itself: a kernel's f32 steps, f32(G·f32(amax·f32(1/6))) as
+                // FlashInfer computes it) of an E4M3 midpoint: one step either way.
+                const double t = amax * spec.global_scale / 6, slack = E * spec.global_scale / 6 + t * 0x1p-21;
+                const std::int64_t k = ordinal_of_code(QuantFormat::fp8_e4m3, encode(QuantFormat::fp8_e4m3, t));
+                const auto mid = [&](std::int64_t o) {
+                  return (value_of_ordinal(QuantFormat::fp8_e4m3, o) + value_of_ordinal(QuantFormat::fp8_e4m3, o + 1)) / 2;
+                };
+                const bool near = (k < max_ordinal(QuantFormat::fp8_e4m3) && std::fabs(mid(k) - t) <= slack) ||
+                                  (k > 0 && std::fabs(mid(k - 1) - t) <= slack);
+                allowed += near ? 1 : 0;
+              } else if (spec.scaling == Scaling::mx) {
                 const double p2 = std::ldexp(1.0, std::ilogb(amax));
                 allowed += (amax - p2 <= E || 2 * p2 - amax <= E) ? 1 : 0;
               } else {
@@ -309,7 +379,7 @@ QuantSummary measure_quantized(const Problem& p, const QuantSpec& spec, const vo
           if (err > part.scale_max_ulp || part.scale_max_index < 0)
             part.scale_max_ulp = err, part.scale_max_index = at, part.scale_max_got = got, part.scale_max_exact = exact;
           s = usable ? got : exact;
-          invalid_scale = !std::isnan(exact) && (!usable || (spec.scaling != Scaling::mx && !(got > 0)));
+          invalid_scale = !std::isnan(exact) && (!usable || (!codes && !(got > 0)));
           s_exact = exact;
         }
         const double sv = scale_value(spec, s);

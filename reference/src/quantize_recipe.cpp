@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <cstring>
 
 #include <vector>
@@ -53,6 +55,8 @@ double f32_ulps(float a, float b) {
 
 QuantRecipeSummary measure_quantized_recipe(const QuantSpec& spec, const double* y, std::int64_t rows, std::int64_t cols,
                                             const std::uint8_t* q, const void* scales, std::int64_t first_row) {
+  if (spec.scaling_info().global_scale)  // the vllm recipe's rounding points are row, group, tensor and mx scalings'
+    throw std::invalid_argument("the vllm recipe has no " + std::string(name(spec.scaling)) + " scaling");
   QuantRecipeSummary out;
   const QuantFormat f = spec.format;
   const std::int64_t G = spec.group_size(cols), per_row = spec.scales_per_row(cols);

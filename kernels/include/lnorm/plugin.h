@@ -96,7 +96,13 @@ enum lnorm_quant_format {
   LNORM_FP8_E5M2FNUZ = 4, /* appended: bias 16, max 57344; NaN 0x80 only, no Inf, no -0 */
   LNORM_FP4_E2M1 = 5      /* appended: OCP E2M1, max 6, no NaN/Inf; two codes a byte, element 2i in the low nibble */
 };
-enum lnorm_scaling { LNORM_SCALING_TENSOR = 0, LNORM_SCALING_ROW = 1, LNORM_SCALING_GROUP = 2, LNORM_SCALING_MX = 3 };
+enum lnorm_scaling {
+  LNORM_SCALING_TENSOR = 0,
+  LNORM_SCALING_ROW = 1,
+  LNORM_SCALING_GROUP = 2,
+  LNORM_SCALING_MX = 3,
+  LNORM_SCALING_NVFP4 = 4 /* appended: fp4_e2m1 in blocks of 16, E4M3 block scales, quant_global_scale (lnorm/quant.hpp) */
+};
 enum lnorm_direction { LNORM_DIRECTION_FWD = 0, LNORM_DIRECTION_BWD = 1 };
 typedef struct lnorm_op_desc {
   const char* name;   /* optional (NULL), for messages: what the plugin calls the op */
@@ -133,6 +139,8 @@ typedef struct lnorm_problem {
   int32_t quant_scaling;  /* an lnorm_scaling */
   int64_t quant_group;    /* elements per scale: the group's G, 32 for mx, cols for row and tensor */
   float quant_scale;      /* tensor scaling's s (q = Q(y / s)); 0 otherwise */
+  /* appended (nvfp4): the global scale G the block scales are taken against, always resolved (> 0); 0 otherwise */
+  float quant_global_scale;
 } lnorm_problem;
 
 /* Host buffers, C order. x, y: rows*cols elements of dtype; gamma, beta: cols elements of param_dtype or
@@ -163,7 +171,7 @@ typedef struct lnorm_tensors {
   /* version 5 */
   size_t struct_size; /* sizeof(lnorm_tensors) as lnorm was built: operands past it are not given */
   /* version 5, appended: the quantized epilogue's outputs (NULL otherwise): q, rows*cols codes (uint8 bit patterns
-   * of fp8, or int8; fp4_e2m1: rows*cols/2 bytes, element 2i in byte i's low nibble), and scales, rows*(cols/quant_group) f32 (mx: uint8 E8M0 codes; NULL for tensor scaling) */
+   * of fp8, or int8; fp4_e2m1: rows*cols/2 bytes, element 2i in byte i's low nibble), and scales, rows*(cols/quant_group) f32 (mx: uint8 E8M0 codes; nvfp4: uint8 E4M3 codes; NULL for tensor scaling) */
   void* q;
   void* scales;
   /* version 5, appended (issue 52): NULL, or rows*cols f32 for the y the kernel's quantizer was handed (its

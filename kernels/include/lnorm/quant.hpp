@@ -22,7 +22,15 @@
 //   row       per row s = f32(amax|y*| / qmax), qmax = 448 / 57344 / 127 (vLLM's dynamic per-token quant)
 //   group:G   the same per G consecutive elements of a row (G divides the row): rows × cols/G f32 scales
 //   mx        OCP MX v1.0: groups of 32, s = 2^X, X = floor(log2 amax) − emax_elem (8 E4M3, 15 E5M2), clamped
-//             to [−127, 127], stored as E8M0 (X + 127); fp8 formats only (MXINT8's implied scale is not this)
+//             to [−127, 127], stored as E8M0 (X + 127); the OCP formats only (MXINT8's implied scale is not this)
+//   nvfp4     NVIDIA's NVFP4 (fp4_e2m1 only): blocks of 16, each with an E4M3 scale code c, and one f32 global
+//             scale G > 0 for the tensor: c = E4M3(amax_b · G / 6), amax_b the block's amax|y*|, the exact
+//             quotient rounded once to nearest even, saturating at 448; the element scale s = f32(E4M3value(c) / G)
+//             (one f32 division); q = Q(y / s). G is given (--global-scale) or the tensor's own: G = f32(2688 / A),
+//             A = the tensor's amax|y*| rounded to f32 (2688 = 448·6: the largest block maps to E4M3's top, NVIDIA's
+//             recipe); 1 where A is 0 or not finite, the largest f32 where the quotient overflows. A block whose c is 0 (amax_b·G/6 below half of E4M3's least
+//             subnormal 2^-9) has no element scale: s is +Inf and every q is ±0, y's sign (as FlashInfer's output
+//             scale of 0 gives); a block holding a NaN has c = 0x7f (E4M3's NaN) and codes 0, not gated.
 // A group whose y* are all zero has no amax to scale by: every q is 0 whatever s is. Its scale is 1 (row,
 // group: dequantizes to 0 and divides nothing by zero) and 2^-127 (mx: E8M0 code 0, where floor(log2 0) clamps);
 // `check` accepts any finite positive scale there. A row or group whose amax/qmax is below f32's range (rounds to
@@ -45,9 +53,9 @@
 namespace lnorm {
 
 enum class QuantFormat : std::uint8_t { fp8_e4m3 = 0, fp8_e5m2 = 1, int8 = 2, fp8_e4m3fnuz = 3, fp8_e5m2fnuz = 4, fp4_e2m1 = 5 };
-enum class Scaling : std::uint8_t { tensor = 0, row = 1, group = 2, mx = 3 };
-// How a scale is stored: none (tensor scaling: the given S, not written), f32, or E8M0 codes (mx).
-enum class ScaleStorage : std::uint8_t { none = 0, f32 = 1, e8m0 = 2 };
+enum class Scaling : std::uint8_t { tensor = 0, row = 1, group = 2, mx = 3, nvfp4 = 4 };
+// How a scale is stored: none (tensor scaling: the given S, not written), f32, E8M0 codes (mx) or E4M3 codes (nvfp4).
+enum class ScaleStorage : std::uint8_t { none = 0, f32 = 1, e8m0 = 2, e4m3 = 3 };
 
 // The parts as data (docs/DESIGN.md "Parts as data"): one row per format, scaling and scale storage. Every layer
 // reads its names, storage and numbers from these rows; a new format or scaling is a row here, its rounding in
@@ -94,16 +102,22 @@ struct ScalingInfo {
   bool group_given;            // G comes from the syntax (group:G)
   bool scale_given;            // the scale is the caller's S (tensor), not computed from y
   ScaleStorage storage;
-  bool needs_emax;             // takes only formats with an emax_elem (mx: fp8)
+  bool needs_emax;             // takes only formats with an emax_elem (mx: the OCP formats)
+  int only_format;             // takes only this format (a QuantFormat's number; nvfp4: fp4_e2m1); -1: any
+  bool global_scale;           // one f32 G for the tensor beside the block scales (nvfp4)
   int abi;                     // lnorm/plugin.h's lnorm_scaling
 };
+// NVFP4's block size (NVIDIA's NVFP4: 16 E2M1 values share an E4M3 scale).
+constexpr std::int64_t kNvfp4Group = 16;
 // OCP MX v1.0's block size.
 constexpr std::int64_t kMxGroup = 32;
 inline constexpr ScalingInfo kScalingTable[] = {
-    {Scaling::tensor, "tensor", "tensor", 0, false, true, ScaleStorage::none, false, LNORM_SCALING_TENSOR},
-    {Scaling::row, "row", "row", 0, false, false, ScaleStorage::f32, false, LNORM_SCALING_ROW},
-    {Scaling::group, "group", "group:G", 0, true, false, ScaleStorage::f32, false, LNORM_SCALING_GROUP},
-    {Scaling::mx, "mx", "mx", kMxGroup, false, false, ScaleStorage::e8m0, true, LNORM_SCALING_MX},
+    {Scaling::tensor, "tensor", "tensor", 0, false, true, ScaleStorage::none, false, -1, false, LNORM_SCALING_TENSOR},
+    {Scaling::row, "row", "row", 0, false, false, ScaleStorage::f32, false, -1, false, LNORM_SCALING_ROW},
+    {Scaling::group, "group", "group:G", 0, true, false, ScaleStorage::f32, false, -1, false, LNORM_SCALING_GROUP},
+    {Scaling::mx, "mx", "mx", kMxGroup, false, false, ScaleStorage::e8m0, true, -1, false, LNORM_SCALING_MX},
+    {Scaling::nvfp4, "nvfp4", "nvfp4", kNvfp4Group, false, false, ScaleStorage::e4m3, false,
+     static_cast<int>(QuantFormat::fp4_e2m1), true, LNORM_SCALING_NVFP4},
 };
 
 struct ScaleStorageInfo {
@@ -119,6 +133,7 @@ inline constexpr ScaleStorageInfo kScaleStorageTable[] = {
     {ScaleStorage::none, 0, "", "", "", "", ""},
     {ScaleStorage::f32, 4, "<f4", "float32", "f32 ulps", "f32 ulps from the exact scale", ""},
     {ScaleStorage::e8m0, 1, "|u1", "uint8", "E8M0 steps", "E8M0 steps from the exact exponent", "E8M0 exponents"},
+    {ScaleStorage::e4m3, 1, "|u1", "uint8", "E4M3 steps", "E4M3 codes from the exact block scale's", "E4M3 block scales"},
 };
 
 constexpr const FormatInfo& info(QuantFormat f) { return kFormatTable[static_cast<unsigned>(f)]; }
@@ -175,8 +190,11 @@ constexpr unsigned nan_code(QuantFormat f, bool negative) {
   if (n == NanCodes::negative_zero) return sign_bit(f);
   return (sign_bit(f) - 1) | (negative ? sign_bit(f) : 0);
 }
-// Whether a scaling takes a format (mx: only formats with an emax_elem).
-constexpr bool takes(Scaling s, QuantFormat f) { return !info(s).needs_emax || info(f).emax_elem >= 0; }
+// Whether a scaling takes a format (mx: only formats with an emax_elem; nvfp4: only fp4_e2m1).
+constexpr bool takes(Scaling s, QuantFormat f) {
+  const ScalingInfo& i = info(s);
+  return (!i.needs_emax || info(f).emax_elem >= 0) && (i.only_format < 0 || i.only_format == static_cast<int>(f));
+}
 
 // fn(std::integral_constant<QuantFormat, F>{}) with F = f: a format as a compile-time constant, for the codecs that
 // are templates on it (the SIMD epilogue, the exact kernels'); every row of kFormatTable, so a new row needs no case.
@@ -193,6 +211,7 @@ struct QuantSpec {
   Scaling scaling = Scaling::tensor;
   std::int64_t group = 0;  // group:G's G (row: the row's length, mx: kMxGroup; set by group_size)
   float scale = 0;         // tensor scaling's s (finite, > 0)
+  float global_scale = 0;  // nvfp4's G (finite, > 0); 0: not given, the tensor's own (resolve_global_scale)
 
   constexpr const FormatInfo& format_info() const { return info(format); }
   constexpr const ScalingInfo& scaling_info() const { return info(scaling); }
@@ -208,6 +227,7 @@ struct QuantSpec {
   }
   constexpr bool has_scales() const { return storage().bytes != 0; }
   constexpr bool scales_are_e8m0() const { return scaling_info().storage == ScaleStorage::e8m0; }
+  constexpr bool scales_are_codes() const { return storage().bytes == 1; }  // E8M0 or E4M3, one byte each
   // Bytes of q and of the scales for a rows x cols output.
   constexpr std::int64_t q_bytes(std::int64_t rows, std::int64_t cols) const { return rows * cols * format_info().bits / 8; }
   constexpr std::int64_t scale_bytes(std::int64_t rows, std::int64_t cols) const {
@@ -221,7 +241,7 @@ struct QuantSpec {
 // an f32 value, a scale for a computed scaling, a missing or non-positive scale for a given one, a scaling that does
 // not take the format, and, with cols > 0, groups that do not divide the row. Throws QuantSpecError.
 struct QuantSpecNames {  // each written before its value: "--quant fp9", Python's "quant=fp9"
-  std::string_view quant = "--quant ", scaling = "--scaling ", scale = "--scale ";
+  std::string_view quant = "--quant ", scaling = "--scaling ", scale = "--scale ", global_scale = "--global-scale ";
 };
 struct QuantSpecError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
@@ -230,7 +250,8 @@ struct QuantSpecError : std::invalid_argument {
 std::string quant_format_names();
 std::string scaling_syntaxes();
 QuantSpec parse_quant_spec(std::string_view format, std::string_view scaling, std::optional<double> scale,
-                           std::int64_t cols = 0, const QuantSpecNames& names = {});
+                           std::int64_t cols = 0, const QuantSpecNames& names = {},
+                           std::optional<double> global_scale = std::nullopt);
 
 // A format's name (kFormatTable); "tensor" | "row" | "group:G" | "mx" (G > 0). nullopt otherwise.
 std::optional<QuantFormat> parse_quant_format(std::string_view s);
@@ -259,5 +280,11 @@ double quantum_at(QuantFormat f, double v);
 
 // E8M0 (mx scales): code c is 2^(c − 127), c = 255 is NaN.
 inline double decode_e8m0(std::uint8_t c) { return c == 255 ? std::nan("") : std::ldexp(1.0, static_cast<int>(c) - 127); }
+
+// nvfp4's block scale code → its element scale s = f32(E4M3value(c) / G) (one f32 division), +Inf for c = 0 (every q
+// ±0), NaN for E4M3's NaN codes. G > 0 finite.
+float nvfp4_element_scale(std::uint8_t c, float global_scale);
+// The tensor's own global scale from A, its amax|y| as an f32: f32(2688 / A), 1 where A is 0 or not finite.
+float nvfp4_global_scale(float amax);
 
 }  // namespace lnorm

@@ -39,6 +39,17 @@ void quantize_reference(const Problem& problem, const QuantSpec& spec, const voi
                         const void* gamma, const void* beta, std::int64_t rows, int threads, std::uint8_t* q,
                         void* scales, void* y_out = nullptr);
 
+// nvfp4's global scale where none was given (lnorm/quant.hpp): the tensor's own, nvfp4_global_scale(A). A is the
+// largest |y*| of rows [0, rows) rounded to f32 (y*'s double value, rounded to f32: a convention that fixes G, whose
+// value is an input of the gate, not gated); NaN elements are skipped. tensor_amax_f32 gives A for one block of rows
+// (chunked callers take the max); resolve_global_scale returns spec with G set where it was 0 (any other spec as is).
+float tensor_amax_f32(const Problem& problem, const void* x, const void* residual, const void* gamma, const void* beta,
+                      std::int64_t rows, int threads);
+QuantSpec resolve_global_scale(const Problem& problem, QuantSpec spec, const void* x, const void* residual, const void* gamma,
+                               const void* beta, std::int64_t rows, int threads);
+// Whether a spec still needs resolve_global_scale before a kernel runs it or the reference answers it.
+inline bool needs_global_scale(const QuantSpec& spec) { return spec.scaling_info().global_scale && spec.global_scale == 0; }
+
 struct QuantBudget {
   double max_q_ulp = -1;      // < 0: the per-element default above
   double max_scale_ulp = -1;  // < 0: the per-group default above

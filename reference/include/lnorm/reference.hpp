@@ -86,6 +86,9 @@ class RowReferencer {
   // y* is finite (elems' y_hi not NaN: a finite row, finite γ_i and β_i, var + eps > 0). What the quantized
   // outputs round y*/s with (quantize.cpp: m = a grid's midpoint times s).
   int compare(std::int64_t i, double m) const;
+  // sign(k·y*_i − m), exactly (k > 0 finite): a threshold m/k that is no double (nvfp4's block scale decides
+  // amax*·G/6 against E4M3's midpoints: G·amax* against 6·m).
+  int compare_scaled(std::int64_t i, double k, double m) const;
 
  private:
   struct Impl;
