@@ -205,11 +205,17 @@ void print_tables(const std::vector<Result>& results, const std::vector<Shape>& 
 struct BenchQuantFlags {
   std::string quant, scaling = "row";
   double scale = 0;
+  // nvfp4's G where none is given: the tensor's own for an amax|y| of 6 (2688/6), which normalized rows of 4096
+  // reach; G changes the block scales' values, not the work (bench does not compute y*'s amax for its G).
+  double global_scale = 448;
+  std::string mx_rule;
   CLI::Option* scale_opt = nullptr;
   void add_to(CLI::App* cmd, const char* what) {
     cmd->add_option("--quant", quant, std::string(what) + ": " + quant_format_names() + " (GB/s of x read + q and scales written)");
     cmd->add_option("--scaling", scaling, "With --quant: " + scaling_syntaxes() + " (default row)")->default_val("row");
     scale_opt = cmd->add_option("--scale", scale, "With --quant and tensor scaling: the scale S (an f32 > 0)");
+    cmd->add_option("--global-scale", global_scale, "With --quant fp4_e2m1 --scaling nvfp4: the global scale G (default 448)");
+    cmd->add_option("--mx-rule", mx_rule, "With --scaling mx: floor (default), ceil, even or rceil");
   }
   // What bench and select both refuse, before anything runs: a spec for the backward or for f64 x, or one that does
   // not fit a shape's row (bench once dropped such a spec and exited 0 where select refused it).
@@ -225,7 +231,10 @@ struct BenchQuantFlags {
   std::optional<QuantSpec> spec() const {
     if (quant.empty()) return std::nullopt;
     try {
-      return parse_quant_spec(quant, scaling, scale_opt->count() > 0 ? std::optional<double>(scale) : std::nullopt);
+      QuantSpec s = parse_quant_spec(quant, scaling, scale_opt->count() > 0 ? std::optional<double>(scale) : std::nullopt, 0, {},
+                                     std::nullopt, mx_rule);
+      if (s.scaling_info().global_scale) s = parse_quant_spec(quant, scaling, std::nullopt, 0, {}, global_scale, mx_rule);
+      return s;
     } catch (const QuantSpecError& e) {
       throw InputError(e.what());
     }

@@ -41,6 +41,7 @@ struct PluginKernel {
   std::uint32_t dtypes = 0;
   std::vector<Op> ops;  // exactly the ops it declared
   QuantInput quant_input = QuantInput::not_handed;  // lnorm_kernel_decl.quant_input
+  std::size_t problem_size = 0;                      // lnorm_kernel_decl.problem_size: the lnorm_problem it reads
   int (*why_not)(const lnorm_problem*, char*, size_t) = nullptr;
   void (*run)(const lnorm_problem*, const lnorm_tensors*) = nullptr;
 };
@@ -89,6 +90,7 @@ lnorm_problem to_c(const Problem& p) {
     c.quant_group = p.quant.group_size(p.cols);
     c.quant_scale = p.quant.scaling_info().scale_given ? p.quant.scale : 0.0f;
     c.quant_global_scale = p.quant.scaling_info().global_scale ? p.quant.global_scale : 0.0f;
+    c.quant_mx_rule = info(p.quant.mx_rule).abi;
   }
   return c;
 }
@@ -112,6 +114,14 @@ std::optional<std::string> plugin_why_not(const PluginKernel& k, const Problem& 
   // A version-1 kernel knows neither f32 parameters nor the offset: it is never handed them.
   if (k.abi_version == 1 && (p.param_dtype != p.dtype || p.gamma_offset != 0))
     return "a version-1 plugin kernel takes gamma/beta in x's dtype without an offset";
+  // Parameters appended after the kernel was built are not in the struct it reads: never hand it a problem needing them.
+  if (p.op.epilogue == Epilogue::quantized) {
+    const auto reads = [&](std::size_t end) { return end <= k.problem_size; };
+    if (p.quant.scaling_info().global_scale && !reads(offsetof(lnorm_problem, quant_global_scale) + sizeof(float)))
+      return k.name + " was built before nvfp4 (its lnorm_problem has no quant_global_scale)";
+    if (p.quant.mx_rule != MxRule::floor && !reads(offsetof(lnorm_problem, quant_mx_rule) + sizeof(std::int32_t)))
+      return k.name + " was built before --mx-rule (its lnorm_problem has no quant_mx_rule: floor only)";
+  }
   if (!k.why_not) return std::nullopt;
   const lnorm_problem c = to_c(p);
   std::array<char, 512> reason{};
@@ -254,6 +264,9 @@ void load_plugin(const std::string& path) {
       if (qi < LNORM_QUANT_INPUT_NOT_HANDED || qi > LNORM_QUANT_INPUT_EXACT_Y)
         throw InputError(where + "quant_input is " + std::to_string(qi) + ", not an lnorm_quant_input (0 to 3)");
       pk.quant_input = static_cast<QuantInput>(qi);
+    }
+    if (decl_has(offsetof(lnorm_kernel_decl, problem_size) + sizeof(std::uint32_t))) {
+      pk.problem_size = decl->problem_size;
     }
     if (!valid_name(kname)) throw InputError(where + "name must be letters, digits, '_' or '-' (and not empty)");
     if (!pk.run) throw InputError(where + "run is NULL");

@@ -110,7 +110,7 @@ std::string quant_spec_error(const QuantSpec& spec, std::int64_t cols) {
 }
 
 QuantSpec parse_quant_spec(std::string_view format, std::string_view scaling, std::optional<double> scale, std::int64_t cols,
-                           const QuantSpecNames& names, std::optional<double> global_scale) {
+                           const QuantSpecNames& names, std::optional<double> global_scale, std::string_view mx_rule) {
   const auto fail = [](std::string_view flag, std::string_view value, const std::string& why) {
     throw QuantSpecError(std::string(flag) + std::string(value) + ": " + why);
   };
@@ -141,6 +141,15 @@ QuantSpec parse_quant_spec(std::string_view format, std::string_view scaling, st
     if (!(std::isfinite(g) && g > 0)) fail(names.global_scale, g9(*global_scale), "must be a finite f32 greater than 0");
     spec.global_scale = g;
   }
+  if (!mx_rule.empty()) {
+    const MxRuleInfo* r = nullptr;
+    for (const MxRuleInfo& ri : kMxRuleTable)
+      if (ri.name == mx_rule) r = &ri;
+    if (!r) fail(names.mx_rule, mx_rule, "expected " + mx_rule_names());
+    if (spec.scaling != Scaling::mx && r->rule != MxRule::floor)
+      fail(names.mx_rule, mx_rule, "an mx rule; " + std::string(si.name) + " scaling has none");
+    spec.mx_rule = r->rule;
+  }
   if (cols > 0)
     if (const std::int64_t g = spec.group_size(cols); g <= 0 || cols % g != 0)
       fail(names.scaling, scaling, "groups of " + std::to_string(g) + " do not divide the row of " + std::to_string(cols) + " elements");
@@ -153,7 +162,34 @@ std::string describe(const QuantSpec& spec) {
   std::string s;
   s.append(name(spec.format)).append("/").append(name(spec.scaling));
   if (spec.scaling_info().group_given) s.append(":").append(std::to_string(spec.group));
+  if (spec.scaling == Scaling::mx && spec.mx_rule != MxRule::floor) s.append(":").append(info(spec.mx_rule).name);
   return s;
+}
+
+std::string mx_rule_names() { return one_of(kMxRuleTable, &MxRuleInfo::name); }
+
+double mx_breakpoint(const QuantSpec& spec, int j) {
+  switch (spec.mx_rule) {
+    case MxRule::floor: return std::ldexp(1.0, j);        // floor(log2 a) ≥ j  ⇔  a ≥ 2^j
+    case MxRule::ceil: return std::ldexp(1.0, j - 1);     // ceil(log2 a) ≥ j   ⇔  a > 2^(j−1)
+    case MxRule::even:                                    // a's significand rounded half up to mbits reaches 2^j
+      return std::ldexp(1.0 - std::ldexp(1.0, -(info(spec.format).mbits + 2)), j);
+    case MxRule::rceil: return std::ldexp(qmax(spec.format), j - 1);  // ceil(log2(a/qmax)) ≥ j  ⇔  a > qmax·2^(j−1)
+  }
+  return std::ldexp(1.0, j);
+}
+
+int mx_offset(const QuantSpec& spec) { return spec.mx_rule == MxRule::rceil ? 0 : emax_elem(spec.format); }
+
+int mx_exponent(const QuantSpec& spec, double amax) {
+  const int off = mx_offset(spec), lo = -127 + off, hi = 127 + off;  // levels outside [lo, hi] clamp
+  if (!(amax > 0)) return -127;
+  const bool strict = info(spec.mx_rule).strict;
+  const auto reaches = [&](int j) { return strict ? amax > mx_breakpoint(spec, j) : amax >= mx_breakpoint(spec, j); };
+  int j = std::clamp(std::ilogb(amax) - (spec.mx_rule == MxRule::rceil ? std::ilogb(qmax(spec.format)) : 0), lo, hi);
+  while (j < hi && reaches(j + 1)) ++j;
+  while (j > lo && !reaches(j)) --j;
+  return j - off;
 }
 
 float nvfp4_element_scale(std::uint8_t c, float global_scale) {

@@ -206,6 +206,54 @@ echo " now and then; budget: 0.5 quantum + what rounding y to bf16 first can mov
 echo " f32(1/s)) passes, and is 0.5 from its own recipe, while truncation fails; full verdicts: $out/check-quant.txt)"
 echo
 
+echo "== 3f. NVFP4 (--quant fp4_e2m1 --scaling nvfp4; 64x1024 bf16 RMSNorm): E2M1 values two a byte, an E4M3 scale per 16,"
+echo "      c = E4M3(amax*G/6), G the tensor's own 2688/amax|y*|; then a kernel whose block scale truncates"
+"$lnorm" gen --out "$out/nx.npy" --shape 64x1024 --dtype bf16 --seed 37 --gamma-out "$out/ng.npy" >/dev/null
+nv="--op rmsnorm --eps 1e-6 --x $out/nx.npy --gamma $out/ng.npy --dtype bf16 --quant fp4_e2m1 --scaling nvfp4"
+nv_cell() {  # check's verdict on q and the block scales, from its JSON
+  "$lnorm" check "$@" --json "$out/ncheck.json" >>"$out/check-nvfp4.txt" 2>&1 || true
+  $py -c 'import json,sys; d=json.load(open(sys.argv[1])); q=d["q"]; s=d["scales"]; m=q["max_ulp"]; print("%s  q %s quanta, %.2f%% CR; block scales max %g E4M3 steps, %d over" % ("PASS" if d["pass"] else "FAIL", "inf" if m is None else format(m, ".3g"), 100 * q["correctly_rounded"], s["max_ulp"], s["over_budget"]))' "$out/ncheck.json"
+}
+for k in reference $quant_kernels; do
+  # shellcheck disable=SC2086
+  if [ "$k" = reference ]; then "$lnorm" reference $nv --q "$out/nq.npy" --scales "$out/ns.npy" 2>/dev/null
+  else "$lnorm" run --kernel "$k" $nv --q "$out/nq.npy" --scales "$out/ns.npy" 2>/dev/null; fi
+  # shellcheck disable=SC2086
+  printf "  %-10s %s\n" "$k" "$(nv_cell $nv --q "$out/nq.npy" --scales "$out/ns.npy")"
+done
+# A planted bug: the block scale E4M3(amax*G/6) rounded toward zero (a round-toward-zero conversion), q then computed
+# consistently from that scale, round to nearest even: the gate fails the scales, and q with them.
+# shellcheck disable=SC2086
+G=$("$lnorm" reference $nv --q "$out/nq.npy" --scales "$out/ns.npy" --y "$out/ny.npy" 2>&1 >/dev/null | sed -n 's/^nvfp4: global scale \([^ ]*\) .*/\1/p')
+$py - "$out" "$G" <<'PYEOF'
+import sys
+import numpy as np
+out, G = sys.argv[1], np.float32(sys.argv[2])
+y = (np.load(f"{out}/ny.npy").astype(np.uint32) << 16).view(np.float32).astype(np.float64)  # y* in bf16, widened
+def e4m3(c):  # positive E4M3 codes' values: bias 7, 3 mantissa bits
+    e, m = (c >> 3) & 15, (c & 7).astype(np.float64)
+    return np.where(e == 0, m / 8 * 2.0 ** -6, (1 + m / 8) * 2.0 ** (e.astype(np.float64) - 7))
+c = np.load(f"{out}/ns.npy").astype(np.int64)
+amax = np.abs(y).reshape(c.shape[0], -1, 16).max(axis=2)
+c = np.where((e4m3(c) > amax * np.float64(G) / 6) & (c > 0), c - 1, c)  # toward zero where it rounded up
+s = (e4m3(c).astype(np.float32) / G).astype(np.float32)
+t = np.abs(y.reshape(c.shape[0], -1, 16) / s[..., None]).reshape(y.shape)
+mids = np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5])  # between E2M1's 0, 0.5, 1, 1.5, 2, 3, 4, 6
+k = np.searchsorted(mids, t, side="left")  # the code of the nearest value (past 5: 6, saturating)
+tie = (k < 7) & (t == mids[np.minimum(k, 6)])
+k = np.where(tie & (k % 2 == 1), k + 1, k)  # ties to the even code
+codes = (k | np.where(y < 0, 8, 0)).astype(np.uint8)
+np.save(f"{out}/npq.npy", (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8))
+np.save(f"{out}/nps.npy", c.astype(np.uint8))
+PYEOF
+# shellcheck disable=SC2086
+printf "  %-10s %s\n" "truncated" "$(nv_cell $nv --q "$out/npq.npy" --scales "$out/nps.npy")"
+rm -f "$out"/n*.npy "$out/ncheck.json"
+echo "(the _cr kernels write the reference's bits, the fast ones quantize their f32 y; the truncated block scale is one E4M3"
+echo " step low on about half the blocks: the scale gate fails it, while its q, rounded from the bf16 y under that scale,"
+echo " is within a hair of y*/s there; full verdicts: $out/check-nvfp4.txt)"
+echo
+
 echo "== 4. The CI gate (lnorm verify --quick): each op's properties x every kernel x op x dtype, against property_tests/budgets.toml"
 "$lnorm" verify --quick --json "$out/verify.json" >"$out/verify.txt" 2>&1 || status=$?
 $py - "$out/verify.json" <<'EOF'

@@ -308,7 +308,48 @@ inline IndependentScale independent_nvfp4_scale(const RealValue* y, std::size_t 
   return out;
 }
 
-inline IndependentScale independent_scale(QuantFormat f, bool mx, const RealValue* y, std::size_t n) {
+// mx's exponent under a rule (lnorm/quant.hpp --mx-rule), from its definition in words, on the exact amax (rational
+// where there is one): floor = floor(log2 a); ceil = ceil(log2 a); even = floor(log2 a′), a′ = a's significand
+// rounded half up to the element's mantissa bits (written out: E4M3 3, E5M2 2, E2M1 1); rceil = ceil(log2(a/qmax)).
+// Returns the level before mx's offset (emax_elem, 0 for rceil) and clamp.
+inline int independent_mx_level(QuantFormat f, MxRule rule, const BigF& a, const std::optional<Rat>& exact) {
+  const auto pow2 = [](int k) { return k >= 0 ? Rat(BigI(1) << k) : Rat(Rat(1) / Rat(BigI(1) << -k)); };
+  // floor(log2 v), exactly where v is rational
+  const auto floor_log2 = [&](const BigF& v, const std::optional<Rat>& ve) {
+    int e = 0;
+    (void)mp::frexp(v, &e);
+    int fl = e - 1;
+    if (ve) {
+      while (*ve < pow2(fl)) --fl;
+      while (*ve >= pow2(fl + 1)) ++fl;
+    }
+    return fl;
+  };
+  const auto is_pow2 = [&](const BigF& v, const std::optional<Rat>& ve, int fl) { return ve ? *ve == pow2(fl) : v == mp::ldexp(BigF(1), fl); };
+  const int fl = floor_log2(a, exact);
+  switch (rule) {
+    case MxRule::floor: return fl;
+    case MxRule::ceil: return fl + (is_pow2(a, exact, fl) ? 0 : 1);
+    case MxRule::even: {
+      const int mbits = f == QuantFormat::fp8_e4m3 ? 3 : f == QuantFormat::fp8_e5m2 ? 2 : 1;
+      // t = a·2^(mbits − fl) in [2^mbits, 2^(mbits+1)); rounded half up, it reaches 2^(mbits+1) or not
+      const Rat half(1, 2);
+      // floor(t + 1/2) ≥ 2^(mbits+1), an integer, iff t + 1/2 ≥ 2^(mbits+1)
+      const bool carries = exact ? *exact * pow2(mbits - fl) + half >= pow2(mbits + 1)
+                                 : a * mp::ldexp(BigF(1), mbits - fl) + BigF(0.5) >= mp::ldexp(BigF(1), mbits + 1);
+      return fl + (carries ? 1 : 0);
+    }
+    case MxRule::rceil: {
+      const BigF v = a / BigF(independent_qmax(f));
+      const std::optional<Rat> ve = exact ? std::optional<Rat>(*exact / exact_rational(independent_qmax(f))) : std::nullopt;
+      const int fv = floor_log2(v, ve);
+      return fv + (is_pow2(v, ve, fv) ? 0 : 1);
+    }
+  }
+  return fl;
+}
+
+inline IndependentScale independent_scale(QuantFormat f, bool mx, const RealValue* y, std::size_t n, MxRule rule = MxRule::floor) {
   IndependentScale out;
   const RealValue* amax = nullptr;
   BigF amax_abs = 0;
@@ -330,15 +371,8 @@ inline IndependentScale independent_scale(QuantFormat f, bool mx, const RealValu
   }
   const std::optional<Rat> amax_exact = amax->exact ? std::optional<Rat>(mp::abs(*amax->exact)) : std::nullopt;
   if (mx) {
-    int e = 0;
-    (void)mp::frexp(amax_abs, &e);  // amax = fr·2^e, fr in [0.5, 1): floor(log2 amax) = e − 1
-    int fl = e - 1;
-    if (amax_exact) {  // decide exactly against the powers of two
-      const auto pow2 = [](int k) { return k >= 0 ? Rat(BigI(1) << k) : Rat(Rat(1) / Rat(BigI(1) << -k)); };
-      while (*amax_exact < pow2(fl)) --fl;
-      while (*amax_exact >= pow2(fl + 1)) ++fl;
-    }
-    const int x = std::clamp(fl - independent_emax_elem(f), -127, 127);
+    const int level = independent_mx_level(f, rule, amax_abs, amax_exact);
+    const int x = std::clamp(level - (rule == MxRule::rceil ? 0 : independent_emax_elem(f)), -127, 127);
     out.mx_code = x + 127;
     out.value = std::ldexp(1.0, x);
     return out;

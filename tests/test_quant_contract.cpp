@@ -63,12 +63,14 @@ double stored_mx(const std::uint8_t* s, std::int64_t at) { return s[at] == 255 ?
 
 TEST_CASE("quantize_given_y is the independent quantizer's Q(y/s) and scale, on rows dense in ties", "[quant_contract]") {
   for (const FormatInfo& fi : kFormatTable)
-    for (Scaling sc : {Scaling::tensor, Scaling::row, Scaling::group, Scaling::mx, Scaling::nvfp4}) {
+    for (Scaling sc : {Scaling::tensor, Scaling::row, Scaling::group, Scaling::mx, Scaling::nvfp4})
+    for (const MxRuleInfo& rule : kMxRuleTable) {
       const QuantFormat f = fi.format;
-      if (!takes(sc, f)) continue;
+      if (!takes(sc, f) || (sc != Scaling::mx && rule.rule != MxRule::floor)) continue;
       const std::int64_t rows = 24, cols = 64;
       QuantSpec spec = spec_of(f, sc, sc == Scaling::group ? 16 : 0, sc == Scaling::tensor ? 0.0078125f : 0.0f);
       if (sc == Scaling::nvfp4) spec.global_scale = 1.0f;  // block scales 2^k: ties of q (test_quant_simd has 24-bit G)
+      spec.mx_rule = rule.rule;
       const std::int64_t G = spec.group_size(cols), per_row = spec.scales_per_row(cols);
       std::vector<float> y = decision_rows(f, rows, cols, G, 17 + static_cast<unsigned>(f) * 4 + static_cast<unsigned>(sc),
                                      spec.scale);
@@ -90,7 +92,7 @@ TEST_CASE("quantize_given_y is the independent quantizer's Q(y/s) and scale, on 
           bool nan = false;
           if (per_row) {
             const auto want = sc == Scaling::nvfp4 ? lnorm::testing::independent_nvfp4_scale(yg.data(), yg.size(), spec.global_scale)
-                                                   : lnorm::testing::independent_scale(f, sc == Scaling::mx, yg.data(), yg.size());
+                                                   : lnorm::testing::independent_scale(f, sc == Scaling::mx, yg.data(), yg.size(), rule.rule);
             const std::int64_t at = r * per_row + g;
             nan = want.nan;
             s = want.value;

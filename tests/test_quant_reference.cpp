@@ -107,7 +107,12 @@ std::vector<QuantSpec> all_specs(std::int64_t cols, const std::vector<float>& sc
     out.push_back(spec_of(f, Scaling::row));
     for (std::int64_t g : {8, 16, 64})
       if (cols % g == 0) out.push_back(spec_of(f, Scaling::group, g));
-    if (takes(Scaling::mx, f) && cols % 32 == 0) out.push_back(spec_of(f, Scaling::mx));
+    if (takes(Scaling::mx, f) && cols % 32 == 0)
+      for (const MxRuleInfo& r : kMxRuleTable) {  // every --mx-rule
+        QuantSpec s = spec_of(f, Scaling::mx);
+        s.mx_rule = r.rule;
+        out.push_back(s);
+      }
     // nvfp4 at a power-of-two G, a G with 24 significant bits (6·midpoint/G no double: the scaled comparisons), and
     // a large one (block scales saturating at 448)
     if (takes(Scaling::nvfp4, f) && cols % 16 == 0)
@@ -159,7 +164,7 @@ std::string check(const Dataset& d, const QuantSpec& spec, IndependentQuantizer:
       bool group_nan = false;
       if (per_row) {
         const auto want = nv ? lnorm::testing::independent_nvfp4_scale(yg, static_cast<std::size_t>(G), spec.global_scale)
-                             : lnorm::testing::independent_scale(f, mx, yg, static_cast<std::size_t>(G));
+                             : lnorm::testing::independent_scale(f, mx, yg, static_cast<std::size_t>(G), spec.mx_rule);
         group_nan = want.nan;
         counts.zero_groups += want.zero;
         s = want.value;

@@ -36,7 +36,8 @@ std::vector<QuantSpec> specs() {
     out.push_back({f, Scaling::row, 0, 0});
     out.push_back({f, Scaling::group, 40, 0});
     out.push_back({f, Scaling::group, 32, 0});
-    if (takes(Scaling::mx, f)) out.push_back({f, Scaling::mx, 0, 0});
+    if (takes(Scaling::mx, f))
+      for (const MxRuleInfo& r : kMxRuleTable) out.push_back({f, Scaling::mx, 0, 0, 0, r.rule});
     if (takes(Scaling::nvfp4, f))
       for (float g : {1.0f, 0x1.4cccccp+7f}) out.push_back({f, Scaling::nvfp4, 0, 0, g});
   }

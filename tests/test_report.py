@@ -103,8 +103,8 @@ if rc == 0:
     check({(q["op"], q["dtype"]) for q in qz if q["implementation"] == "welford"} ==
           {(o, d) for o in ("layernorm", "rmsnorm") for d in ("f32", "bf16")}, "welford's quantized rows are missing")
     check(not any(q["implementation"] == "onepass" for q in qz), "onepass, which writes no q, has quantized rows")
-    check(len({q["quant"] for q in qz}) == 6 and {q["input"] for q in qz} == {"normal", "heavy-tailed"},
-          "the quantized rows do not cover the six specs and two inputs")
+    check(len({q["quant"] for q in qz}) == 8 and {q["input"] for q in qz} == {"normal", "heavy-tailed"},
+          "the quantized rows do not cover the eight specs and two inputs")
     check(all(q["correctly_rounded"] > 0.99 and q["max_quanta"] is not None and q["max_quanta"] < 0.6 for q in qz),
           "a welford quantized row is far from the exact q")
     with open(os.path.join(a, "report.md"), encoding="utf-8") as f:

@@ -45,8 +45,13 @@ float group_scale(const QuantSpec& spec, float amax, bool nan, void* scales, std
     // 32 elements, it was a third of the SIMD epilogue's time), ilogb below.
     std::uint32_t bits = 0;
     std::memcpy(&bits, &amax, 4);
-    const int e = bits >= 0x00800000u ? static_cast<int>(bits >> 23) - 127 : amax == 0 ? -127 - emax_elem(spec.format) : std::ilogb(amax);
-    const int x = std::clamp(e - emax_elem(spec.format), -127, 127);
+    int x = 0;
+    if (spec.mx_rule == MxRule::floor) {
+      const int e = bits >= 0x00800000u ? static_cast<int>(bits >> 23) - 127 : amax == 0 ? -127 - emax_elem(spec.format) : std::ilogb(amax);
+      x = std::clamp(e - emax_elem(spec.format), -127, 127);
+    } else {  // the other rules' exact levels (lnorm/quant.hpp mx_exponent); Inf is level 128, as floor's field reads
+      x = std::isinf(amax) ? std::clamp(128 - mx_offset(spec), -127, 127) : mx_exponent(spec, amax);
+    }
     static_cast<std::uint8_t*>(scales)[at] = static_cast<std::uint8_t>(x + 127);
     if (x == -127) return 0x1p-127f;  // an f32 subnormal: exact
     const std::uint32_t s_bits = static_cast<std::uint32_t>(x + 127) << 23;

@@ -184,22 +184,29 @@ std::uint8_t exact_nvfp4_code(Decider& d, const ExactQuantRow& r, std::int64_t b
 }
 
 // X = floor(log2 amax*) − emax_elem, clamped to [−127, 127] (−127 for amax* = 0).
-int exact_mx_exponent(Decider& d, const ExactQuantRow& r, std::int64_t b, std::int64_t e, int emax) {
+// With --mx-rule (lnorm/quant.hpp): the rule's level of amax*, the largest k with amax* ≥ B(k) (> for ceil and
+// rceil), walked over the dyadic breakpoints B, then X = k − offset.
+int exact_mx_exponent(Decider& d, const ExactQuantRow& r, std::int64_t b, std::int64_t e, const QuantSpec& spec) {
   const Decider::AmaxBounds m = d.amax_bounds(b, e);
   double amax = 0;
   for (std::int64_t i = b; i < e; ++i) amax = std::fabs(r.y[i]) > amax ? std::fabs(r.y[i]) : amax;  // (not fmax: a libm call)
-  const int lo = -127 + emax, hi = 127 + emax;  // floor(log2) outside [lo, hi] clamps
-  int k = amax > 0 && std::isfinite(amax) ? std::clamp(std::ilogb(amax), lo, hi) : lo;
+  const int off = mx_offset(spec), lo = -127 + off, hi = 127 + off;  // levels outside [lo, hi] clamp
+  const bool strict = info(spec.mx_rule).strict;
+  const auto reaches = [&](int k) {
+    const int c = d.compare_amax(b, e, mx_breakpoint(spec, k), m);
+    return strict ? c > 0 : c >= 0;
+  };
+  int k = amax > 0 && std::isfinite(amax) ? std::clamp(mx_exponent(spec, amax) + off, lo, hi) : lo;
   for (;;) {
-    if (k < hi && d.compare_amax(b, e, std::ldexp(1.0, k + 1), m) >= 0) {
+    if (k < hi && reaches(k + 1)) {
       ++k;
       continue;
     }
-    if (k > lo && d.compare_amax(b, e, std::ldexp(1.0, k), m) < 0) {
+    if (k > lo && !reaches(k)) {
       --k;
       continue;
     }
-    return k - emax;
+    return k - off;
   }
 }
 
@@ -291,7 +298,7 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
         continue;
       }
     } else if (spec.scaling == Scaling::mx) {
-      const int x = exact_mx_exponent(d, r, b, e, emax_elem(f));
+      const int x = exact_mx_exponent(d, r, b, e, spec);
       static_cast<std::uint8_t*>(scales)[at] = static_cast<std::uint8_t>(x + 127);
       s = static_cast<float>(std::ldexp(1.0, x));  // 2^-127 is an f32 subnormal: exact
     } else if (spec.scaling != Scaling::tensor) {

@@ -23,6 +23,9 @@
 // and NVFP4's block scale, c = E4M3(amax·G/6) (NVIDIA's recipe; FlashInfer's cvt_warp_fp16_to_fp4):
 //   nvfp4_scale_truncated    c rounded toward zero (a round-toward-zero conversion where __nv_cvt_float_to_fp8's RN was meant)
 //   nvfp4_scale_rounds_up    c one code up wherever it rounds down (a ceil, the habit of keeping every block below 6)
+// and mx's rules (torchao's ScaleCalculationMode):
+//   mx_rule_ignored          floor's exponent whatever the rule (a kernel with one rule hard-wired)
+//   mx_ceil_as_floor_plus_one ceil(log2 v) as floor(log2 v) + 1: a binade too many where v is a power of two
 // Every mutant hands verify the y its quantizer read (y in x's dtype, Tensors::quant_y), as a real kernel would.
 #include "quant_mutants.hpp"
 
@@ -133,9 +136,20 @@ void run_quant_defect(QuantDefect defect, ForwardFn y_forward, const Problem& p,
           if (nan) x = 128;
           else if (amax > 0 && std::isfinite(amax)) {
             const double seen = defect == QuantDefect::mx_exponent_of_bf16_amax ? to_float(bf16_from_float(static_cast<float>(amax))) : amax;
-            const int fl = std::ilogb(seen);
-            const int e = defect == QuantDefect::e8m0_rounds_up && std::ldexp(1.0, fl) != amax ? fl + 1 : fl;
-            x = std::clamp(e - emax_elem(f), -127, 127);
+            if (spec.mx_rule == MxRule::floor || defect == QuantDefect::mx_rule_ignored) {
+              const int fl = std::ilogb(seen);
+              const int e = defect == QuantDefect::e8m0_rounds_up && std::ldexp(1.0, fl) != amax ? fl + 1 : fl;
+              x = std::clamp(e - emax_elem(f), -127, 127);
+            } else if (defect == QuantDefect::mx_ceil_as_floor_plus_one &&
+                       (spec.mx_rule == MxRule::ceil || spec.mx_rule == MxRule::rceil)) {
+              // ceil(log2 v) as floor(log2 v) + 1, v = amax (ceil) or amax/qmax (rceil): one binade too many exactly
+              // where v is a power of two, the rule's level L (amax = 2^L, or qmax·2^L)
+              const int X = mx_exponent(spec, seen);
+              const double on = std::ldexp(spec.mx_rule == MxRule::rceil ? qmax(f) : 1.0, X + mx_offset(spec));
+              x = std::min(X + (seen == on ? 1 : 0), 127);
+            } else {
+              x = mx_exponent(spec, seen);
+            }
           }
           static_cast<std::uint8_t*>(t.scales)[at] = static_cast<std::uint8_t>(x + 127);
           s = x == 128 ? std::nan("") : std::ldexp(1.0, x);

@@ -33,6 +33,10 @@ enum class QuantDefect {
   // NVFP4's block scale rule: its wrong rounding (toward zero) and its off-by-one (a code up where it rounds down).
   nvfp4_scale_truncated,
   nvfp4_scale_rounds_up,
+  // mx's rules (--mx-rule): the rule ignored (floor's exponent written for ceil, even and rceil: its wrong rounding),
+  // and ceil computed as floor + 1 (its off-by-one, a binade too many at exact powers of two).
+  mx_rule_ignored,
+  mx_ceil_as_floor_plus_one,
 };
 
 // The quantized epilogue's mutants, one row each: mutants.cpp registers every row (every forward op, f32/f16/bf16,
@@ -78,6 +82,10 @@ inline constexpr QuantMutant kQuantMutants[] = {
      "quantized: nvfp4 block scale E4M3(amax*G/6) rounded toward zero"},
     {QuantDefect::nvfp4_scale_rounds_up, "mutant_quant_nvfp4_scale_rounds_up",
      "quantized: nvfp4 block scale rounded up where it rounds down"},
+    {QuantDefect::mx_rule_ignored, "mutant_quant_mx_rule_ignored",
+     "quantized: mx exponent by floor whatever --mx-rule says"},
+    {QuantDefect::mx_ceil_as_floor_plus_one, "mutant_quant_mx_ceil_as_floor_plus_one",
+     "quantized: mx ceil/rceil exponent as floor + 1 (wrong at powers of two)"},
 };
 
 // forward: q and scales from y, which y_forward computes in x's dtype (the problem with y_as_x) into scratch.

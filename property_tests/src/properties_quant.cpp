@@ -33,11 +33,12 @@ struct Drawn {
 // A spec from the part tables' rows (lnorm/quant.hpp), through the one parser: group:G's G and tensor's scale as given;
 // a global scale (nvfp4) given, or 0: the tensor's own from y_exact.
 QuantSpec spec_of(const FormatInfo& f, const ScalingInfo& sc, std::int64_t group, float scale, const std::vector<double>& y_exact,
-                  float global_scale = 0) {
+                  float global_scale = 0, MxRule rule = MxRule::floor) {
   std::string syntax(sc.syntax);
   if (sc.group_given) syntax = syntax.substr(0, syntax.find(':') + 1) + std::to_string(group);
   QuantSpec s = parse_quant_spec(f.name, syntax, sc.scale_given ? std::optional<double>(scale) : std::nullopt, 0, {},
-                                 sc.global_scale && global_scale > 0 ? std::optional<double>(global_scale) : std::nullopt);
+                                 sc.global_scale && global_scale > 0 ? std::optional<double>(global_scale) : std::nullopt,
+                                 sc.scaling == Scaling::mx ? info(rule).name : std::string_view());
   if (needs_global_scale(s)) {
     // resolve_global_scale's answer (lnorm/quantize.hpp): 2688 over the largest |y*| rounded to f32, from y*'s double
     float amax = 0;
@@ -90,7 +91,9 @@ Drawn draw_spec(const Case& c, const std::vector<double>& y_exact, std::int64_t 
   // scales saturate at 448 in some draws
   float gs = 0;
   if (sc->global_scale && rng() % 2) gs = static_cast<float>(std::ldexp(rng() % 2 ? 1.0 : 1.2999999523162842, static_cast<int>(rng() % 24) - 6));
-  const QuantSpec s = spec_of(f, *sc, group, sf, y_exact, gs);
+  // mx: a rule of the table (floor, OCP's, as often as the other three together)
+  const MxRule rule = rng() % 2 ? MxRule::floor : kMxRuleTable[rng() % std::size(kMxRuleTable)].rule;
+  const QuantSpec s = spec_of(f, *sc, group, sf, y_exact, gs, rule);
   return {s, describe(s)};
 }
 
@@ -122,7 +125,12 @@ std::vector<QuantSpec> every_spec() {
   std::vector<QuantSpec> out;
   for (const FormatInfo& f : kFormatTable)
     for (const ScalingInfo& sc : kScalingTable)
-      if (takes(sc.scaling, f.format)) out.push_back(spec_of(f, sc, 32, 1.0f, {}, 1.0f));
+      if (takes(sc.scaling, f.format)) {
+        if (sc.scaling == Scaling::mx)  // every rule
+          for (const MxRuleInfo& r : kMxRuleTable) out.push_back(spec_of(f, sc, 32, 1.0f, {}, 1.0f, r.rule));
+        else
+          out.push_back(spec_of(f, sc, 32, 1.0f, {}, 1.0f));
+      }
   return out;
 }
 
@@ -297,7 +305,12 @@ std::string check_spec(const CheckContext& ctx, const Case& c, const Drawn& draw
       const std::int64_t at = row * per_row + grp;
       if (spec.scaling == Scaling::mx) {
         const int code = static_cast<int>(r.scales[static_cast<std::size_t>(at)]);
-        if (code == 0 || code == 254) continue;
+        // the law below is floor's; the other rules' exponents are gated exactly by the scale metric alone
+        if (code == 0 || code == 254 || spec.mx_rule != MxRule::floor) continue;
+      } else if (spec.scaling == Scaling::nvfp4) {
+        // A normal E4M3 code is within 1/16 of amax·G/6, so amax/s lies in [5.65, 6.4] and rounds to 6; a subnormal
+        // one (c < 8) may be a third off, and 0 has no scale.
+        if ((static_cast<int>(r.scales[static_cast<std::size_t>(at)]) & 0x7f) < 8) continue;
       } else {
         float sv;
         std::memcpy(&sv, r.scales.data() + at * 4, 4);

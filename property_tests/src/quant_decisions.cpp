@@ -56,7 +56,7 @@ double scale_for(const QuantSpec& spec, double amax) {
     const float s = nvfp4_element_scale(encode(QuantFormat::fp8_e4m3, amax * spec.global_scale / 6), spec.global_scale);
     return std::isfinite(s) ? s : 1.0;
   }
-  if (spec.scaling == Scaling::mx) return std::ldexp(1.0, std::ilogb(amax) - emax_elem(spec.format));
+  if (spec.scaling == Scaling::mx) return std::ldexp(1.0, mx_exponent(spec, amax));
   return static_cast<double>(static_cast<float>(amax / qmax(spec.format)));
 }
 
@@ -79,6 +79,12 @@ void lay_group(Layout& l, const QuantSpec& spec, double* g, std::int64_t G) {
     amax = Q * std::ldexp(1.0, k);
   } else if (kind < 12) {  // a rounded scale from a random amax
     amax = l.random_magnitude(top_exponent);
+  } else if (spec.scaling == Scaling::mx && spec.mx_rule != MxRule::floor) {
+    // amax on a breakpoint of the rule (a few bits: exact in params; rceil's at qmax·2^k), or one params ulp to the
+    // side where a rounding of amax would carry it across (below for ≥, above for the strict rules)
+    const double B = mx_breakpoint(spec, spec.mx_rule == MxRule::rceil ? k + 1 : top_exponent);
+    const double ulp = std::ldexp(1.0, std::ilogb(B) - (l.params.precision - 1));
+    amax = kind >= 16 ? B : info(spec.mx_rule).strict ? B + ulp : B - ulp;
   } else {  // amax just below a power of two
     amax = std::ldexp(2.0 - std::ldexp(1.0, 1 - l.params.precision), top_exponent);
   }

@@ -101,3 +101,31 @@ def test_nvfp4_refusals():
         lnorm.reference(x, quant="fp4_e2m1", scaling="mx", global_scale=2.0)
     with pytest.raises(ValueError, match="global_scale"):
         lnorm.reference(x, global_scale=2.0)
+
+
+@pytest.mark.parametrize("rule", ["floor", "ceil", "even", "rceil"])
+@pytest.mark.parametrize("fmt", ["fp4_e2m1", "fp8_e4m3"])
+def test_mx_rules(rule, fmt):
+    x = np.random.default_rng(11).standard_normal((4, 64)).astype(np.float32)
+    kw = dict(quant=fmt, scaling="mx", mx_rule=rule, op="rmsnorm")
+    q, s = lnorm.reference(x, **kw)
+    y = lnorm.reference(x.astype(np.float64), op="rmsnorm")[0]
+    amax = np.abs(y).reshape(4, 2, 32).max(axis=2)
+    qmax, emax, mbits = (6.0, 2, 1) if fmt == "fp4_e2m1" else (448.0, 8, 3)
+    fl = np.floor(np.log2(amax))  # the rules from their definitions (no amax here lies on a breakpoint)
+    level = {"floor": fl, "ceil": np.ceil(np.log2(amax)),
+             "even": fl + (amax >= 2.0 ** (fl + 1) * (1 - 2.0 ** -(mbits + 2))),
+             "rceil": np.ceil(np.log2(amax / qmax))}[rule]
+    X = level - (0 if rule == "rceil" else emax)
+    assert np.array_equal(s.astype(np.int64) - 127, X.astype(np.int64))
+    assert lnorm.check(x, q, scales=s, **kw)
+    for k in ("avx2_cr", "avx512_cr", "avx2", "avx512"):
+        if k in RUNNABLE:
+            q2, s2 = lnorm.run(k, x, **kw)
+            assert np.array_equal(s, s2) and lnorm.check(x, q2, scales=s2, **kw)
+    if rule != "floor":  # the floor exponent where the rule says otherwise: the scale gate fails it
+        s_floor = lnorm.reference(x, quant=fmt, scaling="mx", op="rmsnorm")[1]
+        if not np.array_equal(s_floor, s):
+            assert not lnorm.check(x, q, scales=s_floor, **kw)
+    with pytest.raises(ValueError, match="mx_rule"):
+        lnorm.reference(x, quant=fmt, scaling="row", mx_rule="ceil")

@@ -113,9 +113,17 @@ class RowQuantizer {
       if (spec_.scaling == Scaling::nvfp4) {
         best = std::max(best, static_cast<double>(nvfp4_code(i, sign)));
       } else if (spec_.scaling == Scaling::mx) {
-        int ex = approx(i) != 0 ? std::ilogb(approx(i)) : -1074;  // floor(log2 |y*|): 2^ex ≤ |y*| < 2^(ex+1), exactly
-        while (abs_cmp(std::ldexp(1.0, ex)) < 0) --ex;
-        while (abs_cmp(std::ldexp(1.0, ex + 1)) >= 0) ++ex;
+        // The rule's level of |y*| (lnorm/quant.hpp: the largest j with |y*| ≥ B(j), or > for ceil and rceil), decided
+        // against the dyadic breakpoints exactly, within the levels the clamp to [−127, 127] leaves apart.
+        const int off = mx_offset(spec_), lo = -127 + off, hi = 127 + off;
+        const bool strict = info(spec_.mx_rule).strict;
+        const auto reaches = [&](int j) {
+          const int c = abs_cmp(mx_breakpoint(spec_, j));
+          return strict ? c > 0 : c >= 0;
+        };
+        int ex = std::clamp(mx_exponent(spec_, std::fabs(approx(i))) + off, lo, hi);  // a guess: two comparisons when right
+        while (ex > lo && !reaches(ex)) --ex;
+        while (ex < hi && reaches(ex + 1)) ++ex;
         best = std::max(best, static_cast<double>(ex));
       } else {  // f32(|y*|/qmax): one rounding, decided against midpoints times qmax (exact: 25 bits times ≤ 7)
         const std::uint64_t bits = detail::round_exactly(
@@ -134,7 +142,7 @@ class RowQuantizer {
       zero = true;
       return spec_.scaling == Scaling::mx ? -127.0 : 1.0;
     }
-    if (spec_.scaling == Scaling::mx) return std::clamp(best - emax_elem(spec_.format), -127.0, 127.0);
+    if (spec_.scaling == Scaling::mx) return std::clamp(best - mx_offset(spec_), -127.0, 127.0);
     return best;
   }
 
@@ -144,9 +152,7 @@ class RowQuantizer {
     double amax = 0;
     for (std::int64_t i = b; i < b + G; ++i) amax = std::max(amax, std::fabs(value_x(i)));
     if (spec_.scaling == Scaling::nvfp4) return std::isfinite(amax) ? encode(QuantFormat::fp8_e4m3, amax * spec_.global_scale / 6) : kNaN;
-    if (spec_.scaling == Scaling::mx)
-      return amax == 0 || !std::isfinite(amax) ? -127.0
-                                                : std::clamp(static_cast<double>(std::ilogb(amax) - emax_elem(spec_.format)), -127.0, 127.0);
+    if (spec_.scaling == Scaling::mx) return std::isfinite(amax) ? mx_exponent(spec_, amax) : -127.0;
     const auto s = static_cast<float>(amax / qmax(spec_.format));
     return s == 0 ? 1.0 : s;
   }
@@ -365,8 +371,9 @@ QuantSummary measure_quantized(const Problem& p, const QuantSpec& spec, const vo
                                   (k > 0 && std::fabs(mid(k - 1) - t) <= slack);
                 allowed += near ? 1 : 0;
               } else if (spec.scaling == Scaling::mx) {
-                const double p2 = std::ldexp(1.0, std::ilogb(amax));
-                allowed += (amax - p2 <= E || 2 * p2 - amax <= E) ? 1 : 0;
+                // the rule's breakpoints on either side of amax (powers of two for floor)
+                const int j = mx_exponent(spec, amax) + mx_offset(spec);
+                allowed += (amax - mx_breakpoint(spec, j) <= E || mx_breakpoint(spec, j + 1) - amax <= E) ? 1 : 0;
               } else {
                 allowed += E / qmax(f) / ulp_at(f32, exact);
               }

@@ -35,7 +35,7 @@ float recipe_scale(const QuantSpec& spec, const double* y, std::int64_t G, bool&
   if (spec.scaling == Scaling::tensor) return spec.scale;
   if (nan) return std::nanf("");
   if (spec.scaling == Scaling::mx) {
-    const int x = amax == 0 ? -127 : std::clamp(std::ilogb(amax) - emax_elem(spec.format), -127, 127);
+    const int x = mx_exponent(spec, amax);
     return static_cast<float>(std::ldexp(1.0, x));
   }
   const float s = static_cast<float>(amax) / static_cast<float>(qmax(spec.format));

@@ -36,7 +36,9 @@ std::vector<QuantSpec> quantized_specs() {
   return {parse_quant_spec("fp8_e4m3", "tensor", 1.0), parse_quant_spec("fp8_e4m3", "row", std::nullopt),
           parse_quant_spec("fp8_e5m2", "group:128", std::nullopt), parse_quant_spec("int8", "row", std::nullopt),
           parse_quant_spec("fp8_e4m3", "mx", std::nullopt),
-          parse_quant_spec("fp8_e4m3fnuz", "row", std::nullopt)};  // ROCm's per-token FP8 (MI300)
+          parse_quant_spec("fp8_e4m3fnuz", "row", std::nullopt),  // ROCm's per-token FP8 (MI300)
+          parse_quant_spec("fp4_e2m1", "mx", std::nullopt),       // MXFP4
+          parse_quant_spec("fp4_e2m1", "nvfp4", std::nullopt)};   // NVFP4 (G: the tensor's own, resolved per input)
 }
 
 json quantized_rows(const std::vector<const KernelInfo*>& kernels, const std::vector<Op>& forward_ops,
@@ -72,6 +74,7 @@ json quantized_rows(const std::vector<const KernelInfo*>& kernels, const std::ve
             for (float v : s) amax_over_qmax = std::fmax(amax_over_qmax, v);
             spec.scale = amax_over_qmax > 0 ? amax_over_qmax : 1.0f;
           }
+          spec = resolve_global_scale(base, spec, x.data(), nullptr, g.data(), has_beta ? b.data() : nullptr, rows, 1);
           const Problem p = set_quant(base, spec);
           for (const KernelInfo* k : kernels) {
             if (!k->takes.epilogues.contains(Epilogue::quantized) || unavailable_reason(*k, p)) continue;

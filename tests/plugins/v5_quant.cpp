@@ -131,7 +131,8 @@ const lnorm_op_desc kOps[] = {
     {"layernorm", LNORM_NORM_LAYERNORM, LNORM_PROLOGUE_NONE, LNORM_EPILOGUE_Y, LNORM_DIRECTION_FWD},
     {"layernorm_quant", LNORM_NORM_LAYERNORM, LNORM_PROLOGUE_NONE, LNORM_EPILOGUE_QUANTIZED, LNORM_DIRECTION_FWD},
 };
-const lnorm_kernel_decl kDecl = {sizeof(lnorm_kernel_decl), kOps, sizeof kOps / sizeof kOps[0], LNORM_QUANT_INPUT_F32_Y};
+const lnorm_kernel_decl kDecl = {sizeof(lnorm_kernel_decl), kOps, sizeof kOps / sizeof kOps[0], LNORM_QUANT_INPUT_F32_Y,
+                                 sizeof(lnorm_problem)};
 const lnorm_kernel_decl* const kDecls[] = {&kDecl};
 
 int no_offset(const lnorm_problem* p, char* reason, size_t size) {
@@ -143,6 +144,10 @@ int no_offset(const lnorm_problem* p, char* reason, size_t size) {
 #endif
   if (p->epilogue == LNORM_EPILOGUE_QUANTIZED && !knows(p->quant_format)) {  // a format appended after it was built
     std::snprintf(reason, size, "does not write format %d", p->quant_format);
+    return 1;
+  }
+  if (p->epilogue == LNORM_EPILOGUE_QUANTIZED && (p->quant_scaling > LNORM_SCALING_MX || p->quant_mx_rule != LNORM_MX_FLOOR)) {
+    std::snprintf(reason, size, "writes tensor, row, group and mx (floor) scales only");  // nvfp4, the other mx rules
     return 1;
   }
   if (p->gamma_offset == 0) return 0;

@@ -103,6 +103,8 @@ enum lnorm_scaling {
   LNORM_SCALING_MX = 3,
   LNORM_SCALING_NVFP4 = 4 /* appended: fp4_e2m1 in blocks of 16, E4M3 block scales, quant_global_scale (lnorm/quant.hpp) */
 };
+/* mx's exponent rules (lnorm/quant.hpp MxRule), appended with lnorm_problem.quant_mx_rule */
+enum lnorm_mx_rule { LNORM_MX_FLOOR = 0, LNORM_MX_CEIL = 1, LNORM_MX_EVEN = 2, LNORM_MX_RCEIL = 3 };
 enum lnorm_direction { LNORM_DIRECTION_FWD = 0, LNORM_DIRECTION_BWD = 1 };
 typedef struct lnorm_op_desc {
   const char* name;   /* optional (NULL), for messages: what the plugin calls the op */
@@ -141,6 +143,7 @@ typedef struct lnorm_problem {
   float quant_scale;      /* tensor scaling's s (q = Q(y / s)); 0 otherwise */
   /* appended (nvfp4): the global scale G the block scales are taken against, always resolved (> 0); 0 otherwise */
   float quant_global_scale;
+  int32_t quant_mx_rule; /* appended: mx's exponent rule, an lnorm_mx_rule (LNORM_MX_FLOOR otherwise) */
 } lnorm_problem;
 
 /* Host buffers, C order. x, y: rows*cols elements of dtype; gamma, beta: cols elements of param_dtype or
@@ -212,6 +215,9 @@ typedef struct lnorm_kernel_decl {
                              /*   (why_not) storage and conventions it does not take */
   /* appended (issue 52): an lnorm_quant_input, for a kernel with the quantized epilogue; 0 when not said */
   int32_t quant_input;
+  /* appended: sizeof(lnorm_problem) as the plugin was built (0: not said). lnorm hands a kernel only the quantized
+   * parameters its lnorm_problem has: nvfp4 needs quant_global_scale, an mx rule other than floor quant_mx_rule */
+  uint32_t problem_size;
 } lnorm_kernel_decl;
 
 typedef struct lnorm_plugin {

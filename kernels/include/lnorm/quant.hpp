@@ -23,6 +23,13 @@
 //   group:G   the same per G consecutive elements of a row (G divides the row): rows × cols/G f32 scales
 //   mx        OCP MX v1.0: groups of 32, s = 2^X, X = floor(log2 amax) − emax_elem (8 E4M3, 15 E5M2), clamped
 //             to [−127, 127], stored as E8M0 (X + 127); the OCP formats only (MXINT8's implied scale is not this)
+//             --mx-rule picks X's rule (torchao's ScaleCalculationMode, as exact functions of the real amax):
+//               floor  X = floor(log2 amax) − emax_elem (OCP MX v1.0; the default)
+//               ceil   X = ceil(log2 amax) − emax_elem (no element saturates that floor would)
+//               even   X = floor(log2 amax′) − emax_elem, amax′ = amax's significand rounded half up to the element's
+//                      mbits (torchao's EVEN: the next binade once amax ≥ 2^(k+1)·(1 − 2^-(mbits+2)))
+//               rceil  X = ceil(log2(amax / qmax)) (NVIDIA's cuBLAS recipe for UE8M0 scales: the smallest power of
+//                      two with amax/s ≤ qmax, so nothing saturates)
 //   nvfp4     NVIDIA's NVFP4 (fp4_e2m1 only): blocks of 16, each with an E4M3 scale code c, and one f32 global
 //             scale G > 0 for the tensor: c = E4M3(amax_b · G / 6), amax_b the block's amax|y*|, the exact
 //             quotient rounded once to nearest even, saturating at 448; the element scale s = f32(E4M3value(c) / G)
@@ -206,12 +213,36 @@ constexpr void with_format(QuantFormat f, Fn&& fn) {
   }(std::make_index_sequence<std::size(kFormatTable)>{});
 }
 
+// mx's exponent rules (above): X = level(amax) − offset, level(amax) the largest j with amax ≥ B(j) (inclusive) or
+// amax > B(j) (strict), B(j) = base·2^j a dyadic breakpoint. One row each: every layer decides from these.
+enum class MxRule : std::uint8_t { floor = 0, ceil = 1, even = 2, rceil = 3 };
+struct MxRuleInfo {
+  MxRule rule;
+  std::string_view name;  // --mx-rule, Python's mx_rule=, JSON
+  bool strict;            // level: amax > B(j) (ceil, rceil), else amax ≥ B(j)
+  int abi;                // lnorm/plugin.h's lnorm_mx_rule
+};
+inline constexpr MxRuleInfo kMxRuleTable[] = {
+    {MxRule::floor, "floor", false, LNORM_MX_FLOOR},
+    {MxRule::ceil, "ceil", true, LNORM_MX_CEIL},
+    {MxRule::even, "even", false, LNORM_MX_EVEN},
+    {MxRule::rceil, "rceil", true, LNORM_MX_RCEIL},
+};
+constexpr const MxRuleInfo& info(MxRule r) { return kMxRuleTable[static_cast<unsigned>(r)]; }
+constexpr bool mx_rules_in_order() {
+  for (unsigned i = 0; i < std::size(kMxRuleTable); ++i)
+    if (static_cast<unsigned>(kMxRuleTable[i].rule) != i) return false;
+  return true;
+}
+static_assert(mx_rules_in_order(), "kMxRuleTable is indexed by MxRule");
+
 struct QuantSpec {
   QuantFormat format = QuantFormat::fp8_e4m3;
   Scaling scaling = Scaling::tensor;
   std::int64_t group = 0;  // group:G's G (row: the row's length, mx: kMxGroup; set by group_size)
   float scale = 0;         // tensor scaling's s (finite, > 0)
   float global_scale = 0;  // nvfp4's G (finite, > 0); 0: not given, the tensor's own (resolve_global_scale)
+  MxRule mx_rule = MxRule::floor;  // mx's exponent rule
 
   constexpr const FormatInfo& format_info() const { return info(format); }
   constexpr const ScalingInfo& scaling_info() const { return info(scaling); }
@@ -241,7 +272,8 @@ struct QuantSpec {
 // an f32 value, a scale for a computed scaling, a missing or non-positive scale for a given one, a scaling that does
 // not take the format, and, with cols > 0, groups that do not divide the row. Throws QuantSpecError.
 struct QuantSpecNames {  // each written before its value: "--quant fp9", Python's "quant=fp9"
-  std::string_view quant = "--quant ", scaling = "--scaling ", scale = "--scale ", global_scale = "--global-scale ";
+  std::string_view quant = "--quant ", scaling = "--scaling ", scale = "--scale ", global_scale = "--global-scale ",
+                   mx_rule = "--mx-rule ";
 };
 struct QuantSpecError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
@@ -251,7 +283,9 @@ std::string quant_format_names();
 std::string scaling_syntaxes();
 QuantSpec parse_quant_spec(std::string_view format, std::string_view scaling, std::optional<double> scale,
                            std::int64_t cols = 0, const QuantSpecNames& names = {},
-                           std::optional<double> global_scale = std::nullopt);
+                           std::optional<double> global_scale = std::nullopt, std::string_view mx_rule = {});
+// "floor, ceil, even or rceil"
+std::string mx_rule_names();
 
 // A format's name (kFormatTable); "tensor" | "row" | "group:G" | "mx" (G > 0). nullopt otherwise.
 std::optional<QuantFormat> parse_quant_format(std::string_view s);
@@ -280,6 +314,13 @@ double quantum_at(QuantFormat f, double v);
 
 // E8M0 (mx scales): code c is 2^(c − 127), c = 255 is NaN.
 inline double decode_e8m0(std::uint8_t c) { return c == 255 ? std::nan("") : std::ldexp(1.0, static_cast<int>(c) - 127); }
+
+// mx's rule for a format (above): B(j) = mx_breakpoint(spec, j), strict or not (info(spec.mx_rule).strict), and
+// X = clamp(level − mx_offset(spec), −127, 127). mx_exponent(spec, amax): X of a double amax ≥ 0 decided exactly
+// (−127 for 0); NaN and Inf are the caller's.
+double mx_breakpoint(const QuantSpec& spec, int j);
+int mx_offset(const QuantSpec& spec);
+int mx_exponent(const QuantSpec& spec, double amax);
 
 // nvfp4's block scale code → its element scale s = f32(E4M3value(c) / G) (one f32 division), +Inf for c = 0 (every q
 // ±0), NaN for E4M3's NaN codes. G > 0 finite.

@@ -7,7 +7,7 @@
 // every code must be what lnorm/quant.hpp's rule makes of that y, bit for bit, with no budget:
 //   row, group:G  s = f32(amax|y| / qmax) correctly rounded (one rounding of the exact quotient); 1 where that is 0
 //                 (a zero group, or amax/qmax below f32's range); NaN for a group holding a NaN
-//   mx            X = floor(log2 amax|y|) − emax_elem clamped to [−127, 127], −127 for a zero group, E8M0 255 for a
+//   mx            X = floor(log2 amax|y|) − emax_elem (or --mx-rule's: lnorm/quant.hpp mx_exponent) clamped to [−127, 127], −127 for a zero group, E8M0 255 for a
 //                 group holding a NaN; an Inf amax reads as 2^128 (its f32 exponent field: the kernels' rule)
 //   nvfp4         c = E4M3(amax|y|·G/6) per block of 16, rounded once (nearest even, saturating at 448), 0x7f for a
 //                 block holding a NaN; s = f32(E4M3value(c)/G), +Inf where c is 0 (q ±0)
