@@ -16,7 +16,7 @@ class QuantCheckResult:
 
     q: max_ulp (quanta at y*/s, inf on a non-finite mismatch), max_ulp_index, max_ulp_got, max_ulp_target,
     correctly_rounded, nonfinite_mismatches, saturated, over_budget, budget, pass. scales (None for tensor
-    scaling): max_ulp (f32 ulps; mx: E8M0 steps), zero_groups, over_budget, budget, pass. recipe (None without
+    scaling): max_ulp (f32 ulps; mx: E8M0 steps; nvfp4: E4M3 steps), zero_groups, over_budget, budget, pass. recipe (None without
     recipe=): name, max_ulp (quanta at the recipe's value), matching (the fraction that is the recipe's code),
     nonfinite_mismatches, scales_differ, budget, pass. consistency (None without quant_y=): q and the scales against
     the quantizer's rule applied to the y it was handed, bit for bit: rule, codes, codes_differ, scales,
