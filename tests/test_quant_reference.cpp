@@ -750,3 +750,15 @@ TEST_CASE("quant: nvfp4's own global scale is 2688 over the tensor's amax|y*| in
   IndependentQuantizer::Counts counts;
   CHECK(check(ds, r, counts, true) == "");
 }
+
+TEST_CASE("quant: nvfp4's element scale is E4M3value(c)/G in one f32 division, every code", "[quant]") {
+  for (const float g : {1.0f, 448.0f, 0x1.4cccccp+7f, 3e-20f})
+    for (int c = 0; c < 256; ++c) {
+      INFO("code " << c << " G " << g);
+      const double v = lnorm::testing::independent_code_value(QuantFormat::fp8_e4m3, static_cast<std::uint8_t>(c));
+      const float s = nvfp4_element_scale(static_cast<std::uint8_t>(c), g);
+      if (std::isnan(v)) CHECK(std::isnan(s));
+      else if (v == 0) CHECK(s == std::numeric_limits<float>::infinity());
+      else CHECK(s == static_cast<float>(v) / g);
+    }
+}
