@@ -208,7 +208,7 @@ struct BenchQuantFlags {
   // nvfp4's G where none is given: the tensor's own for an amax|y| of 6 (2688/6), which normalized rows of 4096
   // reach; G changes the block scales' values, not the work (bench does not compute y*'s amax for its G).
   double global_scale = 448;
-  std::string mx_rule;
+  std::string mx_rule, scale_format;
   CLI::Option* scale_opt = nullptr;
   void add_to(CLI::App* cmd, const char* what) {
     cmd->add_option("--quant", quant, std::string(what) + ": " + quant_format_names() + " (GB/s of x read + q and scales written)");
@@ -216,6 +216,7 @@ struct BenchQuantFlags {
     scale_opt = cmd->add_option("--scale", scale, "With --quant and tensor scaling: the scale S (an f32 > 0)");
     cmd->add_option("--global-scale", global_scale, "With --quant fp4_e2m1 --scaling nvfp4: the global scale G (default 448)");
     cmd->add_option("--mx-rule", mx_rule, "With --scaling mx: floor (default), ceil, even or rceil");
+    cmd->add_option("--scale-format", scale_format, "With --scaling row or group:G: f32 (default) or ue8m0");
   }
   // What bench and select both refuse, before anything runs: a spec for the backward or for f64 x, or one that does
   // not fit a shape's row (bench once dropped such a spec and exited 0 where select refused it).
@@ -232,8 +233,8 @@ struct BenchQuantFlags {
     if (quant.empty()) return std::nullopt;
     try {
       QuantSpec s = parse_quant_spec(quant, scaling, scale_opt->count() > 0 ? std::optional<double>(scale) : std::nullopt, 0, {},
-                                     std::nullopt, mx_rule);
-      if (s.scaling_info().global_scale) s = parse_quant_spec(quant, scaling, std::nullopt, 0, {}, global_scale, mx_rule);
+                                     std::nullopt, mx_rule, scale_format);
+      if (s.scaling_info().global_scale) s = parse_quant_spec(quant, scaling, std::nullopt, 0, {}, global_scale, mx_rule, scale_format);
       return s;
     } catch (const QuantSpecError& e) {
       throw InputError(e.what());

@@ -33,7 +33,7 @@ QuantSetup setup(const ProblemFlags& problem, const QuantFlags& f) {
     const bool scale_given = f.scale_opt && f.scale_opt->count() > 0;
     const bool global_given = f.global_scale_opt && f.global_scale_opt->count() > 0;
     s.spec = parse_quant_spec(f.quant, f.scaling, scale_given ? std::optional<double>(f.scale) : std::nullopt, p.cols, {},
-                              global_given ? std::optional<double>(f.global_scale) : std::nullopt, f.mx_rule);
+                              global_given ? std::optional<double>(f.global_scale) : std::nullopt, f.mx_rule, f.scale_format);
   } catch (const QuantSpecError& e) {
     throw InputError(e.what());
   }
@@ -94,6 +94,9 @@ void add_quant_flags(CLI::App& cmd, QuantFlags& f, bool check) {
   cmd.add_option("--mx-rule", f.mx_rule,
                  "mx's exponent rule: floor (OCP MX v1.0, the default), ceil, even (amax's significand rounded half up to "
                  "the element's bits first) or rceil (ceil(log2(amax/qmax)), NVIDIA's UE8M0 recipe): torchao's modes");
+  cmd.add_option("--scale-format", f.scale_format,
+                 "row and group:G scales: f32 (default) or ue8m0, a power of two 2^ceil(log2(amax/qmax)) stored as its E8M0 "
+                 "code (DeepSeek-style per-token-group FP8)");
   if (check) {
     cmd.add_option("--q", f.q, "The candidate's quantized output (.npy, x's shape: '|u1' fp8 bit patterns or '|i1' int8; fp4_e2m1: "
                                "'|u1' two codes a byte, element 2i in the low nibble, x.shape[:axis] + (cols/2,))");
@@ -121,6 +124,7 @@ void refuse_quant_flags_without_quant(const QuantFlags& f) {
   if (f.scaling_opt && f.scaling_opt->count() > 0) throw InputError("--scaling: needs --quant");
   if (f.global_scale_opt && f.global_scale_opt->count() > 0) throw InputError("--global-scale: needs --quant fp4_e2m1 --scaling nvfp4");
   if (!f.mx_rule.empty()) throw InputError("--mx-rule: needs --quant and --scaling mx");
+  if (!f.scale_format.empty()) throw InputError("--scale-format: needs --quant and --scaling row or group:G");
   if (!f.q.empty()) throw InputError("--q: needs --quant (the quantized output's format)");
   if (!f.scales.empty()) throw InputError("--scales: needs --quant");
   if (f.budget.max_q_ulp >= 0 || f.budget.max_scale_ulp >= 0) throw InputError("--max-q-ulp/--max-scale-ulp: need --quant");

@@ -19,6 +19,7 @@ struct QuantFlags {
   double scale = 0;                // tensor scaling's S (stored as f32: must be one exactly)
   double global_scale = 0;         // nvfp4's G (f32 exactly); not given: the tensor's own (resolve_global_scale)
   std::string mx_rule;             // mx's exponent rule (floor | ceil | even | rceil); empty: floor
+  std::string scale_format;        // row/group scales: f32 | ue8m0; empty: f32
   std::string q, scales;           // reference writes them; check reads the candidate's
   QuantBudget budget;              // check: --max-q-ulp, --max-scale-ulp (< 0: the defaults of quantize.hpp)
   CLI::Option* scale_opt = nullptr;

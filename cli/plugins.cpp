@@ -91,6 +91,7 @@ lnorm_problem to_c(const Problem& p) {
     c.quant_scale = p.quant.scaling_info().scale_given ? p.quant.scale : 0.0f;
     c.quant_global_scale = p.quant.scaling_info().global_scale ? p.quant.global_scale : 0.0f;
     c.quant_mx_rule = info(p.quant.mx_rule).abi;
+    c.quant_scale_format = info(p.quant.scale_format).abi;
   }
   return c;
 }
@@ -121,6 +122,8 @@ std::optional<std::string> plugin_why_not(const PluginKernel& k, const Problem& 
       return k.name + " was built before nvfp4 (its lnorm_problem has no quant_global_scale)";
     if (p.quant.mx_rule != MxRule::floor && !reads(offsetof(lnorm_problem, quant_mx_rule) + sizeof(std::int32_t)))
       return k.name + " was built before --mx-rule (its lnorm_problem has no quant_mx_rule: floor only)";
+    if (p.quant.scale_format != ScaleFormat::f32 && !reads(offsetof(lnorm_problem, quant_scale_format) + sizeof(std::int32_t)))
+      return k.name + " was built before --scale-format (its lnorm_problem has no quant_scale_format: f32 scales only)";
   }
   if (!k.why_not) return std::nullopt;
   const lnorm_problem c = to_c(p);

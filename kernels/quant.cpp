@@ -111,7 +111,8 @@ std::string quant_spec_error(const QuantSpec& spec, std::int64_t cols) {
 }
 
 QuantSpec parse_quant_spec(std::string_view format, std::string_view scaling, std::optional<double> scale, std::int64_t cols,
-                           const QuantSpecNames& names, std::optional<double> global_scale, std::string_view mx_rule) {
+                           const QuantSpecNames& names, std::optional<double> global_scale, std::string_view mx_rule,
+                           std::string_view scale_format) {
   const auto fail = [](std::string_view flag, std::string_view value, const std::string& why) {
     throw QuantSpecError(std::string(flag) + std::string(value) + ": " + why);
   };
@@ -151,6 +152,15 @@ QuantSpec parse_quant_spec(std::string_view format, std::string_view scaling, st
       fail(names.mx_rule, mx_rule, "an mx rule; " + std::string(si.name) + " scaling has none");
     spec.mx_rule = r->rule;
   }
+  if (!scale_format.empty()) {
+    const ScaleFormatInfo* sf = nullptr;
+    for (const ScaleFormatInfo& fi : kScaleFormatTable)
+      if (fi.name == scale_format) sf = &fi;
+    if (!sf) fail(names.scale_format, scale_format, "expected f32 or ue8m0");
+    if (sf->format != ScaleFormat::f32 && si.storage != ScaleStorage::f32)
+      fail(names.scale_format, scale_format, "row and group scales' storage; " + std::string(si.name) + " scaling's is its own");
+    spec.scale_format = sf->format;
+  }
   if (cols > 0)
     if (const std::int64_t g = spec.group_size(cols); g <= 0 || cols % g != 0)
       fail(names.scaling, scaling, "groups of " + std::to_string(g) + " do not divide the row of " + std::to_string(cols) + " elements");
@@ -164,13 +174,14 @@ std::string describe(const QuantSpec& spec) {
   s.append(name(spec.format)).append("/").append(name(spec.scaling));
   if (spec.scaling_info().group_given) s.append(":").append(std::to_string(spec.group));
   if (spec.scaling == Scaling::mx && spec.mx_rule != MxRule::floor) s.append(":").append(info(spec.mx_rule).name);
+  if (spec.scale_format != ScaleFormat::f32) s.append(":").append(info(spec.scale_format).name);
   return s;
 }
 
 std::string mx_rule_names() { return one_of(kMxRuleTable, &MxRuleInfo::name); }
 
 double mx_breakpoint(const QuantSpec& spec, int j) {
-  switch (spec.mx_rule) {
+  switch (spec.exponent_rule()) {
     case MxRule::floor: return std::ldexp(1.0, j);        // floor(log2 a) ≥ j  ⇔  a ≥ 2^j
     case MxRule::ceil: return std::ldexp(1.0, j - 1);     // ceil(log2 a) ≥ j   ⇔  a > 2^(j−1)
     case MxRule::even:                                    // a's significand rounded half up to mbits reaches 2^j
@@ -180,14 +191,14 @@ double mx_breakpoint(const QuantSpec& spec, int j) {
   return std::ldexp(1.0, j);
 }
 
-int mx_offset(const QuantSpec& spec) { return spec.mx_rule == MxRule::rceil ? 0 : emax_elem(spec.format); }
+int mx_offset(const QuantSpec& spec) { return spec.exponent_rule() == MxRule::rceil ? 0 : emax_elem(spec.format); }
 
 int mx_exponent(const QuantSpec& spec, double amax) {
   const int off = mx_offset(spec), lo = -127 + off, hi = 127 + off;  // levels outside [lo, hi] clamp
   if (!(amax > 0)) return -127;
-  const bool strict = info(spec.mx_rule).strict;
+  const bool strict = info(spec.exponent_rule()).strict;
   const auto reaches = [&](int j) { return strict ? amax > mx_breakpoint(spec, j) : amax >= mx_breakpoint(spec, j); };
-  int j = std::clamp(std::ilogb(amax) - (spec.mx_rule == MxRule::rceil ? std::ilogb(qmax(spec.format)) : 0), lo, hi);
+  int j = std::clamp(std::ilogb(amax) - (spec.exponent_rule() == MxRule::rceil ? std::ilogb(qmax(spec.format)) : 0), lo, hi);
   while (j < hi && reaches(j + 1)) ++j;
   while (j > lo && !reaches(j)) --j;
   return j - off;

@@ -66,11 +66,14 @@ TEST_CASE("quantize_given_y is the independent quantizer's Q(y/s) and scale, on 
     for (Scaling sc : {Scaling::tensor, Scaling::row, Scaling::group, Scaling::mx, Scaling::nvfp4})
     for (const MxRuleInfo& rule : kMxRuleTable) {
       const QuantFormat f = fi.format;
-      if (!takes(sc, f) || (sc != Scaling::mx && rule.rule != MxRule::floor)) continue;
+      // mx under every rule; group:16 with f32 scales (floor's pass) and with UE8M0 ones (rceil's pass, their rule)
+      const bool ue8m0 = sc == Scaling::group && rule.rule == MxRule::rceil;
+      if (!takes(sc, f) || (sc != Scaling::mx && rule.rule != MxRule::floor && !ue8m0)) continue;
       const std::int64_t rows = 24, cols = 64;
       QuantSpec spec = spec_of(f, sc, sc == Scaling::group ? 16 : 0, sc == Scaling::tensor ? 0.0078125f : 0.0f);
       if (sc == Scaling::nvfp4) spec.global_scale = 1.0f;  // block scales 2^k: ties of q (test_quant_simd has 24-bit G)
-      spec.mx_rule = rule.rule;
+      if (sc == Scaling::mx) spec.mx_rule = rule.rule;
+      if (ue8m0) spec.scale_format = ScaleFormat::ue8m0;
       const std::int64_t G = spec.group_size(cols), per_row = spec.scales_per_row(cols);
       std::vector<float> y = decision_rows(f, rows, cols, G, 17 + static_cast<unsigned>(f) * 4 + static_cast<unsigned>(sc),
                                      spec.scale);
@@ -92,13 +95,14 @@ TEST_CASE("quantize_given_y is the independent quantizer's Q(y/s) and scale, on 
           bool nan = false;
           if (per_row) {
             const auto want = sc == Scaling::nvfp4 ? lnorm::testing::independent_nvfp4_scale(yg.data(), yg.size(), spec.global_scale)
-                                                   : lnorm::testing::independent_scale(f, sc == Scaling::mx, yg.data(), yg.size(), rule.rule);
+                                                   : lnorm::testing::independent_scale(f, spec.scales_are_e8m0(), yg.data(), yg.size(),
+                                                                                      spec.exponent_rule());
             const std::int64_t at = r * per_row + g;
             nan = want.nan;
             s = want.value;
             if (sc == Scaling::nvfp4) {
               bad += reinterpret_cast<const std::uint8_t*>(scales.data())[at] != want.e4m3_code;
-            } else if (sc == Scaling::mx) {
+            } else if (spec.scales_are_e8m0()) {
               bad += reinterpret_cast<const std::uint8_t*>(scales.data())[at] != want.mx_code;
             } else {
               float got = 0;

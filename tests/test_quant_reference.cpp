@@ -107,6 +107,12 @@ std::vector<QuantSpec> all_specs(std::int64_t cols, const std::vector<float>& sc
     out.push_back(spec_of(f, Scaling::row));
     for (std::int64_t g : {8, 16, 64})
       if (cols % g == 0) out.push_back(spec_of(f, Scaling::group, g));
+    for (std::int64_t g : {std::int64_t{0}, std::int64_t{16}})  // UE8M0 row and group scales
+      if (g == 0 || cols % g == 0) {
+        QuantSpec s = spec_of(f, g == 0 ? Scaling::row : Scaling::group, g);
+        s.scale_format = ScaleFormat::ue8m0;
+        out.push_back(s);
+      }
     if (takes(Scaling::mx, f) && cols % 32 == 0)
       for (const MxRuleInfo& r : kMxRuleTable) {  // every --mx-rule
         QuantSpec s = spec_of(f, Scaling::mx);
@@ -140,8 +146,9 @@ std::string check(const Dataset& d, const QuantSpec& spec, IndependentQuantizer:
   const Problem& p = d.p;
   const std::int64_t rows = p.rows, n = p.cols;
   const QuantFormat f = spec.format;
-  const bool mx = spec.scaling == Scaling::mx, nv = spec.scaling == Scaling::nvfp4;
-  const std::int64_t G = spec.scaling == Scaling::group ? spec.group : mx ? 32 : nv ? 16 : n;  // elements per scale
+  // mx: E8M0 exponents (mx's, or UE8M0 row/group scales); G: elements per scale, written out
+  const bool mx = spec.scales_are_e8m0(), nv = spec.scaling == Scaling::nvfp4;
+  const std::int64_t G = spec.scaling == Scaling::group ? spec.group : spec.scaling == Scaling::mx ? 32 : nv ? 16 : n;
   const std::int64_t per_row = spec.scaling == Scaling::tensor ? 0 : n / G;
   std::vector<std::uint8_t> q(static_cast<std::size_t>(spec.q_bytes(rows, n)), 0xa5);  // as stored (fp4: packed)
   std::vector<float> s32(static_cast<std::size_t>(rows * per_row), -7.0f);
@@ -164,7 +171,8 @@ std::string check(const Dataset& d, const QuantSpec& spec, IndependentQuantizer:
       bool group_nan = false;
       if (per_row) {
         const auto want = nv ? lnorm::testing::independent_nvfp4_scale(yg, static_cast<std::size_t>(G), spec.global_scale)
-                             : lnorm::testing::independent_scale(f, mx, yg, static_cast<std::size_t>(G), spec.mx_rule);
+                             : lnorm::testing::independent_scale(f, mx, yg, static_cast<std::size_t>(G),
+                                                                 spec.scaling == Scaling::mx ? spec.mx_rule : MxRule::rceil);
         group_nan = want.nan;
         counts.zero_groups += want.zero;
         s = want.value;

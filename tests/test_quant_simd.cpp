@@ -36,6 +36,7 @@ std::vector<QuantSpec> specs() {
     out.push_back({f, Scaling::row, 0, 0});
     out.push_back({f, Scaling::group, 40, 0});
     out.push_back({f, Scaling::group, 32, 0});
+    out.push_back({f, Scaling::group, 32, 0, 0, MxRule::floor, ScaleFormat::ue8m0});
     if (takes(Scaling::mx, f))
       for (const MxRuleInfo& r : kMxRuleTable) out.push_back({f, Scaling::mx, 0, 0, 0, r.rule});
     if (takes(Scaling::nvfp4, f))

@@ -25,7 +25,7 @@ std::uint8_t encode_quotient(QuantFormat f, float y, float s) {
 float group_scale(const QuantSpec& spec, float amax, bool nan, void* scales, std::int64_t at) {
   if (spec.scaling == Scaling::tensor) return spec.scale;
   if (nan) {
-    if (spec.scaling == Scaling::mx) static_cast<std::uint8_t*>(scales)[at] = 255;
+    if (spec.pow2_scales()) static_cast<std::uint8_t*>(scales)[at] = 255;
     else if (spec.scaling == Scaling::nvfp4) static_cast<std::uint8_t*>(scales)[at] = 0x7f;  // E4M3's NaN
     else static_cast<float*>(scales)[at] = std::nanf("");
     return std::nanf("");
@@ -40,13 +40,13 @@ float group_scale(const QuantSpec& spec, float amax, bool nan, void* scales, std
     static_cast<std::uint8_t*>(scales)[at] = c;
     return nvfp4_element_scale(c, g);
   }
-  if (spec.scaling == Scaling::mx) {
+  if (spec.pow2_scales()) {  // mx, or UE8M0 row/group scales
     // floor(log2 amax) from the exponent field where amax is normal (ilogb's answer without the call: once per
     // 32 elements, it was a third of the SIMD epilogue's time), ilogb below.
     std::uint32_t bits = 0;
     std::memcpy(&bits, &amax, 4);
     int x = 0;
-    if (spec.mx_rule == MxRule::floor) {
+    if (spec.exponent_rule() == MxRule::floor) {
       const int e = bits >= 0x00800000u ? static_cast<int>(bits >> 23) - 127 : amax == 0 ? -127 - emax_elem(spec.format) : std::ilogb(amax);
       x = std::clamp(e - emax_elem(spec.format), -127, 127);
     } else {  // the other rules' exact levels (lnorm/quant.hpp mx_exponent); Inf is level 128, as floor's field reads

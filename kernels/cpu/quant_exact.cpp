@@ -191,7 +191,7 @@ int exact_mx_exponent(Decider& d, const ExactQuantRow& r, std::int64_t b, std::i
   double amax = 0;
   for (std::int64_t i = b; i < e; ++i) amax = std::fabs(r.y[i]) > amax ? std::fabs(r.y[i]) : amax;  // (not fmax: a libm call)
   const int off = mx_offset(spec), lo = -127 + off, hi = 127 + off;  // levels outside [lo, hi] clamp
-  const bool strict = info(spec.mx_rule).strict;
+  const bool strict = info(spec.exponent_rule()).strict;
   const auto reaches = [&](int k) {
     const int c = d.compare_amax(b, e, mx_breakpoint(spec, k), m);
     return strict ? c > 0 : c >= 0;
@@ -283,7 +283,7 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
     bool nan = false;
     for (std::int64_t i = b; i < e; ++i) nan |= r.y[i] != r.y[i];
     if (nan && spec.scaling != Scaling::tensor) {
-      if (spec.scaling == Scaling::mx) static_cast<std::uint8_t*>(scales)[at] = 255;
+      if (spec.pow2_scales()) static_cast<std::uint8_t*>(scales)[at] = 255;
       else if (spec.scaling == Scaling::nvfp4) static_cast<std::uint8_t*>(scales)[at] = 0x7f;  // E4M3's NaN
       else static_cast<float*>(scales)[at] = std::numeric_limits<float>::quiet_NaN();
       for (std::int64_t i = b; i < e; ++i) set(i, encode(f, r.y[i] != r.y[i] ? r.y[i] : std::numeric_limits<double>::quiet_NaN()));
@@ -297,7 +297,7 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
         for (std::int64_t i = b; i < e; ++i) set(i, code_of_ordinal(f, 0, has_negative_zero(f) && d.sign(i) < 0));
         continue;
       }
-    } else if (spec.scaling == Scaling::mx) {
+    } else if (spec.pow2_scales()) {
       const int x = exact_mx_exponent(d, r, b, e, spec);
       static_cast<std::uint8_t*>(scales)[at] = static_cast<std::uint8_t>(x + 127);
       s = static_cast<float>(std::ldexp(1.0, x));  // 2^-127 is an f32 subnormal: exact

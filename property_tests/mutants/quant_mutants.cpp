@@ -26,6 +26,8 @@
 // and mx's rules (torchao's ScaleCalculationMode):
 //   mx_rule_ignored          floor's exponent whatever the rule (a kernel with one rule hard-wired)
 //   mx_ceil_as_floor_plus_one ceil(log2 v) as floor(log2 v) + 1: a binade too many where v is a power of two
+//   ue8m0_log2f              UE8M0's exponent as vLLM's ceilf(log2f(amax/qmax)) in f32: log2f rounds a quotient a
+//                            few ulps above 2^k to k, one binade low (saturating the amax element)
 // Every mutant hands verify the y its quantizer read (y in x's dtype, Tensors::quant_y), as a real kernel would.
 #include "quant_mutants.hpp"
 
@@ -131,21 +133,25 @@ void run_quant_defect(QuantDefect defect, ForwardFn y_forward, const Problem& p,
           }
           static_cast<std::uint8_t*>(t.scales)[at] = c;
           s = nvfp4_element_scale(c, spec.global_scale);
-        } else if (spec.scaling == Scaling::mx) {
+        } else if (spec.pow2_scales()) {  // mx, or UE8M0 row/group scales (rceil)
           int x = -127;
           if (nan) x = 128;
           else if (amax > 0 && std::isfinite(amax)) {
             const double seen = defect == QuantDefect::mx_exponent_of_bf16_amax ? to_float(bf16_from_float(static_cast<float>(amax))) : amax;
-            if (spec.mx_rule == MxRule::floor || defect == QuantDefect::mx_rule_ignored) {
+            const MxRule rule = spec.exponent_rule();
+            if (rule == MxRule::floor || defect == QuantDefect::mx_rule_ignored) {
               const int fl = std::ilogb(seen);
               const int e = defect == QuantDefect::e8m0_rounds_up && std::ldexp(1.0, fl) != amax ? fl + 1 : fl;
               x = std::clamp(e - emax_elem(f), -127, 127);
-            } else if (defect == QuantDefect::mx_ceil_as_floor_plus_one &&
-                       (spec.mx_rule == MxRule::ceil || spec.mx_rule == MxRule::rceil)) {
+            } else if (defect == QuantDefect::ue8m0_log2f && rule == MxRule::rceil) {
+              // vLLM's exp2f(ceilf(log2f(amax / qmax))): log2f rounds a quotient just above 2^k to k
+              x = std::clamp(static_cast<int>(std::ceil(std::log2(static_cast<float>(static_cast<float>(seen) / static_cast<float>(qmax(f)))))),
+                             -127, 127);
+            } else if (defect == QuantDefect::mx_ceil_as_floor_plus_one && (rule == MxRule::ceil || rule == MxRule::rceil)) {
               // ceil(log2 v) as floor(log2 v) + 1, v = amax (ceil) or amax/qmax (rceil): one binade too many exactly
               // where v is a power of two, the rule's level L (amax = 2^L, or qmax·2^L)
               const int X = mx_exponent(spec, seen);
-              const double on = std::ldexp(spec.mx_rule == MxRule::rceil ? qmax(f) : 1.0, X + mx_offset(spec));
+              const double on = std::ldexp(rule == MxRule::rceil ? qmax(f) : 1.0, X + mx_offset(spec));
               x = std::min(X + (seen == on ? 1 : 0), 127);
             } else {
               x = mx_exponent(spec, seen);

@@ -37,6 +37,8 @@ enum class QuantDefect {
   // and ceil computed as floor + 1 (its off-by-one, a binade too many at exact powers of two).
   mx_rule_ignored,
   mx_ceil_as_floor_plus_one,
+  // UE8M0 row/group scales: the exponent by f32 log2f (vLLM's), one low just above a power of two.
+  ue8m0_log2f,
 };
 
 // The quantized epilogue's mutants, one row each: mutants.cpp registers every row (every forward op, f32/f16/bf16,
@@ -86,6 +88,8 @@ inline constexpr QuantMutant kQuantMutants[] = {
      "quantized: mx exponent by floor whatever --mx-rule says"},
     {QuantDefect::mx_ceil_as_floor_plus_one, "mutant_quant_mx_ceil_as_floor_plus_one",
      "quantized: mx ceil/rceil exponent as floor + 1 (wrong at powers of two)"},
+    {QuantDefect::ue8m0_log2f, "mutant_quant_ue8m0_log2f",
+     "quantized: UE8M0 exponent as ceilf(log2f(amax/qmax)) in f32"},
 };
 
 // forward: q and scales from y, which y_forward computes in x's dtype (the problem with y_as_x) into scratch.

@@ -33,12 +33,13 @@ struct Drawn {
 // A spec from the part tables' rows (lnorm/quant.hpp), through the one parser: group:G's G and tensor's scale as given;
 // a global scale (nvfp4) given, or 0: the tensor's own from y_exact.
 QuantSpec spec_of(const FormatInfo& f, const ScalingInfo& sc, std::int64_t group, float scale, const std::vector<double>& y_exact,
-                  float global_scale = 0, MxRule rule = MxRule::floor) {
+                  float global_scale = 0, MxRule rule = MxRule::floor, ScaleFormat sf = ScaleFormat::f32) {
   std::string syntax(sc.syntax);
   if (sc.group_given) syntax = syntax.substr(0, syntax.find(':') + 1) + std::to_string(group);
   QuantSpec s = parse_quant_spec(f.name, syntax, sc.scale_given ? std::optional<double>(scale) : std::nullopt, 0, {},
                                  sc.global_scale && global_scale > 0 ? std::optional<double>(global_scale) : std::nullopt,
-                                 sc.scaling == Scaling::mx ? info(rule).name : std::string_view());
+                                 sc.scaling == Scaling::mx ? info(rule).name : std::string_view(),
+                                 sc.storage == ScaleStorage::f32 ? info(sf).name : std::string_view());
   if (needs_global_scale(s)) {
     // resolve_global_scale's answer (lnorm/quantize.hpp): 2688 over the largest |y*| rounded to f32, from y*'s double
     float amax = 0;
@@ -93,7 +94,9 @@ Drawn draw_spec(const Case& c, const std::vector<double>& y_exact, std::int64_t 
   if (sc->global_scale && rng() % 2) gs = static_cast<float>(std::ldexp(rng() % 2 ? 1.0 : 1.2999999523162842, static_cast<int>(rng() % 24) - 6));
   // mx: a rule of the table (floor, OCP's, as often as the other three together)
   const MxRule rule = rng() % 2 ? MxRule::floor : kMxRuleTable[rng() % std::size(kMxRuleTable)].rule;
-  const QuantSpec s = spec_of(f, *sc, group, sf, y_exact, gs, rule);
+  // row and group: UE8M0 power-of-two scales one time in three
+  const ScaleFormat scale_format = rng() % 3 == 0 ? ScaleFormat::ue8m0 : ScaleFormat::f32;
+  const QuantSpec s = spec_of(f, *sc, group, sf, y_exact, gs, rule, scale_format);
   return {s, describe(s)};
 }
 
@@ -128,6 +131,8 @@ std::vector<QuantSpec> every_spec() {
       if (takes(sc.scaling, f.format)) {
         if (sc.scaling == Scaling::mx)  // every rule
           for (const MxRuleInfo& r : kMxRuleTable) out.push_back(spec_of(f, sc, 32, 1.0f, {}, 1.0f, r.rule));
+        else if (sc.storage == ScaleStorage::f32)  // both scale formats
+          for (const ScaleFormatInfo& sf : kScaleFormatTable) out.push_back(spec_of(f, sc, 32, 1.0f, {}, 1.0f, MxRule::floor, sf.format));
         else
           out.push_back(spec_of(f, sc, 32, 1.0f, {}, 1.0f));
       }
@@ -303,10 +308,10 @@ std::string check_spec(const CheckContext& ctx, const Case& c, const Drawn& draw
       // The laws hold where the scale is a normal f32 (a subnormal s has too few bits to make amax/s qmax) and the
       // mx exponent is not clamped at ±127; and, as the metric, not for a group the kernel saw as zeros.
       const std::int64_t at = row * per_row + grp;
-      if (spec.scaling == Scaling::mx) {
+      if (spec.pow2_scales()) {
         const int code = static_cast<int>(r.scales[static_cast<std::size_t>(at)]);
-        // the law below is floor's; the other rules' exponents are gated exactly by the scale metric alone
-        if (code == 0 || code == 254 || spec.mx_rule != MxRule::floor) continue;
+        // the law below is mx floor's; the other rules' exponents (UE8M0's rceil) are gated exactly by the scale metric alone
+        if (code == 0 || code == 254 || spec.exponent_rule() != MxRule::floor) continue;
       } else if (spec.scaling == Scaling::nvfp4) {
         // A normal E4M3 code is within 1/16 of amax·G/6, so amax/s lies in [5.65, 6.4] and rounds to 6; a subnormal
         // one (c < 8) may be a third off, and 0 has no scale.
@@ -367,8 +372,16 @@ std::string check_quantized(const CheckContext& ctx, const Case& c) {
   // And one more decision-dense case, its format × scaling picked by the case's seed among every_spec() (every
   // combination of the part tables), so that each one (mx's exponent rule above all, which the draws above reach in
   // one case of six) is decided many times a run.
-  const std::vector<QuantSpec> all = every_spec();
-  const QuantSpec& extra = all[c.spec.data_seed % all.size()];
+  // Among the ones the kernel takes, a scaling first, then one of its specs (formats, rules, scale formats), so that
+  // each scaling is decided as often however many variants it has, and a kernel that declines some still gets one.
+  std::vector<std::vector<QuantSpec>> by_scaling(std::size(kScalingTable));
+  for (const QuantSpec& s : every_spec())
+    if (!unavailable_reason(ctx.kernel, set_quant(decision_case(c, s, 2).c.problem(1), s)))
+      by_scaling[static_cast<std::size_t>(s.scaling)].push_back(s);
+  std::erase_if(by_scaling, [](const std::vector<QuantSpec>& v) { return v.empty(); });
+  if (by_scaling.empty()) return "";
+  const std::vector<QuantSpec>& pick = by_scaling[c.spec.data_seed % by_scaling.size()];
+  const QuantSpec& extra = pick[(c.spec.data_seed / by_scaling.size()) % pick.size()];
   const DecisionCase dc = decision_case(c, extra, 2);
   const Problem dp = set_quant(dc.c.problem(1), dc.spec);
   if (unavailable_reason(ctx.kernel, dp)) return "";

@@ -56,7 +56,7 @@ double scale_for(const QuantSpec& spec, double amax) {
     const float s = nvfp4_element_scale(encode(QuantFormat::fp8_e4m3, amax * spec.global_scale / 6), spec.global_scale);
     return std::isfinite(s) ? s : 1.0;
   }
-  if (spec.scaling == Scaling::mx) return std::ldexp(1.0, mx_exponent(spec, amax));
+  if (spec.pow2_scales()) return std::ldexp(1.0, mx_exponent(spec, amax));
   return static_cast<double>(static_cast<float>(amax / qmax(spec.format)));
 }
 
@@ -75,16 +75,18 @@ void lay_group(Layout& l, const QuantSpec& spec, double* g, std::int64_t G) {
   }
   const int k = draw_k(l.rng, spec.format), top_exponent = std::ilogb(Q) + k;
   double amax, s;
-  if (kind < 7) {  // a power-of-two scale: the anchor at qmax·2^k (mx: 2^(floor(log2 qmax) − emax) = 1, times 2^k)
+  // A rule other than floor is decided at its breakpoints: most groups there (kinds 5-17), fewer on the anchor.
+  const bool breakpoints = spec.pow2_scales() && spec.exponent_rule() != MxRule::floor;
+  if (kind < (breakpoints ? 3 : 7)) {  // a power-of-two scale: the anchor at qmax·2^k (mx: 2^(floor(log2 qmax) − emax) = 1, times 2^k)
     amax = Q * std::ldexp(1.0, k);
-  } else if (kind < 12) {  // a rounded scale from a random amax
+  } else if (kind < (breakpoints ? 5 : 12)) {  // a rounded scale from a random amax
     amax = l.random_magnitude(top_exponent);
-  } else if (spec.scaling == Scaling::mx && spec.mx_rule != MxRule::floor) {
+  } else if (breakpoints) {
     // amax on a breakpoint of the rule (a few bits: exact in params; rceil's at qmax·2^k), or one params ulp to the
     // side where a rounding of amax would carry it across (below for ≥, above for the strict rules)
-    const double B = mx_breakpoint(spec, spec.mx_rule == MxRule::rceil ? k + 1 : top_exponent);
+    const double B = mx_breakpoint(spec, spec.exponent_rule() == MxRule::rceil ? k + 1 : top_exponent);
     const double ulp = std::ldexp(1.0, std::ilogb(B) - (l.params.precision - 1));
-    amax = kind >= 16 ? B : info(spec.mx_rule).strict ? B + ulp : B - ulp;
+    amax = kind >= 16 ? B : info(spec.exponent_rule()).strict ? B + ulp : B - ulp;
   } else {  // amax just below a power of two
     amax = std::ldexp(2.0 - std::ldexp(1.0, 1 - l.params.precision), top_exponent);
   }

@@ -35,7 +35,7 @@ def _quant_args_need_quant(quant, scaling, scale, **more):
 
 def reference(x, gamma=None, beta=None, *, axis=-1, eps=1e-5, dtype=None, threads=None, op="layernorm",
               gamma_offset=0.0, residual=None, quant=None, scaling="tensor", scale=None, global_scale=None,
-              mx_rule=None):
+              mx_rule=None, scale_format=None):
     """The exact answer for x rounded once to its format: (y, mean, rstd) for op="layernorm", (y, rstd)
     for op="rmsnorm" (y = x / sqrt(mean(x^2) + eps) * (gamma_offset + gamma) (+ beta): no mean).
 
@@ -54,11 +54,11 @@ def reference(x, gamma=None, beta=None, *, axis=-1, eps=1e-5, dtype=None, thread
     "nvfp4" (quant="fp4_e2m1": blocks of 16, uint8 E4M3 block scales, global_scale= G an f32, default the tensor's
     own 2688/amax|y*|); mx_rule= with "mx": "floor" (default), "ceil", "even" or "rceil" (scales None for tensor; float32, or uint8 E8M0/E4M3 codes, shaped x.shape[:axis] + (groups,)).
     """
-    _quant_args_need_quant(quant, scaling, scale, global_scale=global_scale, mx_rule=mx_rule)
+    _quant_args_need_quant(quant, scaling, scale, global_scale=global_scale, mx_rule=mx_rule, scale_format=scale_format)
     dtype, a = _arrays(dtype, x=x, gamma=gamma, beta=beta, residual=residual)
     if quant is not None:
         return reference_quant(a, dtype, quant=quant, scaling=scaling, scale=scale, axis=axis, eps=eps, threads=threads,
-                               op=op, gamma_offset=gamma_offset, global_scale=global_scale, mx_rule=mx_rule)
+                               op=op, gamma_offset=gamma_offset, global_scale=global_scale, mx_rule=mx_rule, scale_format=scale_format)
     return _lnorm.reference(a["x"], a["gamma"], a["beta"], axis=axis, eps=eps, dtype=dtype, threads=threads, op=op,
                             gamma_offset=float(gamma_offset), residual=a["residual"])
 
@@ -220,7 +220,7 @@ class CheckResult:
 def check(x, y, gamma=None, beta=None, *, axis=-1, eps=1e-5, max_ulp=None, max_ulp_per_kappa=1, mean=None, rstd=None,
           max_mean_ulp=None, max_rstd_ulp=None, dtype=None, threads=None, op="layernorm", gamma_offset=0.0,
           recipe=None, max_recipe_ulp=0.5, residual=None, h=None, max_h_ulp=None, quant=None, scaling="tensor",
-          scale=None, scales=None, max_q_ulp=None, max_scale_ulp=None, quant_y=None, global_scale=None, mx_rule=None):
+          scale=None, scales=None, max_q_ulp=None, max_scale_ulp=None, quant_y=None, global_scale=None, mx_rule=None, scale_format=None):
     """Measures a candidate output y (and optionally mean/rstd) against the exact answer for x: the
     LayerNorm of x, or op="rmsnorm" (no mean: mean= is refused), with gamma_offset as in reference().
 
@@ -248,7 +248,7 @@ def check(x, y, gamma=None, beta=None, *, axis=-1, eps=1e-5, max_ulp=None, max_u
     if quant_y is not None and quant is None:
         raise ValueError("quant_y: the y a quantizer was handed; needs quant=")
     _quant_args_need_quant(quant, scaling, scale, scales=scales, max_q_ulp=max_q_ulp, max_scale_ulp=max_scale_ulp,
-                           global_scale=global_scale, mx_rule=mx_rule)
+                           global_scale=global_scale, mx_rule=mx_rule, scale_format=scale_format)
     if quant is not None:
         if mean is not None or rstd is not None or h is not None:
             raise ValueError("quant: mean=, rstd= and h= are not measured with a quantized output yet")
@@ -260,7 +260,7 @@ def check(x, y, gamma=None, beta=None, *, axis=-1, eps=1e-5, max_ulp=None, max_u
         return check_quant(a, q, dtype, quant=quant, scaling=scaling, scale=scale, scales=scales, max_q_ulp=max_q_ulp,
                            max_scale_ulp=max_scale_ulp, axis=axis, eps=eps, threads=threads, op=op,
                            gamma_offset=gamma_offset, recipe=recipe, max_recipe_ulp=max_recipe_ulp, quant_y=quant_y,
-                           global_scale=global_scale, mx_rule=mx_rule)
+                           global_scale=global_scale, mx_rule=mx_rule, scale_format=scale_format)
     dtype, a = _arrays(dtype, x=x, y=y, gamma=gamma, beta=beta, mean=mean, rstd=rstd, residual=residual, h=h)
     d = _lnorm.check(a["x"], a["y"], a["gamma"], a["beta"], axis=axis, eps=eps,
                      max_ulp=None if max_ulp is None else float(max_ulp),

@@ -54,25 +54,25 @@ class QuantCheckResult:
         return line
 
 
-def reference_quant(a, dtype, *, quant, scaling, scale, axis, eps, threads, op, gamma_offset, global_scale=None, mx_rule=None):
+def reference_quant(a, dtype, *, quant, scaling, scale, axis, eps, threads, op, gamma_offset, global_scale=None, mx_rule=None, scale_format=None):
     return _lnorm.quant_reference(a["x"], a["gamma"], a["beta"], quant=quant, scaling=scaling, scale=scale, axis=axis,
                                   eps=eps, dtype=dtype, threads=threads, op=op, gamma_offset=float(gamma_offset),
-                                  residual=a["residual"], global_scale=global_scale, mx_rule=mx_rule)
+                                  residual=a["residual"], global_scale=global_scale, mx_rule=mx_rule, scale_format=scale_format)
 
 
-def run_quant(name, a, dtype, *, quant, scaling, scale, axis, eps, threads, op, gamma_offset, global_scale=None, mx_rule=None):
+def run_quant(name, a, dtype, *, quant, scaling, scale, axis, eps, threads, op, gamma_offset, global_scale=None, mx_rule=None, scale_format=None):
     return _lnorm.quant_run(name, a["x"], a["gamma"], a["beta"], quant=quant, scaling=scaling, scale=scale, axis=axis,
                             eps=eps, dtype=dtype, threads=threads, op=op, gamma_offset=float(gamma_offset),
-                            residual=a["residual"], global_scale=global_scale, mx_rule=mx_rule)
+                            residual=a["residual"], global_scale=global_scale, mx_rule=mx_rule, scale_format=scale_format)
 
 
 def check_quant(a, q, dtype, *, quant, scaling, scale, scales, max_q_ulp, max_scale_ulp, axis, eps, threads, op,
-                gamma_offset, recipe=None, max_recipe_ulp=0.5, quant_y=None, global_scale=None, mx_rule=None):
+                gamma_offset, recipe=None, max_recipe_ulp=0.5, quant_y=None, global_scale=None, mx_rule=None, scale_format=None):
     d = _lnorm.quant_check(a["x"], q, a["gamma"], a["beta"], quant=quant, scaling=scaling, scale=scale, scales=scales,
                            max_q_ulp=max_q_ulp, max_scale_ulp=max_scale_ulp, axis=axis, eps=eps, dtype=dtype,
                            threads=threads, op=op, gamma_offset=float(gamma_offset), residual=a["residual"],
                            recipe=recipe, max_recipe_ulp=float(max_recipe_ulp), quant_y=quant_y,
-                           global_scale=global_scale, mx_rule=mx_rule)
+                           global_scale=global_scale, mx_rule=mx_rule, scale_format=scale_format)
     d["passed"] = d.pop("pass")
     return QuantCheckResult(**d)
 

@@ -30,14 +30,15 @@ std::optional<double> scale_arg(py::handle scale) {
 
 // The spec, nvfp4's global scale resolved (given, or the tensor's own from y*: lnorm/quantize.hpp).
 QuantSpec spec_of(const std::string& quant, const std::string& scaling, py::handle scale, const ProblemArrays& in,
-                  py::handle global_scale, py::handle mx_rule) {
+                  py::handle global_scale, py::handle mx_rule, py::handle scale_format) {
   if (in.problem.dtype == DType::f64) throw py::value_error("quant: x must be float32, float16 or bf16 (the scales are float32)");
   QuantSpec s;
   try {
     const std::optional<double> g = global_scale.is_none() ? std::nullopt : std::optional<double>(global_scale.cast<double>());
     const std::string rule = mx_rule.is_none() ? std::string() : mx_rule.cast<std::string>();
+    const std::string sf = scale_format.is_none() ? std::string() : scale_format.cast<std::string>();
     s = parse_quant_spec(quant, scaling, scale_arg(scale), in.problem.cols,
-                         QuantSpecNames{"quant=", "scaling=", "scale=", "global_scale=", "mx_rule="}, g, rule);
+                         QuantSpecNames{"quant=", "scaling=", "scale=", "global_scale=", "mx_rule=", "scale_format="}, g, rule, sf);
   } catch (const QuantSpecError& e) {
     throw py::value_error(e.what());
   }
@@ -69,11 +70,11 @@ py::object new_scales(const ProblemArrays& in, const QuantSpec& s) {
 py::tuple quant_reference_py(py::handle x, py::handle gamma, py::handle beta, const std::string& quant,
                              const std::string& scaling, py::handle scale, int axis, double eps, py::handle dtype,
                              py::object threads, const std::string& op, double gamma_offset, py::handle residual,
-                             py::handle global_scale, py::handle mx_rule) {
+                             py::handle global_scale, py::handle mx_rule, py::handle scale_format) {
   const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype,
                                           threads_or_default(threads), op, gamma_offset,
                                           residual);
-  const QuantSpec s = spec_of(quant, scaling, scale, in, global_scale, mx_rule);
+  const QuantSpec s = spec_of(quant, scaling, scale, in, global_scale, mx_rule, scale_format);
   py::array q = new_q(in, s);
   py::object scales = new_scales(in, s);
   auto* qp = static_cast<std::uint8_t*>(q.mutable_data());
@@ -89,11 +90,11 @@ py::tuple quant_reference_py(py::handle x, py::handle gamma, py::handle beta, co
 py::tuple quant_run_py(const std::string& kernel, py::handle x, py::handle gamma, py::handle beta, const std::string& quant,
                        const std::string& scaling, py::handle scale, int axis, double eps, py::handle dtype, int threads,
                        const std::string& op, double gamma_offset, py::handle residual, py::handle global_scale,
-                       py::handle mx_rule) {
+                       py::handle mx_rule, py::handle scale_format) {
   const KernelInfo* k = find_kernel(kernel);
   if (!k) throw py::value_error("no kernel named '" + kernel + "'");
   const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype, threads, op, gamma_offset, residual);
-  const QuantSpec s = spec_of(quant, scaling, scale, in, global_scale, mx_rule);
+  const QuantSpec s = spec_of(quant, scaling, scale, in, global_scale, mx_rule, scale_format);
   const Problem p = set_quant(in.problem, s);
   if (auto why = unavailable_reason(*k, p))
     throw py::value_error("kernel '" + kernel + "' cannot write " + describe(s) + " here: " + *why);
@@ -251,11 +252,11 @@ py::dict quant_check_py(py::handle x, py::handle q, py::handle gamma, py::handle
                         const std::string& scaling, py::handle scale, py::handle scales, py::object max_q_ulp,
                         py::object max_scale_ulp, int axis, double eps, py::handle dtype, py::object threads,
                         const std::string& op, double gamma_offset, py::handle residual, py::object recipe_name,
-                        double max_recipe_ulp, py::handle quant_y, py::handle global_scale, py::handle mx_rule) {
+                        double max_recipe_ulp, py::handle quant_y, py::handle global_scale, py::handle mx_rule, py::handle scale_format) {
   const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype,
                                           threads_or_default(threads), op, gamma_offset,
                                           residual);
-  const QuantSpec s = spec_of(quant, scaling, scale, in, global_scale, mx_rule);
+  const QuantSpec s = spec_of(quant, scaling, scale, in, global_scale, mx_rule, scale_format);
   const py::array qa = q_array(q, s, in);
   const py::object sa = scales_array(scales, s, scaling, in);
   QuantBudget budget;
@@ -332,15 +333,15 @@ void bind_quant(py::module_& m) {
   m.def("quant_reference", &quant_reference_py, "x"_a, "gamma"_a = py::none(), "beta"_a = py::none(), py::kw_only(),
         "quant"_a, "scaling"_a = "tensor", "scale"_a = py::none(), "axis"_a = -1, "eps"_a = 1e-5, "dtype"_a = py::none(),
         "threads"_a = py::none(), "op"_a = "layernorm", "gamma_offset"_a = 0.0, "residual"_a = py::none(),
-        "global_scale"_a = py::none(), "mx_rule"_a = py::none());
+        "global_scale"_a = py::none(), "mx_rule"_a = py::none(), "scale_format"_a = py::none());
   m.def("quant_run", &quant_run_py, "name"_a, "x"_a, "gamma"_a = py::none(), "beta"_a = py::none(), py::kw_only(),
         "quant"_a, "scaling"_a = "tensor", "scale"_a = py::none(), "axis"_a = -1, "eps"_a = 1e-5, "dtype"_a = py::none(),
-        "threads"_a = 1, "op"_a = "layernorm", "gamma_offset"_a = 0.0, "residual"_a = py::none(), "global_scale"_a = py::none(), "mx_rule"_a = py::none());
+        "threads"_a = 1, "op"_a = "layernorm", "gamma_offset"_a = 0.0, "residual"_a = py::none(), "global_scale"_a = py::none(), "mx_rule"_a = py::none(), "scale_format"_a = py::none());
   m.def("quant_check", &quant_check_py, "x"_a, "q"_a, "gamma"_a = py::none(), "beta"_a = py::none(), py::kw_only(),
         "quant"_a, "scaling"_a = "tensor", "scale"_a = py::none(), "scales"_a = py::none(), "max_q_ulp"_a = py::none(),
         "max_scale_ulp"_a = py::none(), "axis"_a = -1, "eps"_a = 1e-5, "dtype"_a = py::none(), "threads"_a = py::none(),
         "op"_a = "layernorm", "gamma_offset"_a = 0.0, "residual"_a = py::none(), "recipe"_a = py::none(),
-        "max_recipe_ulp"_a = 0.5, "quant_y"_a = py::none(), "global_scale"_a = py::none(), "mx_rule"_a = py::none());
+        "max_recipe_ulp"_a = 0.5, "quant_y"_a = py::none(), "global_scale"_a = py::none(), "mx_rule"_a = py::none(), "scale_format"_a = py::none());
   // The part tables' names (lnorm/quant.hpp), for callers that iterate the formats and scalings.
   py::list formats, scalings;
   for (const FormatInfo& f : kFormatTable) formats.append(std::string(f.name));

@@ -129,3 +129,24 @@ def test_mx_rules(rule, fmt):
             assert not lnorm.check(x, q, scales=s_floor, **kw)
     with pytest.raises(ValueError, match="mx_rule"):
         lnorm.reference(x, quant=fmt, scaling="row", mx_rule="ceil")
+
+
+@pytest.mark.parametrize("scaling", ["row", "group:16"])
+@pytest.mark.parametrize("fmt", ["fp8_e4m3", "int8"])
+def test_ue8m0_scales(scaling, fmt):
+    x = np.random.default_rng(13).standard_normal((4, 64)).astype(np.float32)
+    kw = dict(quant=fmt, scaling=scaling, scale_format="ue8m0", op="rmsnorm")
+    q, s = lnorm.reference(x, **kw)
+    assert s.dtype == np.uint8  # E8M0 codes
+    y = lnorm.reference(x.astype(np.float64), op="rmsnorm")[0]
+    G = 64 if scaling == "row" else 16
+    amax = np.abs(y).reshape(4, -1, G).max(axis=2)
+    qmax = 448.0 if fmt == "fp8_e4m3" else 127.0
+    assert np.array_equal(s.astype(np.int64) - 127, np.ceil(np.log2(amax / qmax)).astype(np.int64))  # 2^ceil(log2(amax/qmax))
+    assert lnorm.check(x, q, scales=s, **kw)
+    for k in ("avx2_cr", "avx512_cr", "avx2", "avx512"):
+        if k in RUNNABLE:
+            q2, s2 = lnorm.run(k, x, **kw)
+            assert np.array_equal(s, s2) and lnorm.check(x, q2, scales=s2, **kw)
+    with pytest.raises(ValueError, match="scale_format"):
+        lnorm.reference(x, quant=fmt, scaling="mx", scale_format="ue8m0")

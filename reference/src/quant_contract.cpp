@@ -49,7 +49,7 @@ double rule_scale(const QuantSpec& spec, const float* y, std::int64_t G, bool& z
   if (nan) return kNaN;
   if (spec.scaling == Scaling::nvfp4)  // E4M3(amax·G/6): exact as a rounding of the quotient (kernels/cpu/quant_epilogue.cpp)
     return encode(QuantFormat::fp8_e4m3, static_cast<double>(amax) * static_cast<double>(spec.global_scale) / 6.0);
-  if (spec.scaling == Scaling::mx) {
+  if (spec.pow2_scales()) {
     // an Inf amax reads as level 128 (its f32 exponent field: the kernels' rule)
     return std::isinf(amax) ? std::clamp(128 - mx_offset(spec), -127, 127) : mx_exponent(spec, amax);
   }

@@ -112,11 +112,11 @@ class RowQuantizer {
       const auto abs_cmp = [&](double m) { return sign > 0 ? ref_.compare(i, m) : -ref_.compare(i, -m); };  // sign(|y*| − m)
       if (spec_.scaling == Scaling::nvfp4) {
         best = std::max(best, static_cast<double>(nvfp4_code(i, sign)));
-      } else if (spec_.scaling == Scaling::mx) {
+      } else if (spec_.pow2_scales()) {
         // The rule's level of |y*| (lnorm/quant.hpp: the largest j with |y*| ≥ B(j), or > for ceil and rceil), decided
         // against the dyadic breakpoints exactly, within the levels the clamp to [−127, 127] leaves apart.
         const int off = mx_offset(spec_), lo = -127 + off, hi = 127 + off;
-        const bool strict = info(spec_.mx_rule).strict;
+        const bool strict = info(spec_.exponent_rule()).strict;
         const auto reaches = [&](int j) {
           const int c = abs_cmp(mx_breakpoint(spec_, j));
           return strict ? c > 0 : c >= 0;
@@ -138,11 +138,11 @@ class RowQuantizer {
       zero = !any;
       return any ? best : 0.0;
     }
-    if (!any || (spec_.scaling != Scaling::mx && best == 0)) {
+    if (!any || (!spec_.pow2_scales() && best == 0)) {
       zero = true;
-      return spec_.scaling == Scaling::mx ? -127.0 : 1.0;
+      return spec_.pow2_scales() ? -127.0 : 1.0;
     }
-    if (spec_.scaling == Scaling::mx) return std::clamp(best - mx_offset(spec_), -127.0, 127.0);
+    if (spec_.pow2_scales()) return std::clamp(best - mx_offset(spec_), -127.0, 127.0);
     return best;
   }
 
@@ -152,7 +152,7 @@ class RowQuantizer {
     double amax = 0;
     for (std::int64_t i = b; i < b + G; ++i) amax = std::max(amax, std::fabs(value_x(i)));
     if (spec_.scaling == Scaling::nvfp4) return std::isfinite(amax) ? encode(QuantFormat::fp8_e4m3, amax * spec_.global_scale / 6) : kNaN;
-    if (spec_.scaling == Scaling::mx) return std::isfinite(amax) ? mx_exponent(spec_, amax) : -127.0;
+    if (spec_.pow2_scales()) return std::isfinite(amax) ? mx_exponent(spec_, amax) : -127.0;
     const auto s = static_cast<float>(amax / qmax(spec_.format));
     return s == 0 ? 1.0 : s;
   }
@@ -335,7 +335,7 @@ QuantSummary measure_quantized(const Problem& p, const QuantSpec& spec, const vo
           const bool codes = spec.scales_are_codes();  // E8M0 or E4M3: steps between codes
           const bool nvfp4 = spec.scaling == Scaling::nvfp4;
           // E4M3 block scales: any code but NaN and the negative ones (sign bit: code ≥ 128)
-          const bool usable = nvfp4 ? !std::isnan(got) && got < 128 : spec.scaling == Scaling::mx ? !std::isnan(got) : std::isfinite(got) && got >= 0;
+          const bool usable = nvfp4 ? !std::isnan(got) && got < 128 : spec.pow2_scales() ? !std::isnan(got) : std::isfinite(got) && got >= 0;
           if (std::isnan(exact)) {
             err = std::isnan(got) || codes ? 0 : (std::isfinite(got) ? kInf : 0);  // NaN row
           } else if (!usable) {
@@ -370,7 +370,7 @@ QuantSummary measure_quantized(const Problem& p, const QuantSpec& spec, const vo
                 const bool near = (k < max_ordinal(QuantFormat::fp8_e4m3) && std::fabs(mid(k) - t) <= slack) ||
                                   (k > 0 && std::fabs(mid(k - 1) - t) <= slack);
                 allowed += near ? 1 : 0;
-              } else if (spec.scaling == Scaling::mx) {
+              } else if (spec.pow2_scales()) {
                 // the rule's breakpoints on either side of amax (powers of two for floor)
                 const int j = mx_exponent(spec, amax) + mx_offset(spec);
                 allowed += (amax - mx_breakpoint(spec, j) <= E || mx_breakpoint(spec, j + 1) - amax <= E) ? 1 : 0;

@@ -34,7 +34,7 @@ float recipe_scale(const QuantSpec& spec, const double* y, std::int64_t G, bool&
   for (std::int64_t i = 0; i < G; ++i) nan |= std::isnan(y[i]), amax = std::fmax(amax, std::fabs(y[i]));
   if (spec.scaling == Scaling::tensor) return spec.scale;
   if (nan) return std::nanf("");
-  if (spec.scaling == Scaling::mx) {
+  if (spec.pow2_scales()) {
     const int x = mx_exponent(spec, amax);
     return static_cast<float>(std::ldexp(1.0, x));
   }

@@ -146,8 +146,9 @@ int no_offset(const lnorm_problem* p, char* reason, size_t size) {
     std::snprintf(reason, size, "does not write format %d", p->quant_format);
     return 1;
   }
-  if (p->epilogue == LNORM_EPILOGUE_QUANTIZED && (p->quant_scaling > LNORM_SCALING_MX || p->quant_mx_rule != LNORM_MX_FLOOR)) {
-    std::snprintf(reason, size, "writes tensor, row, group and mx (floor) scales only");  // nvfp4, the other mx rules
+  if (p->epilogue == LNORM_EPILOGUE_QUANTIZED && (p->quant_scaling > LNORM_SCALING_MX || p->quant_mx_rule != LNORM_MX_FLOOR ||
+                                                  p->quant_scale_format != LNORM_SCALE_F32)) {
+    std::snprintf(reason, size, "writes tensor, row, group (f32) and mx (floor) scales only");  // nvfp4, other rules, UE8M0
     return 1;
   }
   if (p->gamma_offset == 0) return 0;

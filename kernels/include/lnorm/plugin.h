@@ -105,6 +105,8 @@ enum lnorm_scaling {
 };
 /* mx's exponent rules (lnorm/quant.hpp MxRule), appended with lnorm_problem.quant_mx_rule */
 enum lnorm_mx_rule { LNORM_MX_FLOOR = 0, LNORM_MX_CEIL = 1, LNORM_MX_EVEN = 2, LNORM_MX_RCEIL = 3 };
+/* row and group scales' storage (lnorm/quant.hpp ScaleFormat), appended with lnorm_problem.quant_scale_format */
+enum lnorm_scale_format { LNORM_SCALE_F32 = 0, LNORM_SCALE_UE8M0 = 1 };
 enum lnorm_direction { LNORM_DIRECTION_FWD = 0, LNORM_DIRECTION_BWD = 1 };
 typedef struct lnorm_op_desc {
   const char* name;   /* optional (NULL), for messages: what the plugin calls the op */
@@ -144,6 +146,7 @@ typedef struct lnorm_problem {
   /* appended (nvfp4): the global scale G the block scales are taken against, always resolved (> 0); 0 otherwise */
   float quant_global_scale;
   int32_t quant_mx_rule; /* appended: mx's exponent rule, an lnorm_mx_rule (LNORM_MX_FLOOR otherwise) */
+  int32_t quant_scale_format; /* appended: row/group scales as f32 or UE8M0 codes, an lnorm_scale_format */
 } lnorm_problem;
 
 /* Host buffers, C order. x, y: rows*cols elements of dtype; gamma, beta: cols elements of param_dtype or
@@ -216,7 +219,8 @@ typedef struct lnorm_kernel_decl {
   /* appended (issue 52): an lnorm_quant_input, for a kernel with the quantized epilogue; 0 when not said */
   int32_t quant_input;
   /* appended: sizeof(lnorm_problem) as the plugin was built (0: not said). lnorm hands a kernel only the quantized
-   * parameters its lnorm_problem has: nvfp4 needs quant_global_scale, an mx rule other than floor quant_mx_rule */
+   * parameters its lnorm_problem has: nvfp4 needs quant_global_scale, an mx rule other than floor quant_mx_rule,
+   * UE8M0 row/group scales quant_scale_format */
   uint32_t problem_size;
 } lnorm_kernel_decl;
 

@@ -213,6 +213,21 @@ constexpr void with_format(QuantFormat f, Fn&& fn) {
   }(std::make_index_sequence<std::size(kFormatTable)>{});
 }
 
+// How row and group scales are stored (--scale-format): f32 (today's), or UE8M0, a power of two
+// 2^ceil(log2(amax/qmax)) stored as its E8M0 code (DeepSeek-style FP8: vLLM's and SGLang's per-token-group quant with
+// UE8M0 scales; the rceil rule of mx below, on row's or group:G's groups).
+enum class ScaleFormat : std::uint8_t { f32 = 0, ue8m0 = 1 };
+struct ScaleFormatInfo {
+  ScaleFormat format;
+  std::string_view name;  // --scale-format, Python's scale_format=
+  int abi;                // lnorm/plugin.h's lnorm_scale_format
+};
+inline constexpr ScaleFormatInfo kScaleFormatTable[] = {
+    {ScaleFormat::f32, "f32", LNORM_SCALE_F32},
+    {ScaleFormat::ue8m0, "ue8m0", LNORM_SCALE_UE8M0},
+};
+constexpr const ScaleFormatInfo& info(ScaleFormat f) { return kScaleFormatTable[static_cast<unsigned>(f)]; }
+
 // mx's exponent rules (above): X = level(amax) − offset, level(amax) the largest j with amax ≥ B(j) (inclusive) or
 // amax > B(j) (strict), B(j) = base·2^j a dyadic breakpoint. One row each: every layer decides from these.
 enum class MxRule : std::uint8_t { floor = 0, ceil = 1, even = 2, rceil = 3 };
@@ -243,10 +258,17 @@ struct QuantSpec {
   float scale = 0;         // tensor scaling's s (finite, > 0)
   float global_scale = 0;  // nvfp4's G (finite, > 0); 0: not given, the tensor's own (resolve_global_scale)
   MxRule mx_rule = MxRule::floor;  // mx's exponent rule
+  ScaleFormat scale_format = ScaleFormat::f32;  // row and group: f32, or UE8M0 powers of two
 
   constexpr const FormatInfo& format_info() const { return info(format); }
   constexpr const ScalingInfo& scaling_info() const { return info(scaling); }
-  constexpr const ScaleStorageInfo& storage() const { return info(info(scaling).storage); }
+  constexpr const ScaleStorageInfo& storage() const {
+    return info(scale_format == ScaleFormat::ue8m0 ? ScaleStorage::e8m0 : info(scaling).storage);
+  }
+  // Power-of-two scales stored as E8M0 (mx, or row/group with UE8M0), and the rule of their exponent: mx's, or
+  // rceil for UE8M0 (lnorm/quant.hpp mx_exponent).
+  constexpr bool pow2_scales() const { return storage().storage == ScaleStorage::e8m0; }
+  constexpr MxRule exponent_rule() const { return scaling == Scaling::mx ? mx_rule : MxRule::rceil; }
   // Elements per scale for a row of `cols` (tensor: the whole row: one s for everything).
   constexpr std::int64_t group_size(std::int64_t cols) const {
     const ScalingInfo& s = scaling_info();
@@ -257,7 +279,7 @@ struct QuantSpec {
     return storage().bytes == 0 ? 0 : cols / group_size(cols);
   }
   constexpr bool has_scales() const { return storage().bytes != 0; }
-  constexpr bool scales_are_e8m0() const { return scaling_info().storage == ScaleStorage::e8m0; }
+  constexpr bool scales_are_e8m0() const { return storage().storage == ScaleStorage::e8m0; }
   constexpr bool scales_are_codes() const { return storage().bytes == 1; }  // E8M0 or E4M3, one byte each
   // Bytes of q and of the scales for a rows x cols output.
   constexpr std::int64_t q_bytes(std::int64_t rows, std::int64_t cols) const { return rows * cols * format_info().bits / 8; }
@@ -273,7 +295,7 @@ struct QuantSpec {
 // not take the format, and, with cols > 0, groups that do not divide the row. Throws QuantSpecError.
 struct QuantSpecNames {  // each written before its value: "--quant fp9", Python's "quant=fp9"
   std::string_view quant = "--quant ", scaling = "--scaling ", scale = "--scale ", global_scale = "--global-scale ",
-                   mx_rule = "--mx-rule ";
+                   mx_rule = "--mx-rule ", scale_format = "--scale-format ";
 };
 struct QuantSpecError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
@@ -283,7 +305,8 @@ std::string quant_format_names();
 std::string scaling_syntaxes();
 QuantSpec parse_quant_spec(std::string_view format, std::string_view scaling, std::optional<double> scale,
                            std::int64_t cols = 0, const QuantSpecNames& names = {},
-                           std::optional<double> global_scale = std::nullopt, std::string_view mx_rule = {});
+                           std::optional<double> global_scale = std::nullopt, std::string_view mx_rule = {},
+                           std::string_view scale_format = {});
 // "floor, ceil, even or rceil"
 std::string mx_rule_names();
 
@@ -315,7 +338,7 @@ double quantum_at(QuantFormat f, double v);
 // E8M0 (mx scales): code c is 2^(c − 127), c = 255 is NaN.
 inline double decode_e8m0(std::uint8_t c) { return c == 255 ? std::nan("") : std::ldexp(1.0, static_cast<int>(c) - 127); }
 
-// mx's rule for a format (above): B(j) = mx_breakpoint(spec, j), strict or not (info(spec.mx_rule).strict), and
+// The exponent rule (spec.exponent_rule(): mx's, or UE8M0's rceil) for a format: B(j) = mx_breakpoint(spec, j), strict or not (info(rule).strict), and
 // X = clamp(level − mx_offset(spec), −127, 127). mx_exponent(spec, amax): X of a double amax ≥ 0 decided exactly
 // (−127 for 0); NaN and Inf are the caller's.
 double mx_breakpoint(const QuantSpec& spec, int j);
