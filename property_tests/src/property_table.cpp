@@ -116,9 +116,10 @@ const std::vector<PropertyRow>& table() {
       {P::batch_invariance, kFwd, &check_batch_invariance, K::all, {}, {.max_rows = 3},
        "a row's output is bitwise the same in batches of 1, 7, 255, 256, 300, 1024, 4097 rows, on 1 and 2 threads"},
       {P::quantized, kFwd, &check_quantized, K::all, {}, {.max_rows = 8},
-       "q = Q(y/s) (every format x tensor, row, group:G, mx where it takes it) within 0.5 quantum + y's error, scales "
-       "within budget, amax at +-max (mx: in the top binade; nvfp4: under a normal E4M3 block scale); and bit for bit the contract applied to the y the "
-       "kernel hands its quantizer, on cases dense in ties, scale roundings and mx exponent boundaries"},
+       "q = Q(y/s) (every format x tensor, row, group:G (f32 or UE8M0), mx (each rule), nvfp4 where it takes it) within "
+       "0.5 quantum + y's error, scales within budget, amax at +-max (mx floor: in the top binade; nvfp4: under a normal "
+       "E4M3 block scale); and bit for bit the contract applied to the y the kernel hands its quantizer, on cases dense "
+       "in ties, scale roundings and exponent breakpoints"},
       {P::determinism, kFwd, &check_determinism, K::all, {}, {.max_rows = 64}, "bitwise identical over repeated runs and 1, 2, 3, 8 threads"},
       {P::affine_identity, kFwd, &check_affine_identity, K::all, {}, {.allow_affine = false},
        "gamma = 1, beta = 0 given equals no affine, bitwise"},
