@@ -234,7 +234,8 @@ struct BenchQuantFlags {
     try {
       QuantSpec s = parse_quant_spec(quant, scaling, scale_opt->count() > 0 ? std::optional<double>(scale) : std::nullopt, 0, {},
                                      std::nullopt, mx_rule, scale_format);
-      if (s.scaling_info().global_scale) s = parse_quant_spec(quant, scaling, std::nullopt, 0, {}, global_scale, mx_rule, scale_format);
+      if (s.scaling_info().global_scale)
+        s = parse_quant_spec(quant, scaling, std::nullopt, 0, {}, global_scale, mx_rule, scale_format);
       return s;
     } catch (const QuantSpecError& e) {
       throw InputError(e.what());

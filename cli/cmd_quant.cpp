@@ -122,7 +122,8 @@ bool quant_asked(const QuantFlags& f) { return !f.quant.empty(); }
 void refuse_quant_flags_without_quant(const QuantFlags& f) {
   if (f.scale_opt && f.scale_opt->count() > 0) throw InputError("--scale: needs --quant (tensor scaling's scale)");
   if (f.scaling_opt && f.scaling_opt->count() > 0) throw InputError("--scaling: needs --quant");
-  if (f.global_scale_opt && f.global_scale_opt->count() > 0) throw InputError("--global-scale: needs --quant fp4_e2m1 --scaling nvfp4");
+  if (f.global_scale_opt && f.global_scale_opt->count() > 0)
+    throw InputError("--global-scale: needs --quant fp4_e2m1 --scaling nvfp4");
   if (!f.mx_rule.empty()) throw InputError("--mx-rule: needs --quant and --scaling mx");
   if (!f.scale_format.empty()) throw InputError("--scale-format: needs --quant and --scaling row or group:G");
   if (!f.q.empty()) throw InputError("--q: needs --quant (the quantized output's format)");

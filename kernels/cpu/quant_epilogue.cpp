@@ -47,7 +47,9 @@ float group_scale(const QuantSpec& spec, float amax, bool nan, void* scales, std
     std::memcpy(&bits, &amax, 4);
     int x = 0;
     if (spec.exponent_rule() == MxRule::floor) {
-      const int e = bits >= 0x00800000u ? static_cast<int>(bits >> 23) - 127 : amax == 0 ? -127 - emax_elem(spec.format) : std::ilogb(amax);
+      const int e = bits >= 0x00800000u ? static_cast<int>(bits >> 23) - 127
+                    : amax == 0             ? -127 - emax_elem(spec.format)
+                                            : std::ilogb(amax);
       x = std::clamp(e - emax_elem(spec.format), -127, 127);
     } else {  // the other rules' exact levels (lnorm/quant.hpp mx_exponent); Inf is level 128, as floor's field reads
       x = std::isinf(amax) ? std::clamp(128 - mx_offset(spec), -127, 127) : mx_exponent(spec, amax);
