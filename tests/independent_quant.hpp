@@ -276,6 +276,16 @@ struct IndependentScale {
   int e4m3_code = 0;  // nvfp4's block scale code
 };
 
+// The element of largest |y*| in a group (amax) and that magnitude; false where a y* is NaN.
+inline bool group_amax(const RealValue* y, std::size_t n, const RealValue*& amax, BigF& amax_abs) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (y[i].nan) return false;
+    const BigF a = mp::abs(y[i].approx);
+    if (!amax || a > amax_abs) amax = &y[i], amax_abs = a;
+  }
+  return true;
+}
+
 // nvfp4's block scale of one group (16 y*), given G: c = amax·G/6 rounded to the E4M3 grid enumerated from its bit
 // layout (nearest, ties to the even code, saturating at 448), s = f32(value(c)/G), +Inf for c = 0, NaN (code
 // 0x7f) for a group holding a NaN; zero: every y* is 0.
@@ -283,15 +293,11 @@ inline IndependentScale independent_nvfp4_scale(const RealValue* y, std::size_t 
   IndependentScale out;
   const RealValue* amax = nullptr;
   BigF amax_abs = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (y[i].nan) {
-      out.nan = true;
-      out.value = std::numeric_limits<double>::quiet_NaN();
-      out.e4m3_code = 0x7f;
-      return out;
-    }
-    const BigF a = mp::abs(y[i].approx);
-    if (!amax || a > amax_abs) amax = &y[i], amax_abs = a;
+  if (!group_amax(y, n, amax, amax_abs)) {
+    out.nan = true;
+    out.value = std::numeric_limits<double>::quiet_NaN();
+    out.e4m3_code = 0x7f;
+    return out;
   }
   out.zero = amax_abs == 0;
   RealValue t;
@@ -353,15 +359,11 @@ inline IndependentScale independent_scale(QuantFormat f, bool mx, const RealValu
   IndependentScale out;
   const RealValue* amax = nullptr;
   BigF amax_abs = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (y[i].nan) {
-      out.nan = true;
-      out.value = std::numeric_limits<double>::quiet_NaN();
-      out.mx_code = 255;
-      return out;
-    }
-    const BigF a = mp::abs(y[i].approx);
-    if (!amax || a > amax_abs) amax = &y[i], amax_abs = a;
+  if (!group_amax(y, n, amax, amax_abs)) {
+    out.nan = true;
+    out.value = std::numeric_limits<double>::quiet_NaN();
+    out.mx_code = 255;
+    return out;
   }
   if (amax_abs == 0) {  // 0 at 1600 bits: exactly 0 (an irrational y* is not)
     out.zero = true;

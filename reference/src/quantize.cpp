@@ -213,9 +213,8 @@ class RowQuantizer {
 
 using detail::scale_value;  // scale_value.hpp
 
+using detail::read_scale;  // scales as stored → value (f32), X (E8M0; NaN for 255) or the E4M3 code (NaN for its NaN)
 using detail::write_scale;
-// Candidate scales as stored → value (f32), X (mx; NaN for code 255) or the E4M3 code (nvfp4; NaN for its NaN codes).
-double stored_scale(const QuantSpec& spec, const void* scales, std::int64_t at) { return detail::read_scale(spec, scales, at); }
 
 template <class Fn>
 void for_row_blocks(std::int64_t rows, int threads, Fn&& fn) {
@@ -329,7 +328,7 @@ QuantSummary measure_quantized(const Problem& p, const QuantSpec& spec, const vo
         if (per_row) {
           bool zero = false;
           const double exact = rq.exact_scale(g, zero);
-          const double got = stored_scale(spec, scales, r * per_row + g);
+          const double got = read_scale(spec, scales, r * per_row + g);
           const std::int64_t at = (first_row + r) * per_row + g;
           double err = 0, allowed = budget.max_scale_ulp;
           const bool codes = spec.scales_are_codes();  // E8M0 or E4M3: steps between codes
