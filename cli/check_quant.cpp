@@ -1,6 +1,7 @@
 // `check --quant`: a candidate's q (and its scales) measured against the exact quantized answer, and, given the y its
 // quantizer was handed (--y), against the quantizer's contract applied to that y; h, mean and rstd beside q as beside
 // y (side_outputs.hpp). Each output is one OutputCheck; the command opens, measures chunk by chunk, then reports.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "lnorm/npy.hpp"
 #include "lnorm/quant_contract.hpp"
 #include "lnorm/recipe.hpp"
+#include "lnorm/scale_layout.hpp"
 
 namespace lnorm::cli {
 namespace {
@@ -49,6 +51,8 @@ struct QuantCandidates {
   std::int64_t per_row = 0;
   std::vector<std::uint8_t> qbuf;
   std::vector<std::byte> sbuf, ybuf;
+  std::vector<std::byte> all_scales;  // --scale-layout col or swizzled: every scale, row-major
+  std::int64_t padding_nonzero = 0;   // swizzled: padding scales that are not 0 (fail the scales' verdict)
   std::vector<float> yf;
 
   QuantCandidates(const QuantFlags& f, const std::string& y_path, const QuantSetup& s) : per_row(s.spec.scales_per_row(s.in.problem.cols)) {
@@ -71,10 +75,23 @@ struct QuantCandidates {
                          scales_descr(s.spec) + "'");
       // One scale per row may also come shaped x.shape[:axis] (ONNX's ReduceMax with keepdims=0 gives [rows]): the
       // same values in the same order.
+      const ScaleLayout layout = s.spec.scale_layout;
+      const std::vector<std::int64_t>& shape = scales->header().shape;
       const std::vector<std::int64_t> rows_shape(s.scales_shape.begin(), s.scales_shape.end() - 1);
-      if (scales->header().shape != s.scales_shape && !(per_row == 1 && scales->header().shape == rows_shape))
-        throw InputError(f.scales + ": has shape " + shape_text(scales->header().shape) + "; expected " +
-                         shape_text(s.scales_shape) + " (" + std::to_string(per_row) + " per row)");
+      // swizzled may also come as its tiles' 2-D view [round_up(rows, 128), round_up(groups, 4)]: the same bytes.
+      const std::int64_t stored = stored_scale_count(layout, s.rows, per_row);
+      const bool tiles_2d = layout == ScaleLayout::swizzled && shape.size() == 2 && shape[0] * shape[1] == stored && shape[0] % 128 == 0;
+      if (shape != s.scales_shape && !(layout == ScaleLayout::row && per_row == 1 && shape == rows_shape) && !tiles_2d)
+        throw InputError(f.scales + ": has shape " + shape_text(shape) + "; expected " + shape_text(s.scales_shape) + " (" +
+                         std::to_string(per_row) + " per row" +
+                         (layout == ScaleLayout::row ? "" : ", --scale-layout " + std::string(info(layout).name)) + ")");
+      if (layout != ScaleLayout::row) {  // a layout's order is not the rows': read whole, back to row-major
+        std::vector<std::byte> laid(static_cast<std::size_t>(stored) * scale_size(s.spec));
+        scales->read(0, stored, laid.data());
+        padding_nonzero = nonzero_padding(layout, s.rows, per_row, scale_size(s.spec), laid.data());
+        all_scales.resize(static_cast<std::size_t>(s.rows * per_row) * scale_size(s.spec));
+        scales_from_layout(layout, s.rows, per_row, scale_size(s.spec), laid.data(), all_scales.data());
+      }
     }
     if (!y_path.empty()) open_y(y_path, s);
   }
@@ -95,8 +112,10 @@ struct QuantCandidates {
     qbuf.resize(static_cast<std::size_t>(nr * row_bytes));
     q->read(r0 * row_bytes, nr * row_bytes, qbuf.data());
     if (scales) {
-      sbuf.resize(static_cast<std::size_t>(nr * per_row) * scale_size(spec));
-      scales->read(r0 * per_row, nr * per_row, sbuf.data());
+      const std::size_t bytes = scale_size(spec);
+      sbuf.resize(static_cast<std::size_t>(nr * per_row) * bytes);
+      if (all_scales.empty()) scales->read(r0 * per_row, nr * per_row, sbuf.data());
+      else std::copy_n(all_scales.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(r0 * per_row) * bytes), sbuf.size(), sbuf.begin());
     }
     if (y) {
       const std::int64_t count = nr * cols;
@@ -110,7 +129,7 @@ struct QuantCandidates {
 };
 
 // q and its scales: q's line leads the summary.
-std::vector<OutputCheck> q_checks(const QuantSummary& sum, const QuantSetup& s, const QuantFlags& f) {
+std::vector<OutputCheck> q_checks(const QuantSummary& sum, const QuantSetup& s, const QuantFlags& f, std::int64_t padding_nonzero) {
   const std::string q_budget = f.budget.max_q_ulp >= 0 ? std::to_string(f.budget.max_q_ulp) : "0.5 + x-dtype rounding";
   // Digits enough for the verdict: against a flat budget, against it; by default, against the 0.5 a correctly
   // rounded code needs (0.500064 does not read "0.5").
@@ -137,10 +156,12 @@ std::vector<OutputCheck> q_checks(const QuantSummary& sum, const QuantSetup& s, 
             {"pass", sum.q_pass()}};
   if (!s.spec.has_scales()) return {q};
   const ScaleStorageInfo& st = s.spec.storage();
-  OutputCheck sc{"scales", sum.scales_pass(), "", "", {}};
+  OutputCheck sc{"scales", sum.scales_pass() && padding_nonzero == 0, "", "", {}};
   sc.summary = text("  scales max %s %s, %lld of %lld over budget",
                     number_text(sum.scale_max_ulp, f.budget.max_scale_ulp >= 0 ? f.budget.max_scale_ulp : 0).c_str(),
                     std::string(st.unit).c_str(), static_cast<long long>(sum.scales_over_budget), static_cast<long long>(sum.scales));
+  if (padding_nonzero > 0)
+    sc.summary += text(", %lld padding scale%s not 0", static_cast<long long>(padding_nonzero), padding_nonzero == 1 ? "" : "s");
   const std::string values_note = st.values_are.empty() ? "" : " (" + std::string(st.values_are) + ")";
   if (sum.scale_max_index >= 0)
     sc.detail = text("  worst scale %lld: got %.9g, exact %.9g%s; zero groups %lld\n", static_cast<long long>(sum.scale_max_index),
@@ -149,9 +170,10 @@ std::vector<OutputCheck> q_checks(const QuantSummary& sum, const QuantSetup& s, 
              {"count", sum.scales}, {"max_ulp", num(sum.scale_max_ulp)}, {"max_ulp_index", sum.scale_max_index},
              {"max_ulp_got", num(sum.scale_max_got)}, {"max_ulp_exact", num(sum.scale_max_exact)},
              {"nonfinite_mismatches", sum.scale_nonfinite_mismatches}, {"zero_groups", sum.zero_groups},
-             {"over_budget", sum.scales_over_budget},
+             {"over_budget", sum.scales_over_budget}, {"layout", std::string(info(s.spec.scale_layout).name)},
+             {"padding_nonzero", padding_nonzero},
              {"budget", f.budget.max_scale_ulp >= 0 ? nlohmann::json(f.budget.max_scale_ulp) : nlohmann::json("default")},
-             {"pass", sum.scales_pass()}};
+             {"pass", sc.pass}};
   return {q, sc};
 }
 
@@ -237,7 +259,7 @@ int run_quant_check(const ProblemFlags& problem, const QuantFlags& f, const std:
       rsum.merge(measure_quantized_recipe(rec.problem, s.spec, *rec.recipe, xbuf.data(), residual, gamma, beta, cand.qbuf.data(),
                                           cand.scales_data(), nr, r0));
   }
-  std::vector<OutputCheck> outs = q_checks(sum, s, f);
+  std::vector<OutputCheck> outs = q_checks(sum, s, f, cand.padding_nonzero);
   if (rec.recipe) outs.push_back(recipe_check(rsum, sum, *rec.recipe, max_recipe_ulp, s.spec));
   if (cand.y) outs.push_back(consistency_check(csum, s.spec, rec.recipe.has_value(), y_path, cand.y_dtype));
   for (OutputCheck& c : side.checks(side_sum.h, side_sum.mean, side_sum.rstd)) outs.push_back(std::move(c));

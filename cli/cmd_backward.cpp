@@ -73,7 +73,7 @@ OperandStreams gradient_inputs(const Loaded& l) {
 
 // The gradients asked for, as files: dx in x's shape, dgamma and dbeta in the normalized dims'.
 OutputFiles gradient_files(const Loaded& l, const Problem& p, const BackwardFlags& bf) {
-  OutputFiles files(p, {l.in.shape, l.in.stats_shape(), l.param_shape, {}});
+  OutputFiles files(p, {l.in.shape, l.in.stats_shape(), l.param_shape, {}, {}});
   files.open(Operand::dx, bf.dx);
   files.open(Operand::dgamma, bf.dgamma);
   files.open(Operand::dbeta, bf.dbeta);

@@ -21,11 +21,12 @@
 #include "lnorm/kernel.hpp"
 #include "lnorm/recipe.hpp"
 #include "lnorm/reference.hpp"
+#include "lnorm/scale_layout.hpp"
 
 namespace lnorm::cli {
 
 QuantSetup setup(const ProblemFlags& problem, const QuantFlags& f) {
-  QuantSetup s{load_problem(problem), {}, {}};
+  QuantSetup s{load_problem(problem), {}, {}, 0, {}};
   const Problem& p = s.in.problem;
   if (p.dtype == DType::f64) throw InputError("--quant: x must be f32, f16 or bf16 (a quantized output's scales are f32)");
   if (p.op.direction != Direction::fwd) throw InputError("--quant: a forward output (--dir bwd has no quantized outputs)");
@@ -33,12 +34,14 @@ QuantSetup setup(const ProblemFlags& problem, const QuantFlags& f) {
     const bool scale_given = f.scale_opt && f.scale_opt->count() > 0;
     const bool global_given = f.global_scale_opt && f.global_scale_opt->count() > 0;
     s.spec = parse_quant_spec(f.quant, f.scaling, scale_given ? std::optional<double>(f.scale) : std::nullopt, p.cols, {},
-                              global_given ? std::optional<double>(f.global_scale) : std::nullopt, f.mx_rule, f.scale_format);
+                              global_given ? std::optional<double>(f.global_scale) : std::nullopt, f.mx_rule, f.scale_format,
+                              f.scale_layout);
   } catch (const QuantSpecError& e) {
     throw InputError(e.what());
   }
-  s.scales_shape.assign(s.in.shape.begin(), s.in.shape.begin() + s.in.axis);
-  s.scales_shape.push_back(s.spec.scales_per_row(p.cols));
+  const std::vector<std::int64_t> lead(s.in.shape.begin(), s.in.shape.begin() + s.in.axis);
+  s.rows = p.rows;
+  s.scales_shape = stored_scales_shape(s.spec.scale_layout, lead, s.spec.scales_per_row(p.cols));
   s.q_shape = q_shape(set_quant(p, s.spec), s.in.shape, s.in.axis);
   return s;
 }
@@ -97,11 +100,16 @@ void add_quant_flags(CLI::App& cmd, QuantFlags& f, bool check) {
   cmd.add_option("--scale-format", f.scale_format,
                  "row and group:G scales: f32 (default) or ue8m0, a power of two 2^ceil(log2(amax/qmax)) stored as its E8M0 "
                  "code (DeepSeek-style per-token-group FP8)");
+  cmd.add_option("--scale-layout", f.scale_layout,
+                 "the scales file's layout: row (default, x.shape[:axis] + (groups,)), col (column-major, (groups,) + "
+                 "x.shape[:axis]) or swizzled (the 128x4 tiles block-scaled GEMMs read, one-byte scales: rows padded to 128, "
+                 "groups to 4, padding 0, one dimension)");
   if (check) {
     cmd.add_option("--q", f.q, "The candidate's quantized output (.npy, x's shape: '|u1' fp8 bit patterns or '|i1' int8; fp4_e2m1: "
                                "'|u1' two codes a byte, element 2i in the low nibble, x.shape[:axis] + (cols/2,))");
     cmd.add_option("--scales", f.scales,
-                   "The candidate's scales for row/group:G/mx (.npy, x.shape[:axis] + (groups,): '<f4', or '|u1' E8M0 for mx)");
+                   "The candidate's scales for row/group:G/mx/nvfp4 (.npy, x.shape[:axis] + (groups,) in the row layout: '<f4', or "
+                   "'|u1' E8M0/E4M3 codes)");
     cmd.add_option("--max-q-ulp", f.budget.max_q_ulp,
                    "Budget for q in quanta at y/s, flat (default per element: 0.5 + what rounding y to x's dtype first "
                    "moves y/s, + 2^-14)")->check(budget_number());
@@ -112,8 +120,8 @@ void add_quant_flags(CLI::App& cmd, QuantFlags& f, bool check) {
     cmd.add_option("--q", f.q, "With --quant: write the exact q here (.npy, x's shape: '|u1' fp8 bit patterns or '|i1' int8; "
                                "fp4_e2m1: two codes a byte, element 2i in the low nibble, x.shape[:axis] + (cols/2,))");
     cmd.add_option("--scales", f.scales,
-                   "With --quant and row/group:G/mx scaling: write the exact scales here (.npy, x.shape[:axis] + (groups,): "
-                   "'<f4', or '|u1' E8M0 for mx)");
+                   "With --quant and row/group:G/mx/nvfp4 scaling: write the scales here (.npy, x.shape[:axis] + (groups,) in "
+                   "the row layout: '<f4', or '|u1' E8M0/E4M3 codes)");
   }
 }
 
@@ -126,6 +134,7 @@ void refuse_quant_flags_without_quant(const QuantFlags& f) {
     throw InputError("--global-scale: needs --quant fp4_e2m1 --scaling nvfp4");
   if (!f.mx_rule.empty()) throw InputError("--mx-rule: needs --quant and --scaling mx");
   if (!f.scale_format.empty()) throw InputError("--scale-format: needs --quant and --scaling row or group:G");
+  if (!f.scale_layout.empty()) throw InputError("--scale-layout: needs --quant and a scaling that stores scales");
   if (!f.q.empty()) throw InputError("--q: needs --quant (the quantized output's format)");
   if (!f.scales.empty()) throw InputError("--scales: needs --quant");
   if (f.budget.max_q_ulp >= 0 || f.budget.max_scale_ulp >= 0) throw InputError("--max-q-ulp/--max-scale-ulp: need --quant");
@@ -158,7 +167,12 @@ int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const 
   // operand table; the reference's exact y beside q is no operand of the quantized op, so it has its own file.
   OutputFiles files(qp, {s.in.shape, s.in.stats_shape(), {}, s.scales_shape, s.q_shape});
   files.open(Operand::q, f.q);
-  files.open(Operand::scales, f.scales);
+  // --scale-layout col or swizzled: the scales come row-major from the run, are collected and written in the layout at
+  // the end (its order is not the rows'); row: streamed like every other output.
+  std::vector<std::byte> row_major_scales;
+  std::optional<io::NpyWriter> laid_file;
+  if (s.spec.scale_layout != ScaleLayout::row && !f.scales.empty()) laid_file.emplace(f.scales, scales_descr(s.spec), s.scales_shape);
+  else files.open(Operand::scales, f.scales);
   files.open(Operand::h, side.h);
   files.open(Operand::mean, side.mean);
   files.open(Operand::rstd, side.rstd);
@@ -169,6 +183,7 @@ int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const 
   OperandStreams quantized;
   read_problem_inputs(quantized, s.in);
   files.connect(quantized, kernel ? OperandSet{Operand::q, Operand::scales, Operand::h} : OperandSet{Operand::q, Operand::scales});
+  if (laid_file) quantized.write(Operand::scales, append_to(row_major_scales));
   std::vector<std::byte> ybuf;
   quantized.run(qp, chunk, {}, [&](const Problem& part, const Tensors& t) {
     if (kernel) {
@@ -191,7 +206,13 @@ int run_quant_reference(const ProblemFlags& problem, const QuantFlags& f, const 
       else reference(part, t);
     });
   }
-  files.commit({y ? &*y : nullptr});  // q, scales, the statistics and y: all or none
+  if (laid_file) {
+    const std::int64_t per_row = s.spec.scales_per_row(p.cols);
+    std::vector<std::byte> stored(static_cast<std::size_t>(stored_scale_count(s.spec.scale_layout, s.rows, per_row)) * scale_size(s.spec));
+    scales_to_layout(s.spec.scale_layout, s.rows, per_row, scale_size(s.spec), row_major_scales.data(), stored.data());
+    laid_file->write(stored.data(), stored.size());
+  }
+  files.commit({y ? &*y : nullptr, laid_file ? &*laid_file : nullptr});  // q, scales, the statistics and y: all or none
   return 0;
 }
 

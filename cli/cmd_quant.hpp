@@ -20,6 +20,7 @@ struct QuantFlags {
   double global_scale = 0;         // nvfp4's G (f32 exactly); not given: the tensor's own (resolve_global_scale)
   std::string mx_rule;             // mx's exponent rule (floor | ceil | even | rceil); empty: floor
   std::string scale_format;        // row/group scales: f32 | ue8m0; empty: f32
+  std::string scale_layout;        // the scales file's layout: row | col | swizzled; empty: row
   std::string q, scales;           // reference writes them; check reads the candidate's
   QuantBudget budget;              // check: --max-q-ulp, --max-scale-ulp (< 0: the defaults of quantize.hpp)
   CLI::Option* scale_opt = nullptr;
@@ -31,7 +32,8 @@ struct QuantFlags {
 struct QuantSetup {
   ProblemInputs in;
   QuantSpec spec;
-  std::vector<std::int64_t> scales_shape;  // x.shape[:axis] + (groups per row,)
+  std::vector<std::int64_t> scales_shape;  // the scales file's, in --scale-layout's layout (row: x.shape[:axis] + (groups,))
+  std::int64_t rows = 0;                   // x.shape[:axis]'s product: the rows the layouts count
   std::vector<std::int64_t> q_shape;       // x's shape; a packed format's x.shape[:axis] + (cols/2,)
 };
 // Loads the problem and parses --quant/--scaling/--scale/--global-scale (parse_quant_spec's refusals as InputError).

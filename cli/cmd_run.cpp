@@ -47,7 +47,7 @@ int run_problem(const RunFlags& f, const KernelInfo* kernel) {
     if (const auto why = unavailable_reason(*kernel, p))
       throw InputError("--kernel " + f.kernel + ": cannot run here: " + *why);
   }
-  OutputFiles files(p, {in.shape, in.stats_shape(), {}, {}});
+  OutputFiles files(p, {in.shape, in.stats_shape(), {}, {}, {}});
   files.open(Operand::y, f.y);
   files.open(Operand::mean, f.mean);
   files.open(Operand::rstd, f.rstd);

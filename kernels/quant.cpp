@@ -112,7 +112,7 @@ std::string quant_spec_error(const QuantSpec& spec, std::int64_t cols) {
 
 QuantSpec parse_quant_spec(std::string_view format, std::string_view scaling, std::optional<double> scale, std::int64_t cols,
                            const QuantSpecNames& names, std::optional<double> global_scale, std::string_view mx_rule,
-                           std::string_view scale_format) {
+                           std::string_view scale_format, std::string_view scale_layout) {
   const auto fail = [](std::string_view flag, std::string_view value, const std::string& why) {
     throw QuantSpecError(std::string(flag) + std::string(value) + ": " + why);
   };
@@ -160,6 +160,18 @@ QuantSpec parse_quant_spec(std::string_view format, std::string_view scaling, st
     if (sf->format != ScaleFormat::f32 && si.storage != ScaleStorage::f32)
       fail(names.scale_format, scale_format, "row and group scales' storage; " + std::string(si.name) + " scaling's is its own");
     spec.scale_format = sf->format;
+  }
+  if (!scale_layout.empty()) {
+    const ScaleLayoutInfo* l = nullptr;
+    for (const ScaleLayoutInfo& li : kScaleLayoutTable)
+      if (li.name == scale_layout) l = &li;
+    if (!l) fail(names.scale_layout, scale_layout, "expected " + one_of(kScaleLayoutTable, &ScaleLayoutInfo::name));
+    if (l->layout != ScaleLayout::row && !spec.has_scales())
+      fail(names.scale_layout, scale_layout, std::string(si.name) + " scaling stores no scales (its one scale is given)");
+    if (l->one_byte_codes && !spec.scales_are_codes())
+      fail(names.scale_layout, scale_layout,
+           "the 128x4 tiles hold one-byte scale codes (mx's E8M0, nvfp4's E4M3, --scale-format ue8m0), not f32 scales");
+    spec.scale_layout = l->layout;
   }
   if (cols > 0)
     if (const std::int64_t g = spec.group_size(cols); g <= 0 || cols % g != 0)

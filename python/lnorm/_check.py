@@ -35,7 +35,7 @@ def _quant_args_need_quant(quant, scaling, scale, **more):
 
 def reference(x, gamma=None, beta=None, *, axis=-1, eps=1e-5, dtype=None, threads=None, op="layernorm",
               gamma_offset=0.0, residual=None, quant=None, scaling="tensor", scale=None, global_scale=None,
-              mx_rule=None, scale_format=None):
+              mx_rule=None, scale_format=None, scale_layout=None):
     """The exact answer for x rounded once to its format: (y, mean, rstd) for op="layernorm", (y, rstd)
     for op="rmsnorm" (y = x / sqrt(mean(x^2) + eps) * (gamma_offset + gamma) (+ beta): no mean).
 
@@ -52,13 +52,19 @@ def reference(x, gamma=None, beta=None, *, axis=-1, eps=1e-5, dtype=None, thread
     quant (a name in lnorm.QUANT_FORMATS: "fp8_e4m3", "int8", ...): the exact quantized output instead, (q, scales): y* divided by its
     scale and rounded once, saturating; scaling "tensor" (scale= an f32, required), "row", "group:G", "mx" or
     "nvfp4" (quant="fp4_e2m1": blocks of 16, uint8 E4M3 block scales, global_scale= G an f32, default the tensor's
-    own 2688/amax|y*|); mx_rule= with "mx": "floor" (default), "ceil", "even" or "rceil" (scales None for tensor; float32, or uint8 E8M0/E4M3 codes, shaped x.shape[:axis] + (groups,)).
+    own 2688/amax|y*|); mx_rule= with "mx": "floor" (default), "ceil", "even" or "rceil"; scale_format= with "row" or
+    "group:G": "f32" (default) or "ue8m0" (powers of two as E8M0 codes). scales: None for tensor; float32, or uint8
+    E8M0/E4M3 codes, shaped x.shape[:axis] + (groups,); scale_layout= "col" gives them column-major, (groups,) +
+    x.shape[:axis], and "swizzled" (one-byte codes only) as the 128x4 tiles block-scaled GEMMs read: one dimension
+    of round_up(rows, 128) * round_up(groups, 4) bytes, the padding 0 (docs/cli.md "Scale layouts").
     """
-    _quant_args_need_quant(quant, scaling, scale, global_scale=global_scale, mx_rule=mx_rule, scale_format=scale_format)
+    _quant_args_need_quant(quant, scaling, scale, global_scale=global_scale, mx_rule=mx_rule,
+                           scale_format=scale_format, scale_layout=scale_layout)
     dtype, a = _arrays(dtype, x=x, gamma=gamma, beta=beta, residual=residual)
     if quant is not None:
         return reference_quant(a, dtype, quant=quant, scaling=scaling, scale=scale, axis=axis, eps=eps, threads=threads,
-                               op=op, gamma_offset=gamma_offset, global_scale=global_scale, mx_rule=mx_rule, scale_format=scale_format)
+                               op=op, gamma_offset=gamma_offset, global_scale=global_scale, mx_rule=mx_rule,
+                               scale_format=scale_format, scale_layout=scale_layout)
     return _lnorm.reference(a["x"], a["gamma"], a["beta"], axis=axis, eps=eps, dtype=dtype, threads=threads, op=op,
                             gamma_offset=float(gamma_offset), residual=a["residual"])
 
@@ -220,7 +226,8 @@ class CheckResult:
 def check(x, y, gamma=None, beta=None, *, axis=-1, eps=1e-5, max_ulp=None, max_ulp_per_kappa=1, mean=None, rstd=None,
           max_mean_ulp=None, max_rstd_ulp=None, dtype=None, threads=None, op="layernorm", gamma_offset=0.0,
           recipe=None, max_recipe_ulp=0.5, residual=None, h=None, max_h_ulp=None, quant=None, scaling="tensor",
-          scale=None, scales=None, max_q_ulp=None, max_scale_ulp=None, quant_y=None, global_scale=None, mx_rule=None, scale_format=None):
+          scale=None, scales=None, max_q_ulp=None, max_scale_ulp=None, quant_y=None, global_scale=None, mx_rule=None,
+          scale_format=None, scale_layout=None):
     """Measures a candidate output y (and optionally mean/rstd) against the exact answer for x: the
     LayerNorm of x, or op="rmsnorm" (no mean: mean= is refused), with gamma_offset as in reference().
 
@@ -243,12 +250,15 @@ def check(x, y, gamma=None, beta=None, *, axis=-1, eps=1e-5, max_ulp=None, max_u
     against the recipe's rounding points, gated by max_recipe_ulp quanta. quant_y: the y the candidate's quantizer
     was handed (float32, or float16): q and the scales are also gated against the quantizer's rule applied to it, bit
     for bit, no budget (``lnorm check --quant --y``; the vllm rule with recipe=); the result's .consistency.
+    scales= come in scale_layout= ("row", "col" or "swizzled", as reference() gives them); swizzled padding that is
+    not 0 fails the scales (.scales["padding_nonzero"]).
     Returns a QuantCheckResult.
     """
     if quant_y is not None and quant is None:
         raise ValueError("quant_y: the y a quantizer was handed; needs quant=")
     _quant_args_need_quant(quant, scaling, scale, scales=scales, max_q_ulp=max_q_ulp, max_scale_ulp=max_scale_ulp,
-                           global_scale=global_scale, mx_rule=mx_rule, scale_format=scale_format)
+                           global_scale=global_scale, mx_rule=mx_rule,
+                           scale_format=scale_format, scale_layout=scale_layout)
     if quant is not None:
         if mean is not None or rstd is not None or h is not None:
             raise ValueError("quant: mean=, rstd= and h= are not measured with a quantized output yet")
@@ -260,7 +270,8 @@ def check(x, y, gamma=None, beta=None, *, axis=-1, eps=1e-5, max_ulp=None, max_u
         return check_quant(a, q, dtype, quant=quant, scaling=scaling, scale=scale, scales=scales, max_q_ulp=max_q_ulp,
                            max_scale_ulp=max_scale_ulp, axis=axis, eps=eps, threads=threads, op=op,
                            gamma_offset=gamma_offset, recipe=recipe, max_recipe_ulp=max_recipe_ulp, quant_y=quant_y,
-                           global_scale=global_scale, mx_rule=mx_rule, scale_format=scale_format)
+                           global_scale=global_scale, mx_rule=mx_rule,
+                           scale_format=scale_format, scale_layout=scale_layout)
     dtype, a = _arrays(dtype, x=x, y=y, gamma=gamma, beta=beta, mean=mean, rstd=rstd, residual=residual, h=h)
     d = _lnorm.check(a["x"], a["y"], a["gamma"], a["beta"], axis=axis, eps=eps,
                      max_ulp=None if max_ulp is None else float(max_ulp),

@@ -2,7 +2,8 @@
 (fp8_e4m3, int8, the FNUZ pair, ...) with a scaling of lnorm.SCALINGS, as ``lnorm reference/run/check --quant``.
 lnorm.reference, lnorm.run and lnorm.check take ``quant=`` and call these; q travels as uint8 bit patterns (fp8; fp4_e2m1
 two a byte, element 2i in the low nibble, shaped x.shape[:axis] + (cols/2,)) or int8, scales as float32 (row, group:G,
-shaped x.shape[:axis] + (groups,)) or uint8 E8M0 codes (mx); decode() and decode_e8m0() give their values."""
+shaped x.shape[:axis] + (groups,)) or uint8 E8M0 / E4M3 codes (mx, nvfp4, ue8m0), in scale_layout= ("row", "col",
+"swizzled"); decode() and decode_e8m0() give their values."""
 
 from dataclasses import dataclass
 from typing import Optional
@@ -16,7 +17,8 @@ class QuantCheckResult:
 
     q: max_ulp (quanta at y*/s, inf on a non-finite mismatch), max_ulp_index, max_ulp_got, max_ulp_target,
     correctly_rounded, nonfinite_mismatches, saturated, over_budget, budget, pass. scales (None for tensor
-    scaling): max_ulp (f32 ulps; mx: E8M0 steps; nvfp4: E4M3 steps), zero_groups, over_budget, budget, pass. recipe (None without
+    scaling): max_ulp (f32 ulps; mx: E8M0 steps; nvfp4: E4M3 steps), zero_groups, over_budget, budget, layout,
+    padding_nonzero (swizzled's padding scales that are not 0: a failure), pass. recipe (None without
     recipe=): name, max_ulp (quanta at the recipe's value), matching (the fraction that is the recipe's code),
     nonfinite_mismatches, scales_differ, budget, pass. consistency (None without quant_y=): q and the scales against
     the quantizer's rule applied to the y it was handed, bit for bit: rule, codes, codes_differ, scales,
@@ -43,6 +45,8 @@ class QuantCheckResult:
                 f"saturated {q['saturated']}")
         if self.scales is not None:
             line += f"  scales max {self.scales['max_ulp']:.3g}, {self.scales['over_budget']} over budget"
+            if self.scales.get("padding_nonzero"):
+                line += f", {self.scales['padding_nonzero']} swizzled padding scales not 0"
         if self.recipe is not None:
             r = self.recipe
             line += (f"  recipe {r['name']} max {r['max_ulp']:.3g} quanta (budget {r['budget']:g}), "
@@ -54,25 +58,31 @@ class QuantCheckResult:
         return line
 
 
-def reference_quant(a, dtype, *, quant, scaling, scale, axis, eps, threads, op, gamma_offset, global_scale=None, mx_rule=None, scale_format=None):
+def reference_quant(a, dtype, *, quant, scaling, scale, axis, eps, threads, op, gamma_offset, global_scale=None, mx_rule=None,
+                    scale_format=None, scale_layout=None):
     return _lnorm.quant_reference(a["x"], a["gamma"], a["beta"], quant=quant, scaling=scaling, scale=scale, axis=axis,
                                   eps=eps, dtype=dtype, threads=threads, op=op, gamma_offset=float(gamma_offset),
-                                  residual=a["residual"], global_scale=global_scale, mx_rule=mx_rule, scale_format=scale_format)
+                                  residual=a["residual"], global_scale=global_scale, mx_rule=mx_rule,
+                                  scale_format=scale_format, scale_layout=scale_layout)
 
 
-def run_quant(name, a, dtype, *, quant, scaling, scale, axis, eps, threads, op, gamma_offset, global_scale=None, mx_rule=None, scale_format=None):
+def run_quant(name, a, dtype, *, quant, scaling, scale, axis, eps, threads, op, gamma_offset, global_scale=None, mx_rule=None,
+              scale_format=None, scale_layout=None):
     return _lnorm.quant_run(name, a["x"], a["gamma"], a["beta"], quant=quant, scaling=scaling, scale=scale, axis=axis,
                             eps=eps, dtype=dtype, threads=threads, op=op, gamma_offset=float(gamma_offset),
-                            residual=a["residual"], global_scale=global_scale, mx_rule=mx_rule, scale_format=scale_format)
+                            residual=a["residual"], global_scale=global_scale, mx_rule=mx_rule,
+                            scale_format=scale_format, scale_layout=scale_layout)
 
 
 def check_quant(a, q, dtype, *, quant, scaling, scale, scales, max_q_ulp, max_scale_ulp, axis, eps, threads, op,
-                gamma_offset, recipe=None, max_recipe_ulp=0.5, quant_y=None, global_scale=None, mx_rule=None, scale_format=None):
+                gamma_offset, recipe=None, max_recipe_ulp=0.5, quant_y=None, global_scale=None, mx_rule=None,
+                scale_format=None, scale_layout=None):
     d = _lnorm.quant_check(a["x"], q, a["gamma"], a["beta"], quant=quant, scaling=scaling, scale=scale, scales=scales,
                            max_q_ulp=max_q_ulp, max_scale_ulp=max_scale_ulp, axis=axis, eps=eps, dtype=dtype,
                            threads=threads, op=op, gamma_offset=float(gamma_offset), residual=a["residual"],
                            recipe=recipe, max_recipe_ulp=float(max_recipe_ulp), quant_y=quant_y,
-                           global_scale=global_scale, mx_rule=mx_rule, scale_format=scale_format)
+                           global_scale=global_scale, mx_rule=mx_rule,
+                           scale_format=scale_format, scale_layout=scale_layout)
     d["passed"] = d.pop("pass")
     return QuantCheckResult(**d)
 

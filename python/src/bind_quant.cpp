@@ -13,6 +13,7 @@
 #include "lnorm/quantize.hpp"
 #include "lnorm/recipe.hpp"
 #include "lnorm/registry.hpp"
+#include "lnorm/scale_layout.hpp"
 
 namespace lnorm::python {
 namespace {
@@ -30,15 +31,17 @@ std::optional<double> scale_arg(py::handle scale) {
 
 // The spec, nvfp4's global scale resolved (given, or the tensor's own from y*: lnorm/quantize.hpp).
 QuantSpec spec_of(const std::string& quant, const std::string& scaling, py::handle scale, const ProblemArrays& in,
-                  py::handle global_scale, py::handle mx_rule, py::handle scale_format) {
+                  py::handle global_scale, py::handle mx_rule, py::handle scale_format, py::handle scale_layout) {
   if (in.problem.dtype == DType::f64) throw py::value_error("quant: x must be float32, float16 or bf16 (the scales are float32)");
   QuantSpec s;
   try {
     const std::optional<double> g = global_scale.is_none() ? std::nullopt : std::optional<double>(global_scale.cast<double>());
     const std::string rule = mx_rule.is_none() ? std::string() : mx_rule.cast<std::string>();
     const std::string sf = scale_format.is_none() ? std::string() : scale_format.cast<std::string>();
+    const std::string sl = scale_layout.is_none() ? std::string() : scale_layout.cast<std::string>();
     s = parse_quant_spec(quant, scaling, scale_arg(scale), in.problem.cols,
-                         QuantSpecNames{"quant=", "scaling=", "scale=", "global_scale=", "mx_rule=", "scale_format="}, g, rule, sf);
+                         QuantSpecNames{"quant=", "scaling=", "scale=", "global_scale=", "mx_rule=", "scale_format=", "scale_layout="},
+                         g, rule, sf, sl);
   } catch (const QuantSpecError& e) {
     throw py::value_error(e.what());
   }
@@ -66,15 +69,25 @@ py::object new_scales(const ProblemArrays& in, const QuantSpec& s) {
   if (!s.has_scales()) return py::none();
   return py::array(py::dtype(std::string(s.storage().numpy_dtype)), scales_shape(in, s));
 }
+// Row-major scales (as kernels write them) in scale_layout= (lnorm/scale_layout.hpp); row: as they are.
+py::object laid_out(py::object row_major, const ProblemArrays& in, const QuantSpec& s) {
+  if (row_major.is_none() || s.scale_layout == ScaleLayout::row) return row_major;
+  const std::int64_t per_row = s.scales_per_row(in.problem.cols);
+  const std::vector<std::int64_t> shape =
+      stored_scales_shape(s.scale_layout, {in.shape.begin(), in.shape.begin() + in.axis}, per_row);
+  py::array out(py::dtype(std::string(s.storage().numpy_dtype)), std::vector<py::ssize_t>(shape.begin(), shape.end()));
+  scales_to_layout(s.scale_layout, in.problem.rows, per_row, s.storage().bytes, py::array(row_major).data(), out.mutable_data());
+  return out;
+}
 
 py::tuple quant_reference_py(py::handle x, py::handle gamma, py::handle beta, const std::string& quant,
                              const std::string& scaling, py::handle scale, int axis, double eps, py::handle dtype,
                              py::object threads, const std::string& op, double gamma_offset, py::handle residual,
-                             py::handle global_scale, py::handle mx_rule, py::handle scale_format) {
+                             py::handle global_scale, py::handle mx_rule, py::handle scale_format, py::handle scale_layout) {
   const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype,
                                           threads_or_default(threads), op, gamma_offset,
                                           residual);
-  const QuantSpec s = spec_of(quant, scaling, scale, in, global_scale, mx_rule, scale_format);
+  const QuantSpec s = spec_of(quant, scaling, scale, in, global_scale, mx_rule, scale_format, scale_layout);
   py::array q = new_q(in, s);
   py::object scales = new_scales(in, s);
   auto* qp = static_cast<std::uint8_t*>(q.mutable_data());
@@ -84,17 +97,17 @@ py::tuple quant_reference_py(py::handle x, py::handle gamma, py::handle beta, co
     quantize_reference(in.problem, s, in.x.data(), in.residual_ptr(), in.gamma_ptr(), in.beta_ptr(), in.problem.rows,
                        in.problem.threads, qp, sp);
   }
-  return py::make_tuple(q, scales);
+  return py::make_tuple(q, laid_out(scales, in, s));
 }
 
 py::tuple quant_run_py(const std::string& kernel, py::handle x, py::handle gamma, py::handle beta, const std::string& quant,
                        const std::string& scaling, py::handle scale, int axis, double eps, py::handle dtype, int threads,
                        const std::string& op, double gamma_offset, py::handle residual, py::handle global_scale,
-                       py::handle mx_rule, py::handle scale_format) {
+                       py::handle mx_rule, py::handle scale_format, py::handle scale_layout) {
   const KernelInfo* k = find_kernel(kernel);
   if (!k) throw py::value_error("no kernel named '" + kernel + "'");
   const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype, threads, op, gamma_offset, residual);
-  const QuantSpec s = spec_of(quant, scaling, scale, in, global_scale, mx_rule, scale_format);
+  const QuantSpec s = spec_of(quant, scaling, scale, in, global_scale, mx_rule, scale_format, scale_layout);
   const Problem p = set_quant(in.problem, s);
   if (auto why = unavailable_reason(*k, p))
     throw py::value_error("kernel '" + kernel + "' cannot write " + describe(s) + " here: " + *why);
@@ -106,7 +119,7 @@ py::tuple quant_run_py(const std::string& kernel, py::handle x, py::handle gamma
     if (p.rows > 0) k->run(p, t);
   }
   py::object q = out.get(Operand::q), scales = out.get(Operand::scales);
-  return py::make_tuple(q, scales);
+  return py::make_tuple(q, laid_out(scales, in, s));
 }
 
 // q as the format stores it, x's shape.
@@ -122,8 +135,10 @@ py::array q_array(py::handle q, const QuantSpec& s, const ProblemArrays& in) {
   return qa;
 }
 
-// The candidate's scales (none for a given scale), as the scale storage's row says they are stored.
-py::object scales_array(py::handle scales, const QuantSpec& s, const std::string& scaling, const ProblemArrays& in) {
+// The candidate's scales (none for a given scale), as the scale storage's row says they are stored, row-major (a
+// scale_layout= col or swizzled array converted back; padding_nonzero: swizzled's padding that is not 0).
+py::object scales_array(py::handle scales, const QuantSpec& s, const std::string& scaling, const ProblemArrays& in,
+                        std::int64_t& padding_nonzero) {
   if (!s.has_scales()) {
     if (!scales.is_none()) throw py::value_error("scales: " + scaling + " scaling has one given scale (scale=), no array");
     return py::none();
@@ -135,10 +150,15 @@ py::object scales_array(py::handle scales, const QuantSpec& s, const std::string
     throw py::type_error("scales: " + scaling + " scales are " + std::string(st.numpy_dtype) +
                          (st.values_are.empty() ? "" : " " + std::string(st.values_are)) + ", not " + dtype_text(a));
   const std::int64_t per_row = s.scales_per_row(in.problem.cols);
-  if (a.size() != in.problem.rows * per_row)
-    throw py::value_error("scales has " + std::to_string(a.size()) + " elements; expected " +
-                          std::to_string(in.problem.rows * per_row) + " (" + std::to_string(per_row) + " per row)");
-  return a;
+  const std::int64_t stored = stored_scale_count(s.scale_layout, in.problem.rows, per_row);
+  if (a.size() != stored)
+    throw py::value_error("scales has " + std::to_string(a.size()) + " elements; expected " + std::to_string(stored) + " (" +
+                          std::to_string(per_row) + " per row, scale_layout=" + std::string(info(s.scale_layout).name) + ")");
+  if (s.scale_layout == ScaleLayout::row) return a;
+  padding_nonzero = nonzero_padding(s.scale_layout, in.problem.rows, per_row, st.bytes, a.data());
+  py::array row_major(a.dtype(), std::vector<py::ssize_t>{static_cast<py::ssize_t>(in.problem.rows * per_row)});
+  scales_from_layout(s.scale_layout, in.problem.rows, per_row, st.bytes, a.data(), row_major.mutable_data());
+  return row_major;
 }
 
 // quant_y: the y the candidate's quantizer was handed (float32, or float16 x's values; a bf16 y as float32,
@@ -200,7 +220,7 @@ py::dict q_dict(const QuantSummary& m, const ProblemArrays& in, const py::object
   return qd;
 }
 
-py::object scales_dict(const QuantSummary& m, const QuantSpec& s, const py::object& max_scale_ulp) {
+py::object scales_dict(const QuantSummary& m, const QuantSpec& s, const py::object& max_scale_ulp, std::int64_t padding_nonzero) {
   if (!s.has_scales()) return py::none();
   py::dict d;
   d["metric"] = std::string(s.storage().metric);
@@ -212,7 +232,9 @@ py::object scales_dict(const QuantSummary& m, const QuantSpec& s, const py::obje
   d["zero_groups"] = m.zero_groups;
   d["over_budget"] = m.scales_over_budget;
   d["budget"] = budget_of(max_scale_ulp);
-  d["pass"] = m.scales_pass();
+  d["layout"] = std::string(info(s.scale_layout).name);
+  d["padding_nonzero"] = padding_nonzero;
+  d["pass"] = m.scales_pass() && padding_nonzero == 0;
   return d;
 }
 
@@ -252,13 +274,15 @@ py::dict quant_check_py(py::handle x, py::handle q, py::handle gamma, py::handle
                         const std::string& scaling, py::handle scale, py::handle scales, py::object max_q_ulp,
                         py::object max_scale_ulp, int axis, double eps, py::handle dtype, py::object threads,
                         const std::string& op, double gamma_offset, py::handle residual, py::object recipe_name,
-                        double max_recipe_ulp, py::handle quant_y, py::handle global_scale, py::handle mx_rule, py::handle scale_format) {
+                        double max_recipe_ulp, py::handle quant_y, py::handle global_scale, py::handle mx_rule, py::handle scale_format,
+                        py::handle scale_layout) {
   const ProblemArrays in = problem_arrays(x, gamma, beta, axis, eps, dtype,
                                           threads_or_default(threads), op, gamma_offset,
                                           residual);
-  const QuantSpec s = spec_of(quant, scaling, scale, in, global_scale, mx_rule, scale_format);
+  const QuantSpec s = spec_of(quant, scaling, scale, in, global_scale, mx_rule, scale_format, scale_layout);
   const py::array qa = q_array(q, s, in);
-  const py::object sa = scales_array(scales, s, scaling, in);
+  std::int64_t padding_nonzero = 0;
+  const py::object sa = scales_array(scales, s, scaling, in, padding_nonzero);
   QuantBudget budget;
   if (!max_q_ulp.is_none()) budget.max_q_ulp = max_q_ulp.cast<double>();
   if (!max_scale_ulp.is_none()) budget.max_scale_ulp = max_scale_ulp.cast<double>();
@@ -289,10 +313,10 @@ py::dict quant_check_py(py::handle x, py::handle q, py::handle gamma, py::handle
   out["quant"] = std::string(name(s.format));
   out["scaling"] = describe(s).substr(describe(s).find('/') + 1);
   out["q"] = q_dict(m, in, max_q_ulp);
-  out["scales"] = scales_dict(m, s, max_scale_ulp);
+  out["scales"] = scales_dict(m, s, max_scale_ulp, padding_nonzero);
   out["recipe"] = recipe ? py::object(recipe_dict(rm, *recipe, in, max_recipe_ulp)) : py::object(py::none());
   out["consistency"] = handed.empty() ? py::object(py::none()) : py::object(consistency_dict(cm, recipe.has_value(), in));
-  out["pass"] = m.q_pass() && m.scales_pass() && (!recipe || rm.pass(max_recipe_ulp)) && (handed.empty() || cm.pass());
+  out["pass"] = m.q_pass() && m.scales_pass() && padding_nonzero == 0 && (!recipe || rm.pass(max_recipe_ulp)) && (handed.empty() || cm.pass());
   return out;
 }
 
@@ -333,15 +357,18 @@ void bind_quant(py::module_& m) {
   m.def("quant_reference", &quant_reference_py, "x"_a, "gamma"_a = py::none(), "beta"_a = py::none(), py::kw_only(),
         "quant"_a, "scaling"_a = "tensor", "scale"_a = py::none(), "axis"_a = -1, "eps"_a = 1e-5, "dtype"_a = py::none(),
         "threads"_a = py::none(), "op"_a = "layernorm", "gamma_offset"_a = 0.0, "residual"_a = py::none(),
-        "global_scale"_a = py::none(), "mx_rule"_a = py::none(), "scale_format"_a = py::none());
+        "global_scale"_a = py::none(), "mx_rule"_a = py::none(), "scale_format"_a = py::none(),
+        "scale_layout"_a = py::none());
   m.def("quant_run", &quant_run_py, "name"_a, "x"_a, "gamma"_a = py::none(), "beta"_a = py::none(), py::kw_only(),
         "quant"_a, "scaling"_a = "tensor", "scale"_a = py::none(), "axis"_a = -1, "eps"_a = 1e-5, "dtype"_a = py::none(),
-        "threads"_a = 1, "op"_a = "layernorm", "gamma_offset"_a = 0.0, "residual"_a = py::none(), "global_scale"_a = py::none(), "mx_rule"_a = py::none(), "scale_format"_a = py::none());
+        "threads"_a = 1, "op"_a = "layernorm", "gamma_offset"_a = 0.0, "residual"_a = py::none(), "global_scale"_a = py::none(), "mx_rule"_a = py::none(), "scale_format"_a = py::none(),
+        "scale_layout"_a = py::none());
   m.def("quant_check", &quant_check_py, "x"_a, "q"_a, "gamma"_a = py::none(), "beta"_a = py::none(), py::kw_only(),
         "quant"_a, "scaling"_a = "tensor", "scale"_a = py::none(), "scales"_a = py::none(), "max_q_ulp"_a = py::none(),
         "max_scale_ulp"_a = py::none(), "axis"_a = -1, "eps"_a = 1e-5, "dtype"_a = py::none(), "threads"_a = py::none(),
         "op"_a = "layernorm", "gamma_offset"_a = 0.0, "residual"_a = py::none(), "recipe"_a = py::none(),
-        "max_recipe_ulp"_a = 0.5, "quant_y"_a = py::none(), "global_scale"_a = py::none(), "mx_rule"_a = py::none(), "scale_format"_a = py::none());
+        "max_recipe_ulp"_a = 0.5, "quant_y"_a = py::none(), "global_scale"_a = py::none(), "mx_rule"_a = py::none(), "scale_format"_a = py::none(),
+        "scale_layout"_a = py::none());
   // The part tables' names (lnorm/quant.hpp), for callers that iterate the formats and scalings.
   py::list formats, scalings;
   for (const FormatInfo& f : kFormatTable) formats.append(std::string(f.name));

@@ -228,6 +228,27 @@ inline constexpr ScaleFormatInfo kScaleFormatTable[] = {
 };
 constexpr const ScaleFormatInfo& info(ScaleFormat f) { return kScaleFormatTable[static_cast<unsigned>(f)]; }
 
+// How a quantized output's row, group, mx and nvfp4 scales are laid out in files and arrays (--scale-layout). Kernels
+// and plugins always hand them over row-major (row r's scale g at r·per_row + g); a layout is a conversion at the
+// file and array boundary (lnorm/scale_layout.hpp), with the rows the flattened x.shape[:axis]:
+//   row       x.shape[:axis] + (per_row,), today's;
+//   col       (per_row,) + x.shape[:axis]: column-major, [groups, rows] (vLLM's and SGLang's per-token-group scales);
+//   swizzled  the 128x4 tiles block-scaled GEMMs read (cuBLAS's block-scaling-factors layout; FlashInfer's
+//             get_sf_out_offset_128x4, torchao's to_blocked): rows padded to 128, scale columns to 4, the padding 0, one
+//             dimension of round_up(rows, 128)·round_up(per_row, 4) bytes; one-byte scale codes only (E8M0, E4M3).
+enum class ScaleLayout : std::uint8_t { row = 0, col = 1, swizzled = 2 };
+struct ScaleLayoutInfo {
+  ScaleLayout layout;
+  std::string_view name;  // --scale-layout, Python's scale_layout=
+  bool one_byte_codes;    // takes only one-byte scale codes (the GEMMs' tiles hold E8M0 or E4M3)
+};
+inline constexpr ScaleLayoutInfo kScaleLayoutTable[] = {
+    {ScaleLayout::row, "row", false},
+    {ScaleLayout::col, "col", false},
+    {ScaleLayout::swizzled, "swizzled", true},
+};
+constexpr const ScaleLayoutInfo& info(ScaleLayout l) { return kScaleLayoutTable[static_cast<unsigned>(l)]; }
+
 // mx's exponent rules (above): X = level(amax) − offset, level(amax) the largest j with amax ≥ B(j) (inclusive) or
 // amax > B(j) (strict), B(j) = base·2^j a dyadic breakpoint. One row each: every layer decides from these.
 enum class MxRule : std::uint8_t { floor = 0, ceil = 1, even = 2, rceil = 3 };
@@ -259,6 +280,7 @@ struct QuantSpec {
   float global_scale = 0;  // nvfp4's G (finite, > 0); 0: not given, the tensor's own (resolve_global_scale)
   MxRule mx_rule = MxRule::floor;  // mx's exponent rule
   ScaleFormat scale_format = ScaleFormat::f32;  // row and group: f32, or UE8M0 powers of two
+  ScaleLayout scale_layout = ScaleLayout::row;  // the scales' layout in files and arrays (not the kernels')
 
   constexpr const FormatInfo& format_info() const { return info(format); }
   constexpr const ScalingInfo& scaling_info() const { return info(scaling); }
@@ -295,7 +317,7 @@ struct QuantSpec {
 // not take the format, and, with cols > 0, groups that do not divide the row. Throws QuantSpecError.
 struct QuantSpecNames {  // each written before its value: "--quant fp9", Python's "quant=fp9"
   std::string_view quant = "--quant ", scaling = "--scaling ", scale = "--scale ", global_scale = "--global-scale ",
-                   mx_rule = "--mx-rule ", scale_format = "--scale-format ";
+                   mx_rule = "--mx-rule ", scale_format = "--scale-format ", scale_layout = "--scale-layout ";
 };
 struct QuantSpecError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
@@ -306,7 +328,7 @@ std::string scaling_syntaxes();
 QuantSpec parse_quant_spec(std::string_view format, std::string_view scaling, std::optional<double> scale,
                            std::int64_t cols = 0, const QuantSpecNames& names = {},
                            std::optional<double> global_scale = std::nullopt, std::string_view mx_rule = {},
-                           std::string_view scale_format = {});
+                           std::string_view scale_format = {}, std::string_view scale_layout = {});
 // "floor, ceil, even or rceil"
 std::string mx_rule_names();
 
