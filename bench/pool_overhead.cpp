@@ -1,7 +1,7 @@
-// lnorm_pool_overhead — the measurement behind lnorm/parallel.hpp's pool (issue 15): the cost of one
+// lnorm_pool_overhead — the measurement behind lnorm/parallel.hpp's pool: the cost of one
 // parallel_rows call with nothing to do, and the avx2 kernel (f32) at 1 and 2 threads, for three ways of
 // running the row ranges:
-//   spawn  a std::thread started and joined per range on every call (lnorm before issue 15)
+//   spawn  a std::thread started and joined per range on every call (lnorm before the pool)
 //   pool   lnorm::parallel_rows (the persistent pool, parallel.cpp)
 //   omp    #pragma omp parallel num_threads(t) (libgomp), each thread taking range omp_get_thread_num()
 // and the split threshold: rows x 4096 f32 at 1 thread against 2 on the pool, for small row counts.

@@ -4,7 +4,7 @@
 //   copy       the faster of memcpy and an AVX2 streaming copy of x to y (bench/README "copy ceiling")
 //   avx2       the registry's avx2 kernel (lnorm bench's entry, without its harness)
 //   sketch     a plain AVX2 kernel: shift x[0], one fused read of Σd and Σd², one output pass, no
-//              special cases, no accuracy guarantee (the "60-line sketch" of issue 22)
+//              special cases, no accuracy guarantee (a "60-line sketch")
 //   stats      the sketch's statistics pass alone (reads x once)
 //   output     the sketch's output pass alone (reads x, gamma, beta; writes y)
 // Every variant is run once untimed and then timed once per round, rounds interleaved, and the medians

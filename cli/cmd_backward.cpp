@@ -1,4 +1,4 @@
-// `--dir bwd` of `lnorm reference` and `lnorm check` (issue 24): the exact gradients dx, dgamma, dbeta of the
+// `--dir bwd` of `lnorm reference` and `lnorm check`: the exact gradients dx, dgamma, dbeta of the
 // norm at x, gamma and the upstream dy (reference/include/lnorm/backward.hpp), written or gated. The whole
 // problem is read into memory: dgamma and dbeta sum over every row.
 #include "cmd_backward.hpp"

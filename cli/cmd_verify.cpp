@@ -104,7 +104,7 @@ void add_verify(CLI::App& app, int& exit_code) {
   add_plugin_flag(cmd);
   cmd->callback([f, property_names, &exit_code] {
     using namespace lnorm::verify;
-    // --merge's shards are inputs: an output that is one of them would be overwritten (issue 54).
+    // --merge's shards are inputs: an output that is one of them would be overwritten.
     std::vector<std::string> inputs = with_plugin_paths(f->merge);
     inputs.push_back(f->budgets);
     check_outputs({{f->json, "--json"}, {f->junit, "--junit"}}, inputs);

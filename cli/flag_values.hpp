@@ -1,6 +1,6 @@
 // Validators for values given on the command line, so that a value out of range is refused naming its flag (exit 2)
 // instead of read as something else: a budget of -1 or nan once meant "the default" (the flags' unset value),
-// --seed -1 wrapped to 2^64 - 1, and an empty --shard "" ran every cell, as if not given (issue 54).
+// --seed -1 wrapped to 2^64 - 1, and an empty --shard "" ran every cell, as if not given.
 #pragma once
 
 #include <cerrno>

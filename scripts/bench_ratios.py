@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The SIMD kernels' speed ratios from `lnorm bench --json` files (issue 37's table; docs/performance.md).
+"""The SIMD kernels' speed ratios from `lnorm bench --json` files (the tables of docs/performance.md).
 
 Each ratio is taken inside one bench run (kernel and ceiling measured together), then the median over the runs
 given (one file per run). Inside a run, where the JSON has each round's speed (round_bytes_per_second: every entry

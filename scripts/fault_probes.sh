@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A fault-injection pass over the CLI (issue 54): plugins that crash, throw, hang, write out of bounds, touch their
+# A fault-injection pass over the CLI: plugins that crash, throw, hang, write out of bounds, touch their
 # const input or load badly, in every command that takes --plugin; outputs onto inputs (by path, symlink and hard
 # link); a full disk (a 64 KiB tmpfs, where this user may mount one); SIGINT, SIGTERM and SIGHUP mid-run. Each probe
 # says what the contract is and checks it: the exit status (never a signal's, 128 + n), a message naming the fault,

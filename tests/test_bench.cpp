@@ -81,12 +81,12 @@ TEST_CASE("copy ceiling: a result above 1.05x is 'ceiling suspect' with both num
   CHECK(percent_of_copy(25.0 / 24.0, 25.0e9, c) == "104%");  // within the 5% noise band: shown as measured
   CHECK_FALSE(ceiling_suspect(25.0 / 24.0));
   CHECK(ceiling_suspect(34.32 / 24.0));
-  const std::string s = percent_of_copy(34.32 / 24.0, 34.32e9, c);  // the issue's 143%
+  const std::string s = percent_of_copy(34.32 / 24.0, 34.32e9, c);  // the 143% once reported
   CHECK(s == "ceiling suspect: 34.32 GB/s vs copy 24.00 GB/s (avx2_stream)");
   CHECK(s.find('%') == std::string::npos);
 }
 
-// Issue 37: on a shared memory system the copy's bandwidth moves 2x from one second to the next. Timed in rounds,
+// On a shared memory system the copy's bandwidth moves 2x from one second to the next. Timed in rounds,
 // the kernel is held to the copy of its own round, not to the best copy of the whole run.
 TEST_CASE("copy ceiling in rounds: each round's fastest copy, the fraction taken per round", "[bench][ceiling]") {
   const Shape s{16384, 4096};

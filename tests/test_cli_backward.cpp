@@ -1,4 +1,4 @@
-// `lnorm reference --dir bwd` and `lnorm check --dir bwd` (issue 24): the exact gradients written in the
+// `lnorm reference --dir bwd` and `lnorm check --dir bwd`: the exact gradients written in the
 // right shapes and dtypes, a candidate equal to them passes correctly rounded, one perturbed by an ulp of a
 // small dx is caught, and the flags that do not belong to a direction are refused.
 #include <catch2/catch.hpp>

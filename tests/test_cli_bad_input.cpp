@@ -1,4 +1,4 @@
-// Issue 8's list of bad inputs, each driven through the real `lnorm` executable: every one must give
+// The list of bad inputs, each driven through the real `lnorm` executable: every one must give
 // exit 2, exactly one line "lnorm: ..." naming the file or flag and what is wrong, and no output
 // file (cli_support.hpp's expect_refused). The .npy files are built byte by byte here, so a test
 // can say exactly which part of the format is broken.
@@ -227,7 +227,7 @@ TEST_CASE("bad flags: an empty --shard, --recipe or --json is refused, not read 
   expect_refused(c.t, "check --x " + c.x + " --y " + c.x + " --json ''", "--json: must not be empty");
 }
 
-// A full disk under the second output: before issue 54 the first was left in place (gen's x.npy without its gamma,
+// A full disk under the second output: the first used to be left in place (gen's x.npy without its gamma,
 // reference's y.npy without its mean). Outputs are a set: all, or none. Needs a 64 KiB tmpfs (root, as CI runs).
 TEST_CASE("outputs: a full disk under a later output leaves none of the command's outputs", "[cli][bad_input]") {
   Case c;

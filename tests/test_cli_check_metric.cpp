@@ -21,7 +21,7 @@ void save_f32(const std::string& path, const std::vector<std::int64_t>& shape, c
 }
 
 
-// 8 rows x 64: rows of subnormal values (the engine of issue 21 returned ±Inf on them with eps = 0, where
+// 8 rows x 64: rows of subnormal values (an earlier engine returned ±Inf on them with eps = 0, where
 // the exact answer is finite), then ordinary rows.
 std::vector<float> subnormal_rows() {
   std::vector<float> x(8 * 64);
@@ -114,7 +114,7 @@ TEST_CASE("check: a mean 1e-7 from an exact mean of 0 (std 1) is 0.84 ulp, withi
   CHECK_THAT(verify::check_stats_within_budget({none, budget, worst}, c, got, exact), Contains("> allowed 0.5"));
 }
 
-// Issue 34: RMSNorm measured against itself. A 4x256 f32 RMSNorm of values ~1e-30: x² underflows f32 and eps
+// RMSNorm measured against itself. A 4x256 f32 RMSNorm of values ~1e-30: x² underflows f32 and eps
 // dominates, so every exact output is a normal f32 near 1e-27. welford wrote 0 for all of them (eps·scale²
 // overflowed, rstd_scaled = 0) and the old metric, floored at max(1, |z|), passed the zeros at 9e-21 ulp.
 TEST_CASE("check: RMSNorm's small outputs are measured against themselves: welford's row passes, all zeros FAIL (CLI)", "[cli][metric]") {

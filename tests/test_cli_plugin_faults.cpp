@@ -1,4 +1,4 @@
-// Specifications for plugins that fault (issue 54), beyond a crash inside the call (test_cli_plugin.cpp): a throw, a
+// Specifications for plugins that fault, beyond a crash inside the call (test_cli_plugin.cpp): a throw, a
 // write past the end of y, a hang, a crash while the library loads, two kernels of one name; and interrupted runs.
 // Each: exit 1 (or 2 for a declaration lnorm refuses) with a line naming the plugin code, and no output or
 // temporary left behind. The plugins are tests/plugins/misbehaving.cpp built with -DLNORM_TEST_FAULT=N.

@@ -107,9 +107,9 @@ TEST_CASE("check --quant: one quantum off, or a scale 2^-8 off, fails with its o
 }
 
 TEST_CASE("check --quant: a row scale of 0 under q's exact codes counts q's elements over budget (CLI)", "[cli][quant]") {
-  // Before issue 51 a zero scale gave q an infinite allowance: "max 14 quanta, over budget 0 of 1024", q passing,
-  // and with --max-scale-ulp 1e30 the whole check passing. Against a zero scale every nonzero y is ±max (Q(±Inf),
-  // saturating): the exact codes are over by many quanta.
+  // Before the allowance model a zero scale gave q an infinite allowance: "max 14 quanta, over budget 0 of 1024",
+  // q passing, and with --max-scale-ulp 1e30 the whole check passing. Against a zero scale every nonzero y is ±max
+  // (Q(±Inf), saturating): the exact codes are over by many quanta.
   TempDir t;
   save_x(t / "x.npy");
   const std::string x = " --op rmsnorm --x " + (t / "x.npy") + " --quant fp8_e4m3 --scaling row";
@@ -126,7 +126,7 @@ TEST_CASE("check --quant: a row scale of 0 under q's exact codes counts q's elem
   CHECK(j["q"]["over_budget"].get<std::int64_t>() > 200);  // row 1's nonzero elements
   CHECK(j["q"]["over_budget"].get<std::int64_t>() <= 256);
   // q consistent with the zero scale (every nonzero y at ±max, what Q(y/0) gives) is no quantization of y either:
-  // a zero scale fails q's gate itself (issue 54), every code of its group a non-finite mismatch.
+  // a zero scale fails q's gate itself, every code of its group a non-finite mismatch.
   std::vector<std::uint8_t> q = read_bytes(t / "q.npy");
   for (std::size_t i = 256; i < 512; ++i)
     if ((q[i] & 0x7F) != 0) q[i] = static_cast<std::uint8_t>((q[i] & 0x80) | 0x7E);  // ±448
@@ -158,7 +158,7 @@ TEST_CASE("quant flags: every misuse is refused by name and nothing is written (
   expect_refused(t, "select --shape 4x256 --quant int8 --scaling mx", "--scaling mx: mx scaling takes fp8_e4m3 or fp8_e5m2");
   expect_refused(t, "bench --shape 4x256 --quant fp8_e4m3 --scaling tensor", "--scaling tensor: needs --scale S");
   expect_refused(t, "bench --shape 4x256 --quant int8 --scaling row --scale 0.1", "not an f32 value");
-  // What select refuses about the request, bench refuses too (issue 54: bench dropped these and exited 0).
+  // What select refuses about the request, bench refuses too (bench once dropped these and exited 0).
   for (const std::string cmd : {"bench", "select"}) {
     expect_refused(t, cmd + " --shape 4x64 --quant int8 --scaling group:3", "--quant: ");
     expect_refused(t, cmd + " --shape 4x64 --quant int8 --dir bwd", "--quant is a forward output: not with --dir bwd");
@@ -246,7 +246,7 @@ TEST_CASE("check --quant --recipe vllm: vLLM's rounding points read at most 0.5 
 TEST_CASE("check --quant --y: a quantizer breaking ties away from zero passes q's budget and fails consistency (CLI)", "[cli][quant]") {
   // RMSNorm rows of ±1 with eps 0: y* = ±gamma exactly, and gamma is 272 (the tie between E4M3's 256, the even
   // code, and 288), 100 (the tie between 96, even, and 104) or 101 (no tie): tensor scale 1, so y*/s = y*. The ties-away q is 0.5
-  // quanta from y*/s, inside q's budget (issue 52: the gate could not tell it from the right one); given the y its
+  // quanta from y*/s, inside q's budget (the gate alone could not tell it from the right one); given the y its
   // quantizer was handed, its codes are not Q(y/s).
   TempDir t;
   const std::int64_t rows = 4, cols = 64;

@@ -1,4 +1,4 @@
-// Issue 51's wrong answers through `lnorm check`: each FAILS with the default budget, naming the element over its
+// Known wrong answers through `lnorm check`: each FAILS with the default budget, naming the element over its
 // allowance, and beside each the right answers PASS (the exact answer, correctly rounded, and a faithful f32
 // computation rounded once to the 16-bit format). Every wrong one passed before the allowance model of
 // docs/verify.md "How error is measured": a 16-bit output's error was counted in ulps of its own format, and

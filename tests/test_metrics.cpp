@@ -135,7 +135,7 @@ TEST_CASE("metrics: the mean's error is in ulps of max(|mean|, sqrt(var + eps)),
   CHECK_FALSE(m.passes(-1));  // a non-finite mismatch fails even when the mean is not gated
 }
 
-// Issue 51's allowance model (docs/verify.md "How error is measured"): a 16-bit output measured from the interval of
+// The allowance model (docs/verify.md "How error is measured"): a 16-bit output measured from the interval of
 // reals that round to it, in ulps of its compute format (f32).
 TEST_CASE("metrics: a 16-bit output reads its distance from y* to the interval that rounds to it, in f32 ulps", "[metrics]") {
   const Format bf = format_of(DType::bf16), f16 = format_of(DType::f16);

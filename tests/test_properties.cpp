@@ -296,7 +296,7 @@ TEST_CASE("backward determinism: bits that change between runs or with the threa
   CHECK_THAT(check(kVariesBetweenRunsBwd), Catch::Matchers::Equals("263 rows: a second run on 1 thread gave different bits"));
 }
 
-// Issue 34: a budget is a bound, a measurement over many seeds, or a policy, and the built-in file says which
+// A budget is a bound, a measurement over many seeds, or a policy, and the built-in file says which
 // for every numeric entry (a user's file may leave it out; a wrong word is refused).
 TEST_CASE("budgets: every numeric entry of the built-in file names its basis", "[budgets]") {
   const Budgets b = Budgets::builtin();
@@ -445,7 +445,7 @@ TEST_CASE("properties: onepass fails accuracy and invariance on offset rows, wel
   CHECK(onepass_failures > 0);
 }
 
-// Issue 38: vLLM #48271 chose a block size by the number of tokens, so a row's bits depended on its batch's size.
+// vLLM #48271 chose a block size by the number of tokens, so a row's bits depended on its batch's size.
 // mutants' batch_dependent takes a "large batch" path (f32 running sums) from 256 rows on: row_independence, whose
 // batches stay under 49 rows, cannot see it; batch_invariance (batches of 1 to 4097 rows) must, in both norms,
 // and must hold for the control (the mutant below 256 rows) and for a real kernel.

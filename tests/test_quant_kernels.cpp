@@ -92,7 +92,7 @@ TEST_CASE("quantized kernels: a kernel that does not declare the epilogue refuse
   const Problem p = set_quant(make_problem(1, 64, DType::f32, 1e-5, false, false), {QuantFormat::int8, Scaling::row, 0, 0});
   const auto why = unavailable_reason(*cr, p);
   REQUIRE(why);
-  // The part it lacks, not the norm it has ("onepass does not implement layernorm" read before issue 54).
+  // The part it lacks, not the norm it has (it once read "onepass does not implement layernorm").
   CHECK(*why == "onepass writes no quantized output (it implements layernorm with y only)");
   CHECK_THROWS(set_quant(with_op(p, Op::layernorm_bwd), {QuantFormat::int8, Scaling::row, 0, 0}));
   CHECK_THROWS(set_quant(make_problem(1, 64, DType::f64, 1e-5, false, false), {QuantFormat::int8, Scaling::row, 0, 0}));

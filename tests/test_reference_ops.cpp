@@ -45,7 +45,7 @@ std::string compare(Op op, DType d, DType pd, double eps, double offset, const s
   return "";
 }
 
-// The rows where RMSNorm breaks (issue 22): x² overflowing f32 near |x| 1.8e19, eps dominating, subnormals,
+// The rows where RMSNorm breaks: x² overflowing f32 near |x| 1.8e19, eps dominating, subnormals,
 // long rows, sparse rows with outliers, a zero row, a constant row.
 std::vector<std::pair<std::string, std::vector<double>>> rms_rows(DType d) {
   const Format f = format_of(d);

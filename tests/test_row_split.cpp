@@ -1,6 +1,6 @@
 // Every CPU kernel splits rows the same way (kernels/cpu/row_split.hpp): a problem with fewer than
 // kMinElementsPerThread elements per extra thread stays on the caller's thread, a large one is split.
-// Issue 21 found avx512 splitting tiny problems that avx2 kept on one thread (its driver called
+// avx512 was once found splitting tiny problems that avx2 kept on one thread (its driver called
 // parallel_rows without the row length); this test would have caught it wherever avx512 runs, and runs
 // the emulated avx512 twins on every machine.
 #include <catch2/catch.hpp>

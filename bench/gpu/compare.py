@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Joins lnorm_gpu_bench's and torch_layernorm.py's JSON into issue 6's table and targets:
+"""Joins lnorm_gpu_bench's and torch_layernorm.py's JSON into the GPU table and its targets:
 >= 85% of the copy bandwidth and >= 1.1x torch's layer_norm, per shape.
 
     python3 bench/gpu/compare.py gpu_bench.json torch_layernorm.json [--out summary.json]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one device check of issue 6, for a session with an H200 (see bench/gpu/README.md). Run from
+# The one GPU device check, for a session with an H200 (see bench/gpu/README.md). Run from
 # the repository root on the device machine, after bench/gpu/prepare_carry.sh here, with
 #   carry: [".gpu_carry"]   command: bash bench/gpu/run_on_device.sh   timeout_s: 540
 # It writes 8 files, flat, into $OUT (or bench/results/gpu-DATE when run by hand), the device tool's
@@ -9,7 +9,7 @@
 # hang cannot eat the lease (150 + 180 + 90 + 90 s, under the 540 s call; expected ~4 minutes): the GPU tests (device bits == the CPU
 # emulation's, 2^31+ elements, NaN rows, constant rows, ...), `lnorm verify` (full suite) on the three
 # CUDA kernels, the CUDA benchmark against the device copy, torch.nn.functional.layer_norm on the
-# same shapes, and the comparison with issue 6's targets.
+# same shapes, and the comparison with the targets of bench/gpu/README.md.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-bench/results/gpu-$(date -u +%Y%m%d)}
@@ -72,7 +72,7 @@ timeout 90 "$bench" --shapes bench/gpu/shapes.txt --out "$out/gpu_bench.json" --
 step "torch.nn.functional.layer_norm, same shapes"
 timeout 90 python3 bench/gpu/torch_layernorm.py --shapes bench/gpu/shapes.txt --out "$out/torch_layernorm.json" --reps 20
 
-step "summary (issue 6 targets: >= 85% of copy, >= 1.1x torch)"
+step "summary (targets: >= 85% of copy, >= 1.1x torch)"
 if [ -f "$out/gpu_bench.json" ] && [ -f "$out/torch_layernorm.json" ]; then
   python3 bench/gpu/compare.py "$out/gpu_bench.json" "$out/torch_layernorm.json"
 fi

@@ -54,7 +54,7 @@ namespace {
 // A kernel's operands, allocated in this order (x, gamma, beta, y, mean, rstd) and written once before
 // any timing (x with data, the rest zero-filled by std::vector), so no call pays a page fault. The copy
 // bodies allocate exactly the same (whose x and y then sit at the same offsets from each other as the
-// kernel's: glibc memcpy's speed here depends on that distance, issue 15).
+// kernel's: glibc memcpy's speed here depends on that distance, docs/performance.md).
 // Add & Norm adds residual (data) and h after them, the residual in x's dtype.
 struct Operands {
   Problem p;

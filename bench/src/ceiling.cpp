@@ -1,5 +1,5 @@
 // The copy ceiling: the fastest copy measured beside a kernel, and how a kernel's speed is shown against
-// it (DESIGN "Speed", issues 15 and 37).
+// it (DESIGN "Speed"; the measurements in docs/performance.md).
 #include <algorithm>
 #include <cstdio>
 #include <map>

@@ -1,4 +1,4 @@
-// Timing in rounds (issue 37): every entry of a group (one dtype, shape and stream count) is timed once per
+// Timing in rounds: every entry of a group (one dtype, shape and stream count) is timed once per
 // round, back to back, so a kernel and the copies it is measured against sample the same minute of a shared
 // memory system. Timed one after another instead (Google Benchmark's order: all of one entry's repetitions,
 // then the next's), the copy ceiling of one 16384x4096 run was 21.9 GB/s and of the next 43.7

@@ -10,7 +10,7 @@ interval that rounds to it: docs/verify.md): on centred rows torch's f32 backwar
 2.21, dgamma 1.37, dbeta 1.63; 18-49% correctly rounded). Its bf16 backward is not f32 arithmetic rounded once:
 dbeta is summed over the rows in bf16 (bit for bit a sequential bf16 sum: 15.6875 where the exact dbeta is
 15.112, 18.75% correctly rounded), dgamma likewise (7.1e4 f32 ulps, 18%), and dx errs by up to 7.2e4 f32 ulps
-(1.1 bf16 ulp), each biased; the gate that counted bf16 errors in bf16 ulps passed all three at 2.5 (issue 51).
+(1.1 bf16 ulp), each biased; the gate that counted bf16 errors in bf16 ulps passed all three at 2.5.
 On offset rows its error grows with kappa = |mean|/std: at mean 100, dx reaches 26 scaled ulp and dgamma 29.5
 in f32 (28.1 and 13.8 in bf16) — the backward recomputes xhat from the saved mean and rstd, and x - mean
 loses kappa ulps, as a forward pass that rounds its mean does; the default budget, 8 + 1*kappa scaled ulps

@@ -94,7 +94,7 @@ def test_torch_layer_norm_bf16_is_not_f32_rounded_once():
     """torch 1.13's CPU layer_norm in bf16 is not f32 arithmetic rounded once (what its f32 twin, cast to bf16, is):
     47% of outputs correctly rounded, up to 2.4 bf16 ulps (1.6e5 f32 ulps) past the interval of their exact value,
     and biased (+38 f32 ulps on average, bound 2). The gate that counted bf16 errors in bf16 ulps (8 of them) passed
-    it; the f32 computation rounded once passes with every output within 8 f32 ulps (issue 51)."""
+    it; the f32 computation rounded once passes with every output within 8 f32 ulps."""
     rng = np.random.default_rng(3)
     bf = lambda a: torch.from_numpy(a.astype(np.float32)).to(torch.bfloat16)
     x, g, b = bf(rng.standard_normal((256, 1024))), bf(1 + 0.1 * rng.standard_normal(1024)), bf(0.1 * rng.standard_normal(1024))

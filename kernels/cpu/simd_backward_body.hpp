@@ -77,7 +77,7 @@ struct Sums {
 // 4096 bytes 14.1, 17.6; 8192 bytes 13.9, 18.3. Without dgamma/dbeta RMSNorm went from 23.6 to 27.9.
 // Measured again on a Zen 5 (2026-12-04) with each setting and 8192 interleaved in one process, 7 rounds,
 // 16384x4096 and 16384x1024, f32 and bf16, both ops, avx2 and avx512: none, 4096 and 16384 bytes all within
-// 0.95-1.05x of 8192, none 0.96-0.99x on f32 (bench/results/issue37-zen5-order/bwd_prefetch.txt); on a Zen 3
+// 0.95-1.05x of 8192, none 0.96-0.99x on f32 (docs/performance.md); on a Zen 3
 // none read 0.32 → 0.35 of the copy (docs/performance.md). The backward is bound by its arithmetic, not by this.
 constexpr std::int64_t kAheadBytes = 8192;
 // p + kAheadBytes as an address (integer arithmetic: it may point past the array, which a prefetch allows).

@@ -109,7 +109,7 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
   // taken a row ahead in both (a chain of ~40 cycles, 32 loads, f64 sums, a horizontal sum through memory, that
   // the row's sums wait on), after the row's statistics, when the next row's first lines are in cache (avx2
   // LayerNorm f32 against the best sketch, taken ahead like this, four runs of each binary alternating, AMD EPYC
-  // Zen 3: 64x768 0.85-0.94 → 0.93-1.00; docs/performance.md, issue 37 on AVX2).
+  // Zen 3: 64x768 0.85-0.94 → 0.93-1.00; docs/performance.md, the AVX2-only machine in rounds).
   const bool ahead = stats_ahead<X, NT>(n);
   const auto shift_of = [&](std::int64_t r) { return is_centred ? row_shift<V, X>(x + r * n, n) : 0.0f; };
   const auto stats = [&](std::int64_t r, float shift) { return stats_of<V, X>(x + r * n, n, eps, is_centred, shift); };

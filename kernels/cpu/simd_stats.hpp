@@ -39,7 +39,7 @@ struct Stats {
 // statistics and its output pass, and on long rows (two rows of x beside gamma and beta are more than L1) or at
 // DRAM sizes the row's x has left L1 by then. Measured in one process per setting pair, the two settings and a
 // streaming copy interleaved in 9 rounds, median of the per-round ratios in order / ahead (AMD EPYC Zen 5,
-// bench/results/issue37-zen5-order): f32 64x768 0.93-1.01, 256x1024 0.97-1.07; 128x2048 1.02-1.19, 64x4096
+// docs/performance.md): f32 64x768 0.93-1.01, 256x1024 0.97-1.07; 128x2048 1.02-1.19, 64x4096
 // 1.09-1.14, 32x8192 1.00-1.05; bf16 (gamma and beta widened to f32) 768-2048 wide 0.90-1.01, 64x4096 1.00-1.06;
 // at DRAM sizes (16384x1024, 8192x2048, 16384x4096) f32 0.96-1.17, bf16 0.98-1.16. So rows of x from
 // kInOrderRowBytes up, and every streamed call, go in order.

@@ -12,7 +12,7 @@
 //   drops_tail_block   dgamma and dbeta leave out the rows past the last full 64-row block (a cross-row
 //                      reduction whose remainder block is never merged)
 //   saved_wrong_row    the saved mean/rstd of row r + 1 (mod rows) used for row r (a stride or index bug)
-// and two that live in 16-bit storage (registered for f16 and bf16 x only; issue 51: the gate that counted a
+// and two that live in 16-bit storage (registered for f16 and bf16 x only; the old gate that counted a
 // 16-bit gradient's error in ulps of its own format passed both on 8192 rows):
 //   dbeta_zero             dbeta written as zeros (a bias gradient never accumulated)
 //   param_sums_in_x_dtype  dgamma and dbeta summed down the rows in x's 16-bit format, rounded after every add (an
@@ -90,7 +90,7 @@ void run_typed(BackwardDefect defect, const Problem& p, const Tensors& t) {
     // A sign row (eps = 0, a width-1 RMSNorm or width-2 LayerNorm row: y = ±1 whatever x is) has xhat = ±1
     // exactly, and RMSNorm's bracket g − xhat·(g·xhat) is then 0 exactly. x·(1/|x|) in long double is ±(1 ± 2^-64),
     // and on a row of one subnormal f64 (rstd ~2^1000) beside a huge dy, rstd·g·2^-64 overflowed to -Inf where dx
-    // is 0 (ctest mutants_bwd at the `small` rows of issue 34: rmsnorm_bwd f64 params, seed 1).
+    // is 0 (ctest mutants_bwd on the `small` row class: rmsnorm_bwd f64 params, seed 1).
     const bool sign_row = p.eps == 0 && std::isfinite(rstd) && n == (is_centred ? 2 : 1);
     L sum_g = 0, sum_gx = 0;
     for (std::int64_t i = 0; i < n; ++i) {

@@ -27,7 +27,7 @@
 //   subtracts_mean    (RMSNorm only) the mean subtracted: a LayerNorm shipped as an RMSNorm.
 //   offset_16bit      (f16 and bf16 only) every output 2^-8 too high (beta added twice where beta is small, a
 //                     bias folded in twice): half a bf16 ulp at 1, so each bf16 output is within 1 ulp of its
-//                     own answer; the gate that counted errors in ulps of the 16-bit output passed it (issue 51).
+//                     own answer; the old gate that counted errors in ulps of the 16-bit output passed it.
 //   batch_dependent   batches of 256 rows or more take a "large batch" path whose running sums are rounded
 //                     to f32 after every add (the small-batch path, the control's, sums in double): a row's
 //                     bits depend on how many rows share its batch. vLLM #48271 (its block size chosen by the

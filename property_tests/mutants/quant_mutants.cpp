@@ -9,13 +9,13 @@
 //   int8_clamps_127   int8 clamped to [−127, 127] (symmetric quantization) where the contract says [−128, 127]
 //   double_rounds     y rounded to bf16 first, then divided and rounded again: a kernel that claims one rounding of
 //                     its f32 y (the check then measures it against the f32 problem's budget)
-// and the ones a budget on q cannot see (issue 52), each wrong by less than one quantum or one f32 rounding:
+// and the ones a budget on q cannot see, each wrong by less than one quantum or one f32 rounding:
 //   ties_away, ties_to_odd   an exact tie broken away from zero (C's round()) or to the odd code
 //   scale_truncated          f32(amax/qmax) rounded toward zero
 //   scale_times_reciprocal   amax · f32(1/qmax) in f32 (the compiler's -freciprocal-math, or a hand-written inverse)
 //   reciprocal_multiply      Q(f32(y · f32(1/s))) (vLLM's rounding points, in a kernel that claims the contract's)
 //   mx_exponent_of_bf16_amax the MX exponent of amax rounded to bf16 first (an amax reduced in bf16)
-// and FNUZ's (issue 55), OCP habits where AMD's formats differ (LLVM's Float8E4M3FNUZ: 0x80 is NaN, bias 8 / 16):
+// and FNUZ's, OCP habits where AMD's formats differ (LLVM's Float8E4M3FNUZ: 0x80 is NaN, bias 8 / 16):
 //   fnuz_negative_zero       a negative value rounding to zero written 0x80 (OCP's −0; FNUZ's one NaN)
 //   fnuz_ocp_bias            FNUZ written with the OCP twin's codes (E4M3FN for E4M3FNUZ): every value read back halved
 // and FP4's packing (two codes a byte: FlashInfer, torchao and PTX's cvt.rn.satfinite.e2m1x2 put element 2i low):

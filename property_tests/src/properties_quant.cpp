@@ -1,4 +1,4 @@
-// The quantized outputs' property (issue 38; docs/DESIGN.md "Quantized outputs"), for every kernel that declares the
+// The quantized outputs' property (docs/DESIGN.md "Quantized outputs"), for every kernel that declares the
 // quantized epilogue, on every forward op:
 //   quantized   on each case, two format × scaling specs drawn from its seed (every pair of lnorm/quant.hpp's
 //               tables that exists over a run: mx takes the OCP fp8 formats only), the kernel's q and scales:

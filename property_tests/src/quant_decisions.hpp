@@ -1,4 +1,4 @@
-// Cases dense in a quantizer's decisions (issue 52): rows whose y* is known in closed form and sits on the points
+// Cases dense in a quantizer's decisions: rows whose y* is known in closed form and sits on the points
 // where a quantizer can go wrong without leaving q's budget, so that `verify --quick` decides them at every seed.
 //
 // The rows are ±1 (half of each sign, so LayerNorm's mean is exactly 0 and both norms' variance exactly 1) with

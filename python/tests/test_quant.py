@@ -66,7 +66,7 @@ def test_misuse_is_refused():
         lnorm.check(x, q, quant="int8", scaling="row")
     with pytest.raises(TypeError, match="int8"):
         lnorm.check(x, q.view(np.uint8), quant="int8", scaling="row", scales=s)
-    # Issue 54: the CLI's words and Python's exception types, never pybind11's "Unable to cast".
+    # Refusals in the CLI's words and Python's exception types, never pybind11's "Unable to cast".
     for bad in ("abc", "0.5", True, [0.5], np.array([0.5], np.float32)):
         with pytest.raises(TypeError, match="scale=: expected a number"):
             lnorm.reference(x, quant="int8", scale=bad)
@@ -113,7 +113,7 @@ def test_recipe_vllm_accepts_vllms_arithmetic_and_not_the_exact_q():
 def test_quant_y_gates_the_quantizer_on_the_y_it_was_handed():
     # RMSNorm rows of +-1 with eps 0: y* = +-gamma exactly; gamma 272 is the E4M3 tie between 256 (even) and 288.
     # A quantizer breaking ties away from zero writes 288: 0.5 quanta from y*/s, inside q's budget, so check alone
-    # passes it; given the y it was handed (quant_y=), its codes are not Q(y/s) and it fails (issue 52).
+    # passes it; given the y it was handed (quant_y=), its codes are not Q(y/s) and it fails.
     rng = np.random.default_rng(7)
     x = np.where(rng.random((4, 64)) < 0.5, -1.0, 1.0).astype(np.float32)
     g = np.full(64, 272.0, np.float32)

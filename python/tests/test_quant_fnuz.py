@@ -1,4 +1,4 @@
-"""ROCm's FNUZ formats through Python (issue 55): decode from the bit layout (LLVM's Float8E4M3FNUZ and
+"""ROCm's FNUZ formats through Python: decode from the bit layout (LLVM's Float8E4M3FNUZ and
 Float8E5M2FNUZ, written out here), and reference, check and run agreeing on them."""
 import math
 

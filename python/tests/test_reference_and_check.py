@@ -68,7 +68,7 @@ def test_check_counts_nan_where_the_answer_is_finite_as_a_nonfinite_mismatch_and
 
 
 def test_check_counts_inf_on_subnormal_rows_where_the_answer_is_finite_never_as_zero_ulp():
-    # Issue 21's engine: ±Inf on rows of subnormal values with eps = 0, where the exact answer is finite.
+    # An earlier engine's bug: ±Inf on rows of subnormal values with eps = 0, where the exact answer is finite.
     k = np.arange(64, dtype=np.float32) - 31
     x = np.stack([k * np.float32(2.0**-140)] * 4 + [k * np.float32(0.25) + 1] * 4)
     y, _, _ = lnorm.reference(x, eps=0)

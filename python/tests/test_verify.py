@@ -47,7 +47,7 @@ def test_params_is_skipped_with_its_reason_when_fn_takes_no_offset_and_no_f32_pa
     r = lnorm.verify(plain, properties=("params",), cases=6)
     o = r.outcome("params")
     assert o.status == "skipped" and "gamma_offset" in o.message
-    assert not r and "NOTHING VERIFIED" in str(r)  # every cell skipped: not a pass (issue 54)
+    assert not r and "NOTHING VERIFIED" in str(r)  # every cell skipped: not a pass
 
 
 def test_a_selection_with_nothing_to_verify_is_refused():

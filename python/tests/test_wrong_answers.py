@@ -1,4 +1,4 @@
-"""Issue 51's wrong answers: each FAILS lnorm.check / lnorm.check_backward with the default budget, and beside
+"""Known wrong answers: each FAILS lnorm.check / lnorm.check_backward with the default budget, and beside
 each, right answers that PASS (the exact answer, which is correctly rounded, and a faithful f32 computation rounded
 once to the 16-bit format). Before the allowance model of docs/verify.md "How error is measured", every wrong one
 passed: the error of a 16-bit output was counted in ulps of the 16-bit format (bf16: 2^16 f32 ulps each), and
@@ -118,7 +118,7 @@ def backward_f32(x, dy, g, eps, drop_mean_g=False):
 @pytest.fixture(scope="module", params=DTYPES)
 def backward16(request):
     """2048 x 64 with 16-bit gamma: |dbeta| grows like sqrt(rows) (here ~45), and the old allowance like rows (bf16:
-    ~0.05 x 2048 = 100, so zeros passed; the issue's case had 8192 rows)."""
+    ~0.05 x 2048 = 100, so zeros passed; the case first found had 8192 rows)."""
     dt = request.param
     rng = np.random.default_rng(24)
     x, dy = to16(dt, rng.standard_normal((2048, 64))), to16(dt, rng.standard_normal((2048, 64)))

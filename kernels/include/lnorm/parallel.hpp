@@ -3,7 +3,7 @@
 //
 // One persistent pool (parallel.cpp), started on first use and grown to the most threads ever asked
 // for; the caller runs the first row range itself, and any range whose worker has not woken up yet.
-// Chosen by measurement (issue 15; numbers below): a std::thread started and joined per call costs
+// Chosen by measurement (numbers below): a std::thread started and joined per call costs
 // 50-250 us, which made 64x4096 f32 slower on 2 threads than on 1. libgomp (GCC's OpenMP) with its
 // default active wait costs 12-24 ms per call on this shared machine (its spinning thread competes with
 // the caller for a busy core) and ~25 us with OMP_WAIT_POLICY=passive, a setting we could not impose on
@@ -22,7 +22,7 @@
 //   split break-even (avx2 f32 Rx4096, us, 1 thread / 2 threads on the pool, fastest runs):
 //     2x4096 3.2-4.0 / 7.3-9.1;  4x4096 7.5-8.0 / 11-13;  8x4096 17-20 / 17-22;  16x4096 30-34 / 28-34;
 //     32x4096 71-79 / 71-88
-// So on this loaded machine two threads do not yet beat one at 64x4096 (the target of issue 15): the
+// So on this loaded machine two threads do not yet beat one at 64x4096 (the pool's target shape): the
 // second thread waits for a core. What the pool removes is the per-call cost (113 us -> ~3 us).
 //
 // Guarantees:

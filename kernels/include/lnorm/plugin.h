@@ -180,7 +180,7 @@ typedef struct lnorm_tensors {
    * of fp8, or int8; fp4_e2m1: rows*cols/2 bytes, element 2i in byte i's low nibble), and scales, rows*(cols/quant_group) f32 (mx: uint8 E8M0 codes; nvfp4: uint8 E4M3 codes; NULL for tensor scaling) */
   void* q;
   void* scales;
-  /* version 5, appended (issue 52): NULL, or rows*cols f32 for the y the kernel's quantizer was handed (its
+  /* version 5, appended: NULL, or rows*cols f32 for the y the kernel's quantizer was handed (its
    * lnorm_kernel_decl.quant_input says which), written beside q so that verify can hold q and the scales to the
    * quantizer's contract applied to that y, bit for bit. Only for a kernel that declares quant_input 1 or 2 */
   void* quant_y;
@@ -216,7 +216,7 @@ typedef struct lnorm_kernel_decl {
   const lnorm_op_desc* ops;  /* the ops it implements as their parts (op_count entries); when given, the */
   size_t op_count;           /*   kernel's `ops` mask is not read. It is handed only these ops, and declines */
                              /*   (why_not) storage and conventions it does not take */
-  /* appended (issue 52): an lnorm_quant_input, for a kernel with the quantized epilogue; 0 when not said */
+  /* appended: an lnorm_quant_input, for a kernel with the quantized epilogue; 0 when not said */
   int32_t quant_input;
   /* appended: sizeof(lnorm_problem) as the plugin was built (0: not said). lnorm hands a kernel only the quantized
    * parameters its lnorm_problem has: nvfp4 needs quant_global_scale, an mx rule other than floor quant_mx_rule,

@@ -114,7 +114,7 @@ constexpr DType input_dtype(const Problem& p) {
 //   int8), and rows*quant.scales_per_row(cols) scales (f32, or E8M0 codes for mx; null for tensor scaling).
 //   quant_y: the quantized epilogue only, optional (null unless the caller asks): rows*cols f32, the y the kernel
 //   handed its quantizer, written beside q (KernelInfo's Takes::quant_input says which y that is). verify checks q
-//   and the scales against the quantizer's contract applied to it, bit for bit (issue 52).
+//   and the scales against the quantizer's contract applied to it, bit for bit.
 //   dy, dx, dgamma, dbeta (backward) are for the op that follows.
 struct Tensors {
   const void* x = nullptr;

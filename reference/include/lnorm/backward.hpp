@@ -1,5 +1,5 @@
 // The exact gradients of LayerNorm and RMSNorm at the given x, gamma and upstream dy, each rounded once
-// (issue 24; reference/src/backward.cpp has the derivations and the proofs). With w = C + γ, g = dy·w,
+// (reference/src/backward.cpp has the derivations and the proofs). With w = C + γ, g = dy·w,
 // xhat = (x − mean)·rstd (RMSNorm: x·rstd) and means over the row:
 //   LayerNorm  dx = rstd·(g − mean(g) − xhat·mean(g·xhat))
 //   RMSNorm    dx = rstd·(g − xhat·mean(g·xhat))

@@ -15,7 +15,7 @@
 //     the terms it is formed from), and gated by a + b·kappa of those ulps.
 // Before this model a 16-bit output's error was counted in ulps of F at s: an allowance 2^16 (bf16) or 2^13
 // (f16) times wider than the computation makes, through which a bf16 dbeta of zeros, y + 0.006 and a dropped
-// mean(g) all passed (issue 51).
+// mean(g) all passed.
 #pragma once
 
 #include <cstddef>

@@ -36,7 +36,7 @@ struct ElementReference {
 //   sum of the row errs by about u·(|mean| + spread), which is u·(kappa + rho) in z, rho = sqrt(var/(var + eps)) the
 //   z-size of the row's spread. The kappa part is the budget's b·kappa; rho is the floor. It was 1 (rho's value
 //   when eps ≪ var), and then on rows with var ≪ eps, where |z*| ≤ rho ≪ 1, y = −y*, y = 0 and eps off by 10x all
-//   passed (issue 51).
+//   passed.
 // RMSNorm: floor = 0. z = x·rstd is a product, relatively accurate, so a small output is measured against itself
 //   (with a floor of 1 an all-zero row of outputs near 1e-27 read 9e-21 ulp and passed).
 inline double output_scale(double floor, double abs_w, double abs_z, double abs_beta) {
