@@ -13,8 +13,11 @@ void add_list(CLI::App& app, int& exit_code) {
                                          "whether they write quantized outputs (--quant)");
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "Print JSON instead of a table");
+  auto verbose = std::make_shared<bool>(false);
+  cmd->add_flag("--verbose", *verbose,
+                "Also say what lies behind an unavailable kernel's reason (the CUDA runtime's call and error code)");
   add_plugin_flag(cmd);
-  cmd->callback([json, &exit_code] {
+  cmd->callback([json, verbose, &exit_code] {
     nlohmann::json out = nlohmann::json::array();
     // The name column: 10 wide, wider for a longer (plugin) name.
     std::size_t width = 10;
@@ -58,15 +61,18 @@ void add_list(CLI::App& app, int& exit_code) {
         for (const FormatInfo& f : kFormatTable) quantized["formats"].push_back(f.name);
         for (const ScalingInfo& s : kScalingTable) quantized["scalings"].push_back(s.syntax);
       }
+      const std::string detail = reason && *verbose && k.why_not_detail ? k.why_not_detail() : std::string();
       if (*json) {
         out.push_back({{"name", k.name}, {"summary", k.summary}, {"dtypes", per_dtype}, {"ops", ops}, {"quantized", quantized},
                        {"available", !reason.has_value()}, {"cautionary", k.cautionary},
                        {"plugin", plugin_path_of(k) ? nlohmann::json(*plugin_path_of(k)) : nlohmann::json(nullptr)},
                        {"unavailable_reason", reason ? nlohmann::json(*reason) : nlohmann::json(nullptr)}});
+        if (!detail.empty()) out.back()["unavailable_detail"] = detail;
       } else {
         std::printf("%-*s %-18s %-10s %-*s %-9s %s%s\n", w, std::string(k.name).c_str(), dtypes.c_str(),
                     reason ? "no" : "yes", ow, ops_text.c_str(), quant ? "fp8,int8" : "-", std::string(k.summary).c_str(),
                     reason ? (" [" + *reason + "]").c_str() : "");
+        if (!detail.empty()) std::printf("%-*s   %s\n", w, "", detail.c_str());
       }
     }
     if (*json) std::printf("%s\n", out.dump(2).c_str());

@@ -34,13 +34,23 @@ TEST_CASE("cli list: the CUDA kernels are listed after the CPU ones, available e
     CHECK_FALSE(k["dtypes"].contains("f64"));
     if (why) {
       CHECK(k["unavailable_reason"] == *why);
-      CHECK_THAT(std::string(k["unavailable_reason"]), Contains("CUDA"));
+      CHECK_FALSE(k.contains("unavailable_detail"));  // the runtime's words: only with --verbose
     }
   }
   CHECK(seen == 3);
   const Result table = cli("list");
   CHECK_THAT(table.out, Contains("cuda_warp"));
   if (why) CHECK_THAT(table.out, Contains("[" + *why + "]"));
+  if (why && why->find("GPU") != std::string::npos) {
+    // Plain words by default ("no NVIDIA GPU or driver on this machine"), the CUDA error code under --verbose.
+    CHECK_THAT(table.out, !Contains("cudaGetDeviceCount"));
+    const std::string detail = lnorm::cuda::device_unavailable_detail();
+    CHECK_THAT(detail, Contains("cudaGetDeviceCount"));
+    CHECK_THAT(cli("list --verbose").out, Contains(detail));
+    const auto jv = nlohmann::json::parse(cli("list --json --verbose").out);
+    for (const auto& k : jv)
+      if (std::string(k["name"]).rfind("cuda_", 0) == 0) CHECK(k["unavailable_detail"] == detail);
+  }
 }
 
 TEST_CASE("cli verify: without a device the CUDA kernels are skipped with the reason, in the table and the JSON",

@@ -1,6 +1,6 @@
 // The CUDA kernels as the registry sees them (plain C++: the CUDA calls are in runtime.cu).
-// Each copies its host buffers to the device, launches and copies back; why_not says "no CUDA device"
-// on machines without one, so `lnorm list` and `lnorm verify` report them unavailable there.
+// Each copies its host buffers to the device, launches and copies back; why_not says "no NVIDIA GPU or driver on
+// this machine" on machines without one (the runtime's error code: why_not_detail), so `lnorm list` and `lnorm verify` report them unavailable there.
 #include "cuda_kernels.hpp"
 
 #include "lnorm/params.hpp"
@@ -49,13 +49,16 @@ const KernelInfo kCudaWarp{"cuda_warp",
                            "CUDA, 1-32 lanes per row, row in registers (<= 2048 wide; wider: as cuda_block); "
                            "shifted corrected three-pass stats (RMSNorm: the sum of squares), f32 (rstd in f64); backward: welford's careful "
                            "row in f64, dgamma/dbeta over fixed 32-row chunks",
-                           kTakes, &forward<Algorithm::warp>, &backward<Algorithm::warp>, nullptr, &why_not};
+                           kTakes, &forward<Algorithm::warp>, &backward<Algorithm::warp>, nullptr, &why_not, false,
+                           &device_unavailable_detail};
 const KernelInfo kCudaBlock{"cuda_block",
                             "CUDA, one block per row, row cached in shared memory when it fits; shifted corrected "
                             "three-pass stats (RMSNorm: the sum of squares), f32 (rstd in f64); backward: welford's careful row in "
                             "f64, dgamma/dbeta over fixed 32-row chunks",
-                            kTakes, &forward<Algorithm::block>, &backward<Algorithm::block>, nullptr, &why_not};
+                            kTakes, &forward<Algorithm::block>, &backward<Algorithm::block>, nullptr, &why_not, false,
+                           &device_unavailable_detail};
 const KernelInfo kCudaNaive{"cuda_naive", "CUDA, one thread per row, textbook two-pass; f32, bitwise equal to naive",
-                            kNaiveTakes, &forward<Algorithm::naive>, nullptr, nullptr, &why_not};
+                            kNaiveTakes, &forward<Algorithm::naive>, nullptr, nullptr, &why_not, false,
+                           &device_unavailable_detail};
 
 }  // namespace lnorm::cuda

@@ -11,10 +11,13 @@
 
 namespace lnorm::cuda {
 
-// nullopt when device 0 can run these kernels; else why not: "no CUDA device" (with the runtime's
-// error string when cudaGetDeviceCount itself failed), or a compute capability below 9.0 (the binary
-// holds sm_90 code and compute_90 PTX only). Asked once per process.
+// nullopt when device 0 can run these kernels; else why not, in plain words: "no NVIDIA GPU or driver on this
+// machine", "no NVIDIA GPU on this machine", another runtime error's string, or a compute capability below 9.0
+// (the binary holds sm_90 code and compute_90 PTX only). Asked once per process.
 std::optional<std::string> device_unavailable_reason();
+// The runtime's own words behind that reason (the call, the error code and its name), for `lnorm list --verbose`;
+// empty when there is nothing more to say.
+std::string device_unavailable_detail();
 
 // Device 0's multiprocessor count and opt-in shared memory per block.
 DeviceLimits device_limits();

@@ -31,27 +31,53 @@ class DeviceBuffer {
 
 bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<std::uintptr_t>(p) % kVectorBytes == 0; }
 
-std::optional<std::string> query_unavailable_reason() {
+struct Unavailable {
+  std::string reason;  // in words a user reads
+  std::string detail;  // the runtime's call, error code and string (lnorm list --verbose)
+};
+
+std::string error_detail(const char* call, cudaError_t e) {
+  return std::string(call) + " returned " + std::to_string(static_cast<int>(e)) + " (" + cudaGetErrorName(e) + ": " +
+         cudaGetErrorString(e) + ")";
+}
+
+std::optional<Unavailable> query_unavailable() {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
-  if (e == cudaErrorNoDevice || (e == cudaSuccess && count == 0)) return "no CUDA device";
-  if (e != cudaSuccess) return std::string("no CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")";
+  // No driver at all reads as "insufficient driver" (the runtime finds no libcuda, or the toolkit's stub): on a
+  // machine without a GPU that is what every call says, so it is said plainly; the code stays in the detail.
+  if (e == cudaErrorInsufficientDriver) return Unavailable{"no NVIDIA GPU or driver on this machine", error_detail("cudaGetDeviceCount", e)};
+  if (e == cudaErrorNoDevice || (e == cudaSuccess && count == 0))
+    return Unavailable{"no NVIDIA GPU on this machine", e == cudaSuccess ? "cudaGetDeviceCount: 0 devices" : error_detail("cudaGetDeviceCount", e)};
+  if (e != cudaSuccess) return Unavailable{std::string("the CUDA runtime cannot use a GPU here: ") + cudaGetErrorString(e),
+                                           error_detail("cudaGetDeviceCount", e)};
   cudaDeviceProp prop{};
   if (const cudaError_t pe = cudaGetDeviceProperties(&prop, 0); pe != cudaSuccess) {
-    return std::string("CUDA device 0 unusable (cudaGetDeviceProperties: ") + cudaGetErrorString(pe) + ")";
+    return Unavailable{std::string("GPU 0 is unusable: ") + cudaGetErrorString(pe), error_detail("cudaGetDeviceProperties", pe)};
   }
   if (prop.major < 9) {
-    return "needs compute capability 9.0 or newer (built for sm_90); device 0 " + std::string(prop.name) + " is " +
-           std::to_string(prop.major) + "." + std::to_string(prop.minor);
+    return Unavailable{"needs compute capability 9.0 or newer (built for sm_90); device 0 " + std::string(prop.name) + " is " +
+                           std::to_string(prop.major) + "." + std::to_string(prop.minor),
+                       ""};
   }
   return std::nullopt;
+}
+
+const std::optional<Unavailable>& unavailable() {
+  static const std::optional<Unavailable> u = query_unavailable();
+  return u;
 }
 
 }  // namespace
 
 std::optional<std::string> device_unavailable_reason() {
-  static const std::optional<std::string> reason = query_unavailable_reason();
-  return reason;
+  if (const auto& u = unavailable()) return u->reason;
+  return std::nullopt;
+}
+
+std::string device_unavailable_detail() {
+  const auto& u = unavailable();
+  return u ? u->detail : std::string();
 }
 
 DeviceLimits device_limits() {

@@ -108,6 +108,8 @@ struct KernelInfo {
   // Kernels that are wrong on purpose (the cautionary `onepass`) say so here; the harness reports
   // their failures as expected rather than hiding the kernel.
   bool cautionary = false;
+  // More about why_not's reason for `lnorm list --verbose` (the CUDA runtime's error code); null or empty: nothing.
+  std::string (*why_not_detail)() = nullptr;
 
   // Whether the declaration covers the op (dtypes and conventions aside).
   bool implements(Op op) const;
