@@ -1,6 +1,7 @@
 // lnorm report: the precision report (reports/): sweeps every kernel × dtype, writes DIR/report.json,
 // then renders DIR/report.md, DIR/index.html and the plots with the compiled-in render.py
-// (matplotlib). --merge combines report.json files from several machines instead of measuring.
+// (matplotlib). --merge combines report.json files from several machines instead of measuring. --baseline
+// OLD hands an earlier report to render.py, which lists the kernels whose verdict or worst error changed.
 #include <unistd.h>
 
 #include <chrono>
@@ -33,6 +34,7 @@ struct ReportFlags {
   std::string label;
   std::string dir = "fwd";
   bool no_render = false;
+  std::string baseline;  // --baseline: an earlier report.json or the folder holding one (render.py compares)
 };
 
 report::Peer peer_flag(const std::string& text) {
@@ -60,10 +62,20 @@ std::string find_renderer() {
                    "--no-render writes report.json alone");
 }
 
-void render(const std::string& python, const std::string& dir) {
+// One word for sh -c: single-quoted, a ' inside written as '\''.
+std::string sh_quote(const std::string& text) {
+  std::string q = "'";
+  for (const char c : text) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// render.py DIR [--baseline OLD]: OLD as the user gave it (a report.json or its folder; render.py reads either),
+// relative to the same working directory, which std::system keeps.
+void render(const std::string& python, const std::string& dir, const std::string& baseline) {
   const std::string script = dir + "/.render.py";
   write_text_atomically(script, report::render_script());
-  const std::string cmd = "'" + python + "' '" + script + "' '" + dir + "'";
+  std::string cmd = sh_quote(python) + " " + sh_quote(script) + " " + sh_quote(dir);
+  if (!baseline.empty()) cmd += " --baseline " + sh_quote(baseline);
   const int status = std::system(cmd.c_str());
   fs::remove(script);
   if (status != 0) throw std::runtime_error("render.py failed (status " + std::to_string(status) + ")");
@@ -74,6 +86,34 @@ std::string clock_text(double seconds) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "%d:%02d", s / 60, s % 60);
   return buf;
+}
+
+// --baseline PATH: a report.json, or a folder holding one, that render.py can read — checked before the run, so a
+// typo costs seconds, not the whole sweep. Not this run's own --out/report.json, which the run replaces before
+// render.py reads the baseline (the comparison would be with itself).
+void check_baseline(const ReportFlags& f) {
+  if (f.baseline.empty()) return;
+  if (f.no_render) throw InputError("--baseline " + f.baseline + ": the comparison is rendered; not with --no-render");
+  std::error_code ec;
+  const std::string path = fs::is_directory(f.baseline, ec) ? (fs::path(f.baseline) / "report.json").string() : f.baseline;
+  if (!fs::exists(path, ec))
+    throw InputError("--baseline " + f.baseline + ": " +
+                     (path == f.baseline ? std::string("no such file or folder") : std::string("the folder holds no report.json")));
+  if (!fs::is_regular_file(path, ec)) throw InputError("--baseline " + f.baseline + ": " + path + " is not a file");
+  std::ifstream in(path);
+  if (!in) throw InputError("--baseline " + f.baseline + ": cannot read " + path);
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError("--baseline " + f.baseline + ": not JSON (" + e.what() + ")");
+  }
+  if (const std::string why = report::schema_problem(doc); !why.empty())
+    throw InputError("--baseline " + f.baseline + ": not an lnorm report (" + why + ")");
+  const std::string own = f.out + "/report.json";
+  if (fs::exists(own, ec) && fs::equivalent(own, path, ec))
+    throw InputError("--baseline " + f.baseline + ": is the report.json this run replaces (--out " + f.out +
+                     "); copy it elsewhere first");
 }
 
 nlohmann::json load_report(const std::string& path) {
@@ -95,6 +135,7 @@ void run_report(const ReportFlags& f, int& exit_code) {
   for (const std::string& p : f.peers) peer_flag(p);
   const Direction dir = dir_flag(f.dir);
   if (dir == Direction::bwd && !f.peers.empty()) throw InputError("--peer: a peer command computes the LayerNorm forward; not with --dir bwd");
+  check_baseline(f);
   // The folder is created with its parents, like `cmake -B`; only a failure to create it is an error.
   // A folder this run creates is removed again if the run ends with no report in it (an error, a crash in a plugin's
   // child, a signal: remove_registered_temps rmdirs it when empty); a folder that existed is left as it was.
@@ -118,7 +159,7 @@ void run_report(const ReportFlags& f, int& exit_code) {
   if (!f.merge.empty()) {
     if (!f.kernels.empty() || !f.dtypes.empty() || !f.ops.empty() || !f.peers.empty() || f.quick)
       throw InputError("--merge combines finished reports; --kernel, --dtype, --op, --peer and --quick do not apply");
-    // The merged report.json must not replace one of the reports it merges (issue 54: --out r1 --merge r1/report.json).
+    // The merged report.json must not replace one of the reports it merges (e.g. --out r1 --merge r1/report.json).
     check_outputs({{f.out + "/report.json", "--out"}}, with_plugin_paths(f.merge));
     std::vector<nlohmann::json> docs;
     for (const std::string& path : f.merge) docs.push_back(load_report(path));
@@ -157,7 +198,7 @@ void run_report(const ReportFlags& f, int& exit_code) {
   if (f.no_render) {
     std::printf("report: %s/report.json\n", f.out.c_str());
   } else {
-    render(python, f.out);
+    render(python, f.out, f.baseline);
     std::printf("report: %s/index.html (summary %s/report.md, numbers %s/report.json)\n", f.out.c_str(), f.out.c_str(),
                 f.out.c_str());
   }
@@ -191,6 +232,9 @@ void add_report(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", flags->threads, "Cells measured in parallel (default: all cores)");
   cmd->add_option("--label", flags->label, "This machine's name in the report (default: the host name)");
   cmd->add_flag("--no-render", flags->no_render, "Write report.json only (no matplotlib needed)");
+  cmd->add_option("--baseline", flags->baseline,
+                  "An earlier report (its report.json or the folder holding it): the document adds, after the verdicts, "
+                  "the kernels whose verdict changed or whose worst error moved by more than 10%");
   add_plugin_flag(cmd);
   cmd->callback([flags, &exit_code] { run_report(*flags, exit_code); });
 }

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Render an lnorm precision report (report.json) as report.md, index.html and PNG plots.
 
-Usage: render.py DIR        reads DIR/report.json, writes DIR/report.md, DIR/index.html, DIR/*.png
+Usage: render.py DIR [--baseline OLD]
+    reads DIR/report.json, writes DIR/report.md, DIR/index.html, DIR/*.png; with --baseline (an earlier
+    report.json, or the folder holding one) the document also lists the kernels whose verdict or worst
+    error changed since that report.
 
 Everything shown comes from report.json alone, so a merged report (several machines) renders the same
 way. `lnorm report` runs this script (compiled into the binary) after measuring; run it by hand to
@@ -21,11 +24,19 @@ BACKWARD = ("layernorm_bwd", "rmsnorm_bwd")  # their cells measure dx (max_ulp .
 FLOOR = 1e-2  # an error of exactly 0 is drawn here on log axes (and said so in the caption)
 
 
-def load(folder):
-    with open(os.path.join(folder, "report.json"), encoding="utf-8") as f:
-        report = json.load(f)
-    if report.get("schema") != SCHEMA:
-        sys.exit(f"render.py: {folder}/report.json: schema {report.get('schema')!r}, expected {SCHEMA!r}")
+def load(path):
+    """A report.json, given as the file or the folder holding it."""
+    if os.path.isdir(path):
+        path = os.path.join(path, "report.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            report = json.load(f)
+    except OSError as e:
+        sys.exit(f"render.py: {path}: cannot read ({e.strerror})")
+    except ValueError as e:
+        sys.exit(f"render.py: {path}: not JSON ({e})")
+    if not isinstance(report, dict) or report.get("schema") != SCHEMA:
+        sys.exit(f"render.py: {path}: schema {report.get('schema') if isinstance(report, dict) else None!r}, expected {SCHEMA!r}")
     return report
 
 
@@ -215,6 +226,272 @@ def plot_correctly_rounded(report, folder, plt):
     return "correctly_rounded.png"
 
 
+def plot_quantized(report, folder, plt):
+    """q's worst error in quanta by format/scaling, one panel per x dtype, one marker and colour per kernel
+    (the worst over the ops and inputs); dashed at 0.5 (correct rounding) and at 1 (the verdicts' limit)."""
+    rows = report.get("quantized", [])
+    if not rows:
+        return None
+    dtypes = [d for d in DTYPES if any(q["dtype"] == d for q in rows)]
+    specs = list(dict.fromkeys(q["quant"] for q in rows))  # the report's order
+    keys = [k for k in kernel_keys(report) if any((q["implementation"], q["machine"]) == k for q in rows)]
+    worst = {}  # (impl, machine, dtype, quant) -> max quanta over ops and inputs; inf: a non-finite mismatch
+    for q in rows:
+        v = math.inf if q["max_quanta"] is None or q["nonfinite_mismatches"] else q["max_quanta"]
+        k = (q["implementation"], q["machine"], q["dtype"], q["quant"])
+        worst[k] = max(worst.get(k, 0.0), v)
+    finite = [v for v in worst.values() if math.isfinite(v)]
+    top = max(finite + [BUDGET_QUANTA])
+    log = top > 4  # a kernel far out: log axis (0 drawn at FLOOR); else linear, where 0.5 and 1 read plainly
+    ceiling = top * 3 if log else top * 1.15  # where a non-finite mismatch is drawn
+    markers = "osD^vP*Xh<>p"
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(max(4.2 * len(dtypes), 7), 3.8), squeeze=False, sharey=True)
+    width = 0.7 / max(1, len(keys))
+    for ax, dtype in zip(axes[0], dtypes):
+        for i, (impl, machine) in enumerate(keys):
+            pts = [(j + (i - (len(keys) - 1) / 2) * width, worst[(impl, machine, dtype, spec)])
+                   for j, spec in enumerate(specs) if (impl, machine, dtype, spec) in worst]
+            if not pts:
+                continue
+            ok = [(x, max(v, FLOOR) if log else v) for x, v in pts if math.isfinite(v)]
+            ax.scatter([p[0] for p in ok], [p[1] for p in ok], marker=markers[i % len(markers)], s=22,
+                       color=colour(report, impl, machine), label=series_name(report, impl, machine), zorder=3)
+            bad = [x for x, v in pts if not math.isfinite(v)]
+            if bad:
+                ax.scatter(bad, [ceiling] * len(bad), marker="x", s=60, color="red", zorder=5)
+        ax.axhline(0.5, linestyle="--", linewidth=1, color="tab:green")
+        ax.axhline(BUDGET_QUANTA, linestyle="--", linewidth=1, color="tab:red")
+        if log:
+            ax.set_yscale("log")
+            ax.set_ylim(FLOOR / 2, ceiling * 2)
+        else:
+            ax.set_ylim(0, ceiling * 1.05)
+        ax.set_xticks(range(len(specs)))
+        ax.set_xticklabels(specs, rotation=45, fontsize=7, ha="right", rotation_mode="anchor")
+        ax.set_xlim(-0.6, len(specs) - 0.4)
+        ax.set_title(dtype)
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("max error of q in quanta" + (" (log)" if log else ""))
+    handles, labels = [], []
+    for ax in axes[0]:
+        for h, l in zip(*ax.get_legend_handles_labels()):
+            if l not in labels:
+                handles.append(h)
+                labels.append(l)
+    fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=8, frameon=False)
+    fig.suptitle("Quantized outputs: q's worst error over ops and inputs\n(dashed: 0.5 = correct rounding, 1 = the "
+                 "verdicts' limit" + ("; red x: non-finite mismatches)" if any(math.isinf(v) for v in worst.values())
+                                     else ")"), fontsize=9)
+    fig.tight_layout(rect=(0, 0.08, 1, 0.93))
+    fig.savefig(os.path.join(folder, "quantized_error.png"), dpi=110)
+    plt.close(fig)
+    return "quantized_error.png"
+
+
+# --- verdicts ------------------------------------------------------------------------------------------
+
+BUDGET_ULP, BUDGET_PER_KAPPA = 8.0, 1.0  # `lnorm check`'s default budget: --max-ulp 8, --max-ulp-per-kappa 1
+BUDGET_QUANTA = 1.0  # a quantized output's limit: one quantum from y*/s (a correct rounding is within 0.5)
+MOVED = 0.10  # --baseline lists a kernel whose worst number moved by more than this fraction
+
+
+class Styled(str):
+    """A table cell's text with a CSS class for index.html (report.md shows the text alone)."""
+
+    def __new__(cls, text, css):
+        cell = super().__new__(cls, text)
+        cell.css = css
+        return cell
+
+
+def cell_budget(c):
+    """The scaled ulps `lnorm check` allows by default, at the cell's largest row kappa: 8 for RMSNorm (no
+    kappa), 8 + 1·kappa for LayerNorm and the backward ops (kappa 0 where the cell has none)."""
+    if op_of(c) == "rmsnorm":
+        return BUDGET_ULP
+    kappa = c.get("kappa_max")
+    kappa = kappa if isinstance(kappa, (int, float)) and math.isfinite(kappa) else 0.0
+    return BUDGET_ULP + BUDGET_PER_KAPPA * kappa
+
+
+def cell_fails(c):
+    return nonfinite(c) > 0 or (finite_max(c) or 0) > cell_budget(c)
+
+
+def quant_fails(q):
+    return q["nonfinite_mismatches"] > 0 or q["max_quanta"] is None or q["max_quanta"] > BUDGET_QUANTA
+
+
+def kernel_keys(report):
+    """(implementation, machine) in report["implementations"] order, then any that only cells name."""
+    keys = [(i["name"], i["machine"]) for i in report["implementations"]]
+    for item in report["cells"] + report.get("quantized", []):
+        if (item["implementation"], item["machine"]) not in keys:
+            keys.append((item["implementation"], item["machine"]))
+    return keys
+
+
+def where_of(report, item):
+    op = OPS.get(op_of(item), op_of(item))
+    if "quant" in item:  # a quantized row
+        return f"{op} {item['dtype']} → {item['quant']}, {item['input']} rows"
+    return f"{op} {item['dtype']} at {item['label']}"
+
+
+def skip_reason(impl):
+    """Why a kernel measured nothing: its skip reasons, those that say more than 'does not support' first."""
+    reasons = []
+    for states in impl.get("ops", {"layernorm": impl.get("dtypes", {})}).values():
+        for state in states.values():
+            if state.startswith("skipped: ") and state[len("skipped: "):] not in reasons:
+                reasons.append(state[len("skipped: "):])
+    telling = [r for r in reasons if "does not support dtype" not in r and "does not implement" not in r]
+    reasons = telling or reasons
+    return "; ".join(reasons[:2]) + ("; …" if len(reasons) > 2 else "") if reasons else "no cell measured"
+
+
+def verdicts(report):
+    """One dict per kernel (implementation × machine): verdict, worst (value, unit, text, where), counts."""
+    cautionary = {(i["name"], i["machine"]): bool(i.get("cautionary")) for i in report["implementations"]}
+    impls = {(i["name"], i["machine"]): i for i in report["implementations"]}
+    out = []
+    for key in kernel_keys(report):
+        mine = lambda item: (item["implementation"], item["machine"]) == key  # noqa: E731
+        cells = [c for c in report["cells"] if mine(c) and c["status"] == "ok"]
+        errors = [c for c in report["cells"] if mine(c) and c["status"] != "ok"]
+        quant = [q for q in report.get("quantized", []) if mine(q)]
+        items = []  # (rank, value, unit, text, where); rank: (failed, non-finite mismatches, a cell, finite value)
+        for c in cells:
+            failed, v, bad = cell_fails(c), finite_max(c) or 0, nonfinite(c)
+            of = " of dx" if op_of(c) in BACKWARD else ""
+            if bad:
+                text = f"∞: {bad} non-finite mismatches" + (f" (max finite {fmt_ulp(v)} scaled ulp{of})" if v else "")
+            else:
+                text = f"max {fmt_ulp(v)} scaled ulp{of}" + (f" > budget {fmt_ulp(cell_budget(c))}" if failed else "")
+            items.append(((failed, bad, True, v), math.inf if bad else v, "scaled ulp", text, where_of(report, c)))
+        for q in quant:
+            failed, v, bad = quant_fails(q), q["max_quanta"], q["nonfinite_mismatches"]
+            if bad or v is None:
+                text = f"∞: {bad} non-finite mismatches in q"
+            else:
+                text = f"max {fmt_ulp(v)} quanta" + (" > 1" if failed else "")
+            items.append(((failed, bad or v is None, False, v or 0), math.inf if bad or v is None else v, "quanta", text,
+                          where_of(report, q)))
+        v = {"key": key, "name": series_name(report, *key), "cells": len(cells), "cells_failed": sum(cell_fails(c) for c in cells),
+             "quantized": len(quant), "quantized_failed": sum(quant_fails(q) for q in quant), "errors": len(errors),
+             "value": None, "unit": None, "worst": "—", "where": ""}
+        if items:
+            # The worst: a failing measurement if any (the most non-finite mismatches first), else the largest
+            # error; cells before quantized rows.
+            _, v["value"], v["unit"], v["worst"], v["where"] = max(items, key=lambda t: t[0])
+        if v["cells_failed"] or v["quantized_failed"]:
+            v["verdict"] = "EXPECTED FAILURE" if cautionary.get(key) else "FAIL"
+        elif errors:
+            v["verdict"] = "ERROR"
+            e = errors[0]
+            v["where"] = (v["where"] + "; " if v["where"] else "") + (
+                f"error at {where_of(report, e)}: {e.get('message', 'no message')}"
+                + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""))
+        elif not items:
+            v["verdict"] = "NOT MEASURED"
+            v["where"] = skip_reason(impls[key]) if key in impls else "no cell measured"
+        else:
+            v["verdict"] = "PASS"
+        out.append(v)
+    return out
+
+
+VERDICT_CSS = {"PASS": "pass", "FAIL": "fail", "EXPECTED FAILURE": "expected", "ERROR": "error", "NOT MEASURED": "unmeasured"}
+
+
+def verdict_table(report, rows):
+    header = ["kernel", "verdict", "worst", "where", "cells failed/cells"]
+    body = []
+    for v in rows:
+        count = f"{v['cells_failed']}/{v['cells']}"
+        if v["quantized"]:
+            count += f" · quantized {v['quantized_failed']}/{v['quantized']}"
+        if v["errors"]:
+            count += f" · {v['errors']} error{'s' if v['errors'] > 1 else ''}"
+        body.append([v["name"], Styled(v["verdict"], VERDICT_CSS[v["verdict"]]), v["worst"], v["where"], count])
+    return header, body, "verdicts"  # the HTML table's class: text, left-aligned
+
+
+VERDICTS_LEAD = (
+    "One line per kernel (implementation × machine). A cell fails when it has any non-finite mismatch (NaN/Inf where "
+    "the exact answer is finite, or the other way round) or its max scaled ulp error exceeds `lnorm check`'s default "
+    "budget: 8 + 1·kappa for LayerNorm and for the backward ops (dx), 8 for RMSNorm, with kappa the cell's largest row "
+    "kappa (0 where it has none) — per cell, so a little more lenient than check's per-row budget. A quantized output "
+    "(fp8/fp4/int8 q) fails when it has a non-finite mismatch or is more than 1 quantum from y*/s: a correct rounding is "
+    "within 0.5, and a kernel that quantizes its own f32 y reads a little over 0.5 near midpoints. PASS: nothing fails; "
+    "FAIL: a cell or quantized output fails; EXPECTED FAILURE: a cautionary kernel (wrong on purpose) that fails; ERROR: "
+    "a cell could not be measured (named) and nothing fails; NOT MEASURED: every op and dtype skipped (the reason "
+    "given). worst: the failing measurement furthest out (non-finite mismatches first), else the largest error, "
+    "and where it is.")
+
+
+def fmt_worst_number(v):
+    if v is None or v["value"] is None:
+        return "—"
+    if math.isinf(v["value"]):
+        return "∞"
+    return f"{fmt_ulp(v['value'])} {v['unit']}"
+
+
+def moved(old, new):
+    """Whether a kernel's worst number moved by more than MOVED (or appeared, or disappeared)."""
+    a, b = old["value"], new["value"]
+    if a is None or b is None:
+        return (a is None) != (b is None)
+    if old["unit"] != new["unit"] or math.isinf(a) or math.isinf(b):
+        return old["unit"] != new["unit"] or math.isinf(a) != math.isinf(b)
+    return abs(b - a) > MOVED * abs(a) if a else b != 0
+
+
+def changes(report, baseline):
+    """The --baseline lines: kernels whose verdict changed (first), or whose worst number moved by more than 10%
+    (then), each group in the kernels' order. Kernels are matched by implementation and machine; by implementation
+    alone where both reports hold one machine each (a re-run on a machine whose label changed is the same kernel)."""
+    by_name = len(report["machines"]) == 1 and len(baseline["machines"]) == 1
+    ident = (lambda v: v["key"][0]) if by_name else (lambda v: v["key"])
+    now = verdicts(report)
+    was = {ident(v): v for v in verdicts(baseline)}
+    out, moves = [], []
+    for v in now:
+        w = was.pop(ident(v), None)
+        if w is None:
+            out.append(f"**{v['name']}**: new — {v['verdict']}" + (f": {v['where']}" if v["value"] is None else
+                                                                     f", worst {v['worst']}, in {v['where']}") + ".")
+            continue
+        if w["verdict"] == v["verdict"] and not moved(w, v):
+            continue
+        verdict = v["verdict"] if w["verdict"] == v["verdict"] else f"{w['verdict']} → {v['verdict']}"
+        if w["unit"] == v["unit"] and v["unit"] and not (math.isinf(v["value"]) or math.isinf(w["value"])):
+            worst = f"{fmt_ulp(w['value'])} → {fmt_ulp(v['value'])} {v['unit']}"
+        else:
+            worst = f"{fmt_worst_number(w)} → {fmt_worst_number(v)}"
+        where = v["where"] or w["where"]
+        if w["where"] and v["where"] and w["where"] != v["where"]:
+            where = f"{v['where']}; was at {w['where']}"
+        (moves if w["verdict"] == v["verdict"] else out).append(
+            f"**{v['name']}**: {verdict}, worst {worst}" + (f" ({where})" if where else "") + ".")
+    for w in was.values():
+        out.append(f"**{w['name']}**: not in this report (was {w['verdict']}"
+                   + (f", worst {w['worst']}, in {w['where']}" if w["value"] is not None else "") + ").")
+    return out + moves
+
+
+def baseline_blocks(report, baseline, baseline_path):
+    made = ", ".join(f"{m['label']} {m['created']}" for m in baseline["machines"])
+    b = [("h2", "Changes since the baseline"),
+         ("p", f"Baseline: `{baseline_path}` ({made}). Listed: each kernel whose verdict changed, or whose worst number "
+               f"moved by more than {100 * MOVED:.0f}% (or appeared or disappeared).")]
+    lines = changes(report, baseline)
+    b.append(("ul", lines) if lines else ("p", "No change: every kernel's verdict is the baseline's, and its worst "
+                                               f"number within {100 * MOVED:.0f}% of it."))
+    return b
+
+
 # --- findings and tables ---------------------------------------------------------------------------
 
 
@@ -384,9 +661,13 @@ def sweep_table(report, sweep, dtype):
     return header, body
 
 
-def blocks(report, images):
-    """The document as a list of (kind, content) blocks, rendered to Markdown and HTML alike."""
-    b = [("h1", "lnorm precision report")]
+def blocks(report, images, baseline=None, baseline_path=None):
+    """The document as a list of (kind, content) blocks, rendered to Markdown and HTML alike: the verdicts first
+    (and, with a baseline, what changed since it), then the machines, the findings, the tables and the plots."""
+    b = [("h1", "lnorm precision report"), ("h2", "Verdicts"), ("p", VERDICTS_LEAD),
+         ("table", verdict_table(report, verdicts(report)))]
+    if baseline is not None:
+        b += baseline_blocks(report, baseline, baseline_path)
     for m in report["machines"]:
         b.append(("p", f"**{m['label']}**: {m['description']} — lnorm {m['lnorm_version']}, {m['created']}, "
                         f"seed {m['seed']}, {'quick' if m['quick'] else 'full'} sweeps, {m['seconds']:.0f} s."))
@@ -422,6 +703,8 @@ def blocks(report, images):
                        "one, saturated where ±max decided q; the scales in f32 ulps (mx: E8M0 steps) from the exact "
                        "ones. Tensor scaling uses the problem's exact amax/qmax. Inputs: normal rows, and heavy-tailed "
                        "rows (x = z³: outliers beside tiny values)."))
+        if "quantized" in images:
+            b.append(("img", (images["quantized"], "Quantized outputs: max error in quanta by format and scaling")))
         for op in ops_in(report):
             for d in DTYPES:
                 t = quantized_table(report, op, d)
@@ -441,9 +724,19 @@ def blocks(report, images):
         if key in images:
             b.append(("h2img", title))
             b.append(("img", (images[key], title)))
-    b.append(("p", "Zero errors are drawn at 0.01 on the log axes. Regenerate: `lnorm report --out DIR` "
-                   "(or `python3 reports/render.py DIR` to redraw from DIR/report.json)."))
+    if baseline is None:
+        b.append(("p", "Zero errors are drawn at 0.01 on the log axes. Regenerate: `lnorm report --out DIR` "
+                       "(or `python3 reports/render.py DIR` to redraw from DIR/report.json)."))
+    else:
+        b.append(("p", "Zero errors are drawn at 0.01 on the log axes. Regenerate: `lnorm report --out DIR --baseline OLD` "
+                       "(or `python3 reports/render.py DIR --baseline OLD` to redraw from DIR/report.json; OLD here: "
+                       f"`{baseline_path}`)."))
     return b
+
+
+def md_cell(text):
+    """A table cell's text, safe in a Markdown table (an error message may hold a | or a newline)."""
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def to_markdown(doc):
@@ -457,10 +750,10 @@ def to_markdown(doc):
             out.extend(f"- {item}" for item in content)
             out.append("")
         elif kind == "table":
-            header, body = content
+            header, body = content[:2]
             out.append("| " + " | ".join(header) + " |")
             out.append("|" + "|".join("---" for _ in header) + "|")
-            out.extend("| " + " | ".join(row) + " |" for row in body)
+            out.extend("| " + " | ".join(md_cell(v) for v in row) + " |" for row in body)
             out.append("")
         elif kind == "img":
             out.append(f"![{content[1]}]({content[0]})\n")
@@ -481,6 +774,9 @@ def to_html(doc):
            "table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:13px}",
            "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child,th:first-child{text-align:left}",
            "th{background:#f3f3f3}img{max-width:100%;border:1px solid #eee}code{background:#f5f5f5}",
+           "td.pass{color:#1a7f37;font-weight:bold}td.fail{color:#c62828;font-weight:bold}td.expected{color:#777;"
+           "font-weight:bold}td.error{color:#b35c00;font-weight:bold}td.unmeasured{color:#777}",
+           "table.verdicts td,table.verdicts th{text-align:left}",
            "</style></head><body>"]
     for kind, content in doc:
         if kind == "h2img":
@@ -492,9 +788,11 @@ def to_html(doc):
         elif kind == "ul":
             out.append("<ul>" + "".join(f"<li>{inline_html(i)}</li>" for i in content) + "</ul>")
         elif kind == "table":
-            header, body = content
-            out.append("<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>")
-            out.extend("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in body)
+            header, body = content[:2]
+            css = f" class='{content[2]}'" if len(content) > 2 else ""
+            out.append(f"<table{css}><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>")
+            out.extend("<tr>" + "".join(f"<td class='{v.css}'>{html.escape(v)}</td>" if isinstance(v, Styled)
+                                        else f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in body)
             out.append("</table>")
         elif kind == "img":
             out.append(f"<p><img src='{html.escape(content[0])}' alt='{html.escape(content[1])}'></p>")
@@ -509,11 +807,28 @@ def write_atomically(path, text):
     os.replace(tmp, path)
 
 
-def main(argv):
-    if len(argv) != 2:
+def parse_args(argv):
+    """DIR [--baseline OLD] (or --baseline=OLD, before or after DIR)."""
+    folder, baseline, args = None, None, list(argv[1:])
+    while args:
+        arg = args.pop(0)
+        if arg == "--baseline" and args:
+            baseline = args.pop(0)
+        elif arg.startswith("--baseline="):
+            baseline = arg[len("--baseline="):]
+        elif folder is None and not arg.startswith("--"):
+            folder = arg
+        else:
+            sys.exit(__doc__)
+    if folder is None or baseline == "":
         sys.exit(__doc__)
-    folder = argv[1]
+    return folder, baseline
+
+
+def main(argv):
+    folder, baseline_path = parse_args(argv)
     report = load(folder)
+    baseline = load(baseline_path) if baseline_path is not None else None
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -525,11 +840,12 @@ def main(argv):
         name = plot_sweep(report, sweep, folder, plt)
         if name:
             images[sweep["name"]] = name
-    for key, fn in (("histograms", plot_histograms), ("correctly_rounded", plot_correctly_rounded)):
+    for key, fn in (("histograms", plot_histograms), ("correctly_rounded", plot_correctly_rounded),
+                    ("quantized", plot_quantized)):
         name = fn(report, folder, plt)
         if name:
             images[key] = name
-    doc = blocks(report, images)
+    doc = blocks(report, images, baseline, baseline_path)
     md = to_markdown([blk for blk in doc if blk[0] not in ("img", "h2img")] + [("p", "Plots: " + ", ".join(
         f"[{n}]({n})" for n in images.values()) + " (in index.html).")])
     write_atomically(os.path.join(folder, "report.md"), md)

@@ -3,7 +3,7 @@
 # here, their LayerNorm, RMSNorm, Add & Norm and backward accuracy against the exact reference, the verify gate's verdict per
 # kernel x op x dtype, one
 # benchmark shape beside the copy ceiling and oneDNN, select's pick, and the precision report's
-# findings. Every step's full output is kept under out/demo/ (the path is printed).
+# verdict per kernel. Every step's full output is kept under out/demo/ (the path is printed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -290,6 +290,7 @@ echo
 echo "== 7. Precision report (lnorm report --quick): LayerNorm's error against kappa, width, eps/var and input class;"
 echo "      RMSNorm's against width, eps/mean(x^2), the row's magnitude and input class"
 "$lnorm" report --quick --out "$out/report" >"$out/report.txt" 2>&1 || status=$?
-sed -n '/^## Findings/,/^## Kernel/p' "$out/report/report.md" | sed '$d'
+# Its Verdicts section (the document's first): one line per kernel, PASS / FAIL / EXPECTED FAILURE / NOT MEASURED.
+sed -n '/^## Verdicts/,/^## /p' "$out/report/report.md" | sed '$d'
 echo "open $out/report/index.html (plots, tables), $out/report/report.md (for a PR comment), $out/report/report.json (numbers)"
 exit "$status"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ctest for `lnorm report`: the report.json schema, the HTML's plots, --merge, --peer and bad input.
+"""ctest for `lnorm report`: the report.json schema, the HTML's plots, --merge, --peer, --baseline and bad input.
 
 Usage: test_report.py LNORM_EXE SCHEMA_JSON PEER_SCRIPT WORK_DIR PLUGIN_SO
 Runs small reports (a few kernels and dtypes, quick sweeps) through the real executable.
@@ -72,6 +72,11 @@ def check_report_dir(d, machines):
     with open(os.path.join(d, "report.md"), encoding="utf-8") as f:
         md = f.read()
     check("## Findings" in md and "## Kernel × dtype" in md, "report.md lacks its Findings / Kernel × dtype sections")
+    # The verdicts lead the document (tests/test_report_verdicts.py checks them in detail on a synthetic report).
+    check(md.startswith("# lnorm precision report\n\n## Verdicts\n"), f"{d}/report.md does not open with its Verdicts")
+    for impl in report["implementations"]:
+        check(re.search(r"^\| " + re.escape(impl["name"]) + r"( @ [^|]+)? \| (PASS|FAIL|EXPECTED FAILURE|ERROR|NOT MEASURED) \|",
+                        md, re.M), f"{d}/report.md has no verdict line for {impl['name']}")
     return report
 
 
@@ -167,9 +172,16 @@ if rc == 0:
 rc, out, err = lnorm("report", "--quick", "--dir", "bwd", "--peer", "x=echo {y}", "--out", os.path.join(WORK, "bad-bwd"))
 check(rc == 2 and "--dir bwd" in err, f"a peer with --dir bwd: exit {rc}, {err!r}")
 
-# --merge of two machines' reports: both labels, every cell kept.
-rc, out, err = lnorm("report", "--quick", "--kernel", "welford", "--dtype", "f32", "--label", "box-b", "--out", b)
+# --merge of two machines' reports: both labels, every cell kept. b is rendered with a as its baseline: onepass,
+# in a and not in b, is listed as gone.
+rc, out, err = lnorm("report", "--quick", "--kernel", "welford", "--dtype", "f32", "--label", "box-b", "--out", b,
+                     "--baseline", a)
 check(rc == 0, f"second report exited {rc}: {err}")
+if rc == 0:
+    with open(os.path.join(b, "report.md"), encoding="utf-8") as f:
+        md = f.read()
+    check("## Changes since the baseline" in md and "- **onepass**: not in this report (was EXPECTED FAILURE" in md,
+          "report --baseline: report.md does not list onepass as gone since the baseline")
 rc, out, err = lnorm("report", "--merge", a + "/report.json", b + "/report.json", "--out", merged)
 check(rc == 0, f"merge exited {rc}: {err}")
 if rc == 0:
@@ -241,6 +253,11 @@ for args, needle in (
     (["--op", "groupnorm", "--out", bad], "--op groupnorm"),
     (["--dir", "sideways", "--out", bad], "--dir sideways"),
     (["--out", notreport], "exists and is not a folder"),
+    (["--baseline", os.path.join(WORK, "missing"), "--out", bad], "--baseline " + os.path.join(WORK, "missing")),
+    (["--baseline", WORK, "--out", bad], "the folder holds no report.json"),
+    (["--baseline", notreport, "--out", bad], "not an lnorm report"),
+    (["--baseline", a, "--no-render", "--out", bad], "--no-render"),
+    (["--baseline", a, "--kernel", "welford", "--out", a], "this run replaces"),
 ):
     rc, out, err = lnorm("report", *args)
     check(rc == 2, f"report {args}: exit {rc}, expected 2")
