@@ -24,6 +24,8 @@ packages=(
   python3-pytest                 # python/tests and examples/python: the pytest suites ctest runs
   python3-hypothesis             # lnorm.strategies: the Hypothesis strategy over the suite's input classes
   python3-torch                  # examples/python: gates torch.nn.functional.layer_norm (CPU)
+  python3-venv python3-pip       # pip install (scripts/test-pip.sh): a venv with --system-site-packages, pip
+  python3-setuptools python3-wheel  # pyproject.toml's build backend, used as installed (--no-build-isolation)
 )
 
 # --list: the package names, one a line, for scripts/check_deps.py (the guard that fails when a

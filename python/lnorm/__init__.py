@@ -22,7 +22,9 @@ README.md "Python" has the details.
 from ._lnorm import (AFFINE_KINDS, BACKWARD_PROPERTIES, EDGE_EPS, EDGE_WIDTHS, OPS, PROPERTIES, PROPERTIES_OF,
                      QUANT_FORMATS, RMSNORM_BACKWARD_PROPERTIES, RMSNORM_PROPERTIES, ROW_CLASSES, SCALINGS)
 from ._cases import Case, case, cases
-from ._check import CheckResult, assert_layernorm_close, assert_rmsnorm_close, check, reference
+from ._asserts import (assert_add_norm_close, assert_backward_close, assert_layernorm_close, assert_quantized_close,
+                       assert_rmsnorm_close)
+from ._check import CheckResult, check, reference
 from ._backward import BackwardCheckResult, check_backward, reference_backward
 from ._kernels import Kernel, kernels, run
 from ._quant import QuantCheckResult, decode, decode_e8m0
@@ -32,16 +34,17 @@ from ._verify import Outcome, VerifyResult, verify
 __all__ = [
     "AFFINE_KINDS", "BACKWARD_PROPERTIES", "OPS", "PROPERTIES_OF", "RMSNORM_BACKWARD_PROPERTIES", "EDGE_EPS", "EDGE_WIDTHS", "PROPERTIES", "RMSNORM_PROPERTIES", "ROW_CLASSES",
     "QUANT_FORMATS", "SCALINGS",
-    "Case", "case", "cases", "CheckResult", "assert_layernorm_close", "assert_rmsnorm_close", "check", "reference",
+    "Case", "case", "cases", "CheckResult", "assert_layernorm_close", "assert_rmsnorm_close", "assert_add_norm_close",
+    "assert_backward_close", "assert_quantized_close", "check", "reference",
     "Kernel", "kernels", "run", "torch_kernel", "Outcome", "VerifyResult", "verify",
     "BackwardCheckResult", "check_backward", "reference_backward", "QuantCheckResult", "decode", "decode_e8m0",
 ]
 
 
 def __getattr__(name):
-    # lnorm.strategies needs Hypothesis: imported on first use, so `import lnorm` does not.
-    if name == "strategies":
+    # lnorm.strategies needs Hypothesis and lnorm.torch needs torch: imported on first use, so `import lnorm` does not.
+    if name in ("strategies", "torch"):
         import importlib
 
-        return importlib.import_module(".strategies", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'lnorm' has no attribute {name!r}")

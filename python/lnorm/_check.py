@@ -1,5 +1,5 @@
-"""lnorm.reference, lnorm.check and assert_layernorm_close: the exact answer and the accuracy gate of
-``lnorm check``, on NumPy arrays (or CPU torch tensors)."""
+"""lnorm.reference and lnorm.check: the exact answer and the accuracy gate of ``lnorm check``, on NumPy arrays (or
+CPU torch tensors). The assertions built on them are in _asserts.py."""
 
 import warnings
 from dataclasses import dataclass
@@ -281,20 +281,3 @@ def check(x, y, gamma=None, beta=None, *, axis=-1, eps=1e-5, max_ulp=None, max_u
                      residual=a["residual"], h=a["h"], max_h_ulp=None if max_h_ulp is None else float(max_h_ulp))
     d["passed"] = d.pop("pass")
     return CheckResult(**d)
-
-
-def assert_layernorm_close(x, y, gamma=None, beta=None, **kwargs):
-    """lnorm.check for pytest: raises AssertionError with the CLI's verdict when over budget;
-    returns the CheckResult otherwise. Takes check's keyword arguments (op="rmsnorm" too)."""
-    result = check(x, y, gamma, beta, **kwargs)
-    if not result:
-        what = "RMSNorm" if result.op == "rmsnorm" else "LayerNorm"
-        raise AssertionError(f"{what} output over budget\n" + str(result))
-    return result
-
-
-def assert_rmsnorm_close(x, y, gamma=None, beta=None, **kwargs):
-    """assert_layernorm_close for RMSNorm: check(..., op="rmsnorm") with RMSNorm's default budget of 8
-    scaled ulps and no kappa term (nothing cancels in RMSNorm)."""
-    kwargs.setdefault("max_ulp_per_kappa", 0)
-    return assert_layernorm_close(x, y, gamma, beta, op="rmsnorm", **kwargs)
