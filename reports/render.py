@@ -417,17 +417,15 @@ def verdict_table(report, rows):
     return header, body, "verdicts"  # the HTML table's class: text, left-aligned
 
 
-VERDICTS_LEAD = (
-    "One line per kernel (implementation × machine). A cell fails when it has any non-finite mismatch (NaN/Inf where "
-    "the exact answer is finite, or the other way round) or its max scaled ulp error exceeds `lnorm check`'s default "
-    "budget: 8 + 1·kappa for LayerNorm and for the backward ops (dx), 8 for RMSNorm, with kappa the cell's largest row "
-    "kappa (0 where it has none) — per cell, so a little more lenient than check's per-row budget. A quantized output "
-    "(fp8/fp4/int8 q) fails when it has a non-finite mismatch or is more than 1 quantum from y*/s: a correct rounding is "
-    "within 0.5, and a kernel that quantizes its own f32 y reads a little over 0.5 near midpoints. PASS: nothing fails; "
-    "FAIL: a cell or quantized output fails; EXPECTED FAILURE: a cautionary kernel (wrong on purpose) that fails; ERROR: "
-    "a cell could not be measured (named) and nothing fails; NOT MEASURED: every op and dtype skipped (the reason "
-    "given). worst: the failing measurement furthest out (non-finite mismatches first), else the largest error, "
-    "and where it is.")
+VERDICTS_LEAD = "One line per kernel: does it pass `lnorm check`'s default budget on every cell of this report?"
+VERDICTS_RULE = (
+    "A cell fails on any non-finite mismatch (NaN/Inf where the exact answer is finite, or the other way round) or "
+    "when its max scaled ulp error exceeds 8 + 1·kappa (LayerNorm, the backward's dx; kappa: the cell's largest row "
+    "kappa, so a little more lenient than check's per-row budget) or 8 (RMSNorm). A quantized output fails on a "
+    "non-finite mismatch or more than 1 quantum from y*/s (a correct rounding is within 0.5; a kernel that quantizes "
+    "its own f32 y reads a little over 0.5 near midpoints). EXPECTED FAILURE: a cautionary kernel (wrong on purpose) "
+    "that fails; ERROR: a cell could not be measured and nothing fails; NOT MEASURED: everything skipped, with the "
+    "reason. worst: the failing measurement furthest out (non-finite mismatches first), else the largest error.")
 
 
 def fmt_worst_number(v):
@@ -665,7 +663,7 @@ def blocks(report, images, baseline=None, baseline_path=None):
     """The document as a list of (kind, content) blocks, rendered to Markdown and HTML alike: the verdicts first
     (and, with a baseline, what changed since it), then the machines, the findings, the tables and the plots."""
     b = [("h1", "lnorm precision report"), ("h2", "Verdicts"), ("p", VERDICTS_LEAD),
-         ("table", verdict_table(report, verdicts(report)))]
+         ("table", verdict_table(report, verdicts(report))), ("p", VERDICTS_RULE)]
     if baseline is not None:
         b += baseline_blocks(report, baseline, baseline_path)
     for m in report["machines"]:
