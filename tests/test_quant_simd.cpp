@@ -69,6 +69,12 @@ std::vector<float> adversarial_row(const QuantSpec& spec, std::int64_t n, std::u
       double g = value_of_ordinal(f, k);
       if (u(rng) < 0.5) g = 0.5 * (g + value_of_ordinal(f, k + 1));
       v = static_cast<float>(g * s);
+      // A few f32 steps off a midpoint times s (a third of them): where y·f32(1/s), the epilogue's quotient, may
+      // round to the other side of the midpoint than y/s does (simd_quant.hpp kRecip: such lanes go to f64).
+      if (u(rng) < 0.33) {
+        const int steps = 1 + static_cast<int>(u(rng) * 4);
+        for (int j = 0; j < steps; ++j) v = std::nextafter(v, u(rng) < 0.5 ? 0.0f : 2 * v);
+      }
     } else if (pick < 0.999) {  // (specials rare enough that some rows have none: a row's amax stays finite)  // any binade from far below the grid to far past it
       v = static_cast<float>(std::ldexp(1.0 + u(rng), static_cast<int>(u(rng) * 80) - 40) * (u(rng) < 0.5 ? -1 : 1));
     } else {
@@ -130,6 +136,51 @@ TEST_CASE("simd quantized epilogue: q and scales equal quantize_row's on adversa
       }
     }
   CHECK(compared >= 2 * 17 * 8);
+}
+
+TEST_CASE("simd quantized epilogue: y a few f32 steps from every midpoint times a scale whose reciprocal is inexact",
+          "[quant][simd]") {
+  // The epilogue's quotient is y·f32(1/s) (simd_quant.hpp kRecip), within 2^-22 of itself of y/s: near a midpoint it
+  // can fall on the other side, and those lanes must be redone exactly. Every midpoint of every format (both signs),
+  // f32(m·s) and 1..6 f32 steps either side, under tensor scales with inexact reciprocals and under a row scale
+  // f32(amax/qmax) planted by the row's amax element.
+  for (const FormatInfo& fi : kFormatTable)
+    for (const float scale : {0.0371f, 0.3f, 1.0f / 3.0f, 7.1f, 1.3e-3f, 0.0f}) {
+      const QuantFormat f = fi.format;
+      std::vector<float> y;
+      const float amax = static_cast<float>(qmax(f)) * 0.77f;  // the row scale's amax (scale 0: row scaling)
+      const float s = scale > 0 ? scale : amax / static_cast<float>(qmax(f));
+      if (scale == 0) y.push_back(amax);
+      for (std::int64_t k = min_ordinal(f); k < max_ordinal(f); ++k) {
+        const double m = 0.5 * (value_of_ordinal(f, k) + value_of_ordinal(f, k + 1));
+        const float c = static_cast<float>(m * static_cast<double>(s));
+        if (scale == 0 && std::fabs(c) > amax) continue;  // past the row's amax: it would set another scale
+        for (int d = -6; d <= 6; ++d) {
+          float v = c;
+          for (int j = 0; j < (d < 0 ? -d : d); ++j) v = std::nextafter(v, d < 0 ? -3e38f : 3e38f);
+          if (v != 0 && (scale > 0 || std::fabs(v) <= amax)) y.push_back(v);
+        }
+      }
+      const std::int64_t n = static_cast<std::int64_t>(y.size() + (y.size() & 1));  // even: fp4 packs two a byte
+      y.resize(static_cast<std::size_t>(n), s);
+      const QuantSpec spec = scale > 0 ? QuantSpec{f, Scaling::tensor, 0, scale} : QuantSpec{f, Scaling::row, 0, 0};
+      Problem p = set_quant(make_problem(1, n, DType::f32, 1e-5, true, true), spec);
+      const auto x = testing::encode(DType::f32, testing::normal(DType::f32, static_cast<std::size_t>(n), 0.5, 1.0, 3));
+      const std::vector<float> gamma(static_cast<std::size_t>(n), 0.0f);
+      Out want;
+      want.q.resize(static_cast<std::size_t>(spec.q_bytes(1, n)));
+      want.scales.resize(static_cast<std::size_t>(spec.scales_per_row(n)) * spec.storage().bytes);
+      cpu::quantize_row(spec, y.data(), n, want.q.data(), want.scales.empty() ? nullptr : want.scales.data(), 0);
+      for (const KernelInfo* k : simd_kernels(p)) {
+        INFO(k->name << " " << describe(spec) << " s " << s << " n " << n);
+        const Out got = run_quantized(*k, p, spec, Tensors{x.data(), gamma.data(), y.data()});
+        std::size_t first = 0;
+        while (first < got.q.size() && got.q[first] == want.q[first]) ++first;
+        INFO("first differing q byte " << first);
+        CHECK(first == got.q.size());
+        CHECK(got.scales == want.scales);
+      }
+    }
 }
 
 TEST_CASE("simd quantized epilogue: native kernels write their emulated twins' q and scales, every forward op and dtype", "[quant][simd]") {
