@@ -4,9 +4,11 @@ pytest plugin (lnorm.pytest_plugin) the message ends with the `lnorm check` comm
 is recorded for --lnorm-report. Each returns the result object when it passes."""
 import inspect
 
+import numpy as np
+
 from ._backward import check_backward
 from ._check import check
-from ._gate import gate
+from ._gate import as_arrays, gate
 
 _CHECK_PARAMS = list(inspect.signature(check).parameters)
 _BACKWARD_PARAMS = list(inspect.signature(check_backward).parameters)
@@ -64,6 +66,8 @@ def assert_backward_close(x, dy, gamma=None, *, dx=None, dgamma=None, dbeta=None
     __tracebackhide__ = True
     named = _split(_BACKWARD_PARAMS, (x, dy, gamma), dict(kwargs, dx=dx, dgamma=dgamma, dbeta=dbeta))
     result = check_backward(x, dy, gamma, dx=dx, dgamma=dgamma, dbeta=dbeta, **kwargs)
+    if dbeta is not None:  # `lnorm check --dir bwd --dbeta` needs a --beta (its values unread): zeros of dbeta's shape
+        named["beta"] = np.zeros_like(as_arrays({"dbeta": dbeta})[0]["dbeta"])
     return _gate("backward", f"{result.op} backward", result, named)
 
 

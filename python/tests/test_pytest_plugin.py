@@ -102,3 +102,33 @@ def test_the_report_holds_every_gate_of_the_session(session):
     assert fail["test"].endswith("test_one_pass_fails") and fail["reproduce"].startswith("lnorm check --x ")
     assert fail["where"][0] == 2 and fail["budget"] == "8 + 1*kappa scaled ulp"
     assert "6 gates, 4 passed, 2 failed." in md and "## Failures" in md
+
+
+def test_a_backward_gate_reproduces_through_the_cli(tmp_path):
+    """A wrong dbeta (zeros: the bf16 failure the gate once passed), its arrays saved as the plugin saves them, and
+    the command it prints run: `lnorm check --dir bwd` needs a --beta beside --dbeta, which the gate supplies."""
+    import numpy as np
+    from lnorm import _gate
+
+    seen = []
+    _gate.OBSERVERS.append(seen.append)
+    try:
+        rng = np.random.default_rng(5)
+        x = rng.standard_normal((16, 64)).astype(np.float32)
+        dy = rng.standard_normal((16, 64)).astype(np.float32)
+        g = (1 + 0.1 * rng.standard_normal(64)).astype(np.float32)
+        dx, dgamma, dbeta = lnorm.reference_backward(x, dy, g)
+        with pytest.raises(AssertionError, match="backward over budget"):
+            lnorm.assert_backward_close(x, dy, g, dx=dx, dgamma=dgamma, dbeta=np.zeros_like(dbeta))
+    finally:
+        _gate.OBSERVERS.remove(seen.append)
+    gate = seen[-1]
+    files = {}
+    for name, a in gate.arrays.items():
+        files[name] = str(tmp_path / f"{name}.npy")
+        np.save(files[name], a)
+    cmd = gate.command(files)
+    assert cmd.startswith("lnorm check --dir bwd") and "--beta" in cmd and "--dbeta" in cmd, cmd
+    if CLI.is_file():
+        run = subprocess.run([str(CLI)] + shlex.split(cmd)[1:], capture_output=True, text=True)
+        assert run.returncode == 1 and "dbeta" in run.stdout, run.stdout + run.stderr
