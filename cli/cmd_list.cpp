@@ -32,7 +32,14 @@ void add_list(CLI::App& app, int& exit_code) {
       ops_width = std::max(ops_width, len);
     }
     const int ow = static_cast<int>(ops_width);
-    if (!*json) std::printf("%-*s %-18s %-10s %-*s %-9s %s\n", w, "kernel", "dtypes", "available", ow, "ops", "quantized", "summary");
+    // The quantized column: the table's format families, from its rows (fp8, int8, fp4): a new row's family appears.
+    std::string families;
+    for (const FormatInfo& f : kFormatTable) {
+      const std::string fam = (is_float(f.format) ? "fp" : "int") + std::to_string(f.bits);
+      if (("," + families + ",").find("," + fam + ",") == std::string::npos) families += (families.empty() ? "" : ",") + fam;
+    }
+    const int qw = static_cast<int>(std::max<std::size_t>(9, families.size()));
+    if (!*json) std::printf("%-*s %-18s %-10s %-*s %-*s %s\n", w, "kernel", "dtypes", "available", ow, "ops", qw, "quantized", "summary");
     for (const KernelInfo& k : registry()) {
       std::string ops_text;
       nlohmann::json ops = nlohmann::json::array();
@@ -55,6 +62,7 @@ void add_list(CLI::App& app, int& exit_code) {
       }
       // The quantized epilogue (lnorm/quant.hpp): every format and scaling, on each forward op it implements.
       const bool quant = k.takes.epilogues.contains(Epilogue::quantized);
+
       nlohmann::json quantized = nullptr;
       if (quant) {  // from the part tables, so an appended format or scaling is listed
         quantized = {{"formats", nlohmann::json::array()}, {"scalings", nlohmann::json::array()}};
@@ -69,8 +77,8 @@ void add_list(CLI::App& app, int& exit_code) {
                        {"unavailable_reason", reason ? nlohmann::json(*reason) : nlohmann::json(nullptr)}});
         if (!detail.empty()) out.back()["unavailable_detail"] = detail;
       } else {
-        std::printf("%-*s %-18s %-10s %-*s %-9s %s%s\n", w, std::string(k.name).c_str(), dtypes.c_str(),
-                    reason ? "no" : "yes", ow, ops_text.c_str(), quant ? "fp8,int8" : "-", std::string(k.summary).c_str(),
+        std::printf("%-*s %-18s %-10s %-*s %-*s %s%s\n", w, std::string(k.name).c_str(), dtypes.c_str(),
+                    reason ? "no" : "yes", ow, ops_text.c_str(), qw, quant ? families.c_str() : "-", std::string(k.summary).c_str(),
                     reason ? (" [" + *reason + "]").c_str() : "");
         if (!detail.empty()) std::printf("%-*s   %s\n", w, "", detail.c_str());
       }
