@@ -10,6 +10,7 @@
 #include <cstring>
 #include <iterator>
 #include <limits>
+#include <type_traits>
 
 namespace lnorm {
 
@@ -60,6 +61,14 @@ std::string one_of(const Table& table, Field field) {
     out.append(table[i].*field);
   }
   return out;
+}
+// The row of `table` named `text`; a refusal naming the table's rows otherwise (the spec parameters' tables).
+template <class Table>
+const auto& row_named(const Table& table, std::string_view flag, std::string_view text) {
+  for (const auto& row : table)
+    if (row.name == text) return row;
+  throw QuantSpecError(std::string(flag) + std::string(text) + ": expected " +
+                       one_of(table, &std::remove_cvref_t<decltype(table[0])>::name));
 }
 // "mx scaling takes fp8_e4m3, fp8_e5m2 or fp4_e2m1 (why)": the formats a scaling takes, from the tables.
 std::string takes_text(const ScalingInfo& sc) {
@@ -144,34 +153,25 @@ QuantSpec parse_quant_spec(std::string_view format, std::string_view scaling, st
     spec.global_scale = g;
   }
   if (!mx_rule.empty()) {
-    const MxRuleInfo* r = nullptr;
-    for (const MxRuleInfo& ri : kMxRuleTable)
-      if (ri.name == mx_rule) r = &ri;
-    if (!r) fail(names.mx_rule, mx_rule, "expected " + mx_rule_names());
-    if (spec.scaling != Scaling::mx && r->rule != MxRule::floor)
+    const MxRuleInfo& r = row_named(kMxRuleTable, names.mx_rule, mx_rule);
+    if (spec.scaling != Scaling::mx && r.rule != MxRule::floor)
       fail(names.mx_rule, mx_rule, "an mx rule; " + std::string(si.name) + " scaling has none");
-    spec.mx_rule = r->rule;
+    spec.mx_rule = r.rule;
   }
   if (!scale_format.empty()) {
-    const ScaleFormatInfo* sf = nullptr;
-    for (const ScaleFormatInfo& fi : kScaleFormatTable)
-      if (fi.name == scale_format) sf = &fi;
-    if (!sf) fail(names.scale_format, scale_format, "expected f32 or ue8m0");
-    if (sf->format != ScaleFormat::f32 && si.storage != ScaleStorage::f32)
+    const ScaleFormatInfo& sf = row_named(kScaleFormatTable, names.scale_format, scale_format);
+    if (sf.format != ScaleFormat::f32 && si.storage != ScaleStorage::f32)
       fail(names.scale_format, scale_format, "row and group scales' storage; " + std::string(si.name) + " scaling's is its own");
-    spec.scale_format = sf->format;
+    spec.scale_format = sf.format;
   }
   if (!scale_layout.empty()) {
-    const ScaleLayoutInfo* l = nullptr;
-    for (const ScaleLayoutInfo& li : kScaleLayoutTable)
-      if (li.name == scale_layout) l = &li;
-    if (!l) fail(names.scale_layout, scale_layout, "expected " + one_of(kScaleLayoutTable, &ScaleLayoutInfo::name));
-    if (l->layout != ScaleLayout::row && !spec.has_scales())
+    const ScaleLayoutInfo& l = row_named(kScaleLayoutTable, names.scale_layout, scale_layout);
+    if (l.layout != ScaleLayout::row && !spec.has_scales())
       fail(names.scale_layout, scale_layout, std::string(si.name) + " scaling stores no scales (its one scale is given)");
-    if (l->one_byte_codes && !spec.scales_are_codes())
+    if (l.one_byte_codes && !spec.scales_are_codes())
       fail(names.scale_layout, scale_layout,
            "the 128x4 tiles hold one-byte scale codes (mx's E8M0, nvfp4's E4M3, --scale-format ue8m0), not f32 scales");
-    spec.scale_layout = l->layout;
+    spec.scale_layout = l.layout;
   }
   if (cols > 0)
     if (const std::int64_t g = spec.group_size(cols); g <= 0 || cols % g != 0)

@@ -183,13 +183,7 @@ def plot_histograms(report, folder, plt):
         ax.set_xlabel("scaled ulp error bin")
         ax.grid(True, alpha=0.3)
     axes[0][0].set_ylabel("fraction of elements")
-    handles, lbls = [], []
-    for ax in axes[0]:
-        for h, l in zip(*ax.get_legend_handles_labels()):
-            if l not in lbls:
-                handles.append(h)
-                lbls.append(l)
-    fig.legend(handles, lbls, loc="lower center", ncol=min(6, len(lbls)), fontsize=8, frameon=False)
+    shared_legend(fig, axes)
     fig.suptitle("Distribution of scaled ulp errors, all sweeps together", fontsize=10)
     fig.tight_layout(rect=(0, 0.1, 1, 0.95))
     fig.savefig(os.path.join(folder, "error_histograms.png"), dpi=110)
@@ -272,13 +266,7 @@ def plot_quantized(report, folder, plt):
         ax.set_title(dtype)
         ax.grid(True, axis="y", alpha=0.3)
     axes[0][0].set_ylabel("max error of q in quanta" + (" (log)" if log else ""))
-    handles, labels = [], []
-    for ax in axes[0]:
-        for h, l in zip(*ax.get_legend_handles_labels()):
-            if l not in labels:
-                handles.append(h)
-                labels.append(l)
-    fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=8, frameon=False)
+    shared_legend(fig, axes)
     fig.suptitle("Quantized outputs: q's worst error over ops and inputs\n(dashed: 0.5 = correct rounding, 1 = the "
                  "verdicts' limit" + ("; red x: non-finite mismatches)" if any(math.isinf(v) for v in worst.values())
                                      else ")"), fontsize=9)
@@ -657,6 +645,17 @@ def sweep_table(report, sweep, dtype):
                 row.append(text)
         body.append(row)
     return header, body
+
+
+def shared_legend(fig, axes):
+    """One legend under the figure for the first row's panels, each label once."""
+    handles, labels = [], []
+    for ax in axes[0]:
+        for h, l in zip(*ax.get_legend_handles_labels()):
+            if l not in labels:
+                handles.append(h)
+                labels.append(l)
+    fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=8, frameon=False)
 
 
 def blocks(report, images, baseline=None, baseline_path=None):

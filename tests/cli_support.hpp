@@ -81,6 +81,15 @@ inline std::vector<float> load_f32(const std::string& path) {
   return v;
 }
 
+// A .npy file's element bytes, whatever its descr (q codes, scales).
+inline std::vector<std::uint8_t> npy_bytes(const std::string& path) {
+  io::NpyReader r(path);
+  const std::vector<std::byte> b = io::read_all(r);
+  std::vector<std::uint8_t> v(b.size());
+  std::memcpy(v.data(), b.data(), b.size());
+  return v;
+}
+
 // Exit 2, exactly one line "lnorm: ..." that contains `must_name`, and no file but the inputs.
 inline void expect_refused(const TempDir& t, const std::string& args, const std::string& must_name) {
   const auto before = t.entries();

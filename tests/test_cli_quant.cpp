@@ -25,12 +25,6 @@ void save_x(const std::string& path) {
   io::save(path, "<f4", {4, 256}, x.data());
 }
 
-std::vector<std::uint8_t> read_bytes(const std::string& path) {
-  io::NpyReader r(path);
-  std::vector<std::uint8_t> v(static_cast<std::size_t>(r.header().elements) * r.header().item_size);
-  r.read(0, r.header().elements, v.data());
-  return v;
-}
 
 }  // namespace
 
@@ -74,7 +68,7 @@ TEST_CASE("check --quant: one quantum off, or a scale 2^-8 off, fails with its o
   save_x(t / "x.npy");
   const std::string x = " --op rmsnorm --x " + (t / "x.npy") + " --quant fp8_e4m3 --scaling row";
   REQUIRE(cli("reference" + x + " --q " + (t / "q.npy") + " --scales " + (t / "s.npy")).code == 0);
-  std::vector<std::uint8_t> q = read_bytes(t / "q.npy");
+  std::vector<std::uint8_t> q = npy_bytes(t / "q.npy");
   for (std::uint8_t& c : q)
     if ((c & 0x7f) > 8 && (c & 0x7f) < 0x7e) {
       ++c;  // one quantum further from zero
@@ -93,7 +87,7 @@ TEST_CASE("check --quant: one quantum off, or a scale 2^-8 off, fails with its o
   CHECK(j["scales"]["pass"] == true);
   CHECK(j["pass"] == false);
   // The same q with scales 2^-8 off: q's metric uses the candidate's scales, and the scales fail.
-  std::vector<std::uint8_t> s = read_bytes(t / "s.npy");
+  std::vector<std::uint8_t> s = npy_bytes(t / "s.npy");
   std::vector<float> sf(s.size() / 4);
   std::memcpy(sf.data(), s.data(), s.size());
   for (float& v : sf) v = static_cast<float>(v * (1 + 0x1p-8));
@@ -114,7 +108,7 @@ TEST_CASE("check --quant: a row scale of 0 under q's exact codes counts q's elem
   save_x(t / "x.npy");
   const std::string x = " --op rmsnorm --x " + (t / "x.npy") + " --quant fp8_e4m3 --scaling row";
   REQUIRE(cli("reference" + x + " --q " + (t / "q.npy") + " --scales " + (t / "s.npy")).code == 0);
-  std::vector<std::uint8_t> s = read_bytes(t / "s.npy");
+  std::vector<std::uint8_t> s = npy_bytes(t / "s.npy");
   std::memset(s.data() + 4, 0, 4);  // row 1's scale: +0
   io::save(t / "s0.npy", "<f4", {4, 1}, s.data());
   const Result r = cli("check" + x + " --q " + (t / "q.npy") + " --scales " + (t / "s0.npy") + " --max-scale-ulp 1e30 --json " +
@@ -127,7 +121,7 @@ TEST_CASE("check --quant: a row scale of 0 under q's exact codes counts q's elem
   CHECK(j["q"]["over_budget"].get<std::int64_t>() <= 256);
   // q consistent with the zero scale (every nonzero y at ±max, what Q(y/0) gives) is no quantization of y either:
   // a zero scale fails q's gate itself, every code of its group a non-finite mismatch.
-  std::vector<std::uint8_t> q = read_bytes(t / "q.npy");
+  std::vector<std::uint8_t> q = npy_bytes(t / "q.npy");
   for (std::size_t i = 256; i < 512; ++i)
     if ((q[i] & 0x7F) != 0) q[i] = static_cast<std::uint8_t>((q[i] & 0x80) | 0x7E);  // ±448
   io::save(t / "qmax.npy", "|u1", {4, 256}, q.data());
@@ -196,7 +190,7 @@ TEST_CASE("check --quant --recipe vllm: vLLM's rounding points read at most 0.5 
   const std::string x = " --op rmsnorm --dtype bf16 --eps 1e-6 --x " + (t / "x.npy") + " --quant fp8_e4m3 --scaling row";
   REQUIRE(cli("reference" + x + " --q " + (t / "q.npy") + " --scales " + (t / "s.npy") + " --y " + (t / "y.npy")).code == 0);
   // The recipe's answer, as vLLM's kernels compute it: y in bf16, s = f32(amax/448), q = Q(f32(y * f32(1/s))).
-  const std::vector<std::uint8_t> yb = read_bytes(t / "y.npy");
+  const std::vector<std::uint8_t> yb = npy_bytes(t / "y.npy");
   std::vector<std::uint8_t> qv(static_cast<std::size_t>(rows * cols));
   std::vector<float> sv(static_cast<std::size_t>(rows));
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -301,7 +295,7 @@ TEST_CASE("check --quant: row scales shaped [rows] are read as [rows, 1] (ONNX's
   save_x(t / "x.npy");
   const std::string x = " --op rmsnorm --x " + (t / "x.npy") + " --quant fp8_e4m3 --scaling row";
   REQUIRE(cli("reference" + x + " --q " + (t / "q.npy") + " --scales " + (t / "s.npy")).code == 0);
-  std::vector<std::uint8_t> s = read_bytes(t / "s.npy");
+  std::vector<std::uint8_t> s = npy_bytes(t / "s.npy");
   io::save(t / "s1.npy", "<f4", {4}, s.data());
   const Result r = cli("check" + x + " --q " + (t / "q.npy") + " --scales " + (t / "s1.npy"));
   INFO(r.out);
@@ -309,7 +303,7 @@ TEST_CASE("check --quant: row scales shaped [rows] are read as [rows, 1] (ONNX's
   // group:G's scales keep their group axis: [rows] is refused there, by name.
   REQUIRE(cli("reference --op rmsnorm --x " + (t / "x.npy") + " --quant fp8_e4m3 --scaling group:128 --q " + (t / "qg.npy") +
               " --scales " + (t / "sg.npy")).code == 0);
-  const std::vector<std::uint8_t> sg = read_bytes(t / "sg.npy");
+  const std::vector<std::uint8_t> sg = npy_bytes(t / "sg.npy");
   io::save(t / "sg1.npy", "<f4", {8}, sg.data());
   const Result g = cli("check --op rmsnorm --x " + (t / "x.npy") + " --quant fp8_e4m3 --scaling group:128 --q " + (t / "qg.npy") +
                        " --scales " + (t / "sg1.npy"));
@@ -328,7 +322,7 @@ TEST_CASE("check --quant prints the digits that explain the verdict: 0.50005 is 
   io::save(t / "g.npy", "<f4", {cols}, gamma.data());
   const std::string args = " --op rmsnorm --eps 0 --x " + (t / "x.npy") + " --gamma " + (t / "g.npy") + " --quant fp8_e4m3 --scale 1";
   REQUIRE(cli("reference" + args + " --q " + (t / "q.npy")).code == 0);
-  std::vector<std::uint8_t> q = read_bytes(t / "q.npy");
+  std::vector<std::uint8_t> q = npy_bytes(t / "q.npy");
   REQUIRE(decode(QuantFormat::fp8_e4m3, q[0]) == 104.0);
   q[0] = encode(QuantFormat::fp8_e4m3, 96.0);
   io::save(t / "q1.npy", "|u1", {rows, cols}, q.data());
@@ -366,7 +360,7 @@ TEST_CASE("Add & Norm with a quantized output (vLLM's fused_add_rms_norm_static_
   // A kernel's run writes the same files: its h is the sum rounded once, its statistics within 1 ulp.
   const std::string kside = " --h " + (t / "kh.npy") + " --mean " + (t / "km.npy") + " --rstd " + (t / "ks.npy");
   REQUIRE(cli("run --kernel welford" + in + " --q " + (t / "kq.npy") + " --scales " + (t / "ksc.npy") + kside).code == 0);
-  CHECK(read_bytes(t / "kh.npy") == read_bytes(t / "h.npy"));
+  CHECK(npy_bytes(t / "kh.npy") == npy_bytes(t / "h.npy"));
   const Result kr = cli("check" + in + " --q " + (t / "kq.npy") + " --scales " + (t / "ksc.npy") + kside +
                         " --max-mean-ulp 4 --max-rstd-ulp 4");
   INFO(kr.out);

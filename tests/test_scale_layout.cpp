@@ -35,12 +35,6 @@ std::vector<std::uint8_t> blocked_by_walk(const std::vector<std::uint8_t>& m, st
   return out;
 }
 
-std::vector<std::uint8_t> stored_bytes(const std::string& path) {
-  io::NpyReader r(path);
-  std::vector<std::uint8_t> v(static_cast<std::size_t>(r.header().elements) * r.header().item_size);
-  r.read(0, r.header().elements, v.data());
-  return v;
-}
 
 }  // namespace
 
@@ -94,13 +88,13 @@ TEST_CASE("reference/run --scale-layout write the row layout's scales moved, and
     const std::int64_t per_row = has("nvfp4") || has("group:16") ? 6 : 3;  // 96 / 16, 96 / 32
     const std::string a = "--op rmsnorm --x " + (t / "x.npy") + " --quant " + spec + " --q " + (t / "q.npy");
     REQUIRE(cli("reference " + a + " --scales " + (t / "row.npy")).code == 0);
-    const std::vector<std::uint8_t> row = stored_bytes(t / "row.npy");
+    const std::vector<std::uint8_t> row = npy_bytes(t / "row.npy");
     const std::size_t bytes = one_byte ? 1 : 4;
     REQUIRE(row.size() == static_cast<std::size_t>(rows * per_row) * bytes);
 
     REQUIRE(cli("reference " + a + " --scales " + (t / "col.npy") + " --scale-layout col").code == 0);
     CHECK(io::NpyReader(t / "col.npy").header().shape == std::vector<std::int64_t>{per_row, 3, 70});
-    const std::vector<std::uint8_t> col = stored_bytes(t / "col.npy");
+    const std::vector<std::uint8_t> col = npy_bytes(t / "col.npy");
     for (std::int64_t r = 0; r < rows; ++r)
       for (std::int64_t g = 0; g < per_row; ++g)
         for (std::size_t b = 0; b < bytes; ++b)
@@ -117,13 +111,13 @@ TEST_CASE("reference/run --scale-layout write the row layout's scales moved, and
     }
     REQUIRE(sw.code == 0);
     CHECK(io::NpyReader(t / "sw.npy").header().shape == std::vector<std::int64_t>{256 * ((per_row + 3) / 4 * 4)});  // 210 → 256 rows
-    const std::vector<std::uint8_t> swizzled = stored_bytes(t / "sw.npy");
+    const std::vector<std::uint8_t> swizzled = npy_bytes(t / "sw.npy");
     CHECK(swizzled == blocked_by_walk(row, rows, per_row));
     const std::string c = "check " + a + " --scale-layout swizzled --json " + (t / "r.json") + " --scales ";
     CHECK(cli(c + (t / "sw.npy")).code == 0);
     // A kernel's scales through the same boundary: avx2_cr's (exact codes and scales) are the reference's.
     REQUIRE(cli("run --kernel avx2_cr " + a + " --scales " + (t / "k.npy") + " --scale-layout swizzled").code == 0);
-    CHECK(stored_bytes(t / "k.npy") == swizzled);
+    CHECK(npy_bytes(t / "k.npy") == swizzled);
     // Garbage in one padding byte: the scales fail, and say why.
     std::vector<std::uint8_t> pad = swizzled;
     pad.back() = 0x7e;
