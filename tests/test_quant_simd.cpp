@@ -70,7 +70,7 @@ std::vector<float> adversarial_row(const QuantSpec& spec, std::int64_t n, std::u
       if (u(rng) < 0.5) g = 0.5 * (g + value_of_ordinal(f, k + 1));
       v = static_cast<float>(g * s);
       // A few f32 steps off a midpoint times s (a third of them): where y·f32(1/s), the epilogue's quotient, may
-      // round to the other side of the midpoint than y/s does (simd_quant.hpp kRecip: such lanes go to f64).
+      // round to the other side of the midpoint than y/s does (simd_quant.hpp kWindowUlps: such lanes go to f64).
       if (u(rng) < 0.33) {
         const int steps = 1 + static_cast<int>(u(rng) * 4);
         for (int j = 0; j < steps; ++j) v = std::nextafter(v, u(rng) < 0.5 ? 0.0f : 2 * v);
@@ -136,6 +136,40 @@ TEST_CASE("simd quantized epilogue: q and scales equal quantize_row's on adversa
       }
     }
   CHECK(compared >= 2 * 17 * 8);
+}
+
+// The fast rows take a row-scaled quantizer's amax and NaN flag while forming the row (simd_fast_rows.hpp Amax),
+// in vector lanes and a scalar tail: the one large value, or the one NaN, at each of the row's last positions (the
+// tail after the last full vector at either width) and its first, must set the scale as quantize_row's does.
+TEST_CASE("simd quantized epilogue: a row's amax or its one NaN in its tail or head sets the row scale", "[quant][simd]") {
+  int compared = 0;
+  for (const std::int64_t n : {std::int64_t{1447}, std::int64_t{1455}, std::int64_t{40}})
+    for (const QuantFormat f : {QuantFormat::fp8_e4m3, QuantFormat::int8})
+      for (const bool with_nan : {false, true}) {
+        const QuantSpec spec{f, Scaling::row, 0, 0};
+        Problem p = set_quant(make_problem(1, n, DType::f32, 1e-5, true, true), spec);
+        const auto x = testing::encode(DType::f32, testing::normal(DType::f32, static_cast<std::size_t>(n), 0.5, 1.0, 5));
+        const std::vector<float> gamma(static_cast<std::size_t>(n), 0.0f);
+        std::vector<std::int64_t> at{0, 1};
+        for (std::int64_t j = n - 17; j < n; ++j) at.push_back(j);
+        for (const std::int64_t j : at) {
+          std::vector<float> beta(static_cast<std::size_t>(n));
+          for (std::int64_t i = 0; i < n; ++i) beta[static_cast<std::size_t>(i)] = 0.25f + 0.5f * static_cast<float>(i % 7) / 7.0f;
+          beta[static_cast<std::size_t>(j)] = with_nan ? std::nanf("") : -96.0f;
+          Out want;
+          want.q.resize(static_cast<std::size_t>(spec.q_bytes(1, n)));
+          want.scales.resize(spec.storage().bytes);
+          cpu::quantize_row(spec, beta.data(), n, want.q.data(), want.scales.data(), 0);
+          for (const KernelInfo* k : simd_kernels(p)) {
+            INFO(k->name << " " << describe(spec) << " n " << n << " at " << j << (with_nan ? " NaN" : " -96"));
+            const Out got = run_quantized(*k, p, spec, Tensors{x.data(), gamma.data(), beta.data()});
+            CHECK(got.scales == want.scales);
+            CHECK(got.q == want.q);
+            ++compared;
+          }
+        }
+      }
+  CHECK(compared >= 3 * 2 * 2 * 19 * 2);
 }
 
 TEST_CASE("simd quantized epilogue: y a few f32 steps from every midpoint times a scale whose reciprocal is inexact",

@@ -7,7 +7,7 @@
 //                       f64 for _cr), and y is not written; done(r, error) hands the row to the quantizer,
 //                       q(row, r, error), which writes q's row r and its scales, then copies an f32 row to
 //                       Tensors::quant_y where the caller asked for the y the quantizer read (_cr hands none:
-//                       QuantInput::exact_y).
+//                       QuantInput::exact_y). A driver that took the row's amax on the way hands it too (RowAmax).
 // error: how far the row may be from y* (|y − y*| ≤ abs + rel·|y|), for a quantizer that decides from y* (_cr's
 // quantize_row_exact); the other drivers leave it 0: they quantize the y they formed, whatever its error.
 // Included inside an anonymous namespace by the ISA translation units (simd_body.hpp: no ISA instantiation may be
@@ -21,6 +21,15 @@ struct RowError {
   double abs = 0, rel = 0;
 };
 
+// The max of |y| over the row and whether it holds a NaN, where the driver took them while forming the row (the fast
+// SIMD rows: simd_fast_rows.hpp): a row-scaled quantizer then skips its own pass over the row for them. known false:
+// not taken. Exact in any order (a max), so the scale is the same bits either way.
+struct RowAmax {
+  float amax = 0;
+  bool nan = false;
+  bool known = false;
+};
+
 template <class E>
 struct ToY {
   using Elem = E;
@@ -28,7 +37,7 @@ struct ToY {
   E* y;
   std::int64_t n;
   E* row(std::int64_t r) const { return y + r * n; }
-  void done(std::int64_t, RowError = {}) const {}
+  void done(std::int64_t, RowError = {}, RowAmax = {}) const {}
 };
 
 template <class A, class Quantize>
@@ -40,8 +49,11 @@ struct ToQuantizer {
   float* handed;  // Tensors::quant_y, or null
   Quantize quantize;
   A* row(std::int64_t) const { return scratch; }
-  void done(std::int64_t r, RowError error = {}) const {
-    quantize(static_cast<const A*>(scratch), r, error);
+  void done(std::int64_t r, RowError error = {}, RowAmax amax = {}) const {
+    if constexpr (std::is_invocable_v<const Quantize&, const A*, std::int64_t, RowError, RowAmax>)
+      quantize(static_cast<const A*>(scratch), r, error, amax);
+    else
+      quantize(static_cast<const A*>(scratch), r, error);
     if constexpr (std::is_same_v<A, float>) {
       if (handed)
         for (std::int64_t i = 0; i < n; ++i) handed[r * n + i] = scratch[i];

@@ -7,16 +7,21 @@
 namespace fast {
 
 // y = fma(x − m, rstd, −mean_lo·rstd) · γ + β (the two-float centre in one FMA); RMSNorm (Centred = false)
-// x·rstd · γ + β, the same bits (m = mean_lo = 0) with two operations fewer. NT: y is streamed, and next (the row
-// kAhead rows on) is prefetched into L2 meanwhile, one prefetch per 64-byte line, so DRAM keeps reading while
-// this pass runs from L1 (kPrefetch).
+// x·rstd · γ + β, the same bits (m = mean_lo = 0) with two operations fewer. NT: y is streamed. Prefetch (NT, or
+// the quantized epilogue's row in cache): next (the row kAhead rows on) is prefetched into L2 meanwhile, one
+// prefetch per 64-byte line, so DRAM keeps reading while this pass runs from L1 (kPrefetch).
+// Amax (the quantized epilogue's f32 row): the max of |y| and a NaN flag are taken as the row is formed, into amax,
+// so a row-scaled quantizer reads the row once, not twice (sinks::RowAmax).
 // X: how x is stored (T, or F32: Add & Norm's f32 h beside 16-bit y); T: y's storage; Gs: how gamma and beta
 // are stored (T, or F32 once widened: rows_wide).
-template <class V, class X, class T, class Gs, bool G, bool B, bool NT, bool Centred, bool Finite = false>
+template <class V, class X, class T, class Gs, bool G, bool B, bool NT, bool Centred, bool Finite = false, bool Prefetch = NT,
+          bool Amax = false>
 void normalize_row(const typename X::Bits* x, const typename Gs::Bits* gamma, const typename Gs::Bits* beta,
-                   typename T::Bits* y, std::int64_t n, const Stats& s, const typename X::Bits* next) {
+                   typename T::Bits* y, std::int64_t n, const Stats& s, const typename X::Bits* next,
+                   sinks::RowAmax* amax = nullptr) {
   using F = typename V::F;
   constexpr int L = V::kLanes;
+  static_assert(!Amax || (std::is_same_v<T, F32> && !NT));
   // Elements of x per 64-byte line.
   constexpr std::int64_t kLine = 64 / static_cast<std::int64_t>(sizeof(typename X::Bits));
   const F mv = V::set1(s.m), lo_rstd = V::set1(-s.mean_lo * s.rstd), rstd = V::set1(s.rstd);
@@ -37,6 +42,15 @@ void normalize_row(const typename X::Bits* x, const typename Gs::Bits* gamma, co
   };
   // Two vectors per step (store2: AVX2 packs 16 bf16 values at once), then one, then the masked tail.
   constexpr std::int64_t kStep = 2 * L;
+  const auto prefetch = [&](std::int64_t i) LNORM_ALWAYS_INLINE {
+    if constexpr (Prefetch && kPrefetch) {
+      if constexpr (kLine <= kStep) {
+        for (std::int64_t j = 0; j < kStep; j += kLine) V::prefetch_l2(next + i + j);
+      } else if (i % kLine < kStep) {
+        V::prefetch_l2(next + i);
+      }
+    }
+  };
   std::int64_t i = 0;
   if constexpr (NT) {
     // Heads up to a 64-byte boundary: stream2's 32-byte stores, and every line written whole.
@@ -44,13 +58,7 @@ void normalize_row(const typename X::Bits* x, const typename Gs::Bits* gamma, co
     const std::int64_t h = head < n ? head : n;
     for (; i < h; i += L) masked_at(i, h - i < L ? h - i : L);
     for (i = h; i + kStep <= n; i += kStep) {
-      if constexpr (kPrefetch) {
-        if constexpr (kLine <= kStep) {
-          for (std::int64_t j = 0; j < kStep; j += kLine) V::prefetch_l2(next + i + j);
-        } else if (i % kLine < kStep) {
-          V::prefetch_l2(next + i);
-        }
-      }
+      prefetch(i);
       V::template stream2<T, Finite>(y + i, one(i, 0, false), one(i + L, 0, false));
     }
     if (i + L <= n) {
@@ -58,10 +66,38 @@ void normalize_row(const typename X::Bits* x, const typename Gs::Bits* gamma, co
       i += L;
     }
   } else {
-    for (; i + kStep <= n; i += kStep) V::template store2<T, Finite>(y + i, one(i, 0, false), one(i + L, 0, false));
+    F acc0 = V::zero(), acc1 = V::zero();  // Amax: two chains of maxes, one per vector of a step
+    unsigned nan_lanes = 0;
+    const auto tap = [&](F v, F& acc) LNORM_ALWAYS_INLINE {
+      if constexpr (Amax) {
+        nan_lanes |= V::cmp_neq(v, v);
+        acc = V::max(V::abs(v), acc);
+      }
+    };
+    for (; i + kStep <= n; i += kStep) {
+      prefetch(i);
+      const F a = one(i, 0, false), b = one(i + L, 0, false);
+      tap(a, acc0);
+      tap(b, acc1);
+      V::template store2<T, Finite>(y + i, a, b);
+    }
     if (i + L <= n) {
-      V::template store<T>(y + i, one(i, 0, false));
+      const F a = one(i, 0, false);
+      tap(a, acc0);
+      V::template store<T>(y + i, a);
       i += L;
+    }
+    if constexpr (Amax) {
+      if (i < n) masked_at(i, n - i);
+      float m = max_of_lanes<V>(V::max(acc0, acc1));
+      bool nan = nan_lanes != 0;
+      for (; i < n; ++i) {  // the tail as stored (its masked-off lanes are not y)
+        nan |= y[i] != y[i];
+        const float a = y[i] < 0 ? -y[i] : y[i];
+        m = a > m ? a : m;
+      }
+      *amax = {m, nan, true};
+      return;
     }
   }
   if (i < n) masked_at(i, n - i);
@@ -94,6 +130,9 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
                 const typename Gs::Bits* gamma, const typename Gs::Bits* beta, const Sink& sink) {
   using XBits = typename X::Bits;
   static_assert(std::is_same_v<typename Sink::Elem, typename T::Bits> && (!NT || Sink::kMayStream));
+  // The quantizer's f32 row in cache: the row's amax taken on the way (sinks::RowAmax), and the row kAhead on
+  // prefetched as the streamed rows are: its x is read from DRAM at the sizes a quantized epilogue is for.
+  constexpr bool kQuantRow = !Sink::kMayStream && std::is_same_v<T, F32>;
   const XBits* x = static_cast<const XBits*>(t.x);
   float* mean = static_cast<float*>(t.mean);
   float* rstd = static_cast<float*>(t.rstd);
@@ -138,18 +177,19 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
     const XBits* ahead = row + kAhead < end ? xr + kAhead * n : xr;
     typename T::Bits* yr = sink.row(row);
     const bool nt = NT && head_to_align(yr, 64) >= 0;
+    sinks::RowAmax amax;
     const auto out = [&]<bool Finite>() LNORM_ALWAYS_INLINE {
       if (is_centred) {
         if (nt) normalize_row<V, X, T, Gs, G, B, NT, true, Finite>(xr, gamma, beta, yr, n, s, ahead);
-        else normalize_row<V, X, T, Gs, G, B, false, true, Finite>(xr, gamma, beta, yr, n, s, ahead);
+        else normalize_row<V, X, T, Gs, G, B, false, true, Finite, kQuantRow, kQuantRow>(xr, gamma, beta, yr, n, s, ahead, &amax);
       } else {
         if (nt) normalize_row<V, X, T, Gs, G, B, NT, false, Finite>(xr, gamma, beta, yr, n, s, ahead);
-        else normalize_row<V, X, T, Gs, G, B, false, false, Finite>(xr, gamma, beta, yr, n, s, ahead);
+        else normalize_row<V, X, T, Gs, G, B, false, false, Finite, kQuantRow, kQuantRow>(xr, gamma, beta, yr, n, s, ahead, &amax);
       }
     };
     if (finite) out.template operator()<kFiniteNarrowing<T>>();
     else out.template operator()<false>();
-    sink.done(row);
+    sink.done(row, {}, amax);
   }
   if (NT) V::sfence();
 }
@@ -212,8 +252,8 @@ void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t e
   const std::int64_t n = p.cols;
   if (p.op.epilogue == Epilogue::quantized) {
     const auto to_q = sinks::to_quantizer(staged.y_row, n, static_cast<float*>(t.quant_y),
-                                         [&p, &t, n](const float* y, std::int64_t row, sinks::RowError) {
-                                           quantize_row_simd<V>(p.quant, y, n, static_cast<std::uint8_t*>(t.q), t.scales, row);
+                                         [&p, &t, n](const float* y, std::int64_t row, sinks::RowError, sinks::RowAmax amax) {
+                                           quantize_row_simd<V>(p.quant, y, n, static_cast<std::uint8_t*>(t.q), t.scales, row, amax);
                                          });
     if constexpr (!std::is_same_v<T, F32>) {
       if (input_dtype(p) == DType::f32) return rows_wide<V, F32, T, false>(p, t, begin, end, staged, to_q);

@@ -2,10 +2,15 @@
 // y to q and scales, the same bits as quantize_row (quant_epilogue.hpp: what is computed and why y/s in double is
 // exact), which does it one element at a time with encode (lnorm/quant.hpp) at ~5 ns per element: 0.75 GB/s of
 // x, 1/25 of the same kernel writing y (docs/performance.md "Quantized outputs"). Per vector of f32 y:
-//   t = y / s in f32, correctly rounded. Rounding is monotone, so t lies on the same side of every midpoint of
-//   the format's grid as the exact y/s, or on the midpoint itself: Q(t) = Q(y/s) unless t is a midpoint. Those
-//   lanes (exact ties of bf16 data over a power-of-two scale, ~2^-20 of random ones) are redone from y/s in f64,
-//   which is never a midpoint it is not on (quant_epilogue.hpp), with the same steps at 52 bits.
+//   t = y · (1/s) in f32: two roundings, so |t − y/s| < 2^-23·(1 + 2^-22)·|t| ≤ 2·ulp(t)·(1 + 2^-22) (|t| < 2^(e+1)).
+//   Rounding to the grid is monotone, so Q(t) = Q(y/s) unless a midpoint of the grid lies within that distance of
+//   t: the lanes whose t is within 4·ulp(t) of a midpoint (kWindowUlps; ~2^-17 of random ones for E4M3, every
+//   exact tie of bf16 data over a power-of-two scale) are redone from y/s in f64, which is never a midpoint it is
+//   not on (quant_epilogue.hpp), with the same steps at 52 bits. A multiplication, not a division: vdivps zmm
+//   issues one every 10-16 cycles on Intel's AVX-512 cores, and it was the epilogue's bound there (perf annotate,
+//   `lnorm bench --quant fp8_e4m3` on a Xeon: the chain from vdivps to the midpoint test held 80% of fp8_codes'
+//   samples). 1/s is taken once per scale; a scale whose 1/s is not a normal f32 (s subnormal below 2^-128, 0,
+//   Inf, NaN: degenerate groups only) takes encode_quotient element by element, the same bits.
 //   fp8: a = |t| clamped to 2·max (Inf and beyond round to it, then saturate), rounded to the grid by one
 //   addition: C = 2^(max(e, emin) + 23 − mbits), e = floor(log2 a) (a's exponent field alone), has the grid's
 //   quantum at a as its ulp, and a < 2^(e+1) ≤ C keeps a + C in C's binade, so (a + C) − C is a rounded to
@@ -15,7 +20,9 @@
 //   int8 (an integer format): clamped to [−128, 127] (its row's range), rounded by the 1.5·2^23 addition, converted
 //   exactly; NaN gives 0.
 // Scales as quantize_row (group_scale, in the generic TU: ISA code calls it, ctest isa_objects_share_no_code);
-// amax is a max, exact in any order. A group's last G mod lanes elements take encode, the same bits.
+// amax is a max, exact in any order. A group's last G mod lanes elements take encode, the same bits. The code
+// functions are forced inline: out of line, each vector's chain (multiply, round, midpoint test, code) was a call
+// the next vector's could not overlap.
 // Included in simd_body.hpp, inside the anonymous namespace of the TU that includes it, after quant_epilogue.hpp
 // at file scope (isa.hpp includes it) and <cstring>.
 #ifndef LNORM_SIMD_QUANT_INCLUDED
@@ -23,10 +30,12 @@
 
 // One vector of y (kLanes) to its codes in the floating-point format Fmt, from its row (lnorm/quant.hpp: mbits,
 // bias, max; E4M3: 3, 7, 448; E5M2: 2, 15, 57344; the FNUZ formats: bias 8 and 16, one zero, NaN at the sign bit).
-// s32: the scale, sd: it in f64; nan: the lanes whose quotient is NaN (nan_quotients).
+// inv: 1/s in f32 (a normal number: usable_inverse), sd: s in f64; nan: the lanes whose quotient is NaN (y's).
 constexpr float pow2f(int e) { return e >= 0 ? static_cast<float>(1ull << e) : 1.0f / static_cast<float>(1ull << -e); }
+// How far from a midpoint, in ulps of t, a lane is redone in f64: twice the bound on |t − y/s| (the header).
+constexpr int kWindowUlps = 4;
 template <class V, QuantFormat Fmt>
-typename V::I fp8_codes(typename V::F y, typename V::F s32, typename V::D sd, typename V::M nan) {
+inline LNORM_ALWAYS_INLINE typename V::I fp8_codes(typename V::F y, typename V::F inv, typename V::D sd, typename V::M nan) {
   using F = typename V::F;
   using D = typename V::D;
   constexpr int Mbits = info(Fmt).mbits;
@@ -40,12 +49,13 @@ typename V::I fp8_codes(typename V::F y, typename V::F s32, typename V::D sd, ty
   // emit them, and the table, as weak symbols in this ISA object (ctest isa_objects_share_no_code).
   constexpr int kNanCode = static_cast<int>(nan_code(Fmt, false));
   // The f32 quotient's rounding: c = 2^(max(e, emin) + 23 − mbits) has the quantum as its ulp (the header's
-  // argument with f32's 23 bits). Exact unless the f32 quotient is a midpoint of the grid, where the exact
-  // quotient may lie on either side of it: |a − r| (exact: Sterbenz) is then half a quantum, c·2^-24.
-  F a = V::min(V::abs(V::div(y, s32)), V::set1(2 * kMax));  // NaN lanes: 2·max (replaced below)
+  // argument with f32's 23 bits). Exact unless t is within the window of a midpoint: |a − r| (exact: Sterbenz) is
+  // at most half a quantum, c·2^-24, and ulp(a) ≤ c·2^(mbits−46) (equal where a is normal for the format).
+  F a = V::min(V::abs(V::mul(y, inv)), V::set1(2 * kMax));  // NaN lanes: 2·max (replaced below)
   const F c = V::mul(V::max(V::and_ps(a, V::set1(-__builtin_inff())), V::set1(kMinNormal)), V::set1(0x1p23f / (1 << Mbits)));
   F r = V::sub(V::add(a, c), c);
-  if (V::cmp_eq(V::abs(V::sub(a, r)), V::mul(c, V::set1(0x1p-24f)))) {
+  constexpr float kNearMidpoint = 0x1p-24f - kWindowUlps * pow2f(Mbits - 46);
+  if (V::cmp_lt(V::mul(c, V::set1(kNearMidpoint)), V::abs(V::sub(a, r)))) {
     // A midpoint (rare but for exact ties): the f64 quotient decides, the header's argument with 52 bits.
     const D exponent_field = V::set1_pd(-__builtin_inf());
     const auto rounded = [&](D y_half) LNORM_ALWAYS_INLINE {
@@ -81,14 +91,15 @@ typename V::I fp8_codes(typename V::F y, typename V::F s32, typename V::D sd, ty
 
 // An integer format's codes (int8: [lo, hi] = [−128, 127]; the range is the format's row, lnorm/quant.hpp).
 template <class V>
-typename V::I int_codes(typename V::F y, typename V::F s32, typename V::D sd, typename V::M nan, float lo, float hi) {
+inline LNORM_ALWAYS_INLINE typename V::I int_codes(typename V::F y, typename V::F inv, typename V::D sd, typename V::M nan, float lo, float hi) {
   using F = typename V::F;
   using D = typename V::D;
-  // Clamped, then rounded by the 1.5·2^23 addition (f32: |t| ≤ 128 < 2^22); a quotient at k + 1/2 in f32 may be
-  // the rounding of one on either side: the f64 quotient decides (1.5·2^52).
-  const F t = V::min(V::max(V::div(y, s32), V::set1(lo)), V::set1(hi));
+  // Clamped, then rounded by the 1.5·2^23 addition (f32: |t| ≤ 128 < 2^22); a t within the window of k + 1/2
+  // (kWindowUlps ulps of t ≤ 128: 2^-14) may be the rounding of a quotient on either side: the f64 quotient
+  // decides (1.5·2^52). Clamping is monotone and lo, hi are integers: it moves no lane across a midpoint.
+  const F t = V::min(V::max(V::mul(y, inv), V::set1(lo)), V::set1(hi));
   F r = V::sub(V::add(t, V::set1(0x1.8p23f)), V::set1(0x1.8p23f));
-  if (V::cmp_eq(V::abs(V::sub(t, r)), V::set1(0.5f))) {
+  if (V::cmp_lt(V::set1(0.5f - kWindowUlps * 0x1p-16f), V::abs(V::sub(t, r)))) {
     const auto rounded = [&](D y_half) LNORM_ALWAYS_INLINE {
       const D t64 = V::min_pd(V::max_pd(V::div_pd(y_half, sd), V::set1_pd(lo)), V::set1_pd(hi));
       return V::sub_pd(V::add_pd(t64, V::set1_pd(0x1.8p52)), V::set1_pd(0x1.8p52));
@@ -99,41 +110,46 @@ typename V::I int_codes(typename V::F y, typename V::F s32, typename V::D sd, ty
   return nan ? V::select_i(nan, V::set1_i(0), k) : k;
 }
 
-// The lanes whose quotient y / s is NaN: y NaN, or y ±Inf over an s of Inf (a group whose amax is Inf).
-template <class V>
-typename V::M nan_quotients(typename V::F y, bool s_inf) {
-  if (!s_inf) return V::cmp_neq(y, y);
-  return static_cast<typename V::M>(~V::cmp_lt(V::abs(y), V::set1(__builtin_inff())));
+// 1/s in f32 where it is a normal number (the codes' precondition: the header's error bound), else false: s
+// subnormal below 2^-128, 0, Inf (nvfp4's block of zeros), NaN. Tested on the bits: the exponent field 1..254.
+inline bool usable_inverse(float s, float& inv) {
+  inv = 1.0f / s;
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, &inv, 4);
+  const std::uint32_t field = (bits >> 23) & 0xffu;
+  return field != 0 && field != 0xffu;
 }
 
 // q[0, n) = Q(y / s), n elements of one scale (q: one code a byte).
 template <class V>
 void encode_span(QuantFormat f, float s, const float* y, std::int64_t n, std::uint8_t* q) {
   constexpr int L = V::kLanes;
-  const typename V::F s32 = V::set1(s);
-  const typename V::D sd = V::set1_pd(static_cast<double>(s));
-  const bool s_inf = s == __builtin_inff();
   std::int64_t i = 0;
-  const auto each = [&](auto codes) LNORM_ALWAYS_INLINE {
-    for (; i + L <= n; i += L) {
-      const typename V::F v = V::template load<F32>(y + i);
-      V::store_u8(q + i, codes(v, s32, sd, nan_quotients<V>(v, s_inf)));
-    }
-  };
-  using F = typename V::F;
-  using D = typename V::D;
-  using M = typename V::M;
-  // The format as a constant (compared, never looked up: the table is not read at run time in ISA code, whose
-  // objects must define no shared symbol, ctest isa_objects_share_no_code).
-  with_format(f, [&](auto fmt) LNORM_ALWAYS_INLINE {
-    constexpr QuantFormat kF = decltype(fmt)::value;
-    if constexpr (is_float(kF)) {
-      each([](F v, F s1, D s2, M m) LNORM_ALWAYS_INLINE { return fp8_codes<V, kF>(v, s1, s2, m); });
-    } else {  // an integer format, its range from its row
-      constexpr float lo = static_cast<float>(info(kF).qmin), hi = static_cast<float>(qmax(kF));
-      each([](F v, F s1, D s2, M m) LNORM_ALWAYS_INLINE { return int_codes<V>(v, s1, s2, m, lo, hi); });
-    }
-  });
+  float inv_s = 0;
+  if (usable_inverse(s, inv_s)) {
+    const typename V::F inv = V::set1(inv_s);
+    const typename V::D sd = V::set1_pd(static_cast<double>(s));
+    const auto each = [&](auto codes) LNORM_ALWAYS_INLINE {
+      for (; i + L <= n; i += L) {
+        const typename V::F v = V::template load<F32>(y + i);
+        V::store_u8(q + i, codes(v, inv, sd, V::cmp_neq(v, v)));
+      }
+    };
+    using F = typename V::F;
+    using D = typename V::D;
+    using M = typename V::M;
+    // The format as a constant (compared, never looked up: the table is not read at run time in ISA code, whose
+    // objects must define no shared symbol, ctest isa_objects_share_no_code).
+    with_format(f, [&](auto fmt) LNORM_ALWAYS_INLINE {
+      constexpr QuantFormat kF = decltype(fmt)::value;
+      if constexpr (is_float(kF)) {
+        each([](F v, F s1, D s2, M m) LNORM_ALWAYS_INLINE { return fp8_codes<V, kF>(v, s1, s2, m); });
+      } else {  // an integer format, its range from its row
+        constexpr float lo = static_cast<float>(info(kF).qmin), hi = static_cast<float>(qmax(kF));
+        each([](F v, F s1, D s2, M m) LNORM_ALWAYS_INLINE { return int_codes<V>(v, s1, s2, m, lo, hi); });
+      }
+    });
+  }
   for (; i < n; ++i) q[i] = ::lnorm::cpu::encode_quotient(f, y[i], s);
 }
 
@@ -151,6 +167,17 @@ void encode_span_stored(QuantFormat f, bool packed, float s, const float* y, std
   }
 }
 
+// The max of acc's lanes (nonnegative, no NaN): a tree, not a chain of L dependent maxes (mx: per 32 elements).
+template <class V>
+float max_of_lanes(typename V::F acc) {
+  constexpr int L = V::kLanes;
+  float lanes[L];
+  V::store_ps(lanes, acc);
+  for (int half = L / 2; half >= 1; half /= 2)
+    for (int l = 0; l < half; ++l) lanes[l] = lanes[l + half] > lanes[l] ? lanes[l + half] : lanes[l];
+  return lanes[0];
+}
+
 // A group's amax (the f32 max of |y|, exact in any order) and whether it holds a NaN, V's lanes at a time.
 template <class V>
 float group_amax(const float* yg, std::int64_t G, bool& nan) {
@@ -163,11 +190,7 @@ float group_amax(const float* yg, std::int64_t G, bool& nan) {
     nan_lanes |= V::cmp_neq(v, v);
     acc = V::max(V::abs(v), acc);
   }
-  float lanes[L];
-  V::store_ps(lanes, acc);
-  for (int half = L / 2; half >= 1; half /= 2)  // a tree, not a chain of L dependent maxes (mx: per 32 elements)
-    for (int l = 0; l < half; ++l) lanes[l] = lanes[l + half] > lanes[l] ? lanes[l + half] : lanes[l];
-  float amax = lanes[0];
+  float amax = max_of_lanes<V>(acc);
   nan = nan_lanes != 0;
   for (; i < G; ++i) {
     nan |= yg[i] != yg[i];
@@ -188,24 +211,26 @@ void quantize_groups_simd(const QuantSpec& spec, const float* y, std::int64_t G,
                           std::uint8_t* q, void* scales, std::int64_t row) {
   constexpr int L = V::kLanes;
   using F = typename V::F;
-  float s_of[kBatchedGroups];
+  float s_of[kBatchedGroups], inv_of[kBatchedGroups];
+  bool vector_ok[kBatchedGroups];  // a usable 1/s (usable_inverse); the others element by element
   for (std::int64_t g = 0; g < per_row; ++g) {
     bool nan = false;
     const float amax = group_amax<V>(y + g * G, G, nan);
     s_of[g] = ::lnorm::cpu::group_scale(spec, amax, nan, scales, row * per_row + g);
+    vector_ok[g] = usable_inverse(s_of[g], inv_of[g]);
   }
   constexpr std::int64_t kChunk = 512;  // a packed format's codes, one a byte, packed a chunk at a time
   std::uint8_t codes[kChunk];
   const std::int64_t n = per_row * G;
   with_format(spec.format, [&](auto fmt) LNORM_ALWAYS_INLINE {
     constexpr QuantFormat kF = decltype(fmt)::value;
-    const auto encode_vector = [](F v, float s) LNORM_ALWAYS_INLINE {
-      const typename V::M nan = nan_quotients<V>(v, s == __builtin_inff());
+    const auto encode_vector = [](F v, float inv, float s) LNORM_ALWAYS_INLINE {
+      const typename V::M nan = V::cmp_neq(v, v);
       if constexpr (is_float(kF)) {
-        return fp8_codes<V, kF>(v, V::set1(s), V::set1_pd(static_cast<double>(s)), nan);
+        return fp8_codes<V, kF>(v, V::set1(inv), V::set1_pd(static_cast<double>(s)), nan);
       } else {
         constexpr float lo = static_cast<float>(info(kF).qmin), hi = static_cast<float>(qmax(kF));
-        return int_codes<V>(v, V::set1(s), V::set1_pd(static_cast<double>(s)), nan, lo, hi);
+        return int_codes<V>(v, V::set1(inv), V::set1_pd(static_cast<double>(s)), nan, lo, hi);
       }
     };
     const std::int64_t span = packed ? kChunk : n;  // codes written before a pack (packed), or the whole row
@@ -218,8 +243,13 @@ void quantize_groups_simd(const QuantSpec& spec, const float* y, std::int64_t G,
           std::memset(out + (i - from), ::lnorm::encode(spec.format, static_cast<double>(s)), static_cast<std::size_t>(G));
           continue;
         }
+        const std::int64_t g = i / G;
+        if (!vector_ok[g]) {
+          for (std::int64_t j = i; j < i + G; ++j) out[j - from] = ::lnorm::cpu::encode_quotient(spec.format, y[j], s);
+          continue;
+        }
         for (std::int64_t j = i; j < i + G; j += L)
-          V::store_u8(out + (j - from), encode_vector(V::template load<F32>(y + j), s));
+          V::store_u8(out + (j - from), encode_vector(V::template load<F32>(y + j), inv_of[g], s));
       }
       if (packed) ::lnorm::cpu::pack_codes(codes, to - from, q + from / 2);
     }
@@ -227,8 +257,10 @@ void quantize_groups_simd(const QuantSpec& spec, const float* y, std::int64_t G,
 }
 
 // quantize_row's q and scales (quant_epilogue.hpp), V's lanes at a time.
+// known: the row's amax where the row driver took it (sinks::RowAmax); used where the row is one group.
 template <class V>
-void quantize_row_simd(const QuantSpec& spec, const float* y, std::int64_t n, std::uint8_t* q_all, void* scales, std::int64_t row) {
+void quantize_row_simd(const QuantSpec& spec, const float* y, std::int64_t n, std::uint8_t* q_all, void* scales, std::int64_t row,
+                       sinks::RowAmax known = {}) {
   constexpr int L = V::kLanes;
   std::int64_t G = 0, per_row = 0, row_bytes = 0;
   ::lnorm::cpu::quant_groups(spec, n, G, per_row, row_bytes);
@@ -248,8 +280,10 @@ void quantize_row_simd(const QuantSpec& spec, const float* y, std::int64_t n, st
   for (std::int64_t g = 0; g < n / G; ++g) {
     const float* yg = y + g * G;
     std::uint8_t* qg = q + (packed ? g * G / 2 : g * G);
-    bool nan = false;
-    const float amax = spec.scaling != Scaling::tensor ? group_amax<V>(yg, G, nan) : 0.0f;
+    bool nan = known.known && per_row == 1 ? known.nan : false;
+    const float amax = spec.scaling == Scaling::tensor     ? 0.0f
+                       : known.known && per_row == 1 ? known.amax
+                                                           : group_amax<V>(yg, G, nan);
     const float s = ::lnorm::cpu::group_scale(spec, amax, nan, scales, row * per_row + g);
     if (packed && G <= kChunk) {
       if (held + G > kChunk) flush();
