@@ -109,4 +109,10 @@ void emu_any_subnormal(int lanes, const float* in, std::int64_t groups, std::uin
   else run(EmulatedOps<8>{});
 }
 
+void emu_settle_codes(int lanes, QuantFormat f, const double* y, std::int64_t n, double s, double e_abs, double e_rel,
+                      std::uint8_t* codes, std::uint8_t* settled) {
+  if (lanes == 16) exact_lanes::settle_codes<EmulatedOps<16>>(f, y, n, s, e_abs, e_rel, codes, settled);
+  else exact_lanes::settle_codes<EmulatedOps<8>>(f, y, n, s, e_abs, e_rel, codes, settled);
+}
+
 }  // namespace lnorm::testing::simd_emulation

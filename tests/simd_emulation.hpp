@@ -10,6 +10,7 @@
 #include <string>
 
 #include "lnorm/kernel.hpp"
+#include "lnorm/quant.hpp"
 
 namespace lnorm::testing::simd_emulation {
 
@@ -36,5 +37,10 @@ void emu_ops_d(int lanes, const double* a, const double* b, const double* c, flo
 // The backward's subnormal test (subnormal_key over two vectors, then any_subnormal) on groups of 2·lanes floats:
 // out[g] = whether group g holds a subnormal. The probes' any_subnormal are the native twins.
 void emu_any_subnormal(int lanes, const float* in, std::int64_t groups, std::uint8_t* out);
+
+// The correctly rounded kernels' settled-code test on V's lanes (kernels/cpu/simd_quant_exact.hpp settle_codes), at
+// 16 or 8 lanes: codes[i] and settled[i] for y[0, n) over the scale s and the bound e_abs + e_rel·|y_i|.
+void emu_settle_codes(int lanes, QuantFormat f, const double* y, std::int64_t n, double s, double e_abs, double e_rel,
+                      std::uint8_t* codes, std::uint8_t* settled);
 
 }  // namespace lnorm::testing::simd_emulation

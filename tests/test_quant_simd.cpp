@@ -251,6 +251,51 @@ TEST_CASE("simd quantized epilogue: native kernels write their emulated twins' q
   }
 }
 
+// The _cr kernels' settled-code test on vector lanes (simd_quant_exact.hpp) may call a code settled only where every
+// value the bound allows quantizes to it: y at grid midpoints times s, a few f64 steps off them, with a bound of
+// several steps (so a test that ignored the bound would settle lanes whose neighbourhood straddles the midpoint),
+// and far from them, where most lanes must settle (a test that settled nothing would pass the first check alone).
+TEST_CASE("correctly rounded kernels: a vector-settled code is the code of every value within the bound", "[quant][simd][cr]") {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (const FormatInfo& fi : kFormatTable) {
+    const QuantFormat f = fi.format;
+    for (const double s : {0.125, 0.0371, 3.0e-3}) {
+      for (const int lanes : {16, 8}) {
+        const std::int64_t n = 4096;
+        std::vector<double> y(static_cast<std::size_t>(n));
+        const double e_abs = 0x1p-40, e_rel = 0x1p-48;  // several f64 steps of y at these magnitudes
+        for (std::int64_t i = 0; i < n; ++i) {
+          const std::int64_t k = min_ordinal(f) + static_cast<std::int64_t>(u(rng) * static_cast<double>(max_ordinal(f) - min_ordinal(f)));
+          const double mid = 0.5 * (value_of_ordinal(f, k) + value_of_ordinal(f, k + 1));
+          double v = (i % 2 == 0 ? mid : value_of_ordinal(f, k) + 0.3 * (value_of_ordinal(f, k + 1) - value_of_ordinal(f, k))) * s;
+          if (i % 4 == 0) {  // a few f64 steps off the midpoint, inside the bound
+            const int steps = static_cast<int>(u(rng) * 64) - 32;
+            for (int j = 0; j < (steps < 0 ? -steps : steps); ++j) v = std::nextafter(v, steps < 0 ? -INFINITY : INFINITY);
+          }
+          y[static_cast<std::size_t>(i)] = v;
+        }
+        std::vector<std::uint8_t> codes(static_cast<std::size_t>(n)), settled(static_cast<std::size_t>(n));
+        emu::emu_settle_codes(lanes, f, y.data(), n, s, e_abs, e_rel, codes.data(), settled.data());
+        std::int64_t settled_far = 0, far = 0, wrong = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+          const double yi = y[static_cast<std::size_t>(i)], err = 0.5 * (e_abs + e_rel * std::fabs(yi));
+          if (i % 2 == 1) {
+            ++far;
+            settled_far += settled[static_cast<std::size_t>(i)];
+          }
+          if (!settled[static_cast<std::size_t>(i)]) continue;
+          const std::uint8_t lo = encode(f, (yi - err) / s), hi = encode(f, (yi + err) / s);
+          wrong += lo != codes[static_cast<std::size_t>(i)] || hi != codes[static_cast<std::size_t>(i)];
+        }
+        INFO(info(f).name << " s " << s << " lanes " << lanes);
+        CHECK(wrong == 0);
+        CHECK(settled_far >= far * 99 / 100);
+      }
+    }
+  }
+}
+
 TEST_CASE("correctly rounded kernels: q and scales are the reference's bit for bit, near-ties included", "[quant][simd][cr]") {
   // The issue's near-tie case first (8x1024 bf16 RMSNorm, per-token E4M3: y*/s within 1e-7 of a midpoint, where an
   // f32 y moves a code), then the other scalings, formats and dtypes.

@@ -307,14 +307,29 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
     }
     const auto codes = [&](auto settled) {
       const double sd = s;
-      for (std::int64_t i = b; i < e; ++i) {
+      const auto one = [&](std::int64_t i) {
         if (r.y[i] != r.y[i]) {
           set(i, encode(f, r.y[i]));
-          continue;
+          return;
         }
         const double t = r.y[i] / sd, err = d.err(i) / sd * (1 + 0x1p-50) + std::fabs(t) * 0x1p-52;
         const int c = settled(t, err);
         set(i, c >= 0 ? static_cast<std::uint8_t>(c) : exact_code(d, i, f, sd, t, err));
+      };
+      if (!r.settle) {
+        for (std::int64_t i = b; i < e; ++i) one(i);
+        return;
+      }
+      // The ISA kernel's lanes settle most codes a vector at a time; the rest one at a time, as above.
+      constexpr std::int64_t kChunk = 256;
+      std::uint8_t lane_codes[kChunk], lane_settled[kChunk];
+      for (std::int64_t from = b; from < e; from += kChunk) {
+        const std::int64_t m = e - from < kChunk ? e - from : kChunk;
+        r.settle(f, r.y + from, m, sd, r.e_abs, r.e_rel, lane_codes, lane_settled);
+        for (std::int64_t j = 0; j < m; ++j) {
+          if (lane_settled[j]) set(from + j, lane_codes[j]);
+          else one(from + j);
+        }
       }
     };
     if (is_float(f)) {

@@ -74,6 +74,7 @@
 
 #include "epilogue_sink.hpp"  // the epilogue as a policy: the row drivers write into a sink
 #include "simd_quant.hpp"     // the fast kernels' quantizer (quantize_row_simd)
+#include "simd_quant_exact.hpp"  // the _cr kernels' settled codes on V's lanes (exact_lanes::settle_codes)
 
 // The lanes of an f64 vector summed in a fixed tree: lane i + L/2 onto lane i, halving until one is left (8
 // lanes: ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7))). The same bits in every layer of one width.

@@ -378,8 +378,8 @@ void rows_affine(const Problem& p, const Tensors& t, std::int64_t begin, std::in
 }
 
 // The quantized epilogue's sink: the generic driver's f64 row (Staged64::y_row) handed to quantize_row_exact with
-// the row of x (in X) its statistics read, the staged parameters and the row's bound.
-template <class X>
+// the row of x (in X) its statistics read, the staged parameters, the row's bound and V's settled-code test.
+template <class V, class X>
 auto exact_quantizer(const Problem& p, const Tensors& t, const ::lnorm::cpu::Staged64& st) {
   const std::int64_t n = p.cols;
   return sinks::to_quantizer(st.y_row, n, nullptr, [&p, &t, &st, n](const double* y, std::int64_t row, sinks::RowError e) {
@@ -389,6 +389,7 @@ auto exact_quantizer(const Problem& p, const Tensors& t, const ::lnorm::cpu::Sta
     er.w_hi = p.has_gamma ? st.gamma : nullptr, er.w_lo = p.has_gamma ? st.gamma_lo : nullptr;
     er.beta = p.has_beta ? st.beta : nullptr;
     er.e_abs = e.abs, er.e_rel = e.rel;
+    er.settle = &exact_lanes::settle_codes<V>;  // the settled-code test on V's lanes (simd_quant_exact.hpp)
     ::lnorm::cpu::quantize_row_exact(p.quant, er, static_cast<std::uint8_t*>(t.q), t.scales, row);
   });
 }
@@ -401,9 +402,9 @@ void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t e
   if (p.op.epilogue == Epilogue::quantized) {
     // T is y's storage, which the f64 row does not have: x's storage stands in (one instantiation per x storage).
     if constexpr (!std::is_same_v<T, F32>) {
-      if (input_dtype(p) == DType::f32) return rows_affine<V, F32, F32, false>(p, t, begin, end, st, exact_quantizer<F32>(p, t, st));
+      if (input_dtype(p) == DType::f32) return rows_affine<V, F32, F32, false>(p, t, begin, end, st, exact_quantizer<V, F32>(p, t, st));
     }
-    return rows_affine<V, T, T, false>(p, t, begin, end, st, exact_quantizer<T>(p, t, st));
+    return rows_affine<V, T, T, false>(p, t, begin, end, st, exact_quantizer<V, T>(p, t, st));
   }
   const sinks::ToY<typename T::Bits> to_y{static_cast<typename T::Bits*>(t.y), n};
   const bool nt = p.elements() * static_cast<std::int64_t>(sizeof(typename T::Bits)) > kStreamBytes;

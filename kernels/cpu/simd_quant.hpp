@@ -28,43 +28,19 @@
 #ifndef LNORM_SIMD_QUANT_INCLUDED
 #define LNORM_SIMD_QUANT_INCLUDED
 
-// One vector of y (kLanes) to its codes in the floating-point format Fmt, from its row (lnorm/quant.hpp: mbits,
-// bias, max; E4M3: 3, 7, 448; E5M2: 2, 15, 57344; the FNUZ formats: bias 8 and 16, one zero, NaN at the sign bit).
-// inv: 1/s in f32 (a normal number: usable_inverse), sd: s in f64; nan: the lanes whose quotient is NaN (y's).
 constexpr float pow2f(int e) { return e >= 0 ? static_cast<float>(1ull << e) : 1.0f / static_cast<float>(1ull << -e); }
-// How far from a midpoint, in ulps of t, a lane is redone in f64: twice the bound on |t − y/s| (the header).
-constexpr int kWindowUlps = 4;
+// The code of r, the format's grid value (before saturation: min(r, max) here) of y's magnitude, with y's sign; the
+// format's NaN code in the lanes nan (E2M1, which has none: 0). fp8_codes' and settle_codes' (simd_quant_exact.hpp).
 template <class V, QuantFormat Fmt>
-inline LNORM_ALWAYS_INLINE typename V::I fp8_codes(typename V::F y, typename V::F inv, typename V::D sd, typename V::M nan) {
-  using F = typename V::F;
-  using D = typename V::D;
+inline LNORM_ALWAYS_INLINE typename V::I grid_code(typename V::F r, typename V::F y, typename V::M nan) {
   constexpr int Mbits = info(Fmt).mbits;
   constexpr int kBias = info(Fmt).bias;
   constexpr float kMax = static_cast<float>(qmax(Fmt));
-  constexpr float kMinNormal = pow2f(1 - kBias);                  // 2^emin, emin = 1 − bias
-  constexpr float kSubnormalUnit = pow2f(kBias - 1 + Mbits);      // 1 / 2^(emin − mbits)
+  constexpr float kMinNormal = pow2f(1 - kBias);
+  constexpr float kSubnormalUnit = pow2f(kBias - 1 + Mbits);
   constexpr unsigned kSign = sign_bit(Fmt);
-  constexpr int kSignShift = 32 - info(Fmt).bits;  // y's sign bit (31) to the code's
-  // Every format fact a constant expression: an unoptimised build would otherwise call the constexpr helpers and
-  // emit them, and the table, as weak symbols in this ISA object (ctest isa_objects_share_no_code).
+  constexpr int kSignShift = 32 - info(Fmt).bits;
   constexpr int kNanCode = static_cast<int>(nan_code(Fmt, false));
-  // The f32 quotient's rounding: c = 2^(max(e, emin) + 23 − mbits) has the quantum as its ulp (the header's
-  // argument with f32's 23 bits). Exact unless t is within the window of a midpoint: |a − r| (exact: Sterbenz) is
-  // at most half a quantum, c·2^-24, and ulp(a) ≤ c·2^(mbits−46) (equal where a is normal for the format).
-  F a = V::min(V::abs(V::mul(y, inv)), V::set1(2 * kMax));  // NaN lanes: 2·max (replaced below)
-  const F c = V::mul(V::max(V::and_ps(a, V::set1(-__builtin_inff())), V::set1(kMinNormal)), V::set1(0x1p23f / (1 << Mbits)));
-  F r = V::sub(V::add(a, c), c);
-  constexpr float kNearMidpoint = 0x1p-24f - kWindowUlps * pow2f(Mbits - 46);
-  if (V::cmp_lt(V::mul(c, V::set1(kNearMidpoint)), V::abs(V::sub(a, r)))) {
-    // A midpoint (rare but for exact ties): the f64 quotient decides, the header's argument with 52 bits.
-    const D exponent_field = V::set1_pd(-__builtin_inf());
-    const auto rounded = [&](D y_half) LNORM_ALWAYS_INLINE {
-      const D a64 = V::min_pd(V::abs_pd(V::div_pd(y_half, sd)), V::set1_pd(2 * kMax));
-      const D c64 = V::mul_pd(V::max_pd(V::and_pd(a64, exponent_field), V::set1_pd(kMinNormal)), V::set1_pd(0x1p52 / (1 << Mbits)));
-      return V::sub_pd(V::add_pd(a64, c64), c64);
-    };
-    r = V::join_ps(rounded(V::lo_pd(y)), rounded(V::hi_pd(y)));
-  }
   r = V::min(r, V::set1(kMax));
   const typename V::I normal = V::add_i(V::template srli_i<23 - Mbits>(V::bits_i(r)), V::set1_i(-((127 - kBias) << Mbits)));
   typename V::I code = normal;
@@ -87,6 +63,41 @@ inline LNORM_ALWAYS_INLINE typename V::I fp8_codes(typename V::F y, typename V::
     code = V::or_i(code, zero ? V::select_i(zero, V::set1_i(0), negative) : negative);
     return nan ? V::select_i(nan, V::set1_i(kNanCode), code) : code;
   }
+}
+
+// How far from a midpoint, in ulps of t, a lane is redone in f64: twice the bound on |t − y/s| (the header).
+constexpr int kWindowUlps = 4;
+// One vector of y (kLanes) to its codes in the floating-point format Fmt, from its row (lnorm/quant.hpp: mbits,
+// bias, max; E4M3: 3, 7, 448; E5M2: 2, 15, 57344; the FNUZ formats: bias 8 and 16, one zero, NaN at the sign bit).
+// inv: 1/s in f32 (a normal number: usable_inverse), sd: s in f64; nan: the lanes whose quotient is NaN (y's).
+template <class V, QuantFormat Fmt>
+inline LNORM_ALWAYS_INLINE typename V::I fp8_codes(typename V::F y, typename V::F inv, typename V::D sd, typename V::M nan) {
+  using F = typename V::F;
+  using D = typename V::D;
+  constexpr int Mbits = info(Fmt).mbits;
+  constexpr int kBias = info(Fmt).bias;
+  constexpr float kMax = static_cast<float>(qmax(Fmt));
+  constexpr float kMinNormal = pow2f(1 - kBias);                  // 2^emin, emin = 1 − bias
+  // Every format fact a constant expression: an unoptimised build would otherwise call the constexpr helpers and
+  // emit them, and the table, as weak symbols in this ISA object (ctest isa_objects_share_no_code).
+  // The f32 quotient's rounding: c = 2^(max(e, emin) + 23 − mbits) has the quantum as its ulp (the header's
+  // argument with f32's 23 bits). Exact unless t is within the window of a midpoint: |a − r| (exact: Sterbenz) is
+  // at most half a quantum, c·2^-24, and ulp(a) ≤ c·2^(mbits−46) (equal where a is normal for the format).
+  F a = V::min(V::abs(V::mul(y, inv)), V::set1(2 * kMax));  // NaN lanes: 2·max (replaced below)
+  const F c = V::mul(V::max(V::and_ps(a, V::set1(-__builtin_inff())), V::set1(kMinNormal)), V::set1(0x1p23f / (1 << Mbits)));
+  F r = V::sub(V::add(a, c), c);
+  constexpr float kNearMidpoint = 0x1p-24f - kWindowUlps * pow2f(Mbits - 46);
+  if (V::cmp_lt(V::mul(c, V::set1(kNearMidpoint)), V::abs(V::sub(a, r)))) {
+    // A midpoint (rare but for exact ties): the f64 quotient decides, the header's argument with 52 bits.
+    const D exponent_field = V::set1_pd(-__builtin_inf());
+    const auto rounded = [&](D y_half) LNORM_ALWAYS_INLINE {
+      const D a64 = V::min_pd(V::abs_pd(V::div_pd(y_half, sd)), V::set1_pd(2 * kMax));
+      const D c64 = V::mul_pd(V::max_pd(V::and_pd(a64, exponent_field), V::set1_pd(kMinNormal)), V::set1_pd(0x1p52 / (1 << Mbits)));
+      return V::sub_pd(V::add_pd(a64, c64), c64);
+    };
+    r = V::join_ps(rounded(V::lo_pd(y)), rounded(V::hi_pd(y)));
+  }
+  return grid_code<V, Fmt>(r, y, nan);
 }
 
 // An integer format's codes (int8: [lo, hi] = [−128, 127]; the range is the format's row, lnorm/quant.hpp).

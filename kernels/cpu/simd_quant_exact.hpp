@@ -1,0 +1,82 @@
+// The correctly rounded kernels' settled-code test (quant_exact.hpp: Q(t − e) = Q(t + e) settles Q(y*/s)) on V's f64
+// lanes: quantize_row_exact's codes loop, which ran it one element at a time (4-6 ns an element, 1/30-1/60 of the
+// same kernel's y: docs/performance.md), hands each group's span here first (ExactQuantRow::settle) and takes the
+// exact path only for the lanes this leaves unsettled. The same arithmetic as quant_exact.cpp's settled_code and
+// settled_int_code, in lanes, but for two steps:
+//   t = y · f64(1/s), not y / s: two roundings, |t − y/s| ≤ 2^-52·(1 + 2^-51)·|t|, covered by the |t|·2^-51 term
+//   of e (the scalar test adds 2^-52 for its one rounding); e's quotient err/s likewise as err·f64(1/s)·(1 + 2^-50).
+//   The lane's verdict, margin > 0 with margin = min(quantum/2 − |t − r| − e, |t| − e), is taken on the margin
+//   rounded to f32 (the layer has no f64 comparison): rounding keeps a sign or makes it 0, which reads unsettled:
+//   never a wrong verdict, at most an exact decision more. NaN lanes read unsettled (the scalar path's NaN codes).
+// The settled r is a grid value (≤ 4 significant bits, |r| ≤ max after saturation): exact in f32, whose code the fast
+// epilogue's grid_code forms (simd_quant.hpp), the sign from t's (y*'s, since |t| > e).
+// Included in simd_body.hpp after simd_quant.hpp, inside the anonymous namespace of the ISA translation unit.
+#pragma once
+
+namespace exact_lanes {
+
+// Lanes of one vector: the codes of y[0, L) and the mask of the lanes they settle (1 bit each).
+template <class V, QuantFormat Fmt>
+inline LNORM_ALWAYS_INLINE typename V::M settle_vector(const double* y, typename V::D inv, double e_abs, double e_rel,
+                                                       typename V::I& code) {
+  using D = typename V::D;
+  using F = typename V::F;
+  constexpr int DL = V::kDLanes;
+  D t_half[2], r_half[2], margin_half[2];
+  for (int h = 0; h < 2; ++h) {
+    const D yv = V::load_pd(y + h * DL);
+    const D t = V::mul_pd(yv, inv), a = V::abs_pd(t);
+    // quant_exact.cpp's err(i) = (e_abs + e_rel·|y|)·(1 + 2^-50) + 2^-1074, moved to t (above).
+    const D err_y = V::add_pd(V::mul_pd(V::add_pd(V::mul_pd(V::abs_pd(yv), V::set1_pd(e_rel)), V::set1_pd(e_abs)), V::set1_pd(1 + 0x1p-50)),
+                              V::set1_pd(0x1p-1074));
+    const D e = V::fmadd_pd(a, V::set1_pd(0x1p-51), V::mul_pd(V::mul_pd(err_y, inv), V::set1_pd(1 + 0x1p-50)));
+    D r, half_gap;  // t's magnitude rounded (before saturation), and its distance to the nearest midpoint
+    if constexpr (is_float(Fmt)) {
+      constexpr int kMbits = info(Fmt).mbits, kBias = info(Fmt).bias;
+      constexpr double kTop = qmax(Fmt);
+      constexpr double kMinNormal = 1.0 / static_cast<double>(1ull << (kBias - 1));
+      const D ac = V::min_pd(a, V::set1_pd(2 * kTop));
+      const D c = V::mul_pd(V::max_pd(V::and_pd(ac, V::set1_pd(-__builtin_inf())), V::set1_pd(kMinNormal)), V::set1_pd(0x1p52 / (1 << kMbits)));
+      r = V::sub_pd(V::add_pd(ac, c), c);
+      half_gap = V::sub_pd(V::mul_pd(c, V::set1_pd(0x1p-53)), V::abs_pd(V::sub_pd(ac, r)));
+    } else {
+      constexpr double lo = info(Fmt).qmin, hi = qmax(Fmt);
+      const D tc = V::min_pd(V::max_pd(t, V::set1_pd(lo)), V::set1_pd(hi));
+      r = V::sub_pd(V::add_pd(tc, V::set1_pd(0x1.8p52)), V::set1_pd(0x1.8p52));
+      half_gap = V::sub_pd(V::set1_pd(0.5), V::abs_pd(V::sub_pd(tc, r)));
+    }
+    t_half[h] = t;
+    r_half[h] = r;
+    margin_half[h] = V::min_pd(V::sub_pd(half_gap, e), V::sub_pd(a, e));  // NaN where t is (min_pd: the second)
+  }
+  const typename V::M settled = V::cmp_lt(V::zero(), V::join_ps(margin_half[0], margin_half[1]));
+  const F r32 = V::join_ps(r_half[0], r_half[1]);
+  if constexpr (is_float(Fmt)) {
+    code = grid_code<V, Fmt>(r32, V::join_ps(t_half[0], t_half[1]), typename V::M{0});
+  } else {
+    code = V::cvt_i(r32);  // the rounded integer, its low byte the code (store_u8 truncates)
+  }
+  return settled;
+}
+
+// codes[0, n) and settled[0, n) (1 where the code is Q(y*/s), 0 where the exact path must decide) for y[0, n) of one
+// scale s (finite, > 0) and the bound |y_i − y*_i| ≤ e_abs + e_rel·|y_i|. The tail past whole vectors reads unsettled.
+template <class V>
+void settle_codes(QuantFormat f, const double* y, std::int64_t n, double s, double e_abs, double e_rel, std::uint8_t* codes,
+                  std::uint8_t* settled) {
+  constexpr int L = V::kLanes;
+  const typename V::D inv = V::set1_pd(1.0 / s);
+  std::int64_t i = 0;
+  with_format(f, [&](auto fmt) LNORM_ALWAYS_INLINE {
+    constexpr QuantFormat kF = decltype(fmt)::value;
+    for (; i + L <= n; i += L) {
+      typename V::I code;
+      const unsigned ok = static_cast<unsigned>(settle_vector<V, kF>(y + i, inv, e_abs, e_rel, code));
+      V::store_u8(codes + i, code);
+      for (int l = 0; l < L; ++l) settled[i + l] = static_cast<std::uint8_t>((ok >> l) & 1u);
+    }
+  });
+  for (; i < n; ++i) settled[i] = 0;
+}
+
+}  // namespace exact_lanes
