@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "../kernels/cpu/isa.hpp"
 #include "lnorm/params.hpp"
@@ -111,8 +112,10 @@ void emu_any_subnormal(int lanes, const float* in, std::int64_t groups, std::uin
 
 void emu_settle_codes(int lanes, QuantFormat f, const double* y, std::int64_t n, double s, double e_abs, double e_rel,
                       std::uint8_t* codes, std::uint8_t* settled) {
-  if (lanes == 16) exact_lanes::settle_codes<EmulatedOps<16>>(f, y, n, s, e_abs, e_rel, codes, settled);
-  else exact_lanes::settle_codes<EmulatedOps<8>>(f, y, n, s, e_abs, e_rel, codes, settled);
+  std::vector<std::uint64_t> bits(static_cast<std::size_t>((n + 63) / 64));
+  if (lanes == 16) exact_lanes::settle_codes<EmulatedOps<16>>(f, y, n, s, e_abs, e_rel, codes, bits.data());
+  else exact_lanes::settle_codes<EmulatedOps<8>>(f, y, n, s, e_abs, e_rel, codes, bits.data());
+  for (std::int64_t i = 0; i < n; ++i) settled[i] = static_cast<std::uint8_t>((bits[static_cast<std::size_t>(i / 64)] >> (i % 64)) & 1u);
 }
 
 }  // namespace lnorm::testing::simd_emulation

@@ -27,18 +27,30 @@ class Decider {
                                   r_.beta ? r_.beta[i] : 0.0, m);
   }
 
-  // amax* over [b, e) lies in [lo, hi]: the largest |y_i| − err_i and |y_i| + err_i.
+  // amax* over [b, e) lies in [lo, hi]: the largest |y_i| − err_i and |y_i| + err_i; amax: the largest |y_i| (the
+  // candidate's source). Four independent chains of maxes, merged at the end (a max is exact in any order): one
+  // chain was a third of the _cr kernels' quantized epilogue (perf annotate, maxsd's latency per element).
   struct AmaxBounds {
-    double lo = 0, hi = 0;
+    double lo = 0, hi = 0, amax = 0;
   };
   AmaxBounds amax_bounds(std::int64_t b, std::int64_t e) const {
-    AmaxBounds m;
-    for (std::int64_t i = b; i < e; ++i) {
-      const double a = std::fabs(r_.y[i]), d = err(i);
-      m.lo = a - d > m.lo ? a - d : m.lo;
-      m.hi = a + d > m.hi ? a + d : m.hi;
+    AmaxBounds m[4];
+    const auto take = [&](AmaxBounds& k, std::int64_t i) {
+      const double a = std::fabs(r_.y[i]), d = err(i);  // (not fmax: a libm call)
+      k.lo = a - d > k.lo ? a - d : k.lo;
+      k.hi = a + d > k.hi ? a + d : k.hi;
+      k.amax = a > k.amax ? a : k.amax;
+    };
+    std::int64_t i = b;
+    for (; i + 4 <= e; i += 4)
+      for (int j = 0; j < 4; ++j) take(m[j], i + j);
+    for (; i < e; ++i) take(m[0], i);
+    for (int j = 1; j < 4; ++j) {
+      m[0].lo = m[j].lo > m[0].lo ? m[j].lo : m[0].lo;
+      m[0].hi = m[j].hi > m[0].hi ? m[j].hi : m[0].hi;
+      m[0].amax = m[j].amax > m[0].amax ? m[j].amax : m[0].amax;
     }
-    return m;
+    return m[0];
   }
 
   // sign(amax* − T) over elements [b, e), T ≥ 0: the group's bounds settle most thresholds at once, the bound of
@@ -125,10 +137,9 @@ class Decider {
 bool even_f32(float v) { return (std::bit_cast<std::uint32_t>(v) & 1u) == 0; }
 
 // s* = f32(amax*/qmax) of elements [b, e): the candidate moved while amax* lies past a midpoint to a neighbour.
-float exact_scale(Decider& d, const ExactQuantRow& r, std::int64_t b, std::int64_t e, double qm) {
+float exact_scale(Decider& d, std::int64_t b, std::int64_t e, double qm) {
   const Decider::AmaxBounds m = d.amax_bounds(b, e);
-  double amax = 0;
-  for (std::int64_t i = b; i < e; ++i) amax = std::fabs(r.y[i]) > amax ? std::fabs(r.y[i]) : amax;  // (not fmax: a libm call)
+  const double amax = m.amax;
   float c = static_cast<float>(amax / qm);
   if (!std::isfinite(c)) c = std::numeric_limits<float>::max();
   for (;;) {
@@ -156,12 +167,11 @@ float exact_scale(Decider& d, const ExactQuantRow& r, std::int64_t b, std::int64
 // nvfp4's c* = E4M3(amax*·G/6) of elements [b, e) (G > 0): the candidate from the approximations' amax, moved one
 // code while G·amax* lies past 6·midpoint (≤ 5 significant bits times 3: exact) toward a neighbour, ties to even;
 // saturating at 448 (0x7e).
-std::uint8_t exact_nvfp4_code(Decider& d, const ExactQuantRow& r, std::int64_t b, std::int64_t e, float global_scale) {
+std::uint8_t exact_nvfp4_code(Decider& d, std::int64_t b, std::int64_t e, float global_scale) {
   constexpr QuantFormat e4m3 = QuantFormat::fp8_e4m3;
   const Decider::AmaxBounds m = d.amax_bounds(b, e);
   const double G = global_scale;
-  double amax = 0;
-  for (std::int64_t i = b; i < e; ++i) amax = std::fabs(r.y[i]) > amax ? std::fabs(r.y[i]) : amax;
+  const double amax = m.amax;
   std::int64_t k = ordinal_of_code(e4m3, encode(e4m3, amax * G / 6));
   const auto mid = [&](std::int64_t o) { return 0.5 * (value_of_ordinal(e4m3, o) + value_of_ordinal(e4m3, o + 1)); };
   for (;;) {
@@ -186,10 +196,9 @@ std::uint8_t exact_nvfp4_code(Decider& d, const ExactQuantRow& r, std::int64_t b
 // X = floor(log2 amax*) − emax_elem, clamped to [−127, 127] (−127 for amax* = 0).
 // With --mx-rule (lnorm/quant.hpp): the rule's level of amax*, the largest k with amax* ≥ B(k) (> for ceil and
 // rceil), walked over the dyadic breakpoints B, then X = k − offset.
-int exact_mx_exponent(Decider& d, const ExactQuantRow& r, std::int64_t b, std::int64_t e, const QuantSpec& spec) {
+int exact_mx_exponent(Decider& d, std::int64_t b, std::int64_t e, const QuantSpec& spec) {
   const Decider::AmaxBounds m = d.amax_bounds(b, e);
-  double amax = 0;
-  for (std::int64_t i = b; i < e; ++i) amax = std::fabs(r.y[i]) > amax ? std::fabs(r.y[i]) : amax;  // (not fmax: a libm call)
+  const double amax = m.amax;
   const int off = mx_offset(spec), lo = -127 + off, hi = 127 + off;  // levels outside [lo, hi] clamp
   const bool strict = info(spec.exponent_rule()).strict;
   const auto reaches = [&](int k) {
@@ -273,7 +282,11 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
   const QuantFormat f = spec.format;
   const std::int64_t G = spec.group_size(r.n), per_row = spec.scales_per_row(r.n);
   std::uint8_t* const q_row = q_all + spec.q_bytes(row, r.n);
-  const auto set = [&](std::int64_t i, std::uint8_t code) { store_code(f, q_row, i, code); };
+  const bool packed = is_packed(f);  // (once: store_code's table lookup per element showed in the profile)
+  const auto set = [&](std::int64_t i, std::uint8_t code) {
+    if (packed) store_code(f, q_row, i, code);
+    else q_row[i] = code;
+  };
   for (std::int64_t g = 0; g < r.n / G; ++g) {
     const std::int64_t b = g * G, e = b + G, at = row * per_row + g;
     float s = spec.scale;
@@ -290,7 +303,7 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
       continue;
     }
     if (spec.scaling == Scaling::nvfp4) {
-      const std::uint8_t c = exact_nvfp4_code(d, r, b, e, spec.global_scale);
+      const std::uint8_t c = exact_nvfp4_code(d, b, e, spec.global_scale);
       static_cast<std::uint8_t*>(scales)[at] = c;
       s = nvfp4_element_scale(c, spec.global_scale);
       if (std::isinf(s)) {  // c = 0: every q ±0, y*'s sign
@@ -298,11 +311,11 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
         continue;
       }
     } else if (spec.pow2_scales()) {
-      const int x = exact_mx_exponent(d, r, b, e, spec);
+      const int x = exact_mx_exponent(d, b, e, spec);
       static_cast<std::uint8_t*>(scales)[at] = static_cast<std::uint8_t>(x + 127);
       s = static_cast<float>(std::ldexp(1.0, x));  // 2^-127 is an f32 subnormal: exact
     } else if (spec.scaling != Scaling::tensor) {
-      s = exact_scale(d, r, b, e, qmax(f));
+      s = exact_scale(d, b, e, qmax(f));
       static_cast<float*>(scales)[at] = s;
     }
     const auto codes = [&](auto settled) {
@@ -322,13 +335,21 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
       }
       // The ISA kernel's lanes settle most codes a vector at a time; the rest one at a time, as above.
       constexpr std::int64_t kChunk = 256;
-      std::uint8_t lane_codes[kChunk], lane_settled[kChunk];
+      std::uint8_t lane_codes[kChunk];
+      std::uint64_t settled_bits[kChunk / 64];
       for (std::int64_t from = b; from < e; from += kChunk) {
         const std::int64_t m = e - from < kChunk ? e - from : kChunk;
-        r.settle(f, r.y + from, m, sd, r.e_abs, r.e_rel, lane_codes, lane_settled);
-        for (std::int64_t j = 0; j < m; ++j) {
-          if (lane_settled[j]) set(from + j, lane_codes[j]);
-          else one(from + j);
+        r.settle(f, r.y + from, m, sd, r.e_abs, r.e_rel, lane_codes, settled_bits);
+        for (std::int64_t w = 0; w * 64 < m; ++w) {
+          const std::int64_t j0 = w * 64, j1 = j0 + 64 < m ? j0 + 64 : m;
+          if (!packed && j1 - j0 == 64 && settled_bits[w] == ~std::uint64_t{0}) {  // 64 settled codes at once
+            std::memcpy(q_row + from + j0, lane_codes + j0, 64);
+            continue;
+          }
+          for (std::int64_t j = j0; j < j1; ++j) {
+            if ((settled_bits[w] >> (j - j0)) & 1u) set(from + j, lane_codes[j]);
+            else one(from + j);
+          }
         }
       }
     };

@@ -31,10 +31,11 @@ struct ExactQuantRow {
   const double* w_hi = nullptr;  // w = w_hi + w_lo (C + gamma), beta: n each, staged in f64; null: 1, 0, 0
   const double* w_lo = nullptr;
   const double* beta = nullptr;
-  // Optional, from an ISA kernel (simd_quant_exact.hpp settle_codes): codes[0, n) of y[0, n) over one scale s and
-  // settled[i] = 1 where the bound settles code i; the others (0) take the exact path. Null: all element by element.
+  // Optional, from an ISA kernel (simd_quant_exact.hpp settle_codes): codes[0, n) of y[0, n) over one scale s, and
+  // bit i of settled[i / 64] set where the bound settles code i; the others take the exact path. Null: all element
+  // by element.
   using SettleCodes = void (*)(QuantFormat f, const double* y, std::int64_t n, double s, double e_abs, double e_rel,
-                               std::uint8_t* codes, std::uint8_t* settled);
+                               std::uint8_t* codes, std::uint64_t* settled);
   SettleCodes settle = nullptr;
 };
 

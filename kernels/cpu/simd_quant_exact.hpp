@@ -59,24 +59,27 @@ inline LNORM_ALWAYS_INLINE typename V::M settle_vector(const double* y, typename
   return settled;
 }
 
-// codes[0, n) and settled[0, n) (1 where the code is Q(y*/s), 0 where the exact path must decide) for y[0, n) of one
-// scale s (finite, > 0) and the bound |y_i − y*_i| ≤ e_abs + e_rel·|y_i|. The tail past whole vectors reads unsettled.
+// codes[0, n) and the bitmap settled (bit i of word i/64: 1 where code i is Q(y*/s), 0 where the exact path must
+// decide; n ≤ 64·words) for y[0, n) of one scale s (finite, > 0) and the bound |y_i − y*_i| ≤ e_abs + e_rel·|y_i|.
+// The tail past whole vectors reads unsettled. A bitmap, not a byte per element: the caller copies a word's 64 codes
+// at once where every bit is set (bytes cost a scalar store and a test per element, a third of the epilogue).
 template <class V>
 void settle_codes(QuantFormat f, const double* y, std::int64_t n, double s, double e_abs, double e_rel, std::uint8_t* codes,
-                  std::uint8_t* settled) {
+                  std::uint64_t* settled) {
   constexpr int L = V::kLanes;
+  static_assert(64 % L == 0);
   const typename V::D inv = V::set1_pd(1.0 / s);
+  for (std::int64_t w = 0; w < (n + 63) / 64; ++w) settled[w] = 0;
   std::int64_t i = 0;
   with_format(f, [&](auto fmt) LNORM_ALWAYS_INLINE {
     constexpr QuantFormat kF = decltype(fmt)::value;
     for (; i + L <= n; i += L) {
       typename V::I code;
-      const unsigned ok = static_cast<unsigned>(settle_vector<V, kF>(y + i, inv, e_abs, e_rel, code));
+      const std::uint64_t ok = static_cast<std::uint64_t>(settle_vector<V, kF>(y + i, inv, e_abs, e_rel, code));
       V::store_u8(codes + i, code);
-      for (int l = 0; l < L; ++l) settled[i + l] = static_cast<std::uint8_t>((ok >> l) & 1u);
+      settled[i / 64] |= ok << (i % 64);
     }
   });
-  for (; i < n; ++i) settled[i] = 0;
 }
 
 }  // namespace exact_lanes
