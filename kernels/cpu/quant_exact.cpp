@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "exact_decision.hpp"
+#include "quant_epilogue.hpp"
 #include "lnorm/half.hpp"
 #include "lnorm/quant.hpp"
 
@@ -342,8 +343,9 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
         r.settle(f, r.y + from, m, sd, r.e_abs, r.e_rel, lane_codes, settled_bits);
         for (std::int64_t w = 0; w * 64 < m; ++w) {
           const std::int64_t j0 = w * 64, j1 = j0 + 64 < m ? j0 + 64 : m;
-          if (!packed && j1 - j0 == 64 && settled_bits[w] == ~std::uint64_t{0}) {  // 64 settled codes at once
-            std::memcpy(q_row + from + j0, lane_codes + j0, 64);
+          if (j1 - j0 == 64 && settled_bits[w] == ~std::uint64_t{0}) {  // 64 settled codes at once
+            if (packed) pack_codes(lane_codes + j0, 64, q_row + (from + j0) / 2);  // (from + j0 even: G is)
+            else std::memcpy(q_row + from + j0, lane_codes + j0, 64);
             continue;
           }
           for (std::int64_t j = j0; j < j1; ++j) {
