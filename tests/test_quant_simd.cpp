@@ -6,6 +6,7 @@
 //     codes, values past saturation, Inf, f32 subnormals, NaN of both signs — in rows and groups whose length
 //     leaves a scalar tail (group:40 and a row of 1447 on 16 lanes);
 //   - on normal data, every forward op and dtype: native == emulated, bit for bit.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -294,6 +295,32 @@ TEST_CASE("correctly rounded kernels: a vector-settled code is the code of every
       }
     }
   }
+}
+
+// The groups' amax bounds on vector lanes are the scalar pass's bits (quant_exact.cpp Decider::err, written out here
+// as the contract): every length from 0 past two vectors, the largest element at each position, signs mixed.
+TEST_CASE("correctly rounded kernels: the vector amax bounds are the scalar pass's, every length and position", "[quant][simd][cr]") {
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(-1, 1);
+  const double e_abs = 0x1p-45, e_rel = 0x1.8p-50;
+  for (const int lanes : {16, 8})
+    for (std::int64_t n = 0; n <= 40; ++n)
+      for (std::int64_t big = 0; big < (n ? n : 1); ++big) {
+        std::vector<double> y(static_cast<std::size_t>(n));
+        for (double& v : y) v = u(rng);
+        if (n) y[static_cast<std::size_t>(big)] = (big % 2 ? -3.0 : 3.0) + u(rng) * 0x1p-30;
+        double want[3] = {0, 0, 0};
+        for (const double v : y) {
+          const double a = std::fabs(v), d = (e_abs + e_rel * a) * (1 + 0x1p-50) + 0x1p-1074;
+          want[0] = std::max(want[0], a - d), want[1] = std::max(want[1], a + d), want[2] = std::max(want[2], a);
+        }
+        double got[3] = {-1, -1, -1};
+        emu::emu_amax_bounds(lanes, y.data(), n, e_abs, e_rel, got);
+        INFO("lanes " << lanes << " n " << n << " largest at " << big);
+        CHECK(got[0] == want[0]);
+        CHECK(got[1] == want[1]);
+        CHECK(got[2] == want[2]);
+      }
 }
 
 TEST_CASE("correctly rounded kernels: q and scales are the reference's bit for bit, near-ties included", "[quant][simd][cr]") {

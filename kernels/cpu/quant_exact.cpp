@@ -35,6 +35,11 @@ class Decider {
     double lo = 0, hi = 0, amax = 0;
   };
   AmaxBounds amax_bounds(std::int64_t b, std::int64_t e) const {
+    if (r_.bounds) {  // the ISA kernel's lanes, the same bits
+      double out[3];
+      r_.bounds(r_.y + b, e - b, r_.e_abs, r_.e_rel, out);
+      return {out[0], out[1], out[2]};
+    }
     AmaxBounds m[4];
     const auto take = [&](AmaxBounds& k, std::int64_t i) {
       const double a = std::fabs(r_.y[i]), d = err(i);  // (not fmax: a libm call)

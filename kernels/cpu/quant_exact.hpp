@@ -37,6 +37,10 @@ struct ExactQuantRow {
   using SettleCodes = void (*)(QuantFormat f, const double* y, std::int64_t n, double s, double e_abs, double e_rel,
                                std::uint8_t* codes, std::uint64_t* settled);
   SettleCodes settle = nullptr;
+  // Optional, from an ISA kernel (simd_quant_exact.hpp amax_bounds): {lo, hi, amax} of y[0, n) under the bound, the
+  // same bits as the scalar pass it replaces. Null: the scalar pass.
+  using AmaxBoundsFn = void (*)(const double* y, std::int64_t n, double e_abs, double e_rel, double* out);
+  AmaxBoundsFn bounds = nullptr;
 };
 
 // Row `row`'s q and scales (q and scales the whole tensor's, indexed as quantize_row's).

@@ -390,6 +390,7 @@ auto exact_quantizer(const Problem& p, const Tensors& t, const ::lnorm::cpu::Sta
     er.beta = p.has_beta ? st.beta : nullptr;
     er.e_abs = e.abs, er.e_rel = e.rel;
     er.settle = &exact_lanes::settle_codes<V>;  // the settled-code test on V's lanes (simd_quant_exact.hpp)
+    er.bounds = &exact_lanes::amax_bounds<V>;   // and the groups' amax bounds
     ::lnorm::cpu::quantize_row_exact(p.quant, er, static_cast<std::uint8_t*>(t.q), t.scales, row);
   });
 }

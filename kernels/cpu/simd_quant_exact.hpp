@@ -82,4 +82,40 @@ void settle_codes(QuantFormat f, const double* y, std::int64_t n, double s, doub
   });
 }
 
+// out = {lo, hi, amax} over y[0, n): the largest |y_i| − err_i, |y_i| + err_i and |y_i|, err_i = (e_abs + e_rel·|y_i|)·
+// (1 + 2^-50) + 2^-1074 (quant_exact.cpp's Decider::err, the same operations in the same order, no contraction:
+// the same bits), each a max, exact in any order. Zero where n is 0. No NaN among y (the caller's groups with one
+// take the NaN path first). In scalar f64 this pass was the _cr epilogue's largest cost after the codes.
+template <class V>
+void amax_bounds(const double* y, std::int64_t n, double e_abs, double e_rel, double* out) {
+  using D = typename V::D;
+  constexpr int DL = V::kDLanes;
+  D lo = V::zero_pd(), hi = V::zero_pd(), am = V::zero_pd();
+  std::int64_t i = 0;
+  for (; i + DL <= n; i += DL) {
+    const D a = V::abs_pd(V::load_pd(y + i));
+    const D d = V::add_pd(V::mul_pd(V::add_pd(V::set1_pd(e_abs), V::mul_pd(V::set1_pd(e_rel), a)), V::set1_pd(1 + 0x1p-50)),
+                          V::set1_pd(0x1p-1074));
+    lo = V::max_pd(V::sub_pd(a, d), lo);
+    hi = V::max_pd(V::add_pd(a, d), hi);
+    am = V::max_pd(a, am);
+  }
+  double l[DL], h[DL], m[DL];
+  V::store_pd(l, lo);
+  V::store_pd(h, hi);
+  V::store_pd(m, am);
+  for (int k = 1; k < DL; ++k) {
+    l[0] = l[k] > l[0] ? l[k] : l[0];
+    h[0] = h[k] > h[0] ? h[k] : h[0];
+    m[0] = m[k] > m[0] ? m[k] : m[0];
+  }
+  for (; i < n; ++i) {
+    const double a = y[i] < 0 ? -y[i] : y[i], d = (e_abs + e_rel * a) * (1 + 0x1p-50) + 0x1p-1074;
+    l[0] = a - d > l[0] ? a - d : l[0];
+    h[0] = a + d > h[0] ? a + d : h[0];
+    m[0] = a > m[0] ? a : m[0];
+  }
+  out[0] = l[0], out[1] = h[0], out[2] = m[0];
+}
+
 }  // namespace exact_lanes
