@@ -89,14 +89,11 @@ void normalize_row(const typename X::Bits* x, const typename Gs::Bits* gamma, co
     }
     if constexpr (Amax) {
       if (i < n) masked_at(i, n - i);
-      float m = max_of_lanes<V>(V::max(acc0, acc1));
-      bool nan = nan_lanes != 0;
-      for (; i < n; ++i) {  // the tail as stored (its masked-off lanes are not y)
-        nan |= y[i] != y[i];
-        const float a = y[i] < 0 ? -y[i] : y[i];
-        m = a > m ? a : m;
-      }
-      *amax = {m, nan, true};
+      // The tail as stored (its masked-off lanes are not y): fewer than L elements, group_amax's scalar loop.
+      bool tail_nan = false;
+      const float tail = group_amax<V>(y + i, n - i, tail_nan);
+      const float m = max_of_lanes<V>(V::max(acc0, acc1));
+      *amax = {tail > m ? tail : m, nan_lanes != 0 || tail_nan, true};
       return;
     }
   }
