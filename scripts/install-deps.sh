@@ -26,6 +26,7 @@ packages=(
   python3-torch                  # examples/python: gates torch.nn.functional.layer_norm (CPU)
   python3-venv python3-pip       # pip install (scripts/test-pip.sh): a venv with --system-site-packages, pip
   python3-setuptools python3-wheel  # pyproject.toml's build backend, used as installed (--no-build-isolation)
+  ccache                         # .ci/run: the release and pip builds share their compiles (build/ccache)
 )
 
 # --list: the package names, one a line, for scripts/check_deps.py (the guard that fails when a
