@@ -44,6 +44,12 @@ struct Avx2Ops {
   static float first(F a) { return _mm256_cvtss_f32(a); }
   static F abs(F a) { return _mm256_and_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF))); }
   static F max(F a, F b) { return _mm256_max_ps(a, b); }  // a > b ? a : b (b where either is NaN, or both are zeros)
+  // The largest lane, for lanes without NaN (a max is exact in any order), in registers (avx512_ops.hpp's hmax).
+  static float hmax(F a) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+  }
   // Whether any of a row's values was subnormal, as a running unsigned minimum of bits(|a|) − 1 per lane (key
   // starts at all ones, subnormal_key_init): that is below 0x007FFFFF exactly for a subnormal a (±0 wraps to all
   // ones; normals, Inf and NaN are at or above it). Two instructions besides |a| (shared with the row's max|a|),
@@ -298,6 +304,16 @@ struct Avx2Ops {
                                                                 0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
     const __m128i both = _mm_unpacklo_epi32(_mm256_castsi256_si128(low), _mm256_extracti128_si256(low, 1));
     _mm_storel_epi64(reinterpret_cast<__m128i*>(p), both);
+  }
+  // Lanes of 4-bit codes (0..15), two a byte, the even lane's in the low nibble: 4 bytes (avx512_ops.hpp's store_u4:
+  // the odd lane's code moved to bit 4 of its 64-bit pair's low byte, then bytes 0 and 8 of each half).
+  static void store_u4(std::uint8_t* p, I a) {
+    const __m256i pairs = _mm256_or_si256(a, _mm256_srli_epi64(a, 28));
+    const __m256i low = _mm256_shuffle_epi8(pairs, _mm256_setr_epi8(0, 8, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                                                    0, 8, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
+    const std::uint32_t bytes = static_cast<std::uint32_t>(_mm256_extract_epi16(low, 0)) |
+                                static_cast<std::uint32_t>(_mm256_extract_epi16(low, 8)) << 16;
+    std::memcpy(p, &bytes, 4);
   }
 };
 

@@ -38,6 +38,9 @@ struct Avx512Ops {
   static float first(F a) { return _mm512_cvtss_f32(a); }
   static F abs(F a) { return _mm512_abs_ps(a); }  // the sign bit cleared (NaN payloads kept)
   static F max(F a, F b) { return _mm512_max_ps(a, b); }  // a > b ? a : b (b where either is NaN, or both are zeros)
+  // The largest lane, for lanes without NaN (a max is exact in any order): four shuffle-and-max steps in registers,
+  // where a store and a scalar tree of 15 compares took ~30 instructions per call (mx: one call per 32 elements).
+  static float hmax(F a) { return _mm512_reduce_max_ps(a); }
   // Whether any value was subnormal: avx2_ops.hpp's running unsigned minimum of bits(|a|) − 1 (below 0x007FFFFF
   // exactly for a subnormal a).
   static F subnormal_key_init() { return _mm512_castsi512_ps(_mm512_set1_epi32(-1)); }
@@ -236,6 +239,11 @@ struct Avx512Ops {
   static I cvt_i(F a) { return _mm512_cvtps_epi32(a); }  // to nearest (MXCSR's default); integer-valued lanes only
   static void store_u8(std::uint8_t* p, I a) {           // each lane's low byte (vpmovdb truncates)
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(a));
+  }
+  // Lanes of 4-bit codes (0..15), two a byte, the even lane's in the low nibble: L/2 bytes. As 64-bit lanes the odd
+  // lane's code sits at bit 32; shifted right by 28 it lands at bit 4 of its pair's low byte, which vpmovqb keeps.
+  static void store_u4(std::uint8_t* p, I a) {
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm512_cvtepi64_epi8(_mm512_or_si512(a, _mm512_srli_epi64(a, 28))));
   }
 };
 

@@ -90,6 +90,11 @@ struct EmulatedOps {
     for (int i = 0; i < L; ++i) a.v[i] = a.v[i] > b.v[i] ? a.v[i] : b.v[i];
     return a;
   }
+  static float hmax(F a) {  // the largest lane (no NaN lanes: any order gives it)
+    float m = a.v[0];
+    for (int i = 1; i < L; ++i) m = a.v[i] > m ? a.v[i] : m;
+    return m;
+  }
   // avx2_ops.hpp's subnormal key: per lane the unsigned minimum of bits(|a|) − 1, below 0x007FFFFF exactly for
   // a subnormal a (the lanes hold bit patterns, moved and never computed on as floats).
   static F subnormal_key_init() {
@@ -365,6 +370,10 @@ struct EmulatedOps {
   }
   static void store_u8(std::uint8_t* p, I a) {
     for (int i = 0; i < L; ++i) p[i] = static_cast<std::uint8_t>(static_cast<std::uint32_t>(a.v[i]) & 0xFFu);
+  }
+  static void store_u4(std::uint8_t* p, I a) {  // 4-bit codes two a byte, the even lane's low (VPMOVQB of x | x >> 28)
+    for (int i = 0; i < L; i += 2)
+      p[i / 2] = static_cast<std::uint8_t>((static_cast<std::uint32_t>(a.v[i]) & 0xFFu) | (static_cast<std::uint32_t>(a.v[i + 1]) << 4));
   }
 };
 

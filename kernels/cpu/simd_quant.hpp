@@ -123,12 +123,15 @@ inline LNORM_ALWAYS_INLINE typename V::I int_codes(typename V::F y, typename V::
 
 // 1/s in f32 where it is a normal number (the codes' precondition: the header's error bound), else false: s
 // subnormal below 2^-128, 0, Inf (nvfp4's block of zeros), NaN. Tested on the bits: the exponent field 1..254.
-inline bool usable_inverse(float s, float& inv) {
-  inv = 1.0f / s;
+inline bool usable_inverse_bits(float inv) {
   std::uint32_t bits = 0;
   std::memcpy(&bits, &inv, 4);
   const std::uint32_t field = (bits >> 23) & 0xffu;
   return field != 0 && field != 0xffu;
+}
+inline bool usable_inverse(float s, float& inv) {
+  inv = 1.0f / s;
+  return usable_inverse_bits(inv);
 }
 
 // q[0, n) = Q(y / s), n elements of one scale (q: one code a byte).
@@ -178,20 +181,16 @@ void encode_span_stored(QuantFormat f, bool packed, float s, const float* y, std
   }
 }
 
-// The max of acc's lanes (nonnegative, no NaN): a tree, not a chain of L dependent maxes (mx: per 32 elements).
+// The max of acc's lanes (nonnegative, no NaN): V's shuffle tree in registers (mx: once per 32 elements).
 template <class V>
-float max_of_lanes(typename V::F acc) {
-  constexpr int L = V::kLanes;
-  float lanes[L];
-  V::store_ps(lanes, acc);
-  for (int half = L / 2; half >= 1; half /= 2)
-    for (int l = 0; l < half; ++l) lanes[l] = lanes[l + half] > lanes[l] ? lanes[l + half] : lanes[l];
-  return lanes[0];
+inline LNORM_ALWAYS_INLINE float max_of_lanes(typename V::F acc) {
+  return V::hmax(acc);
 }
 
-// A group's amax (the f32 max of |y|, exact in any order) and whether it holds a NaN, V's lanes at a time.
+// A group's amax (the f32 max of |y|, exact in any order) and whether it holds a NaN, V's lanes at a time. Inline:
+// mx and nvfp4 take it once per 32 or 16 elements, and a call's set-up was a quarter of its samples there.
 template <class V>
-float group_amax(const float* yg, std::int64_t G, bool& nan) {
+inline LNORM_ALWAYS_INLINE float group_amax(const float* yg, std::int64_t G, bool& nan) {
   constexpr int L = V::kLanes;
   typename V::F acc = V::zero();
   unsigned nan_lanes = 0;
@@ -218,23 +217,28 @@ float group_amax(const float* yg, std::int64_t G, bool& nan) {
 // Here the codes' iterations are independent and overlap. Same bits: the same scale rule (group_scale) and codes.
 constexpr std::int64_t kBatchedGroups = 1024;  // groups a row may hold for this path (a 4 KiB stack array of scales)
 template <class V>
-void quantize_groups_simd(const QuantSpec& spec, const float* y, std::int64_t G, std::int64_t per_row, bool packed,
-                          std::uint8_t* q, void* scales, std::int64_t row) {
+void quantize_groups_simd(const QuantSpec& spec, const float* y, std::int64_t G, std::int64_t per_row, std::uint8_t* q,
+                          void* scales, std::int64_t row) {
   constexpr int L = V::kLanes;
   using F = typename V::F;
   float s_of[kBatchedGroups], inv_of[kBatchedGroups];
-  bool vector_ok[kBatchedGroups];  // a usable 1/s (usable_inverse); the others element by element
   for (std::int64_t g = 0; g < per_row; ++g) {
     bool nan = false;
     const float amax = group_amax<V>(y + g * G, G, nan);
     s_of[g] = ::lnorm::cpu::group_scale(spec, amax, nan, scales, row * per_row + g);
-    vector_ok[g] = usable_inverse(s_of[g], inv_of[g]);
   }
-  constexpr std::int64_t kChunk = 512;  // a packed format's codes, one a byte, packed a chunk at a time
-  std::uint8_t codes[kChunk];
-  const std::int64_t n = per_row * G;
+  // Every group's 1/s, L at a time: one vdivps per L groups where a vdivss per group sat in the chain above (perf
+  // annotate, fp8_e4m3/mx on a Xeon: the division and the test after it held 13% of this function's samples). The
+  // same correctly rounded quotient either way; usable_inverse's test is taken on it below.
+  std::int64_t k = 0;
+  for (; k + L <= per_row; k += L) V::store_ps(inv_of + k, V::div(V::set1(1.0f), V::template load<F32>(s_of + k)));
+  for (; k < per_row; ++k) inv_of[k] = 1.0f / s_of[k];
   with_format(spec.format, [&](auto fmt) LNORM_ALWAYS_INLINE {
     constexpr QuantFormat kF = decltype(fmt)::value;
+    // A packed format's codes (E2M1: two a byte, the even element's in the low nibble) go to q as stored, a vector's
+    // L codes as L/2 bytes (V::store_u4): gathering them a byte each and packing 512 at a time in generic code
+    // (pack_codes) was 11% of nvfp4's epilogue (perf, avx512 f32 1024x4096).
+    constexpr bool kPacked = is_packed(kF);
     const auto encode_vector = [](F v, float inv, float s) LNORM_ALWAYS_INLINE {
       const typename V::M nan = V::cmp_neq(v, v);
       if constexpr (is_float(kF)) {
@@ -244,25 +248,32 @@ void quantize_groups_simd(const QuantSpec& spec, const float* y, std::int64_t G,
         return int_codes<V>(v, V::set1(inv), V::set1_pd(static_cast<double>(s)), nan, lo, hi);
       }
     };
-    const std::int64_t span = packed ? kChunk : n;  // codes written before a pack (packed), or the whole row
-    for (std::int64_t from = 0; from < n; from += span) {
-      const std::int64_t to = from + span < n ? from + span : n;
-      std::uint8_t* out = packed ? codes : q + from;  // code i at out[i - from]
-      for (std::int64_t i = from; i < to; i += G) {
-        const float s = s_of[i / G];
-        if (s != s) {  // a NaN group: every code the format's NaN code (0 where it has none)
-          std::memset(out + (i - from), ::lnorm::encode(spec.format, static_cast<double>(s)), static_cast<std::size_t>(G));
-          continue;
-        }
-        const std::int64_t g = i / G;
-        if (!vector_ok[g]) {
-          for (std::int64_t j = i; j < i + G; ++j) out[j - from] = ::lnorm::cpu::encode_quotient(spec.format, y[j], s);
-          continue;
-        }
-        for (std::int64_t j = i; j < i + G; j += L)
-          V::store_u8(out + (j - from), encode_vector(V::template load<F32>(y + j), inv_of[g], s));
+    for (std::int64_t g = 0; g < per_row; ++g) {
+      const std::int64_t i = g * G;
+      const float s = s_of[g];
+      if (s != s) {  // a NaN group: every code the format's NaN code (0 where it has none)
+        const int c = ::lnorm::encode(spec.format, static_cast<double>(s));
+        if constexpr (kPacked) std::memset(q + i / 2, c | c << 4, static_cast<std::size_t>(G / 2));
+        else std::memset(q + i, c, static_cast<std::size_t>(G));
+        continue;
       }
-      if (packed) ::lnorm::cpu::pack_codes(codes, to - from, q + from / 2);
+      if (!usable_inverse_bits(inv_of[g])) {
+        for (std::int64_t j = i; j < i + G; ++j) {
+          const std::uint8_t c = ::lnorm::cpu::encode_quotient(spec.format, y[j], s);
+          if constexpr (kPacked) {  // lnorm/quant.hpp store_code's nibbles, here: ISA objects define no shared symbol
+            std::uint8_t& b = q[j >> 1];
+            b = static_cast<std::uint8_t>((j & 1) ? (b & 0x0f) | (c << 4) : (b & 0xf0) | (c & 0x0f));
+          } else {
+            q[j] = c;
+          }
+        }
+        continue;
+      }
+      for (std::int64_t j = i; j < i + G; j += L) {
+        const typename V::I codes = encode_vector(V::template load<F32>(y + j), inv_of[g], s);
+        if constexpr (kPacked) V::store_u4(q + j / 2, codes);
+        else V::store_u8(q + j, codes);
+      }
     }
   });
 }
@@ -277,8 +288,8 @@ void quantize_row_simd(const QuantSpec& spec, const float* y, std::int64_t n, st
   ::lnorm::cpu::quant_groups(spec, n, G, per_row, row_bytes);
   const bool packed = row_bytes != n;  // two codes a byte (lnorm/quant.hpp is_packed; G even)
   std::uint8_t* q = q_all + row * row_bytes;
-  if (per_row > 1 && G % L == 0 && per_row <= kBatchedGroups && (!packed || 512 % G == 0))
-    return quantize_groups_simd<V>(spec, y, G, per_row, packed, q, scales, row);
+  if (per_row > 1 && G % L == 0 && per_row <= kBatchedGroups)
+    return quantize_groups_simd<V>(spec, y, G, per_row, q, scales, row);
   // A packed format's small groups (nvfp4's 16, mx's 32) gather their codes here, one a byte, and are packed a chunk
   // at a time: one pack_codes call per 512 codes, not one per group (it was a fifth of nvfp4's epilogue).
   constexpr std::int64_t kChunk = 512;
