@@ -139,6 +139,52 @@ TEST_CASE("simd quantized epilogue: q and scales equal quantize_row's on adversa
   CHECK(compared >= 2 * 17 * 8);
 }
 
+// Groups whose scale group_scale forms apart from the vector lanes' rule (simd_quant.hpp group_scales_simd): groups of
+// zeros (quotient: s = 1; mx floor: 2^-127; nvfp4: c = 0, s = +Inf), of f32 subnormals and of the smallest normals
+// (mx's exponent field 0 against ilogb), past E4M3's 448 once over 6/G (nvfp4's saturated scale), of Inf and NaN,
+// beside ordinary groups, in rows of 16 groups or more so that whole vectors of scales are formed in lanes.
+TEST_CASE("simd quantized epilogue: groups of zeros, subnormals, huge and non-finite values take group_scale's scales", "[quant][simd]") {
+  const std::int64_t rows = 2, n = 1280;  // 40 groups of 32, 80 of 16, 32 of 40: a vector of scales and a tail
+  int compared = 0;
+  for (const QuantSpec& spec : specs()) {
+    if (spec.scaling == Scaling::tensor || spec.scaling == Scaling::row || !quant_spec_error(spec, n).empty()) continue;
+    const std::int64_t G = spec.group_size(n);
+    Problem p = set_quant(make_problem(rows, n, DType::f32, 1e-5, true, true), spec);
+    const auto x = testing::encode(DType::f32, testing::normal(DType::f32, static_cast<std::size_t>(rows * n), 0.5, 1.0, 5));
+    const std::vector<float> gamma(static_cast<std::size_t>(n), 0.0f);
+    for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+      std::mt19937_64 rng(seed);
+      std::uniform_real_distribution<double> u(0, 1);
+      std::vector<float> beta = adversarial_row(spec, n, seed);
+      for (std::int64_t g = 0; g < n / G; ++g) {
+        const std::int64_t kind = static_cast<std::int64_t>(u(rng) * 7);
+        for (std::int64_t i = g * G; i < (g + 1) * G; ++i) {
+          float& v = beta[static_cast<std::size_t>(i)];
+          const float sign = u(rng) < 0.5 ? -1.0f : 1.0f;
+          if (kind == 0) v = 0.0f;                                                                     // zeros
+          else if (kind == 1) v = sign * static_cast<float>(u(rng) * 1e-39);                          // subnormals (and 0)
+          else if (kind == 2) v = sign * std::ldexp(1.0f + static_cast<float>(u(rng)), -126 - static_cast<int>(u(rng) * 3));
+          else if (kind == 3) v = sign * static_cast<float>(std::ldexp(1.0 + u(rng), 10 + static_cast<int>(u(rng) * 100)));  // huge
+          else if (kind == 4 && i == g * G + 3) v = u(rng) < 0.5 ? std::numeric_limits<float>::infinity() : std::nanf("");
+        }
+      }
+      Out want;
+      want.q.resize(static_cast<std::size_t>(spec.q_bytes(rows, n)));
+      const std::int64_t per_row = spec.scales_per_row(n);
+      want.scales.resize(static_cast<std::size_t>(rows * per_row) * spec.storage().bytes);
+      for (std::int64_t r = 0; r < rows; ++r) cpu::quantize_row(spec, beta.data(), n, want.q.data(), want.scales.data(), r);
+      for (const KernelInfo* k : simd_kernels(p)) {
+        INFO(k->name << " " << describe(spec) << " seed " << seed);
+        const Out got = run_quantized(*k, p, spec, Tensors{x.data(), gamma.data(), beta.data()});
+        CHECK(got.q == want.q);
+        CHECK(got.scales == want.scales);
+        ++compared;
+      }
+    }
+  }
+  CHECK(compared >= 2 * 10 * 4);
+}
+
 // The fast rows take a row-scaled quantizer's amax and NaN flag while forming the row (simd_fast_rows.hpp Amax),
 // in vector lanes and a scalar tail: the one large value, or the one NaN, at each of the row's last positions (the
 // tail after the last full vector at either width) and its first, must set the scale as quantize_row's does.

@@ -67,6 +67,13 @@ float group_scale(const QuantSpec& spec, float amax, bool nan, void* scales, std
   return s;
 }
 
+ScaleRule scale_rule(const QuantSpec& spec) {
+  if (spec.scaling == Scaling::tensor) return ScaleRule::other;
+  if (spec.scaling == Scaling::nvfp4) return ScaleRule::nvfp4;
+  if (spec.pow2_scales()) return spec.exponent_rule() == MxRule::floor ? ScaleRule::pow2_floor : ScaleRule::other;
+  return ScaleRule::quotient;
+}
+
 void quantize_row(const QuantSpec& spec, const float* y, std::int64_t n, std::uint8_t* q_all, void* scales, std::int64_t row) {
   const QuantFormat f = spec.format;
   const std::int64_t G = spec.group_size(n), per_row = spec.scales_per_row(n);

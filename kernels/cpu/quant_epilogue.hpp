@@ -44,4 +44,13 @@ void pack_codes(const std::uint8_t* codes, std::int64_t n, std::uint8_t* q);
 // quantize_row's and the SIMD epilogue's (simd_quant.hpp) one rule.
 float group_scale(const QuantSpec& spec, float amax, bool nan, void* scales, std::int64_t at);
 
+// Which of group_scale's rules spec takes, for the SIMD epilogue, which forms L groups' scales at once in lanes for
+// these (simd_quant.hpp group_scales_simd) and calls group_scale for every other rule and for its rare lanes.
+//   quotient    row or group:G with f32 scales: s = f32(amax / qmax)
+//   pow2_floor  mx with the floor rule: s = 2^clamp(floor(log2 amax) − emax_elem, −127, 127), E8M0
+//   nvfp4       c = E4M3(amax·G/6), s = f32(E4M3value(c) / G)
+//   other       tensor, UE8M0 scales (rceil), mx's other rules
+enum class ScaleRule : std::uint8_t { other, quotient, pow2_floor, nvfp4 };
+ScaleRule scale_rule(const QuantSpec& spec);
+
 }  // namespace lnorm::cpu

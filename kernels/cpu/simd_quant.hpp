@@ -19,7 +19,8 @@
 //   quantum. The sign from y's; a NaN quotient (y NaN, or ±Inf over an Inf scale) gives 0x7f with it;
 //   int8 (an integer format): clamped to [−128, 127] (its row's range), rounded by the 1.5·2^23 addition, converted
 //   exactly; NaN gives 0.
-// Scales as quantize_row (group_scale, in the generic TU: ISA code calls it, ctest isa_objects_share_no_code);
+// Scales as quantize_row (group_scale, in the generic TU: ISA code calls it, ctest isa_objects_share_no_code); rows
+// of small groups form L groups' scales at once in lanes where the rule allows (group_scales_simd, the same bits);
 // amax is a max, exact in any order. A group's last G mod lanes elements take encode, the same bits. The code
 // functions are forced inline: out of line, each vector's chain (multiply, round, midpoint test, code) was a call
 // the next vector's could not overlap.
@@ -210,6 +211,76 @@ inline LNORM_ALWAYS_INLINE float group_amax(const float* yg, std::int64_t G, boo
   return amax;
 }
 
+// Every group's scale into s_of and its stored scale into scales[at + g], from its amax in a_of (NaN where the group
+// holds a NaN), L groups at a time in lanes for the rules scale_rule names, group_scale's bits (quant_epilogue.hpp):
+//   quotient    s = amax / qmax, one f32 division per lane, as group_scale's.
+//   pow2_floor  s = 2^clamp(floor(log2 amax) − emax, −127, 127) as clamp(2^floor(log2 amax) · 2^-emax, 2^-127,
+//               2^127): amax's exponent field alone (and_ps) is 2^floor(log2 amax) where amax is normal and 0 where
+//               it is 0 or subnormal, which group_scale's ilogb puts at −127 after the clamp too (emax ≥ 0); the
+//               product is exact (a power of two ≥ 2^-141); the E8M0 byte is s's exponent field (0 for 2^-127).
+//   nvfp4       amax·G/6 in f64 lanes (amax·G exact, the quotient correctly rounded: group_scale's double), rounded
+//               to E4M3's grid by fp8_codes' f64 addition; s = that value (exact in f32) / G in f32, as
+//               nvfp4_element_scale's division; the byte its code (grid_code).
+// The lanes group_scale treats apart go to it, one at a time: a NaN or Inf amax, a zero scale (quotient: s = 1;
+// nvfp4: c = 0, s = +Inf), an E4M3 value past 448 (saturation). Once per group, group_scale was a call into generic
+// code each (with nvfp4's double encode and element scale: 6.5% of `lnorm bench --kernel avx512 --op rmsnorm --dtype
+// f32 --shape 64x4096 --quant fp4_e2m1 --scaling nvfp4`'s samples, as much as the quantizer's own loop).
+template <class V, QuantFormat Fmt>
+void group_scales_simd(const QuantSpec& spec, ::lnorm::cpu::ScaleRule rule, const float* a_of, std::int64_t per_row, void* scales,
+                       std::int64_t at, float* s_of) {
+  using F = typename V::F;
+  using D = typename V::D;
+  using M = typename V::M;
+  constexpr int L = V::kLanes;
+  std::uint8_t* const bytes = static_cast<std::uint8_t*>(scales);
+  const auto apart = [&](std::int64_t from, unsigned lanes) {
+    for (int k = 0; k < L; ++k) {
+      if (((lanes >> k) & 1u) == 0) continue;
+      const float a = a_of[from + k];
+      s_of[from + k] = ::lnorm::cpu::group_scale(spec, a, a != a, scales, at + from + k);
+    }
+  };
+  const F inf = V::set1(__builtin_inff());
+  std::int64_t g = 0;
+  if (rule == ::lnorm::cpu::ScaleRule::quotient) {
+    constexpr float kTop = static_cast<float>(qmax(Fmt));  // constants: ISA code reads no table at run time
+    const F top = V::set1(kTop);
+    for (; g + L <= per_row; g += L) {
+      const F a = V::template load<F32>(a_of + g);
+      const F s = V::div(a, top);
+      V::store_ps(s_of + g, s);
+      V::store_ps(static_cast<float*>(scales) + at + g, s);
+      if (const auto lanes = static_cast<M>(~(V::cmp_lt(V::zero(), s) & V::cmp_lt(a, inf)))) apart(g, lanes);
+    }
+  } else if (rule == ::lnorm::cpu::ScaleRule::pow2_floor) {
+    constexpr float kDown = pow2f(-emax_elem(Fmt));
+    const F down = V::set1(kDown);
+    for (; g + L <= per_row; g += L) {
+      const F a = V::template load<F32>(a_of + g);
+      const F s = V::min(V::max(V::mul(V::and_ps(a, inf), down), V::set1(0x1p-127f)), V::set1(0x1p127f));
+      V::store_ps(s_of + g, s);
+      V::store_u8(bytes + at + g, V::template srli_i<23>(V::bits_i(s)));
+      if (const auto lanes = static_cast<M>(~V::cmp_lt(a, inf))) apart(g, lanes);
+    }
+  } else if (rule == ::lnorm::cpu::ScaleRule::nvfp4) {
+    const D global = V::set1_pd(static_cast<double>(spec.global_scale));
+    const F global32 = V::set1(spec.global_scale);
+    const auto rounded = [&](D a) LNORM_ALWAYS_INLINE {
+      const D t = V::div_pd(V::mul_pd(a, global), V::set1_pd(6.0));
+      const D c = V::mul_pd(V::max_pd(V::and_pd(t, V::set1_pd(__builtin_inf())), V::set1_pd(0x1p-6)), V::set1_pd(0x1p49));
+      return V::sub_pd(V::add_pd(t, c), c);  // E4M3's grid: 3 bits, 2^-9 below 2^-6
+    };
+    for (; g + L <= per_row; g += L) {
+      const F a = V::template load<F32>(a_of + g);
+      const F r = V::join_ps(rounded(V::lo_pd(a)), rounded(V::hi_pd(a)));
+      V::store_ps(s_of + g, V::div(r, global32));
+      V::store_u8(bytes + at + g, grid_code<V, QuantFormat::fp8_e4m3>(r, r, M{0}));
+      if (const auto lanes = static_cast<M>(~(V::cmp_lt(V::zero(), r) & V::cmp_lt(r, V::set1(449.0f))))) apart(g, lanes);
+    }
+  }
+  for (; g < per_row; ++g) s_of[g] = ::lnorm::cpu::group_scale(spec, a_of[g], a_of[g] != a_of[g], scales, at + g);
+}
+
 // Rows of many small groups (mx's 32, nvfp4's 16, group:G), G a multiple of V's lanes: every group's scale first,
 // then every code in one loop with the format a constant. Group by group (quantize_row_simd's general path), each
 // group's one or two vectors sat behind its own amax, scale and a call's set-up: a chain of dependent latencies
@@ -221,12 +292,16 @@ void quantize_groups_simd(const QuantSpec& spec, const float* y, std::int64_t G,
                           void* scales, std::int64_t row) {
   constexpr int L = V::kLanes;
   using F = typename V::F;
-  float s_of[kBatchedGroups], inv_of[kBatchedGroups];
+  float a_of[kBatchedGroups], s_of[kBatchedGroups], inv_of[kBatchedGroups];
   for (std::int64_t g = 0; g < per_row; ++g) {
     bool nan = false;
     const float amax = group_amax<V>(y + g * G, G, nan);
-    s_of[g] = ::lnorm::cpu::group_scale(spec, amax, nan, scales, row * per_row + g);
+    a_of[g] = nan ? __builtin_nanf("") : amax;
   }
+  const ::lnorm::cpu::ScaleRule rule = ::lnorm::cpu::scale_rule(spec);
+  with_format(spec.format, [&](auto fmt) LNORM_ALWAYS_INLINE {
+    group_scales_simd<V, decltype(fmt)::value>(spec, rule, a_of, per_row, scales, row * per_row, s_of);
+  });
   // Every group's 1/s, L at a time: one vdivps per L groups where a vdivss per group sat in the chain above (perf
   // annotate, fp8_e4m3/mx on a Xeon: the division and the test after it held 13% of this function's samples). The
   // same correctly rounded quotient either way; usable_inverse's test is taken on it below.
