@@ -30,6 +30,17 @@
 #define LNORM_SIMD_QUANT_INCLUDED
 
 constexpr float pow2f(int e) { return e >= 0 ? static_cast<float>(1ull << e) : 1.0f / static_cast<float>(1ull << -e); }
+// The f64 rounding constant of a ≥ 0 on Fmt's grid: c = 2^(max(e, emin) + 52 − mbits), e = floor(log2 a) (a's
+// exponent field alone), whose ulp is the grid's quantum at a; (a + c) − c is a rounded to the grid, to nearest, ties
+// to even (a < 2^(e+1) ≤ c keeps a + c in c's binade). fp8_codes' f64 path, group_scales_simd's nvfp4 scale codes and
+// settle_vector's (simd_quant_exact.hpp) rounding.
+template <class V, QuantFormat Fmt>
+inline LNORM_ALWAYS_INLINE typename V::D grid_step_pd(typename V::D a) {
+  constexpr int Mbits = info(Fmt).mbits;
+  constexpr double kMinNormal = 1.0 / static_cast<double>(1ull << (info(Fmt).bias - 1));  // 2^emin
+  return V::mul_pd(V::max_pd(V::and_pd(a, V::set1_pd(-__builtin_inf())), V::set1_pd(kMinNormal)), V::set1_pd(0x1p52 / (1 << Mbits)));
+}
+
 // The code of r, the format's grid value (before saturation: min(r, max) here) of y's magnitude, with y's sign; the
 // format's NaN code in the lanes nan (E2M1, which has none: 0). fp8_codes' and settle_codes' (simd_quant_exact.hpp).
 template <class V, QuantFormat Fmt>
@@ -90,10 +101,9 @@ inline LNORM_ALWAYS_INLINE typename V::I fp8_codes(typename V::F y, typename V::
   constexpr float kNearMidpoint = 0x1p-24f - kWindowUlps * pow2f(Mbits - 46);
   if (V::cmp_lt(V::mul(c, V::set1(kNearMidpoint)), V::abs(V::sub(a, r)))) {
     // A midpoint (rare but for exact ties): the f64 quotient decides, the header's argument with 52 bits.
-    const D exponent_field = V::set1_pd(-__builtin_inf());
     const auto rounded = [&](D y_half) LNORM_ALWAYS_INLINE {
       const D a64 = V::min_pd(V::abs_pd(V::div_pd(y_half, sd)), V::set1_pd(2 * kMax));
-      const D c64 = V::mul_pd(V::max_pd(V::and_pd(a64, exponent_field), V::set1_pd(kMinNormal)), V::set1_pd(0x1p52 / (1 << Mbits)));
+      const D c64 = grid_step_pd<V, Fmt>(a64);
       return V::sub_pd(V::add_pd(a64, c64), c64);
     };
     r = V::join_ps(rounded(V::lo_pd(y)), rounded(V::hi_pd(y)));
@@ -267,15 +277,17 @@ void group_scales_simd(const QuantSpec& spec, ::lnorm::cpu::ScaleRule rule, cons
     const F global32 = V::set1(spec.global_scale);
     const auto rounded = [&](D a) LNORM_ALWAYS_INLINE {
       const D t = V::div_pd(V::mul_pd(a, global), V::set1_pd(6.0));
-      const D c = V::mul_pd(V::max_pd(V::and_pd(t, V::set1_pd(__builtin_inf())), V::set1_pd(0x1p-6)), V::set1_pd(0x1p49));
-      return V::sub_pd(V::add_pd(t, c), c);  // E4M3's grid: 3 bits, 2^-9 below 2^-6
+      const D c = grid_step_pd<V, QuantFormat::fp8_e4m3>(t);
+      return V::sub_pd(V::add_pd(t, c), c);
     };
+    // r is on E4M3's grid, so r ≤ 448 (no saturation) is r < 449.
+    constexpr float kBelowSaturation = static_cast<float>(qmax(QuantFormat::fp8_e4m3)) + 1;
     for (; g + L <= per_row; g += L) {
       const F a = V::template load<F32>(a_of + g);
       const F r = V::join_ps(rounded(V::lo_pd(a)), rounded(V::hi_pd(a)));
       V::store_ps(s_of + g, V::div(r, global32));
       V::store_u8(bytes + at + g, grid_code<V, QuantFormat::fp8_e4m3>(r, r, M{0}));
-      if (const auto lanes = static_cast<M>(~(V::cmp_lt(V::zero(), r) & V::cmp_lt(r, V::set1(449.0f))))) apart(g, lanes);
+      if (const auto lanes = static_cast<M>(~(V::cmp_lt(V::zero(), r) & V::cmp_lt(r, V::set1(kBelowSaturation))))) apart(g, lanes);
     }
   }
   for (; g < per_row; ++g) s_of[g] = ::lnorm::cpu::group_scale(spec, a_of[g], a_of[g] != a_of[g], scales, at + g);

@@ -32,11 +32,9 @@ inline LNORM_ALWAYS_INLINE typename V::M settle_vector(const double* y, typename
     const D e = V::fmadd_pd(a, V::set1_pd(0x1p-51), V::mul_pd(V::mul_pd(err_y, inv), V::set1_pd(1 + 0x1p-50)));
     D r, half_gap;  // t's magnitude rounded (before saturation), and its distance to the nearest midpoint
     if constexpr (is_float(Fmt)) {
-      constexpr int kMbits = info(Fmt).mbits, kBias = info(Fmt).bias;
       constexpr double kTop = qmax(Fmt);
-      constexpr double kMinNormal = 1.0 / static_cast<double>(1ull << (kBias - 1));
       const D ac = V::min_pd(a, V::set1_pd(2 * kTop));
-      const D c = V::mul_pd(V::max_pd(V::and_pd(ac, V::set1_pd(-__builtin_inf())), V::set1_pd(kMinNormal)), V::set1_pd(0x1p52 / (1 << kMbits)));
+      const D c = grid_step_pd<V, Fmt>(ac);
       r = V::sub_pd(V::add_pd(ac, c), c);
       half_gap = V::sub_pd(V::mul_pd(c, V::set1_pd(0x1p-53)), V::abs_pd(V::sub_pd(ac, r)));
     } else {
