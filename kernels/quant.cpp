@@ -15,12 +15,20 @@
 namespace lnorm {
 
 namespace {
+// 2^j from its exponent field: exact for the normal doubles' j (every format's grid and every level an mx walk
+// reaches: |j| ≤ 140), and no libm call: ldexp here was a sixth of the _cr kernels' nvfp4 and mx epilogues (several
+// calls per group of 16 or 32: perf record, issue 57).
+double pow2_exact(int j) {
+  if (j < -1022 || j > 1023) return std::ldexp(1.0, j);
+  return std::bit_cast<double>(static_cast<std::uint64_t>(1023 + j) << 52);
+}
+
 // A floating-point format's magnitude bits (the code without its sign) → value, from its mbits and bias.
 double fp8_magnitude(QuantFormat f, unsigned mag) {
   const int mbits = info(f).mbits, bias = info(f).bias;
   const unsigned e = mag >> mbits, m = mag & ((1u << mbits) - 1);
-  if (e == 0) return std::ldexp(static_cast<double>(m), 1 - bias - mbits);  // subnormal
-  return std::ldexp(static_cast<double>((1u << mbits) | m), static_cast<int>(e) - bias - mbits);
+  if (e == 0) return static_cast<double>(m) * pow2_exact(1 - bias - mbits);  // subnormal (products exact)
+  return static_cast<double>((1u << mbits) | m) * pow2_exact(static_cast<int>(e) - bias - mbits);
 }
 }  // namespace
 
@@ -194,13 +202,13 @@ std::string mx_rule_names() { return one_of(kMxRuleTable, &MxRuleInfo::name); }
 
 double mx_breakpoint(const QuantSpec& spec, int j) {
   switch (spec.exponent_rule()) {
-    case MxRule::floor: return std::ldexp(1.0, j);        // floor(log2 a) ≥ j  ⇔  a ≥ 2^j
-    case MxRule::ceil: return std::ldexp(1.0, j - 1);     // ceil(log2 a) ≥ j   ⇔  a > 2^(j−1)
-    case MxRule::even:                                    // a's significand rounded half up to mbits reaches 2^j
-      return std::ldexp(1.0 - std::ldexp(1.0, -(info(spec.format).mbits + 2)), j);
-    case MxRule::rceil: return std::ldexp(qmax(spec.format), j - 1);  // ceil(log2(a/qmax)) ≥ j  ⇔  a > qmax·2^(j−1)
+    case MxRule::floor: return pow2_exact(j);        // floor(log2 a) ≥ j  ⇔  a ≥ 2^j
+    case MxRule::ceil: return pow2_exact(j - 1);     // ceil(log2 a) ≥ j   ⇔  a > 2^(j−1)
+    case MxRule::even:                               // a's significand rounded half up to mbits reaches 2^j
+      return (1.0 - pow2_exact(-(info(spec.format).mbits + 2))) * pow2_exact(j);  // (exact: a power of two's multiple)
+    case MxRule::rceil: return qmax(spec.format) * pow2_exact(j - 1);  // ceil(log2(a/qmax)) ≥ j  ⇔  a > qmax·2^(j−1)
   }
-  return std::ldexp(1.0, j);
+  return pow2_exact(j);
 }
 
 int mx_offset(const QuantSpec& spec) { return spec.exponent_rule() == MxRule::rceil ? 0 : emax_elem(spec.format); }

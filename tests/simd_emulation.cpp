@@ -118,9 +118,9 @@ void emu_settle_codes(int lanes, QuantFormat f, const double* y, std::int64_t n,
   for (std::int64_t i = 0; i < n; ++i) settled[i] = static_cast<std::uint8_t>((bits[static_cast<std::size_t>(i / 64)] >> (i % 64)) & 1u);
 }
 
-void emu_amax_bounds(int lanes, const double* y, std::int64_t n, double e_abs, double e_rel, double* out) {
-  if (lanes == 16) exact_lanes::amax_bounds<EmulatedOps<16>>(y, n, e_abs, e_rel, out);
-  else exact_lanes::amax_bounds<EmulatedOps<8>>(y, n, e_abs, e_rel, out);
+double emu_max_abs_pd(int lanes, const double* y, std::int64_t n) {
+  if (lanes == 16) return exact_lanes::max_abs_pd<EmulatedOps<16>>(y, n);
+  return exact_lanes::max_abs_pd<EmulatedOps<8>>(y, n);
 }
 
 }  // namespace lnorm::testing::simd_emulation

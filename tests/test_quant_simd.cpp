@@ -322,6 +322,8 @@ TEST_CASE("correctly rounded kernels: a vector-settled code is the code of every
           }
           y[static_cast<std::size_t>(i)] = v;
         }
+        // NaN (a tensor scale's NaN y*: never settled) and ±Inf (saturated, or unsettled) among the near lanes.
+        for (std::int64_t i = 40; i < n; i += 400) y[static_cast<std::size_t>(i)] = i % 800 == 40 ? std::numeric_limits<double>::quiet_NaN() : (i % 1200 == 440 ? -INFINITY : INFINITY);
         std::vector<std::uint8_t> codes(static_cast<std::size_t>(n)), settled(static_cast<std::size_t>(n));
         emu::emu_settle_codes(lanes, f, y.data(), n, s, e_abs, e_rel, codes.data(), settled.data());
         std::int64_t settled_far = 0, far = 0, wrong = 0;
@@ -332,6 +334,14 @@ TEST_CASE("correctly rounded kernels: a vector-settled code is the code of every
             settled_far += settled[static_cast<std::size_t>(i)];
           }
           if (!settled[static_cast<std::size_t>(i)]) continue;
+          if (yi != yi) {
+            ++wrong;
+            continue;
+          }
+          if (std::isinf(yi)) {  // y overflowed: y* is as large (the bound is relative), y*/s saturates
+            wrong += codes[static_cast<std::size_t>(i)] != encode(f, yi);
+            continue;
+          }
           const std::uint8_t lo = encode(f, (yi - err) / s), hi = encode(f, (yi + err) / s);
           wrong += lo != codes[static_cast<std::size_t>(i)] || hi != codes[static_cast<std::size_t>(i)];
         }
@@ -343,29 +353,25 @@ TEST_CASE("correctly rounded kernels: a vector-settled code is the code of every
   }
 }
 
-// The groups' amax bounds on vector lanes are the scalar pass's bits (quant_exact.cpp Decider::err, written out here
-// as the contract): every length from 0 past two vectors, the largest element at each position, signs mixed.
-TEST_CASE("correctly rounded kernels: the vector amax bounds are the scalar pass's, every length and position", "[quant][simd][cr]") {
+// The groups' largest |y| on vector lanes (the amax* bounds are formed from it): every length from 0 past two
+// vectors, the largest element at each position, signs mixed, and a NaN beside it dropped (ExactQuantRow::max_abs).
+TEST_CASE("correctly rounded kernels: the vector largest |y| is the scalar max, every length and position", "[quant][simd][cr]") {
   std::mt19937_64 rng(5);
   std::uniform_real_distribution<double> u(-1, 1);
-  const double e_abs = 0x1p-45, e_rel = 0x1.8p-50;
   for (const int lanes : {16, 8})
     for (std::int64_t n = 0; n <= 40; ++n)
       for (std::int64_t big = 0; big < (n ? n : 1); ++big) {
         std::vector<double> y(static_cast<std::size_t>(n));
         for (double& v : y) v = u(rng);
         if (n) y[static_cast<std::size_t>(big)] = (big % 2 ? -3.0 : 3.0) + u(rng) * 0x1p-30;
-        double want[3] = {0, 0, 0};
-        for (const double v : y) {
-          const double a = std::fabs(v), d = (e_abs + e_rel * a) * (1 + 0x1p-50) + 0x1p-1074;
-          want[0] = std::max(want[0], a - d), want[1] = std::max(want[1], a + d), want[2] = std::max(want[2], a);
-        }
-        double got[3] = {-1, -1, -1};
-        emu::emu_amax_bounds(lanes, y.data(), n, e_abs, e_rel, got);
+        double want = 0;
+        for (const double v : y) want = std::max(want, std::fabs(v));
         INFO("lanes " << lanes << " n " << n << " largest at " << big);
-        CHECK(got[0] == want[0]);
-        CHECK(got[1] == want[1]);
-        CHECK(got[2] == want[2]);
+        CHECK(emu::emu_max_abs_pd(lanes, y.data(), n) == want);
+        if (n > 1) {  // a NaN elsewhere drops out
+          y[static_cast<std::size_t>((big + 1) % n)] = std::numeric_limits<double>::quiet_NaN();
+          CHECK(emu::emu_max_abs_pd(lanes, y.data(), n) == want);
+        }
       }
 }
 

@@ -294,6 +294,10 @@ struct Avx2Ops {
   template <int N>
   static I srli_i(I a) { return _mm256_srli_epi32(a, N); }
   static I add_i(I a, I b) { return _mm256_add_epi32(a, b); }
+  static I max_i(I a, I b) { return _mm256_max_epi32(a, b); }  // signed
+  static I min_i(I a, I b) { return _mm256_min_epi32(a, b); }  // signed
+  static M cmp_lt_i(I a, I b) { return static_cast<M>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(b, a)))); }  // signed
+  static F from_bits_i(I a) { return _mm256_castsi256_ps(a); }
   static I and_i(I a, I b) { return _mm256_and_si256(a, b); }
   static I or_i(I a, I b) { return _mm256_or_si256(a, b); }
   static I set1_i(std::int32_t v) { return _mm256_set1_epi32(v); }

@@ -232,6 +232,10 @@ struct Avx512Ops {
   template <int N>
   static I srli_i(I a) { return _mm512_srli_epi32(a, N); }
   static I add_i(I a, I b) { return _mm512_add_epi32(a, b); }
+  static I max_i(I a, I b) { return _mm512_max_epi32(a, b); }  // signed
+  static I min_i(I a, I b) { return _mm512_min_epi32(a, b); }  // signed
+  static M cmp_lt_i(I a, I b) { return _mm512_cmplt_epi32_mask(a, b); }  // signed
+  static F from_bits_i(I a) { return _mm512_castsi512_ps(a); }
   static I and_i(I a, I b) { return _mm512_and_si512(a, b); }
   static I or_i(I a, I b) { return _mm512_or_si512(a, b); }
   static I set1_i(std::int32_t v) { return _mm512_set1_epi32(v); }

@@ -19,7 +19,12 @@ class Decider {
   explicit Decider(const ExactQuantRow& r) : r_(r) {}
 
   // The bound on |y_i − y*_i|, widened past its own rounding (a few f64 operations: 2^-50 is ample).
-  double err(std::int64_t i) const { return (r_.e_abs + r_.e_rel * std::fabs(r_.y[i])) * (1 + 0x1p-50) + 0x1p-1074; }
+  double err(std::int64_t i) const { return err_of(std::fabs(r_.y[i])); }
+  double err_of(double a) const { return (r_.e_abs + r_.e_rel * a) * (1 + 0x1p-50) + 0x1p-1074; }
+  // v's rounded sum or difference moved past its own rounding (2^-53 of it, or 2^-1075 below the normal range): a
+  // bound that stays one after the addition that formed it.
+  static double above(double v) { return v * (1 + 0x1p-51) + 0x1p-1074; }
+  static double below(double v) { return v * (1 - 0x1p-51) - 0x1p-1074; }
 
   // sign(y*_i − m), exactly.
   int compare(std::int64_t i, double m) {
@@ -28,35 +33,31 @@ class Decider {
                                   r_.beta ? r_.beta[i] : 0.0, m);
   }
 
-  // amax* over [b, e) lies in [lo, hi]: the largest |y_i| − err_i and |y_i| + err_i; amax: the largest |y_i| (the
-  // candidate's source). Four independent chains of maxes, merged at the end (a max is exact in any order): one
-  // chain was a third of the _cr kernels' quantized epilogue (perf annotate, maxsd's latency per element).
+  // amax* over [b, e) lies in [lo, hi]; amax: the largest |y_i| (the candidate's source). The bound err grows with
+  // |y| (each of its operations is monotone), so |y*_i| ≤ |y_i| + err_i ≤ amax + err(amax), and the element at amax
+  // has |y*| ≥ amax − err(amax): both ends from amax alone, each rounded outward (up and down). The largest |y| is a
+  // max, exact in any order: the ISA kernel's lanes (ExactQuantRow::max_abs) or four scalar chains (one chain of
+  // maxsd was a third of the _cr kernels' quantized epilogue, perf annotate).
   struct AmaxBounds {
     double lo = 0, hi = 0, amax = 0;
   };
   AmaxBounds amax_bounds(std::int64_t b, std::int64_t e) const {
-    if (r_.bounds) {  // the ISA kernel's lanes, the same bits
-      double out[3];
-      r_.bounds(r_.y + b, e - b, r_.e_abs, r_.e_rel, out);
-      return {out[0], out[1], out[2]};
+    double amax = 0;
+    if (r_.max_abs) {
+      amax = r_.max_abs(r_.y + b, e - b);
+    } else {
+      double m[4] = {0, 0, 0, 0};
+      std::int64_t i = b;
+      for (; i + 4 <= e; i += 4)
+        for (int j = 0; j < 4; ++j) {
+          const double a = std::fabs(r_.y[i + j]);  // (not fmax: a libm call)
+          m[j] = a > m[j] ? a : m[j];
+        }
+      for (; i < e; ++i) m[0] = std::fabs(r_.y[i]) > m[0] ? std::fabs(r_.y[i]) : m[0];
+      amax = std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
     }
-    AmaxBounds m[4];
-    const auto take = [&](AmaxBounds& k, std::int64_t i) {
-      const double a = std::fabs(r_.y[i]), d = err(i);  // (not fmax: a libm call)
-      k.lo = a - d > k.lo ? a - d : k.lo;
-      k.hi = a + d > k.hi ? a + d : k.hi;
-      k.amax = a > k.amax ? a : k.amax;
-    };
-    std::int64_t i = b;
-    for (; i + 4 <= e; i += 4)
-      for (int j = 0; j < 4; ++j) take(m[j], i + j);
-    for (; i < e; ++i) take(m[0], i);
-    for (int j = 1; j < 4; ++j) {
-      m[0].lo = m[j].lo > m[0].lo ? m[j].lo : m[0].lo;
-      m[0].hi = m[j].hi > m[0].hi ? m[j].hi : m[0].hi;
-      m[0].amax = m[j].amax > m[0].amax ? m[j].amax : m[0].amax;
-    }
-    return m[0];
+    const double d = err_of(amax);
+    return {below(amax - d), above(amax + d), amax};
   }
 
   // sign(amax* − T) over elements [b, e), T ≥ 0: the group's bounds settle most thresholds at once, the bound of
@@ -67,8 +68,8 @@ class Decider {
     int result = -1;
     for (std::int64_t i = b; i < e; ++i) {
       const double a = std::fabs(r_.y[i]), d = err(i);
-      if (a - d > T) return 1;
-      if (a + d < T) continue;
+      if (below(a - d) > T) return 1;
+      if (above(a + d) < T) continue;
       const int c = compare_abs(i, T);
       if (c > 0) return 1;
       if (c == 0) result = 0;
@@ -251,7 +252,9 @@ int settled_code(double t, double e) {
     const double pow2 = std::bit_cast<double>(std::bit_cast<std::uint64_t>(ac) & 0xFFF0000000000000ull);  // 2^floor(log2 ac)
     const double c = (pow2 > kMinNormal ? pow2 : kMinNormal) * kToUlp;
     double r = (ac + c) - c;
-    if (!(c * 0x1p-53 - std::fabs(ac - r) > e)) return -1;
+    // r's region reaches half a quantum at ac (c·2^-53) from r on ac's side, and at least half that on the other: the
+    // binade below a power of two r ≤ ac has half the quantum.
+    if (!(c * 0x1p-53 - std::fabs(ac - r) > e && c * 0x1p-54 > e)) return -1;
     r = r < kTop ? r : kTop;  // saturation
     const std::uint64_t mag = r < kMinNormal ? static_cast<std::uint64_t>(r * kSubnormalUnit)
                                              : (std::bit_cast<std::uint64_t>(r) >> (52 - kMbits)) - (std::uint64_t{1023 - kBias} << kMbits);
@@ -300,8 +303,9 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
     // (E8M0 255) and every code there NaN, as lnorm/quant.hpp says; the walks below would skip it (a NaN is never the
     // amax). With a tensor scale, only its own code.
     bool nan = false;
-    for (std::int64_t i = b; i < e; ++i) nan |= r.y[i] != r.y[i];
-    if (nan && spec.scaling != Scaling::tensor) {
+    if (!r.no_nan && spec.scaling != Scaling::tensor)
+      for (std::int64_t i = b; i < e; ++i) nan |= r.y[i] != r.y[i];
+    if (nan) {
       if (spec.pow2_scales()) static_cast<std::uint8_t*>(scales)[at] = 255;
       else if (spec.scaling == Scaling::nvfp4) static_cast<std::uint8_t*>(scales)[at] = 0x7f;  // E4M3's NaN
       else static_cast<float*>(scales)[at] = std::numeric_limits<float>::quiet_NaN();
@@ -319,7 +323,7 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
     } else if (spec.pow2_scales()) {
       const int x = exact_mx_exponent(d, b, e, spec);
       static_cast<std::uint8_t*>(scales)[at] = static_cast<std::uint8_t>(x + 127);
-      s = static_cast<float>(std::ldexp(1.0, x));  // 2^-127 is an f32 subnormal: exact
+      s = std::bit_cast<float>(x > -127 ? static_cast<std::uint32_t>(127 + x) << 23 : 0x00400000u);  // 2^x (2^-127: subnormal)
     } else if (spec.scaling != Scaling::tensor) {
       s = exact_scale(d, b, e, qmax(f));
       static_cast<float*>(scales)[at] = s;
@@ -339,22 +343,24 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
         for (std::int64_t i = b; i < e; ++i) one(i);
         return;
       }
-      // The ISA kernel's lanes settle most codes a vector at a time; the rest one at a time, as above.
+      // The ISA kernel's lanes settle most codes a vector at a time, written straight into q where a code is a byte;
+      // the rest one at a time, as above.
       constexpr std::int64_t kChunk = 256;
       std::uint8_t lane_codes[kChunk];
       std::uint64_t settled_bits[kChunk / 64];
       for (std::int64_t from = b; from < e; from += kChunk) {
         const std::int64_t m = e - from < kChunk ? e - from : kChunk;
-        r.settle(f, r.y + from, m, sd, r.e_abs, r.e_rel, lane_codes, settled_bits);
+        std::uint8_t* const into = packed ? lane_codes : q_row + from;
+        r.settle(f, r.y + from, m, sd, r.e_abs, r.e_rel, into, settled_bits);
         for (std::int64_t w = 0; w * 64 < m; ++w) {
           const std::int64_t j0 = w * 64, j1 = j0 + 64 < m ? j0 + 64 : m;
-          if (j1 - j0 == 64 && settled_bits[w] == ~std::uint64_t{0}) {  // 64 settled codes at once
-            if (packed) pack_codes(lane_codes + j0, 64, q_row + (from + j0) / 2);  // (from + j0 even: G is)
-            else std::memcpy(q_row + from + j0, lane_codes + j0, 64);
+          const std::uint64_t all = j1 - j0 == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << (j1 - j0)) - 1;
+          if (settled_bits[w] == all) {  // a word's settled codes at once (a small group's: nvfp4's 16, mx's 32)
+            if (packed) pack_codes(lane_codes + j0, j1 - j0, q_row + (from + j0) / 2);  // (from + j0, j1 even: G is)
             continue;
           }
           for (std::int64_t j = j0; j < j1; ++j) {
-            if ((settled_bits[w] >> (j - j0)) & 1u) set(from + j, lane_codes[j]);
+            if ((settled_bits[w] >> (j - j0)) & 1u) set(from + j, into[j]);
             else one(from + j);
           }
         }

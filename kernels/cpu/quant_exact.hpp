@@ -37,10 +37,13 @@ struct ExactQuantRow {
   using SettleCodes = void (*)(QuantFormat f, const double* y, std::int64_t n, double s, double e_abs, double e_rel,
                                std::uint8_t* codes, std::uint64_t* settled);
   SettleCodes settle = nullptr;
-  // Optional, from an ISA kernel (simd_quant_exact.hpp amax_bounds): {lo, hi, amax} of y[0, n) under the bound, the
-  // same bits as the scalar pass it replaces. Null: the scalar pass.
-  using AmaxBoundsFn = void (*)(const double* y, std::int64_t n, double e_abs, double e_rel, double* out);
-  AmaxBoundsFn bounds = nullptr;
+  // Optional, from an ISA kernel (simd_quant_exact.hpp max_abs_pd): max |y_i| over y[0, n), a NaN dropped. Null: a
+  // scalar pass. The amax* bounds are formed from it (quant_exact.cpp Decider::amax_bounds).
+  using MaxAbsFn = double (*)(const double* y, std::int64_t n);
+  MaxAbsFn max_abs = nullptr;
+  // True where the caller knows y holds no NaN (finite statistics and parameters: the _cr rows): the groups' NaN
+  // scan, a scalar pass over the row (a quarter of the epilogue), is skipped.
+  bool no_nan = false;
 };
 
 // Row `row`'s q and scales (q and scales the whole tensor's, indexed as quantize_row's).

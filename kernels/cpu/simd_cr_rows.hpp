@@ -379,10 +379,19 @@ void rows_affine(const Problem& p, const Tensors& t, std::int64_t begin, std::in
 
 // The quantized epilogue's sink: the generic driver's f64 row (Staged64::y_row) handed to quantize_row_exact with
 // the row of x (in X) its statistics read, the staged parameters, the row's bound and V's settled-code test.
+// Finite parameters keep every row's y free of NaN: a row reaches the quantizer only with finite x and statistics
+// (others take welford_row), and ((x − m)·rstd)·w + β can then overflow to ±Inf but never form Inf − Inf or 0·Inf.
 template <class V, class X>
 auto exact_quantizer(const Problem& p, const Tensors& t, const ::lnorm::cpu::Staged64& st) {
   const std::int64_t n = p.cols;
-  return sinks::to_quantizer(st.y_row, n, nullptr, [&p, &t, &st, n](const double* y, std::int64_t row, sinks::RowError e) {
+  const auto finite = [n](const double* v) {
+    if (!v) return true;
+    double acc = 0;
+    for (std::int64_t i = 0; i < n; ++i) acc += v[i] * 0;  // NaN where some v[i] is NaN or ±Inf
+    return acc == 0;
+  };
+  const bool no_nan = finite(p.has_gamma ? st.gamma : nullptr) && finite(p.has_beta ? st.beta : nullptr);
+  return sinks::to_quantizer(st.y_row, n, nullptr, [&p, &t, &st, n, no_nan](const double* y, std::int64_t row, sinks::RowError e) {
     ::lnorm::cpu::ExactQuantRow er;
     er.y = y, er.n = n, er.x = static_cast<const typename X::Bits*>(t.x) + row * n, er.x_dtype = input_dtype(p);
     er.eps = p.eps, er.centred = p.op.norm == Norm::layernorm;
@@ -390,7 +399,8 @@ auto exact_quantizer(const Problem& p, const Tensors& t, const ::lnorm::cpu::Sta
     er.beta = p.has_beta ? st.beta : nullptr;
     er.e_abs = e.abs, er.e_rel = e.rel;
     er.settle = &exact_lanes::settle_codes<V>;  // the settled-code test on V's lanes (simd_quant_exact.hpp)
-    er.bounds = &exact_lanes::amax_bounds<V>;   // and the groups' amax bounds
+    er.max_abs = &exact_lanes::max_abs_pd<V>;   // and the groups' largest |y|
+    er.no_nan = no_nan;
     ::lnorm::cpu::quantize_row_exact(p.quant, er, static_cast<std::uint8_t*>(t.q), t.scales, row);
   });
 }

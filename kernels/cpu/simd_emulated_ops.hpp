@@ -346,6 +346,24 @@ struct EmulatedOps {
     for (int i = 0; i < L; ++i) a.v[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(a.v[i]) + static_cast<std::uint32_t>(b.v[i]));
     return a;
   }
+  static I max_i(I a, I b) {  // signed
+    for (int i = 0; i < L; ++i) a.v[i] = a.v[i] > b.v[i] ? a.v[i] : b.v[i];
+    return a;
+  }
+  static I min_i(I a, I b) {  // signed
+    for (int i = 0; i < L; ++i) a.v[i] = a.v[i] < b.v[i] ? a.v[i] : b.v[i];
+    return a;
+  }
+  static M cmp_lt_i(I a, I b) {  // signed
+    unsigned m = 0;
+    for (int i = 0; i < L; ++i) m |= static_cast<unsigned>(a.v[i] < b.v[i]) << i;
+    return static_cast<M>(m);
+  }
+  static F from_bits_i(I a) {
+    F r;
+    for (int i = 0; i < L; ++i) r.v[i] = from_bits32(static_cast<std::uint32_t>(a.v[i]));
+    return r;
+  }
   static I and_i(I a, I b) {
     for (int i = 0; i < L; ++i) a.v[i] &= b.v[i];
     return a;

@@ -41,9 +41,10 @@ inline LNORM_ALWAYS_INLINE typename V::D grid_step_pd(typename V::D a) {
   return V::mul_pd(V::max_pd(V::and_pd(a, V::set1_pd(-__builtin_inf())), V::set1_pd(kMinNormal)), V::set1_pd(0x1p52 / (1 << Mbits)));
 }
 
-// The code of r, the format's grid value (before saturation: min(r, max) here) of y's magnitude, with y's sign; the
-// format's NaN code in the lanes nan (E2M1, which has none: 0). fp8_codes' and settle_codes' (simd_quant_exact.hpp).
-template <class V, QuantFormat Fmt>
+// The code of r, the format's grid value (before saturation: min(r, max) here; kSaturated: r ≤ max already) of y's
+// magnitude, with y's sign; the format's NaN code in the lanes nan (E2M1, which has none: 0). fp8_codes' and
+// settle_codes' (simd_quant_exact.hpp).
+template <class V, QuantFormat Fmt, bool kSaturated = false>
 inline LNORM_ALWAYS_INLINE typename V::I grid_code(typename V::F r, typename V::F y, typename V::M nan) {
   constexpr int Mbits = info(Fmt).mbits;
   constexpr int kBias = info(Fmt).bias;
@@ -53,7 +54,7 @@ inline LNORM_ALWAYS_INLINE typename V::I grid_code(typename V::F r, typename V::
   constexpr unsigned kSign = sign_bit(Fmt);
   constexpr int kSignShift = 32 - info(Fmt).bits;
   constexpr int kNanCode = static_cast<int>(nan_code(Fmt, false));
-  r = V::min(r, V::set1(kMax));
+  if constexpr (!kSaturated) r = V::min(r, V::set1(kMax));
   const typename V::I normal = V::add_i(V::template srli_i<23 - Mbits>(V::bits_i(r)), V::set1_i(-((127 - kBias) << Mbits)));
   typename V::I code = normal;
   // Rare lanes by branch, not by select: AVX2's selects cost a mask round trip each (avx2_ops.hpp lane_mask).

@@ -1,119 +1,222 @@
-// The correctly rounded kernels' settled-code test (quant_exact.hpp: Q(t − e) = Q(t + e) settles Q(y*/s)) on V's f64
+// The correctly rounded kernels' settled-code test (quant_exact.hpp: Q(t − e) = Q(t + e) settles Q(y*/s)) on V's f32
 // lanes: quantize_row_exact's codes loop, which ran it one element at a time (4-6 ns an element, 1/30-1/60 of the
 // same kernel's y: docs/performance.md), hands each group's span here first (ExactQuantRow::settle) and takes the
-// exact path only for the lanes this leaves unsettled. The same arithmetic as quant_exact.cpp's settled_code and
-// settled_int_code, in lanes, but for two steps:
-//   t = y · f64(1/s), not y / s: two roundings, |t − y/s| ≤ 2^-52·(1 + 2^-51)·|t|, covered by the |t|·2^-51 term
-//   of e (the scalar test adds 2^-52 for its one rounding); e's quotient err/s likewise as err·f64(1/s)·(1 + 2^-50).
-//   The lane's verdict, margin > 0 with margin = min(quantum/2 − |t − r| − e, |t| − e), is taken on the margin
-//   rounded to f32 (the layer has no f64 comparison): rounding keeps a sign or makes it 0, which reads unsettled:
-//   never a wrong verdict, at most an exact decision more. NaN lanes read unsettled (the scalar path's NaN codes).
-// The settled r is a grid value (≤ 4 significant bits, |r| ≤ max after saturation): exact in f32, whose code the fast
-// epilogue's grid_code forms (simd_quant.hpp), the sign from t's (y*'s, since |t| > e).
+// exact path only for the lanes this leaves unsettled. A lane settles where the interval the bound allows around its
+// quotient lies inside one code's rounding region and on one side of 0. Not the scalar test's arithmetic (it need not
+// be: a settled code is proven Q(y*/s), so only how many lanes settle can differ, never a code):
+//   t = f32(y)·f32(1/s) in f32: three roundings, each within 2^-24 of its result (1/s a normal f32, else nothing
+//   settles), so |t − y/s| ≤ 3.0001·2^-24·|t| + f32(1/s)·2^-150 (y's subnormal step) + 2^-150 (t's).
+//   e = fma(|t|, A, C) in f32 bounds |t − y*/s|, with A ≥ (e_rel + 2^-22)·(1 + 2^-20) and C ≥ (e_abs/s +
+//   f32(1/s)·2^-149)·(1 + 2^-20)² + 2^-126, each rounded up to f32: e_rel·|y|/s ≤ e_rel·|t|·(1 + 2^-21), and the
+//   slack covers that factor, the fma's own rounding (2^-24 of e ≥ C ≥ 2^-126, normal) and e_abs/s's.
+//   The region: a = min(|t|, max) rounded to the grid by one addition (fp8_codes' f32 argument, simd_quant.hpp),
+//   r; half the quantum at a is hq. r's region reaches hq − |a − r| from a on a's side and at least hq/2 on the
+//   other (where r is a power of two below a, the binade below has half the quantum): the margin is
+//   min(hq − |a − r|, hq/2, |t|) (the last: y*/s keeps t's sign, for the zero's sign and as the NaN carrier), exact
+//   in f32 (Sterbenz), and the lane settles where e < margin. Clamping |t| at max settles only lanes whose every
+//   value lies above max − hq/2, in max's region (max is no power of two: E4M3 448, E5M2 57344, E2M1 6). int8:
+//   t clamped to [lo, hi] (integers: no lane crosses a midpoint), rounded by the 1.5·2^23 addition, region ±0.5.
+// The quantum and its halves come from a's exponent field by integer additions, not multiplications: this Zen 5
+// issues one 512-bit FP operation a cycle (a microbenchmark: vfmadd/vminps on zmm 1.0 a cycle, on ymm 2.0; vandps
+// 3.7), and the FP operations were the loop's bound: ~14 a vector now (two conversions and their join, the product,
+// clamp, fma, the rounding's add and sub, three for the margin, two mins, two compares), against ~20 with the
+// products and ~65 in f64 lanes (the first form: 0.87 ns an element, 41% of avx512_cr's fp8/row epilogue at
+// 1024x4096, perf record).
+// The settled r is a grid value ≤ max: its code is grid_code's (simd_quant.hpp), the sign from t's (y*'s: |t| > e).
 // Included in simd_body.hpp after simd_quant.hpp, inside the anonymous namespace of the ISA translation unit.
 #pragma once
 
 namespace exact_lanes {
 
-// Lanes of one vector: the codes of y[0, L) and the mask of the lanes they settle (1 bit each).
+// The lanes' constants (the header): 1/s and the bound's A and C in f32, A and C rounded up; A = +Inf (no lane
+// settles) where 1/s is not a normal f32 or C leaves f32's range.
+struct LaneBound {
+  float inv, a, c;
+};
+// v ≥ 0 rounded up to f32 (the next f32 by its bits where rounding went down: no libm call, once per group).
+inline float f32_up(double v) {
+  if (!(v <= 0x1.fffffep127)) return __builtin_inff();  // NaN or beyond f32: nothing settles
+  float f = static_cast<float>(v);
+  if (static_cast<double>(f) < v) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    ++bits;
+    std::memcpy(&f, &bits, 4);
+  }
+  return f;
+}
+// Per call (per group where groups are small: one division, no libm call; e_abs/s as e_abs·(1/s), whose two roundings
+// the slack covers).
+inline LaneBound lane_bound(double s, double e_abs, double e_rel) {
+  constexpr double kSlack = 1 + 0x1p-20;
+  const double inv_d = 1.0 / s;
+  const float inv = static_cast<float>(inv_d);
+  const bool normal = inv >= 0x1p-126f && inv <= 0x1.fffffep127f;
+  const float a = f32_up((e_rel + 0x1p-22) * kSlack), c = f32_up((e_abs * inv_d + inv * 0x1p-149) * kSlack * kSlack + 0x1p-126);
+  return {normal ? inv : 1.0f, normal && c < __builtin_inff() ? a : __builtin_inff(), c};
+}
+
+// Lanes of one vector: the codes of y[0, L) and the mask of the lanes they settle (1 bit each). The margin test as
+// e + |a − r| < hq, e < hq/2 and e < |t| (fl(e + d) < hq implies e + d < hq: rounding is monotone and hq an f32), the
+// comparisons on the bits as integers (the same order for values ≥ 0; a NaN's bits lie above +Inf's, so a NaN lane
+// fails them), and the clamp likewise: integer lanes issue twice as often as FP ones here (the header).
 template <class V, QuantFormat Fmt>
-inline LNORM_ALWAYS_INLINE typename V::M settle_vector(const double* y, typename V::D inv, double e_abs, double e_rel,
+inline LNORM_ALWAYS_INLINE typename V::M settle_vector(const double* y, typename V::F inv, typename V::F ea, typename V::F ec,
                                                        typename V::I& code) {
-  using D = typename V::D;
   using F = typename V::F;
-  constexpr int DL = V::kDLanes;
-  D t_half[2], r_half[2], margin_half[2];
-  for (int h = 0; h < 2; ++h) {
-    const D yv = V::load_pd(y + h * DL);
-    const D t = V::mul_pd(yv, inv), a = V::abs_pd(t);
-    // quant_exact.cpp's err(i) = (e_abs + e_rel·|y|)·(1 + 2^-50) + 2^-1074, moved to t (above).
-    const D err_y = V::add_pd(V::mul_pd(V::add_pd(V::mul_pd(V::abs_pd(yv), V::set1_pd(e_rel)), V::set1_pd(e_abs)), V::set1_pd(1 + 0x1p-50)),
-                              V::set1_pd(0x1p-1074));
-    const D e = V::fmadd_pd(a, V::set1_pd(0x1p-51), V::mul_pd(V::mul_pd(err_y, inv), V::set1_pd(1 + 0x1p-50)));
-    D r, half_gap;  // t's magnitude rounded (before saturation), and its distance to the nearest midpoint
-    if constexpr (is_float(Fmt)) {
-      constexpr double kTop = qmax(Fmt);
-      const D ac = V::min_pd(a, V::set1_pd(2 * kTop));
-      const D c = grid_step_pd<V, Fmt>(ac);
-      r = V::sub_pd(V::add_pd(ac, c), c);
-      half_gap = V::sub_pd(V::mul_pd(c, V::set1_pd(0x1p-53)), V::abs_pd(V::sub_pd(ac, r)));
-    } else {
-      constexpr double lo = info(Fmt).qmin, hi = qmax(Fmt);
-      const D tc = V::min_pd(V::max_pd(t, V::set1_pd(lo)), V::set1_pd(hi));
-      r = V::sub_pd(V::add_pd(tc, V::set1_pd(0x1.8p52)), V::set1_pd(0x1.8p52));
-      half_gap = V::sub_pd(V::set1_pd(0.5), V::abs_pd(V::sub_pd(tc, r)));
-    }
-    t_half[h] = t;
-    r_half[h] = r;
-    margin_half[h] = V::min_pd(V::sub_pd(half_gap, e), V::sub_pd(a, e));  // NaN where t is (min_pd: the second)
-  }
-  const typename V::M settled = V::cmp_lt(V::zero(), V::join_ps(margin_half[0], margin_half[1]));
-  const F r32 = V::join_ps(r_half[0], r_half[1]);
+  using I = typename V::I;
+  const F t = V::mul(V::join_ps(V::load_pd(y), V::load_pd(y + V::kDLanes)), inv);
+  const F at = V::abs(t);
+  const F e = V::fmadd(at, ea, ec);
+  const I e_bits = V::bits_i(e);
   if constexpr (is_float(Fmt)) {
-    code = grid_code<V, Fmt>(r32, V::join_ps(t_half[0], t_half[1]), typename V::M{0});
+    constexpr int Mbits = info(Fmt).mbits;
+    const I a_bits = V::min_i(V::bits_i(at), V::bits_i(V::set1(static_cast<float>(qmax(Fmt)))));  // NaN lanes: max
+    const F a = V::from_bits_i(a_bits);
+    // 2^max(floor(log2 a), emin), then c (its ulp the quantum), hq and hq/2 by adding to the exponent field.
+    const I p = V::max_i(V::and_i(a_bits, V::set1_i(0x7f800000)), V::bits_i(V::set1(pow2f(1 - info(Fmt).bias))));
+    const F c = V::from_bits_i(V::add_i(p, V::set1_i((23 - Mbits) << 23)));
+    const I hq = V::add_i(p, V::set1_i((-1 - Mbits) * (1 << 23)));
+    const I hq2 = V::add_i(p, V::set1_i((-2 - Mbits) * (1 << 23)));
+    const F r = V::sub(V::add(a, c), c);
+    code = grid_code<V, Fmt, true>(r, t, typename V::M{0});
+    return V::cmp_lt_i(V::bits_i(V::add(e, V::abs(V::sub(a, r)))), hq) & V::cmp_lt_i(e_bits, hq2) & V::cmp_lt_i(e_bits, V::bits_i(at));
   } else {
-    code = V::cvt_i(r32);  // the rounded integer, its low byte the code (store_u8 truncates)
+    constexpr float lo = static_cast<float>(info(Fmt).qmin), hi = static_cast<float>(qmax(Fmt));
+    const F tc = V::min(V::max(t, V::set1(lo)), V::set1(hi));
+    const F r = V::sub(V::add(tc, V::set1(0x1.8p23f)), V::set1(0x1.8p23f));
+    code = V::cvt_i(r);  // the rounded integer, its low byte the code (store_u8 truncates)
+    return V::cmp_lt_i(V::bits_i(V::add(e, V::abs(V::sub(tc, r)))), V::bits_i(V::set1(0.5f))) & V::cmp_lt_i(e_bits, V::bits_i(at));
   }
+}
+
+// An 8-bit float format's lanes by their bits alone, where the bound is small against the grid (bits_window): a =
+// min(|t|, max) at or above 2^emin has its grid's midpoints where its low 23 − mbits bits (frac) equal half =
+// 2^(22 − mbits), in ulps of a; the bound e = A·|t| + C is at most K ulps of a, K ≥ A·2^24 + C/ulp(2^emin), so a lane
+// settles where |frac − half| > K: a more than e from both midpoints of its binade, and, with K < half/2, from the
+// one below a power of two (half/2 of a's ulps away at least). K < half/2 also gives e < a (the sign) and, for a
+// clamped |t| > max, every value within e above max − hq (max's region). The code is a's bits rounded by adding
+// half (no lane settles at a tie), shifted and rebiased, with t's sign (never zero: a ≥ 2^emin). Below 2^emin (the
+// format's subnormals), NaN: not `normal`, and the caller redoes that vector with settle_vector (rare in a row scaled
+// to its amax; every ordinal equally often, as the tests draw them, puts 6% of E4M3's lanes there). Twelve integer operations where the general form has ~24 vector operations;
+// every vector operation shares the same pipes on this Zen 5 (the header): the count is what bounds the loop.
+template <class V, QuantFormat Fmt>
+inline LNORM_ALWAYS_INLINE typename V::M settle_vector_bits(const double* y, typename V::F inv, typename V::I lo_frac,
+                                                            typename V::I hi_frac, typename V::I& code, typename V::M& normal) {
+  using I = typename V::I;
+  constexpr int Mbits = info(Fmt).mbits, kShift = 23 - Mbits;
+  const typename V::F t = V::mul(V::join_ps(V::load_pd(y), V::load_pd(y + V::kDLanes)), inv);
+  const I t_bits = V::bits_i(t);
+  const I abs_bits = V::and_i(t_bits, V::set1_i(0x7fffffff));
+  const I a_bits = V::min_i(abs_bits, V::bits_i(V::set1(static_cast<float>(qmax(Fmt)))));
+  const I frac = V::and_i(a_bits, V::set1_i((1 << kShift) - 1));
+  normal = V::cmp_lt_i(V::bits_i(V::set1(pow2f(1 - info(Fmt).bias))), V::add_i(a_bits, V::set1_i(1))) &
+           V::cmp_lt_i(abs_bits, V::set1_i(0x7f800001));
+  // (Not AND-ed with normal: the caller redoes every vector with a lane outside it, bits and codes.)
+  const typename V::M settled = V::cmp_lt_i(frac, lo_frac) | V::cmp_lt_i(hi_frac, frac);
+  const I magnitude = V::add_i(V::template srli_i<kShift>(V::add_i(a_bits, V::set1_i(1 << (kShift - 1)))),
+                               V::set1_i(-((127 - info(Fmt).bias) << Mbits)));
+  code = V::or_i(magnitude, V::and_i(V::template srli_i<24>(t_bits), V::set1_i(0x80)));
   return settled;
+}
+// K for settle_vector_bits (the ulps of a the bound may reach), or -1 where the bound is not small enough for it.
+template <QuantFormat Fmt>
+inline std::int32_t bits_window(const LaneBound& b) {
+  constexpr int Mbits = info(Fmt).mbits;
+  constexpr double kHalf = static_cast<double>(1 << (22 - Mbits));
+  const double ulp_min = static_cast<double>(pow2f(1 - info(Fmt).bias)) * 0x1p-23;
+  const double k = static_cast<double>(b.a) * 0x1p24 * (1 + 0x1p-20) + static_cast<double>(b.c) / ulp_min * (1 + 0x1p-20) + 1;
+  return k < kHalf / 2 ? static_cast<std::int32_t>(k) + 1 : -1;
 }
 
 // codes[0, n) and the bitmap settled (bit i of word i/64: 1 where code i is Q(y*/s), 0 where the exact path must
 // decide; n ≤ 64·words) for y[0, n) of one scale s (finite, > 0) and the bound |y_i − y*_i| ≤ e_abs + e_rel·|y_i|.
-// The tail past whole vectors reads unsettled. A bitmap, not a byte per element: the caller copies a word's 64 codes
-// at once where every bit is set (bytes cost a scalar store and a test per element, a third of the epilogue).
+// The tail past whole vectors reads unsettled (its codes unwritten). A bitmap, not a byte per element: the caller
+// keeps a word's 64 codes at once where every bit is set (bytes cost a scalar store and a test per element, a third
+// of the epilogue).
 template <class V>
 void settle_codes(QuantFormat f, const double* y, std::int64_t n, double s, double e_abs, double e_rel, std::uint8_t* codes,
                   std::uint64_t* settled) {
   constexpr int L = V::kLanes;
   static_assert(64 % L == 0);
-  const typename V::D inv = V::set1_pd(1.0 / s);
-  for (std::int64_t w = 0; w < (n + 63) / 64; ++w) settled[w] = 0;
-  std::int64_t i = 0;
+  const LaneBound b = lane_bound(s, e_abs, e_rel);
+  const typename V::F inv = V::set1(b.inv), ea = V::set1(b.a), ec = V::set1(b.c);
   with_format(f, [&](auto fmt) LNORM_ALWAYS_INLINE {
     constexpr QuantFormat kF = decltype(fmt)::value;
-    for (; i + L <= n; i += L) {
-      typename V::I code;
-      const std::uint64_t ok = static_cast<std::uint64_t>(settle_vector<V, kF>(y + i, inv, e_abs, e_rel, code));
-      V::store_u8(codes + i, code);
-      settled[i / 64] |= ok << (i % 64);
+    if constexpr (is_float(kF) && info(kF).bits == 8) {
+      if (const std::int32_t k = bits_window<kF>(b); k >= 0) {
+        constexpr std::int32_t kHalf = 1 << (22 - info(kF).mbits);
+        constexpr auto kAll = static_cast<typename V::M>((std::uint64_t{1} << L) - 1);
+        const typename V::I lo_frac = V::set1_i(kHalf - k), hi_frac = V::set1_i(kHalf + k);
+        // Blocks of 256 elements: the vectors settle_vector_bits cannot take are marked (redo) and redone after the
+        // block's loop, which then holds no second body: with one inline, or a call (every zmm caller-saved), GCC
+        // re-broadcast the loop's constants every vector.
+        for (std::int64_t block = 0; block < n; block += 256) {
+          const std::int64_t block_end = n - block < 256 ? n : block + 256;
+          std::uint32_t redo = 0;
+          for (std::int64_t w = block / 64; w * 64 < block_end; ++w) {
+            std::uint64_t word = 0;
+            const std::int64_t end = block_end - w * 64 < 64 ? block_end - w * 64 : 64;
+            for (std::int64_t j = 0; j + L <= end; j += L) {
+              typename V::I code;
+              typename V::M normal;
+              const std::int64_t i = w * 64 + j;
+              word |= static_cast<std::uint64_t>(settle_vector_bits<V, kF>(y + i, inv, lo_frac, hi_frac, code, normal)) << j;
+              V::store_u8(codes + i, code);
+              redo |= static_cast<std::uint32_t>(normal != kAll) << ((i - block) / L);
+            }
+            settled[w] = word;
+          }
+          for (; redo != 0; redo &= redo - 1) {
+            const std::int64_t i = block + __builtin_ctz(redo) * L;
+            typename V::I code;
+            const auto ok = static_cast<std::uint64_t>(settle_vector<V, kF>(y + i, inv, ea, ec, code));
+            V::store_u8(codes + i, code);
+            settled[i / 64] = (settled[i / 64] & ~(((std::uint64_t{1} << L) - 1) << (i % 64))) | ok << (i % 64);
+          }
+        }
+        return;
+      }
+    }
+    // A word's bits gathered in a register, stored once: OR-ing each vector's into memory chained every vector to the
+    // last one's store through store-to-load forwarding.
+    for (std::int64_t w = 0; w * 64 < n; ++w) {
+      std::uint64_t word = 0;
+      const std::int64_t end = n - w * 64 < 64 ? n - w * 64 : 64;
+      for (std::int64_t j = 0; j + L <= end; j += L) {
+        typename V::I code;
+        const std::int64_t i = w * 64 + j;
+        word |= static_cast<std::uint64_t>(settle_vector<V, kF>(y + i, inv, ea, ec, code)) << j;
+        V::store_u8(codes + i, code);
+      }
+      settled[w] = word;
     }
   });
 }
 
-// out = {lo, hi, amax} over y[0, n): the largest |y_i| − err_i, |y_i| + err_i and |y_i|, err_i = (e_abs + e_rel·|y_i|)·
-// (1 + 2^-50) + 2^-1074 (quant_exact.cpp's Decider::err, the same operations in the same order, no contraction:
-// the same bits), each a max, exact in any order. Zero where n is 0. No NaN among y (the caller's groups with one
-// take the NaN path first). In scalar f64 this pass was the _cr epilogue's largest cost after the codes.
+// max |y_i| over y[0, n) (0 where n is 0); a NaN among y drops out (MAXPD returns its second operand, the running
+// maximum, where the first is NaN): the caller knows y holds none (ExactQuantRow::no_nan) or has looked. Exact in
+// any order. quant_exact.cpp's Decider forms the amax* bounds from it: the bound grows with |y|, so the largest |y|
+// gives both ends.
 template <class V>
-void amax_bounds(const double* y, std::int64_t n, double e_abs, double e_rel, double* out) {
+double max_abs_pd(const double* y, std::int64_t n) {
   using D = typename V::D;
   constexpr int DL = V::kDLanes;
-  D lo = V::zero_pd(), hi = V::zero_pd(), am = V::zero_pd();
+  D m0 = V::zero_pd(), m1 = m0;
   std::int64_t i = 0;
-  for (; i + DL <= n; i += DL) {
-    const D a = V::abs_pd(V::load_pd(y + i));
-    const D d = V::add_pd(V::mul_pd(V::add_pd(V::set1_pd(e_abs), V::mul_pd(V::set1_pd(e_rel), a)), V::set1_pd(1 + 0x1p-50)),
-                          V::set1_pd(0x1p-1074));
-    lo = V::max_pd(V::sub_pd(a, d), lo);
-    hi = V::max_pd(V::add_pd(a, d), hi);
-    am = V::max_pd(a, am);
+  for (; i + 2 * DL <= n; i += 2 * DL) {
+    m0 = V::max_pd(V::abs_pd(V::load_pd(y + i)), m0);
+    m1 = V::max_pd(V::abs_pd(V::load_pd(y + i + DL)), m1);
   }
-  double l[DL], h[DL], m[DL];
-  V::store_pd(l, lo);
-  V::store_pd(h, hi);
-  V::store_pd(m, am);
-  for (int k = 1; k < DL; ++k) {
-    l[0] = l[k] > l[0] ? l[k] : l[0];
-    h[0] = h[k] > h[0] ? h[k] : h[0];
-    m[0] = m[k] > m[0] ? m[k] : m[0];
-  }
+  double l[DL];
+  V::store_pd(l, V::max_pd(m0, m1));
+  double m = 0;
+  for (int k = 0; k < DL; ++k) m = l[k] > m ? l[k] : m;
   for (; i < n; ++i) {
-    const double a = y[i] < 0 ? -y[i] : y[i], d = (e_abs + e_rel * a) * (1 + 0x1p-50) + 0x1p-1074;
-    l[0] = a - d > l[0] ? a - d : l[0];
-    h[0] = a + d > h[0] ? a + d : h[0];
-    m[0] = a > m[0] ? a : m[0];
+    const double a = y[i] < 0 ? -y[i] : y[i];
+    m = a > m ? a : m;
   }
-  out[0] = l[0], out[1] = h[0], out[2] = m[0];
+  return m;
 }
 
 }  // namespace exact_lanes
