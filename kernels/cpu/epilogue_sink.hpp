@@ -19,6 +19,7 @@ namespace sinks {
 
 struct RowError {
   double abs = 0, rel = 0;
+  double amax = -1;  // max |y| over the row, where the driver took it while forming the f64 row (_cr); −1: not taken
 };
 
 // The max of |y| over the row and whether it holds a NaN, where the driver took them while forming the row (the fast

@@ -43,7 +43,9 @@ class Decider {
   };
   AmaxBounds amax_bounds(std::int64_t b, std::int64_t e) const {
     double amax = 0;
-    if (r_.max_abs) {
+    if (b == 0 && e == r_.n && r_.row_amax >= 0) {
+      amax = r_.row_amax;
+    } else if (r_.max_abs) {
       amax = r_.max_abs(r_.y + b, e - b);
     } else {
       double m[4] = {0, 0, 0, 0};

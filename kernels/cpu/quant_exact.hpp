@@ -41,6 +41,9 @@ struct ExactQuantRow {
   // scalar pass. The amax* bounds are formed from it (quant_exact.cpp Decider::amax_bounds).
   using MaxAbsFn = double (*)(const double* y, std::int64_t n);
   MaxAbsFn max_abs = nullptr;
+  // max |y_i| over the whole row (a NaN dropped) where the caller took it while forming y; −1: not taken. A group
+  // that is the whole row (row scaling) uses it.
+  double row_amax = -1;
   // True where the caller knows y holds no NaN (finite statistics and parameters: the _cr rows): the groups' NaN
   // scan, a scalar pass over the row (a quarter of the epilogue), is skipped.
   bool no_nan = false;

@@ -294,26 +294,35 @@ bool exact_row(const typename X::Bits* xr, const double* gamma, const double* be
 // a row whose bound is not small takes y* rounded by double-double, to T, or to f32 for the f64 row
 // (|y − y*| ≤ 2^-24|y| + 2^-150).
 // A certified row's y in f64, unrounded, for the quantizer: normalize_row's arithmetic (bounded by row_error's E),
-// the tail one lane at a time with the same operations.
+// the tail one lane at a time with the same operations. Returns max |y| (a NaN dropped, as max_abs_pd does): a
+// row-scaled quantizer's amax without its own pass over the row (two operations a vector here, three there).
 template <class V, class X, class Gs, bool G, bool B>
-void unrounded_row(const typename X::Bits* xr, const typename Gs::Bits* gamma, const typename Gs::Bits* beta, double* y,
-                   std::int64_t n, const FastStats& s) {
+double unrounded_row(const typename X::Bits* xr, const typename Gs::Bits* gamma, const typename Gs::Bits* beta, double* y,
+                     std::int64_t n, const FastStats& s) {
   using D = typename V::D;
   constexpr int DL = V::kDLanes;
   const D mv = V::set1_pd(s.m), rv = V::set1_pd(s.rstd);
+  D mx = V::zero_pd();
   std::int64_t i = 0;
   for (; i + DL <= n; i += DL) {
     D v = V::mul_pd(V::sub_pd(V::template load_d<X>(xr + i), mv), rv);
     if constexpr (G) v = V::mul_pd(v, V::template load_d<Gs>(gamma + i));
     if constexpr (B) v = V::add_pd(v, V::template load_d<Gs>(beta + i));
     V::store_pd(y + i, v);
+    mx = V::max_pd(V::abs_pd(v), mx);
   }
+  double l[DL];
+  V::store_pd(l, mx);
+  double amax = 0;
+  for (int k = 0; k < DL; ++k) amax = l[k] > amax ? l[k] : amax;
   for (; i < n; ++i) {
     double v = (ex::to_double<X>(xr[i]) - s.m) * s.rstd;
     if constexpr (G) v = v * gamma[i];
     if constexpr (B) v = v + beta[i];
     y[i] = v;
+    amax = std::fabs(v) > amax ? std::fabs(v) : amax;
   }
+  return amax;
 }
 
 template <class V, class X, class T, class Gs, bool G, bool B, bool NT, class Sink>
@@ -347,8 +356,8 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
       if (mean) mean[row] = static_cast<float>(s.m + s.m_lo);
       if (rstd) rstd[row] = static_cast<float>(s.rstd);
       if constexpr (kUnrounded) {
-        unrounded_row<V, X, Gs, G, B>(xr, gamma, beta, out, n, s);
-        sink.done(row, {row_error(s, gmax, bmax), 0.0});
+        const double amax = unrounded_row<V, X, Gs, G, B>(xr, gamma, beta, out, n, s);
+        sink.done(row, {row_error(s, gmax, bmax), 0.0, amax});
       } else {
         if (NT && head_to_align(out, 64) >= 0) normalize_row<V, X, T, Gs, G, B, NT>(xr, gamma, beta, out, n, p.eps, s, gmax, bmax, pr, paths);
         else normalize_row<V, X, T, Gs, G, B, false>(xr, gamma, beta, out, n, p.eps, s, gmax, bmax, pr, paths);
@@ -397,7 +406,7 @@ auto exact_quantizer(const Problem& p, const Tensors& t, const ::lnorm::cpu::Sta
     er.eps = p.eps, er.centred = p.op.norm == Norm::layernorm;
     er.w_hi = p.has_gamma ? st.gamma : nullptr, er.w_lo = p.has_gamma ? st.gamma_lo : nullptr;
     er.beta = p.has_beta ? st.beta : nullptr;
-    er.e_abs = e.abs, er.e_rel = e.rel;
+    er.e_abs = e.abs, er.e_rel = e.rel, er.row_amax = e.amax;
     er.settle = &exact_lanes::settle_codes<V>;  // the settled-code test on V's lanes (simd_quant_exact.hpp)
     er.max_abs = &exact_lanes::max_abs_pd<V>;   // and the groups' largest |y|
     er.no_nan = no_nan;
