@@ -70,11 +70,14 @@ inline LNORM_ALWAYS_INLINE typename V::M settle_vector(const double* y, typename
   const F e = V::fmadd(at, ea, ec);
   const I e_bits = V::bits_i(e);
   if constexpr (is_float(Fmt)) {
+    // Every format fact a constant expression (simd_quant.hpp's fp8_codes says why: an unoptimised build would call
+    // the helpers and emit the format table in this ISA object; ctest isa_objects_share_no_code).
     constexpr int Mbits = info(Fmt).mbits;
-    const I a_bits = V::min_i(V::bits_i(at), V::bits_i(V::set1(static_cast<float>(qmax(Fmt)))));  // NaN lanes: max
+    constexpr float kMax = static_cast<float>(qmax(Fmt)), kMinNormal = pow2f(1 - info(Fmt).bias);
+    const I a_bits = V::min_i(V::bits_i(at), V::bits_i(V::set1(kMax)));  // NaN lanes: max
     const F a = V::from_bits_i(a_bits);
     // 2^max(floor(log2 a), emin), then c (its ulp the quantum), hq and hq/2 by adding to the exponent field.
-    const I p = V::max_i(V::and_i(a_bits, V::set1_i(0x7f800000)), V::bits_i(V::set1(pow2f(1 - info(Fmt).bias))));
+    const I p = V::max_i(V::and_i(a_bits, V::set1_i(0x7f800000)), V::bits_i(V::set1(kMinNormal)));
     const F c = V::from_bits_i(V::add_i(p, V::set1_i((23 - Mbits) << 23)));
     const I hq = V::add_i(p, V::set1_i((-1 - Mbits) * (1 << 23)));
     const I hq2 = V::add_i(p, V::set1_i((-2 - Mbits) * (1 << 23)));
@@ -104,18 +107,19 @@ template <class V, QuantFormat Fmt>
 inline LNORM_ALWAYS_INLINE typename V::M settle_vector_bits(const double* y, typename V::F inv, typename V::I lo_frac,
                                                             typename V::I hi_frac, typename V::I& code, typename V::M& normal) {
   using I = typename V::I;
-  constexpr int Mbits = info(Fmt).mbits, kShift = 23 - Mbits;
+  constexpr int Mbits = info(Fmt).mbits, kShift = 23 - Mbits, kRebias = -((127 - info(Fmt).bias) << Mbits);
+  constexpr float kMax = static_cast<float>(qmax(Fmt)), kMinNormal = pow2f(1 - info(Fmt).bias);  // (constants: above)
   const typename V::F t = V::mul(V::join_ps(V::load_pd(y), V::load_pd(y + V::kDLanes)), inv);
   const I t_bits = V::bits_i(t);
   const I abs_bits = V::and_i(t_bits, V::set1_i(0x7fffffff));
-  const I a_bits = V::min_i(abs_bits, V::bits_i(V::set1(static_cast<float>(qmax(Fmt)))));
+  const I a_bits = V::min_i(abs_bits, V::bits_i(V::set1(kMax)));
   const I frac = V::and_i(a_bits, V::set1_i((1 << kShift) - 1));
-  normal = V::cmp_lt_i(V::bits_i(V::set1(pow2f(1 - info(Fmt).bias))), V::add_i(a_bits, V::set1_i(1))) &
+  normal = V::cmp_lt_i(V::bits_i(V::set1(kMinNormal)), V::add_i(a_bits, V::set1_i(1))) &
            V::cmp_lt_i(abs_bits, V::set1_i(0x7f800001));
   // (Not AND-ed with normal: the caller redoes every vector with a lane outside it, bits and codes.)
   const typename V::M settled = V::cmp_lt_i(frac, lo_frac) | V::cmp_lt_i(hi_frac, frac);
   const I magnitude = V::add_i(V::template srli_i<kShift>(V::add_i(a_bits, V::set1_i(1 << (kShift - 1)))),
-                               V::set1_i(-((127 - info(Fmt).bias) << Mbits)));
+                               V::set1_i(kRebias));
   code = V::or_i(magnitude, V::and_i(V::template srli_i<24>(t_bits), V::set1_i(0x80)));
   return settled;
 }
@@ -124,7 +128,7 @@ template <QuantFormat Fmt>
 inline std::int32_t bits_window(const LaneBound& b) {
   constexpr int Mbits = info(Fmt).mbits;
   constexpr double kHalf = static_cast<double>(1 << (22 - Mbits));
-  const double ulp_min = static_cast<double>(pow2f(1 - info(Fmt).bias)) * 0x1p-23;
+  constexpr double ulp_min = static_cast<double>(pow2f(1 - info(Fmt).bias)) * 0x1p-23;
   const double k = static_cast<double>(b.a) * 0x1p24 * (1 + 0x1p-20) + static_cast<double>(b.c) / ulp_min * (1 + 0x1p-20) + 1;
   return k < kHalf / 2 ? static_cast<std::int32_t>(k) + 1 : -1;
 }
