@@ -119,8 +119,8 @@ void emu_settle_codes(int lanes, QuantFormat f, const double* y, std::int64_t n,
 }
 
 double emu_max_abs_pd(int lanes, const double* y, std::int64_t n) {
-  if (lanes == 16) return exact_lanes::max_abs_pd<EmulatedOps<16>>(y, n);
-  return exact_lanes::max_abs_pd<EmulatedOps<8>>(y, n);
+  if (lanes == 16) return cr::max_abs<EmulatedOps<16>, F64>(y, n);
+  return cr::max_abs<EmulatedOps<8>, F64>(y, n);
 }
 
 }  // namespace lnorm::testing::simd_emulation

@@ -43,7 +43,7 @@ void emu_any_subnormal(int lanes, const float* in, std::int64_t groups, std::uin
 void emu_settle_codes(int lanes, QuantFormat f, const double* y, std::int64_t n, double s, double e_abs, double e_rel,
                       std::uint8_t* codes, std::uint8_t* settled);
 
-// The same kernels' largest |y| of a group (simd_quant_exact.hpp max_abs_pd), a NaN dropped.
+// The same kernels' largest |y| of a group (simd_cr_rows.hpp max_abs on f64 storage), a NaN dropped.
 double emu_max_abs_pd(int lanes, const double* y, std::int64_t n);
 
 }  // namespace lnorm::testing::simd_emulation

@@ -37,7 +37,7 @@ struct ExactQuantRow {
   using SettleCodes = void (*)(QuantFormat f, const double* y, std::int64_t n, double s, double e_abs, double e_rel,
                                std::uint8_t* codes, std::uint64_t* settled);
   SettleCodes settle = nullptr;
-  // Optional, from an ISA kernel (simd_quant_exact.hpp max_abs_pd): max |y_i| over y[0, n), a NaN dropped. Null: a
+  // Optional, from an ISA kernel (simd_cr_rows.hpp max_abs on f64 storage): max |y_i| over y[0, n), a NaN dropped. Null: a
   // scalar pass. The amax* bounds are formed from it (quant_exact.cpp Decider::amax_bounds).
   using MaxAbsFn = double (*)(const double* y, std::int64_t n);
   MaxAbsFn max_abs = nullptr;

@@ -294,7 +294,7 @@ bool exact_row(const typename X::Bits* xr, const double* gamma, const double* be
 // a row whose bound is not small takes y* rounded by double-double, to T, or to f32 for the f64 row
 // (|y − y*| ≤ 2^-24|y| + 2^-150).
 // A certified row's y in f64, unrounded, for the quantizer: normalize_row's arithmetic (bounded by row_error's E),
-// the tail one lane at a time with the same operations. Returns max |y| (a NaN dropped, as max_abs_pd does): a
+// the tail one lane at a time with the same operations. Returns max |y| (a NaN dropped, as max_abs does): a
 // row-scaled quantizer's amax without its own pass over the row (two operations a vector here, three there).
 template <class V, class X, class Gs, bool G, bool B>
 double unrounded_row(const typename X::Bits* xr, const typename Gs::Bits* gamma, const typename Gs::Bits* beta, double* y,
@@ -408,7 +408,7 @@ auto exact_quantizer(const Problem& p, const Tensors& t, const ::lnorm::cpu::Sta
     er.beta = p.has_beta ? st.beta : nullptr;
     er.e_abs = e.abs, er.e_rel = e.rel, er.row_amax = e.amax;
     er.settle = &exact_lanes::settle_codes<V>;  // the settled-code test on V's lanes (simd_quant_exact.hpp)
-    er.max_abs = &exact_lanes::max_abs_pd<V>;   // and the groups' largest |y|
+    er.max_abs = &max_abs<V, F64>;               // and the groups' largest |y| (a NaN dropped)
     er.no_nan = no_nan;
     ::lnorm::cpu::quantize_row_exact(p.quant, er, static_cast<std::uint8_t*>(t.q), t.scales, row);
   });

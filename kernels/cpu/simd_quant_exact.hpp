@@ -198,29 +198,4 @@ void settle_codes(QuantFormat f, const double* y, std::int64_t n, double s, doub
   });
 }
 
-// max |y_i| over y[0, n) (0 where n is 0); a NaN among y drops out (MAXPD returns its second operand, the running
-// maximum, where the first is NaN): the caller knows y holds none (ExactQuantRow::no_nan) or has looked. Exact in
-// any order. quant_exact.cpp's Decider forms the amax* bounds from it: the bound grows with |y|, so the largest |y|
-// gives both ends.
-template <class V>
-double max_abs_pd(const double* y, std::int64_t n) {
-  using D = typename V::D;
-  constexpr int DL = V::kDLanes;
-  D m0 = V::zero_pd(), m1 = m0;
-  std::int64_t i = 0;
-  for (; i + 2 * DL <= n; i += 2 * DL) {
-    m0 = V::max_pd(V::abs_pd(V::load_pd(y + i)), m0);
-    m1 = V::max_pd(V::abs_pd(V::load_pd(y + i + DL)), m1);
-  }
-  double l[DL];
-  V::store_pd(l, V::max_pd(m0, m1));
-  double m = 0;
-  for (int k = 0; k < DL; ++k) m = l[k] > m ? l[k] : m;
-  for (; i < n; ++i) {
-    const double a = y[i] < 0 ? -y[i] : y[i];
-    m = a > m ? a : m;
-  }
-  return m;
-}
-
 }  // namespace exact_lanes
