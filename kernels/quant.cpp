@@ -23,6 +23,13 @@ double pow2_exact(int j) {
   return std::bit_cast<double>(static_cast<std::uint64_t>(1023 + j) << 52);
 }
 
+// floor(log2 a) from the exponent field for a normal double a > 0 (ilogb, a libm call, once a group in mx_exponent
+// otherwise); others by ilogb.
+int exponent_of(double a) {
+  if (!(a >= 0x1p-1022) || !(a <= 0x1.fffffffffffffp1023)) return std::ilogb(a);
+  return static_cast<int>(std::bit_cast<std::uint64_t>(a) >> 52) - 1023;
+}
+
 // A floating-point format's magnitude bits (the code without its sign) → value, from its mbits and bias.
 double fp8_magnitude(QuantFormat f, unsigned mag) {
   const int mbits = info(f).mbits, bias = info(f).bias;
@@ -218,7 +225,7 @@ int mx_exponent(const QuantSpec& spec, double amax) {
   if (!(amax > 0)) return -127;
   const bool strict = info(spec.exponent_rule()).strict;
   const auto reaches = [&](int j) { return strict ? amax > mx_breakpoint(spec, j) : amax >= mx_breakpoint(spec, j); };
-  int j = std::clamp(std::ilogb(amax) - (spec.exponent_rule() == MxRule::rceil ? std::ilogb(qmax(spec.format)) : 0), lo, hi);
+  int j = std::clamp(exponent_of(amax) - (spec.exponent_rule() == MxRule::rceil ? exponent_of(qmax(spec.format)) : 0), lo, hi);
   while (j < hi && reaches(j + 1)) ++j;
   while (j > lo && !reaches(j)) --j;
   return j - off;

@@ -110,17 +110,17 @@ void emu_any_subnormal(int lanes, const float* in, std::int64_t groups, std::uin
   else run(EmulatedOps<8>{});
 }
 
-void emu_settle_codes(int lanes, QuantFormat f, const double* y, std::int64_t n, double s, double e_abs, double e_rel,
-                      std::uint8_t* codes, std::uint8_t* settled) {
+void emu_settle_codes(int lanes, QuantFormat f, const double* y, std::int64_t n, std::int64_t G, const double* s,
+                      double e_abs, double e_rel, std::uint8_t* codes, std::uint8_t* settled) {
   std::vector<std::uint64_t> bits(static_cast<std::size_t>((n + 63) / 64));
-  if (lanes == 16) exact_lanes::settle_codes<EmulatedOps<16>>(f, y, n, s, e_abs, e_rel, codes, bits.data());
-  else exact_lanes::settle_codes<EmulatedOps<8>>(f, y, n, s, e_abs, e_rel, codes, bits.data());
+  if (lanes == 16) exact_lanes::settle_codes<EmulatedOps<16>>(f, y, n, G, s, e_abs, e_rel, codes, bits.data());
+  else exact_lanes::settle_codes<EmulatedOps<8>>(f, y, n, G, s, e_abs, e_rel, codes, bits.data());
   for (std::int64_t i = 0; i < n; ++i) settled[i] = static_cast<std::uint8_t>((bits[static_cast<std::size_t>(i / 64)] >> (i % 64)) & 1u);
 }
 
-double emu_max_abs_pd(int lanes, const double* y, std::int64_t n) {
-  if (lanes == 16) return cr::max_abs<EmulatedOps<16>, F64>(y, n);
-  return cr::max_abs<EmulatedOps<8>, F64>(y, n);
+void emu_group_max_abs(int lanes, const double* y, std::int64_t n, std::int64_t G, double* amax) {
+  if (lanes == 16) cr::group_max_abs<EmulatedOps<16>>(y, n, G, amax);
+  else cr::group_max_abs<EmulatedOps<8>>(y, n, G, amax);
 }
 
 }  // namespace lnorm::testing::simd_emulation

@@ -39,11 +39,12 @@ void emu_ops_d(int lanes, const double* a, const double* b, const double* c, flo
 void emu_any_subnormal(int lanes, const float* in, std::int64_t groups, std::uint8_t* out);
 
 // The correctly rounded kernels' settled-code test on V's lanes (kernels/cpu/simd_quant_exact.hpp settle_codes), at
-// 16 or 8 lanes: codes[i] and settled[i] for y[0, n) over the scale s and the bound e_abs + e_rel·|y_i|.
-void emu_settle_codes(int lanes, QuantFormat f, const double* y, std::int64_t n, double s, double e_abs, double e_rel,
-                      std::uint8_t* codes, std::uint8_t* settled);
+// 16 or 8 lanes: codes[i] and settled[i] for y[0, n) in groups of G, group g over the scale s[g], and the bound
+// e_abs + e_rel·|y_i|.
+void emu_settle_codes(int lanes, QuantFormat f, const double* y, std::int64_t n, std::int64_t G, const double* s,
+                      double e_abs, double e_rel, std::uint8_t* codes, std::uint8_t* settled);
 
-// The same kernels' largest |y| of a group (simd_cr_rows.hpp max_abs on f64 storage), a NaN dropped.
-double emu_max_abs_pd(int lanes, const double* y, std::int64_t n);
+// The same kernels' largest |y| of each group of G (simd_cr_rows.hpp group_max_abs), a NaN dropped.
+void emu_group_max_abs(int lanes, const double* y, std::int64_t n, std::int64_t G, double* amax);
 
 }  // namespace lnorm::testing::simd_emulation

@@ -302,77 +302,101 @@ TEST_CASE("simd quantized epilogue: native kernels write their emulated twins' q
 // value the bound allows quantizes to it: y at grid midpoints times s, a few f64 steps off them, with a bound of
 // several steps (so a test that ignored the bound would settle lanes whose neighbourhood straddles the midpoint),
 // and far from them, where most lanes must settle (a test that settled nothing would pass the first check alone).
+// One scale for the whole span, and groups of 16, 32 and 128 each over its own scale (a row's small groups in one
+// call), among them groups whose scale is 0 or +Inf (nothing may settle there): a test that kept one group's
+// constants for the next would settle codes of the wrong scale.
 TEST_CASE("correctly rounded kernels: a vector-settled code is the code of every value within the bound", "[quant][simd][cr]") {
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<double> u(0, 1);
+  const double kScales[] = {0.125, 0.0371, 3.0e-3, 1.7e4, 0x1p-20};
   for (const FormatInfo& fi : kFormatTable) {
     const QuantFormat f = fi.format;
-    for (const double s : {0.125, 0.0371, 3.0e-3}) {
-      for (const int lanes : {16, 8}) {
-        const std::int64_t n = 4096;
-        std::vector<double> y(static_cast<std::size_t>(n));
-        const double e_abs = 0x1p-40, e_rel = 0x1p-48;  // several f64 steps of y at these magnitudes
-        for (std::int64_t i = 0; i < n; ++i) {
-          const std::int64_t k = min_ordinal(f) + static_cast<std::int64_t>(u(rng) * static_cast<double>(max_ordinal(f) - min_ordinal(f)));
-          const double mid = 0.5 * (value_of_ordinal(f, k) + value_of_ordinal(f, k + 1));
-          double v = (i % 2 == 0 ? mid : value_of_ordinal(f, k) + 0.3 * (value_of_ordinal(f, k + 1) - value_of_ordinal(f, k))) * s;
-          if (i % 4 == 0) {  // a few f64 steps off the midpoint, inside the bound
-            const int steps = static_cast<int>(u(rng) * 64) - 32;
-            for (int j = 0; j < (steps < 0 ? -steps : steps); ++j) v = std::nextafter(v, steps < 0 ? -INFINITY : INFINITY);
+    for (const std::int64_t G : {std::int64_t{4096}, std::int64_t{16}, std::int64_t{32}, std::int64_t{128}})
+      for (int first = 0; first < 3; ++first)
+        for (const int lanes : {16, 8}) {
+          const std::int64_t n = 4096;
+          std::vector<double> y(static_cast<std::size_t>(n)), s(static_cast<std::size_t>(n / G));
+          for (std::size_t g = 0; g < s.size(); ++g) s[g] = G == n ? kScales[first] : kScales[(g + static_cast<std::size_t>(first)) % 5];
+          if (G < n) s[3] = 0, s[7] = INFINITY;  // no scale: nothing settles
+          const double e_abs = 0x1p-40, e_rel = 0x1p-48;  // several f64 steps of y at these magnitudes
+          for (std::int64_t i = 0; i < n; ++i) {
+            const double si = s[static_cast<std::size_t>(i / G)] > 0 && std::isfinite(s[static_cast<std::size_t>(i / G)]) ? s[static_cast<std::size_t>(i / G)] : 0.5;
+            const std::int64_t k = min_ordinal(f) + static_cast<std::int64_t>(u(rng) * static_cast<double>(max_ordinal(f) - min_ordinal(f)));
+            const double mid = 0.5 * (value_of_ordinal(f, k) + value_of_ordinal(f, k + 1));
+            double v = (i % 2 == 0 ? mid : value_of_ordinal(f, k) + 0.3 * (value_of_ordinal(f, k + 1) - value_of_ordinal(f, k))) * si;
+            if (i % 4 == 0) {  // a few f64 steps off the midpoint, inside the bound
+              const int steps = static_cast<int>(u(rng) * 64) - 32;
+              for (int j = 0; j < (steps < 0 ? -steps : steps); ++j) v = std::nextafter(v, steps < 0 ? -INFINITY : INFINITY);
+            }
+            y[static_cast<std::size_t>(i)] = v;
           }
-          y[static_cast<std::size_t>(i)] = v;
+          // NaN (a tensor scale's NaN y*: never settled) and ±Inf (saturated, or unsettled) among the near lanes.
+          for (std::int64_t i = 40; i < n; i += 400) y[static_cast<std::size_t>(i)] = i % 800 == 40 ? std::numeric_limits<double>::quiet_NaN() : (i % 1200 == 440 ? -INFINITY : INFINITY);
+          std::vector<std::uint8_t> codes(static_cast<std::size_t>(n)), settled(static_cast<std::size_t>(n));
+          emu::emu_settle_codes(lanes, f, y.data(), n, G, s.data(), e_abs, e_rel, codes.data(), settled.data());
+          std::int64_t settled_far = 0, far = 0, wrong = 0;
+          for (std::int64_t i = 0; i < n; ++i) {
+            const double yi = y[static_cast<std::size_t>(i)], err = 0.5 * (e_abs + e_rel * std::fabs(yi));
+            const double si = s[static_cast<std::size_t>(i / G)];
+            const bool scaled = si > 0 && std::isfinite(si);
+            if (i % 2 == 1 && scaled) {
+              ++far;
+              settled_far += settled[static_cast<std::size_t>(i)];
+            }
+            if (!settled[static_cast<std::size_t>(i)]) continue;
+            if (yi != yi || !scaled) {
+              ++wrong;
+              continue;
+            }
+            if (std::isinf(yi)) {  // y overflowed: y* is as large (the bound is relative), y*/s saturates
+              wrong += codes[static_cast<std::size_t>(i)] != encode(f, yi);
+              continue;
+            }
+            const std::uint8_t lo = encode(f, (yi - err) / si), hi = encode(f, (yi + err) / si);
+            wrong += lo != codes[static_cast<std::size_t>(i)] || hi != codes[static_cast<std::size_t>(i)];
+          }
+          INFO(info(f).name << " G " << G << " first scale " << kScales[first] << " lanes " << lanes);
+          CHECK(wrong == 0);
+          CHECK(settled_far >= far * 99 / 100);
         }
-        // NaN (a tensor scale's NaN y*: never settled) and ±Inf (saturated, or unsettled) among the near lanes.
-        for (std::int64_t i = 40; i < n; i += 400) y[static_cast<std::size_t>(i)] = i % 800 == 40 ? std::numeric_limits<double>::quiet_NaN() : (i % 1200 == 440 ? -INFINITY : INFINITY);
-        std::vector<std::uint8_t> codes(static_cast<std::size_t>(n)), settled(static_cast<std::size_t>(n));
-        emu::emu_settle_codes(lanes, f, y.data(), n, s, e_abs, e_rel, codes.data(), settled.data());
-        std::int64_t settled_far = 0, far = 0, wrong = 0;
-        for (std::int64_t i = 0; i < n; ++i) {
-          const double yi = y[static_cast<std::size_t>(i)], err = 0.5 * (e_abs + e_rel * std::fabs(yi));
-          if (i % 2 == 1) {
-            ++far;
-            settled_far += settled[static_cast<std::size_t>(i)];
-          }
-          if (!settled[static_cast<std::size_t>(i)]) continue;
-          if (yi != yi) {
-            ++wrong;
-            continue;
-          }
-          if (std::isinf(yi)) {  // y overflowed: y* is as large (the bound is relative), y*/s saturates
-            wrong += codes[static_cast<std::size_t>(i)] != encode(f, yi);
-            continue;
-          }
-          const std::uint8_t lo = encode(f, (yi - err) / s), hi = encode(f, (yi + err) / s);
-          wrong += lo != codes[static_cast<std::size_t>(i)] || hi != codes[static_cast<std::size_t>(i)];
-        }
-        INFO(info(f).name << " s " << s << " lanes " << lanes);
-        CHECK(wrong == 0);
-        CHECK(settled_far >= far * 99 / 100);
-      }
-    }
   }
 }
 
-// The groups' largest |y| on vector lanes (the amax* bounds are formed from it): every length from 0 past two
-// vectors, the largest element at each position, signs mixed, and a NaN beside it dropped (ExactQuantRow::max_abs).
+// The groups' largest |y| on vector lanes (the amax* bounds are formed from it): one group of every length from 1
+// past two vectors, the largest element at each position, signs mixed, and a NaN beside it dropped; then groups of
+// 16 and 32 in one call, each its own largest (ExactQuantRow::max_abs).
 TEST_CASE("correctly rounded kernels: the vector largest |y| is the scalar max, every length and position", "[quant][simd][cr]") {
   std::mt19937_64 rng(5);
   std::uniform_real_distribution<double> u(-1, 1);
-  for (const int lanes : {16, 8})
-    for (std::int64_t n = 0; n <= 40; ++n)
-      for (std::int64_t big = 0; big < (n ? n : 1); ++big) {
+  for (const int lanes : {16, 8}) {
+    for (std::int64_t n = 1; n <= 40; ++n)
+      for (std::int64_t big = 0; big < n; ++big) {
         std::vector<double> y(static_cast<std::size_t>(n));
         for (double& v : y) v = u(rng);
-        if (n) y[static_cast<std::size_t>(big)] = (big % 2 ? -3.0 : 3.0) + u(rng) * 0x1p-30;
-        double want = 0;
+        y[static_cast<std::size_t>(big)] = (big % 2 ? -3.0 : 3.0) + u(rng) * 0x1p-30;
+        double want = 0, got = -1;
         for (const double v : y) want = std::max(want, std::fabs(v));
         INFO("lanes " << lanes << " n " << n << " largest at " << big);
-        CHECK(emu::emu_max_abs_pd(lanes, y.data(), n) == want);
+        emu::emu_group_max_abs(lanes, y.data(), n, n, &got);
+        CHECK(got == want);
         if (n > 1) {  // a NaN elsewhere drops out
           y[static_cast<std::size_t>((big + 1) % n)] = std::numeric_limits<double>::quiet_NaN();
-          CHECK(emu::emu_max_abs_pd(lanes, y.data(), n) == want);
+          emu::emu_group_max_abs(lanes, y.data(), n, n, &got);
+          CHECK(got == want);
         }
       }
+    for (const std::int64_t G : {16, 32}) {
+      std::vector<double> y(512), got(512 / static_cast<std::size_t>(G), -1);
+      for (double& v : y) v = u(rng) * (1 + std::fabs(u(rng)) * 8);
+      emu::emu_group_max_abs(lanes, y.data(), 512, G, got.data());
+      for (std::size_t g = 0; g < got.size(); ++g) {
+        double want = 0;
+        for (std::size_t i = g * static_cast<std::size_t>(G); i < (g + 1) * static_cast<std::size_t>(G); ++i) want = std::max(want, std::fabs(y[i]));
+        INFO("lanes " << lanes << " G " << G << " group " << g);
+        CHECK(got[g] == want);
+      }
+    }
+  }
 }
 
 TEST_CASE("correctly rounded kernels: q and scales are the reference's bit for bit, near-ties included", "[quant][simd][cr]") {

@@ -2,6 +2,7 @@
 #include "quant_epilogue.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -14,7 +15,21 @@ void quant_groups(const QuantSpec& spec, std::int64_t n, std::int64_t& group, st
 }
 
 void pack_codes(const std::uint8_t* codes, std::int64_t n, std::uint8_t* q) {
-  for (std::int64_t i = 0; i < n; i += 2) q[i / 2] = static_cast<std::uint8_t>((codes[i] & 0x0f) | (codes[i + 1] << 4));
+  std::int64_t i = 0;
+  if constexpr (std::endian::native == std::endian::little) {
+    // Eight codes a 64-bit word (byte j of the word is code i + j): each pair's nibbles joined into its even byte, then
+    // the even bytes gathered by two shifts; the byte loop below was 7% of the _cr kernels' nvfp4 epilogue (perf).
+    for (; i + 8 <= n; i += 8) {
+      std::uint64_t w;
+      std::memcpy(&w, codes + i, 8);
+      w &= 0x0f0f0f0f0f0f0f0full;
+      w = (w | (w >> 4)) & 0x00ff00ff00ff00ffull;  // byte 2j: code 2j | code 2j+1 << 4
+      w = (w | (w >> 8)) & 0x0000ffff0000ffffull;
+      const auto packed = static_cast<std::uint32_t>(w | (w >> 16));
+      std::memcpy(q + i / 2, &packed, 4);
+    }
+  }
+  for (; i < n; i += 2) q[i / 2] = static_cast<std::uint8_t>((codes[i] & 0x0f) | (codes[i + 1] << 4));
 }
 
 std::uint8_t encode_quotient(QuantFormat f, float y, float s) {

@@ -33,33 +33,29 @@ class Decider {
                                   r_.beta ? r_.beta[i] : 0.0, m);
   }
 
-  // amax* over [b, e) lies in [lo, hi]; amax: the largest |y_i| (the candidate's source). The bound err grows with
+  // amax* over a group lies in [lo, hi]; amax: the largest |y_i| (the candidate's source). The bound err grows with
   // |y| (each of its operations is monotone), so |y*_i| ≤ |y_i| + err_i ≤ amax + err(amax), and the element at amax
   // has |y*| ≥ amax − err(amax): both ends from amax alone, each rounded outward (up and down). The largest |y| is a
-  // max, exact in any order: the ISA kernel's lanes (ExactQuantRow::max_abs) or four scalar chains (one chain of
-  // maxsd was a third of the _cr kernels' quantized epilogue, perf annotate).
+  // max, exact in any order: the ISA kernel's lanes (ExactQuantRow::max_abs) or group_amax.
   struct AmaxBounds {
     double lo = 0, hi = 0, amax = 0;
   };
-  AmaxBounds amax_bounds(std::int64_t b, std::int64_t e) const {
-    double amax = 0;
-    if (b == 0 && e == r_.n && r_.row_amax >= 0) {
-      amax = r_.row_amax;
-    } else if (r_.max_abs) {
-      amax = r_.max_abs(r_.y + b, e - b);
-    } else {
-      double m[4] = {0, 0, 0, 0};
-      std::int64_t i = b;
-      for (; i + 4 <= e; i += 4)
-        for (int j = 0; j < 4; ++j) {
-          const double a = std::fabs(r_.y[i + j]);  // (not fmax: a libm call)
-          m[j] = a > m[j] ? a : m[j];
-        }
-      for (; i < e; ++i) m[0] = std::fabs(r_.y[i]) > m[0] ? std::fabs(r_.y[i]) : m[0];
-      amax = std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
-    }
+  AmaxBounds bounds_of(double amax) const {
     const double d = err_of(amax);
     return {below(amax - d), above(amax + d), amax};
+  }
+  // max |y_i| over [b, e), a NaN dropped, in four scalar chains (one chain of maxsd was a third of the _cr kernels'
+  // quantized epilogue, perf annotate).
+  double group_amax(std::int64_t b, std::int64_t e) const {
+    double m[4] = {0, 0, 0, 0};
+    std::int64_t i = b;
+    for (; i + 4 <= e; i += 4)
+      for (int j = 0; j < 4; ++j) {
+        const double a = std::fabs(r_.y[i + j]);  // (not fmax: a libm call)
+        m[j] = a > m[j] ? a : m[j];
+      }
+    for (; i < e; ++i) m[0] = std::fabs(r_.y[i]) > m[0] ? std::fabs(r_.y[i]) : m[0];
+    return std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
   }
 
   // sign(amax* − T) over elements [b, e), T ≥ 0: the group's bounds settle most thresholds at once, the bound of
@@ -146,13 +142,15 @@ class Decider {
 bool even_f32(float v) { return (std::bit_cast<std::uint32_t>(v) & 1u) == 0; }
 
 // s* = f32(amax*/qmax) of elements [b, e): the candidate moved while amax* lies past a midpoint to a neighbour.
-float exact_scale(Decider& d, std::int64_t b, std::int64_t e, double qm) {
-  const Decider::AmaxBounds m = d.amax_bounds(b, e);
+// The f32 steps by the bits (c ≥ 0 finite; not nextafter: a libm call, twice a group).
+float f32_step_up(float c) { return std::bit_cast<float>(std::bit_cast<std::uint32_t>(c) + 1); }
+float f32_step_down(float c) { return std::bit_cast<float>(std::bit_cast<std::uint32_t>(c) - 1); }  // c > 0
+float exact_scale(Decider& d, std::int64_t b, std::int64_t e, double qm, const Decider::AmaxBounds& m) {
   const double amax = m.amax;
   float c = static_cast<float>(amax / qm);
   if (!std::isfinite(c)) c = std::numeric_limits<float>::max();
   for (;;) {
-    const float up = std::nextafter(c, std::numeric_limits<float>::infinity());
+    const float up = f32_step_up(c);
     if (std::isfinite(up)) {
       // Midpoints of adjacent f32 have 25 bits, qmax ≤ 7: their product is exact.
       const int k = d.compare_amax(b, e, 0.5 * (static_cast<double>(c) + up) * qm, m);
@@ -162,7 +160,7 @@ float exact_scale(Decider& d, std::int64_t b, std::int64_t e, double qm) {
       }
     }
     if (c > 0) {
-      const float dn = std::nextafter(c, 0.0f);
+      const float dn = f32_step_down(c);
       const int k = d.compare_amax(b, e, 0.5 * (static_cast<double>(c) + dn) * qm, m);
       if (k < 0 || (k == 0 && even_f32(dn))) {
         c = dn;
@@ -176,15 +174,31 @@ float exact_scale(Decider& d, std::int64_t b, std::int64_t e, double qm) {
 // nvfp4's c* = E4M3(amax*·G/6) of elements [b, e) (G > 0): the candidate from the approximations' amax, moved one
 // code while G·amax* lies past 6·midpoint (≤ 5 significant bits times 3: exact) toward a neighbour, ties to even;
 // saturating at 448 (0x7e).
-std::uint8_t exact_nvfp4_code(Decider& d, std::int64_t b, std::int64_t e, float global_scale) {
+std::uint8_t exact_nvfp4_code(Decider& d, std::int64_t b, std::int64_t e, float global_scale, const Decider::AmaxBounds& m) {
   constexpr QuantFormat e4m3 = QuantFormat::fp8_e4m3;
-  const Decider::AmaxBounds m = d.amax_bounds(b, e);
+  constexpr std::int64_t kTop = top_magnitude_code(e4m3);  // 126: 448
+  static_assert(info(e4m3).mbits == 3 && info(e4m3).bias == 7 && kTop == 126);
+  // E4M3's value of ordinal k in [0, 127] (its code's magnitude bits: value_of_ordinal's arithmetic with the
+  // format's constants; four calls of it a group were a tenth of nvfp4's epilogue, perf record).
+  const auto value = [](std::int64_t k) {
+    const auto e = static_cast<int>(k >> 3), mant = static_cast<int>(k & 7);
+    return e == 0 ? mant * 0x1p-9 : (8 + mant) * std::bit_cast<double>(static_cast<std::uint64_t>(1023 + e - 10) << 52);
+  };
+  const auto mid = [&](std::int64_t o) { return 0.5 * (value(o) + value(o + 1)); };
   const double G = global_scale;
-  const double amax = m.amax;
-  std::int64_t k = ordinal_of_code(e4m3, encode(e4m3, amax * G / 6));
-  const auto mid = [&](std::int64_t o) { return 0.5 * (value_of_ordinal(e4m3, o) + value_of_ordinal(e4m3, o + 1)); };
+  // The candidate (the walk below settles the code whatever it starts from): amax·G/6's exponent and top three
+  // fraction bits rounded half up, or its subnormal quanta, clamped to the ordinals.
+  const double v = m.amax * G / 6;
+  std::int64_t k = 0;
+  if (v >= 0x1p-6) {
+    const auto bits = static_cast<std::int64_t>(std::bit_cast<std::uint64_t>(v < 512.0 ? v : 512.0));
+    k = ((bits + (std::int64_t{1} << 48)) >> 49) - ((1023 - 7) << 3);
+  } else if (v > 0) {
+    k = static_cast<std::int64_t>(v * 512 + 0.5);
+  }
+  k = std::clamp<std::int64_t>(k, 0, kTop);
   for (;;) {
-    if (k < max_ordinal(e4m3)) {
+    if (k < kTop) {
       const int c = d.compare_amax_scaled(b, e, G, 6 * mid(k), m);
       if (c > 0 || (c == 0 && (k & 1))) {
         ++k;
@@ -205,10 +219,16 @@ std::uint8_t exact_nvfp4_code(Decider& d, std::int64_t b, std::int64_t e, float 
 // X = floor(log2 amax*) − emax_elem, clamped to [−127, 127] (−127 for amax* = 0).
 // With --mx-rule (lnorm/quant.hpp): the rule's level of amax*, the largest k with amax* ≥ B(k) (> for ceil and
 // rceil), walked over the dyadic breakpoints B, then X = k − offset.
-int exact_mx_exponent(Decider& d, std::int64_t b, std::int64_t e, const QuantSpec& spec) {
-  const Decider::AmaxBounds m = d.amax_bounds(b, e);
+int exact_mx_exponent(Decider& d, std::int64_t b, std::int64_t e, const QuantSpec& spec, const Decider::AmaxBounds& m) {
   const double amax = m.amax;
   const int off = mx_offset(spec), lo = -127 + off, hi = 127 + off;  // levels outside [lo, hi] clamp
+  // The floor rule (mx's default: breakpoints 2^j, reached at equality) where the bounds share a binade: amax* lies
+  // in [2^E, 2^(E+1)) with E their exponent field, so the level is E, clamped, with no breakpoint compared (the walk
+  // below calls mx_exponent and mx_breakpoint, a tenth of the mx epilogue at one group in 32, perf record).
+  if (spec.exponent_rule() == MxRule::floor && m.lo >= 0x1p-1022 && m.hi <= 0x1.fffffffffffffp1023) {
+    const auto exponent = [](double v) { return static_cast<int>(std::bit_cast<std::uint64_t>(v) >> 52) - 1023; };
+    if (exponent(m.lo) == exponent(m.hi)) return std::clamp(exponent(m.lo), lo, hi) - off;
+  }
   const bool strict = info(spec.exponent_rule()).strict;
   const auto reaches = [&](int k) {
     const int c = d.compare_amax(b, e, mx_breakpoint(spec, k), m);
@@ -286,9 +306,58 @@ std::uint8_t exact_code(Decider& d, std::int64_t i, QuantFormat f, double sd, do
   return code_of_ordinal(f, k, k == 0 && has_negative_zero(f) && d.compare(i, 0.0) < 0);
 }
 
+// What a group's scale decision leaves its codes to: the settled or exact codes over s, NaN (a NaN y*: every code
+// NaN), or ±0 (nvfp4's scale code 0: every q ±0, y*'s sign).
+enum class GroupCodes : std::uint8_t { scaled, nan, zero };
+
+// Group [b, e)'s scale, written to scales[at] (none for tensor), and s (as a double) for its codes. amax: max |y|
+// over the group (not read for tensor).
+GroupCodes decide_scale(Decider& d, const ExactQuantRow& r, const QuantSpec& spec, std::int64_t b, std::int64_t e,
+                        double amax, void* scales, std::int64_t at, double& s) {
+  s = spec.scale;
+  if (spec.scaling == Scaling::tensor) return GroupCodes::scaled;  // a NaN y* is its own code's alone
+  // A NaN y* (a NaN gamma or beta beside finite x: a NaN x sends its row to the fallback) makes its group's scale NaN
+  // (E8M0 255) and every code there NaN, as lnorm/quant.hpp says; the walks below would skip it (a NaN is never the
+  // amax).
+  bool nan = false;
+  if (!r.no_nan)
+    for (std::int64_t i = b; i < e; ++i) nan |= r.y[i] != r.y[i];
+  if (nan) {
+    if (spec.pow2_scales()) static_cast<std::uint8_t*>(scales)[at] = 255;
+    else if (spec.scaling == Scaling::nvfp4) static_cast<std::uint8_t*>(scales)[at] = 0x7f;  // E4M3's NaN
+    else static_cast<float*>(scales)[at] = std::numeric_limits<float>::quiet_NaN();
+    s = std::numeric_limits<double>::quiet_NaN();
+    return GroupCodes::nan;
+  }
+  const Decider::AmaxBounds m = d.bounds_of(amax);
+  if (spec.scaling == Scaling::nvfp4) {
+    const std::uint8_t c = exact_nvfp4_code(d, b, e, spec.global_scale, m);
+    static_cast<std::uint8_t*>(scales)[at] = c;
+    s = nvfp4_element_scale(c, spec.global_scale);
+    return std::isinf(s) ? GroupCodes::zero : GroupCodes::scaled;
+  }
+  if (spec.pow2_scales()) {
+    const int x = exact_mx_exponent(d, b, e, spec, m);
+    static_cast<std::uint8_t*>(scales)[at] = static_cast<std::uint8_t>(x + 127);
+    s = std::bit_cast<float>(x > -127 ? static_cast<std::uint32_t>(127 + x) << 23 : 0x00400000u);  // 2^x (2^-127: subnormal)
+    return GroupCodes::scaled;
+  }
+  const float f = exact_scale(d, b, e, qmax(spec.format), m);
+  static_cast<float*>(scales)[at] = f;
+  s = f;
+  return GroupCodes::scaled;
+}
+
 }  // namespace
 
+// The row in spans: a span's groups' largest |y| in one call (ExactQuantRow::max_abs), their scales, then their codes
+// in chunks of kChunk elements, each through one settle call and then, a group's piece of each 64-code word at a
+// time, kept at once where the word's bits say every code is settled and otherwise element by element. Small
+// groups (G a multiple of 16, at most kChunk) share a span of kChunk / G groups, so one call serves nvfp4's 64 or
+// mx's 32 groups rather than one (a call a group cost ~10 ns: docs/performance.md); a larger group is a span of its
+// own, its codes in chunks.
 void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint8_t* q_all, void* scales, std::int64_t row) {
+  constexpr std::int64_t kChunk = 1024, kMaxGroups = kChunk / 16;
   Decider d(r);
   const QuantFormat f = spec.format;
   const std::int64_t G = spec.group_size(r.n), per_row = spec.scales_per_row(r.n);
@@ -298,84 +367,81 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
     if (packed) store_code(f, q_row, i, code);
     else q_row[i] = code;
   };
-  for (std::int64_t g = 0; g < r.n / G; ++g) {
-    const std::int64_t b = g * G, e = b + G, at = row * per_row + g;
-    float s = spec.scale;
-    // A NaN y* (a NaN gamma or beta beside finite x: a NaN x sends its row to the fallback) makes its group's scale NaN
-    // (E8M0 255) and every code there NaN, as lnorm/quant.hpp says; the walks below would skip it (a NaN is never the
-    // amax). With a tensor scale, only its own code.
-    bool nan = false;
-    if (!r.no_nan && spec.scaling != Scaling::tensor)
-      for (std::int64_t i = b; i < e; ++i) nan |= r.y[i] != r.y[i];
-    if (nan) {
-      if (spec.pow2_scales()) static_cast<std::uint8_t*>(scales)[at] = 255;
-      else if (spec.scaling == Scaling::nvfp4) static_cast<std::uint8_t*>(scales)[at] = 0x7f;  // E4M3's NaN
-      else static_cast<float*>(scales)[at] = std::numeric_limits<float>::quiet_NaN();
-      for (std::int64_t i = b; i < e; ++i) set(i, encode(f, r.y[i] != r.y[i] ? r.y[i] : std::numeric_limits<double>::quiet_NaN()));
-      continue;
-    }
-    if (spec.scaling == Scaling::nvfp4) {
-      const std::uint8_t c = exact_nvfp4_code(d, b, e, spec.global_scale);
-      static_cast<std::uint8_t*>(scales)[at] = c;
-      s = nvfp4_element_scale(c, spec.global_scale);
-      if (std::isinf(s)) {  // c = 0: every q ±0, y*'s sign
-        for (std::int64_t i = b; i < e; ++i) set(i, code_of_ordinal(f, 0, has_negative_zero(f) && d.sign(i) < 0));
-        continue;
-      }
-    } else if (spec.pow2_scales()) {
-      const int x = exact_mx_exponent(d, b, e, spec);
-      static_cast<std::uint8_t*>(scales)[at] = static_cast<std::uint8_t>(x + 127);
-      s = std::bit_cast<float>(x > -127 ? static_cast<std::uint32_t>(127 + x) << 23 : 0x00400000u);  // 2^x (2^-127: subnormal)
-    } else if (spec.scaling != Scaling::tensor) {
-      s = exact_scale(d, b, e, qmax(f));
-      static_cast<float*>(scales)[at] = s;
-    }
-    const auto codes = [&](auto settled) {
-      const double sd = s;
-      const auto one = [&](std::int64_t i) {
-        if (r.y[i] != r.y[i]) {
-          set(i, encode(f, r.y[i]));
-          return;
-        }
-        const double t = r.y[i] / sd, err = d.err(i) / sd * (1 + 0x1p-50) + std::fabs(t) * 0x1p-52;
-        const int c = settled(t, err);
-        set(i, c >= 0 ? static_cast<std::uint8_t>(c) : exact_code(d, i, f, sd, t, err));
-      };
-      if (!r.settle) {
-        for (std::int64_t i = b; i < e; ++i) one(i);
+  const bool batched = r.settle && G < r.n && G <= kChunk && G % 16 == 0;
+  const std::int64_t span = batched ? kChunk / G * G : G;
+  std::uint8_t lane_codes[kChunk];
+  std::uint64_t settled_bits[kChunk / 64];
+  double amax[kMaxGroups], s_of[kMaxGroups];
+  GroupCodes kind[kMaxGroups];
+  const auto codes = [&](auto settled) {
+    // Q(y*_i/s) where the lanes left code i (or no lanes were given).
+    const auto one = [&](std::int64_t i, double sd) {
+      if (r.y[i] != r.y[i]) {
+        set(i, encode(f, r.y[i]));
         return;
       }
-      // The ISA kernel's lanes settle most codes a vector at a time, written straight into q where a code is a byte;
-      // the rest one at a time, as above.
-      constexpr std::int64_t kChunk = 256;
-      std::uint8_t lane_codes[kChunk];
-      std::uint64_t settled_bits[kChunk / 64];
-      for (std::int64_t from = b; from < e; from += kChunk) {
-        const std::int64_t m = e - from < kChunk ? e - from : kChunk;
+      const double t = r.y[i] / sd, err = d.err(i) / sd * (1 + 0x1p-50) + std::fabs(t) * 0x1p-52;
+      const int c = settled(t, err);
+      set(i, c >= 0 ? static_cast<std::uint8_t>(c) : exact_code(d, i, f, sd, t, err));
+    };
+    for (std::int64_t b0 = 0; b0 < r.n; b0 += span) {
+      const std::int64_t e0 = b0 + span < r.n ? b0 + span : r.n, groups = (e0 - b0) / G;
+      if (spec.scaling != Scaling::tensor) {
+        if (G == r.n && r.row_amax >= 0) amax[0] = r.row_amax;
+        else if (r.max_abs) r.max_abs(r.y + b0, e0 - b0, G, amax);
+        else
+          for (std::int64_t g = 0; g < groups; ++g) amax[g] = d.group_amax(b0 + g * G, b0 + (g + 1) * G);
+      }
+      const std::int64_t at0 = row * per_row + b0 / G;  // (one division a span: one a group was a tenth of mx's)
+      for (std::int64_t g = 0; g < groups; ++g) {
+        const std::int64_t b = b0 + g * G;
+        kind[g] = decide_scale(d, r, spec, b, b + G, amax[g], scales, at0 + g, s_of[g]);
+      }
+      for (std::int64_t from = b0; from < e0; from += kChunk) {
+        const std::int64_t m = e0 - from < kChunk ? e0 - from : kChunk;
         std::uint8_t* const into = packed ? lane_codes : q_row + from;
-        r.settle(f, r.y + from, m, sd, r.e_abs, r.e_rel, into, settled_bits);
-        for (std::int64_t w = 0; w * 64 < m; ++w) {
-          const std::int64_t j0 = w * 64, j1 = j0 + 64 < m ? j0 + 64 : m;
-          const std::uint64_t all = j1 - j0 == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << (j1 - j0)) - 1;
-          if (settled_bits[w] == all) {  // a word's settled codes at once (a small group's: nvfp4's 16, mx's 32)
-            if (packed) pack_codes(lane_codes + j0, j1 - j0, q_row + (from + j0) / 2);  // (from + j0, j1 even: G is)
+        const std::int64_t g_first = (from - b0) / G;
+        if (r.settle) r.settle(f, r.y + from, m, batched ? G : m, s_of + g_first, r.e_abs, r.e_rel, into, settled_bits);
+        for (std::int64_t g = g_first; g * G + b0 < from + m; ++g) {
+          const std::int64_t gb = b0 + g * G > from ? b0 + g * G : from, ge = b0 + (g + 1) * G < from + m ? b0 + (g + 1) * G : from + m;
+          if (kind[g] == GroupCodes::nan) {
+            for (std::int64_t i = gb; i < ge; ++i) set(i, encode(f, r.y[i] != r.y[i] ? r.y[i] : std::numeric_limits<double>::quiet_NaN()));
             continue;
           }
-          for (std::int64_t j = j0; j < j1; ++j) {
-            if ((settled_bits[w] >> (j - j0)) & 1u) set(from + j, into[j]);
-            else one(from + j);
+          if (kind[g] == GroupCodes::zero) {
+            for (std::int64_t i = gb; i < ge; ++i) set(i, code_of_ordinal(f, 0, has_negative_zero(f) && d.sign(i) < 0));
+            continue;
+          }
+          if (!r.settle) {
+            for (std::int64_t i = gb; i < ge; ++i) one(i, s_of[g]);
+            continue;
+          }
+          // The group's piece of each word: kept at once where all its bits are set (a small group's: nvfp4's 16,
+          // mx's 32), else code by code.
+          for (std::int64_t i = gb; i < ge;) {
+            const std::int64_t w = (i - from) / 64, end = from + (w + 1) * 64 < ge ? from + (w + 1) * 64 : ge, len = end - i;
+            const std::uint64_t bits = settled_bits[w] >> ((i - from) % 64), all = len == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << len) - 1;
+            if ((bits & all) == all) {
+              if (packed) pack_codes(lane_codes + (i - from), len, q_row + i / 2);  // (i, len even: G and kChunk are)
+            } else {
+              for (std::int64_t j = i; j < end; ++j) {
+                if ((bits >> (j - i)) & 1u) set(j, into[j - from]);
+                else one(j, s_of[g]);
+              }
+            }
+            i = end;
           }
         }
       }
-    };
-    if (is_float(f)) {
-      with_format(f, [&](auto fmt) {
-        if constexpr (is_float(fmt.value)) codes([](double t, double err) { return settled_code<decltype(fmt)::value>(t, err); });
-      });
-    } else {  // an integer format, its range from its row
-      const double lo = info(f).qmin, hi = qmax(f);
-      codes([lo, hi](double t, double err) { return settled_int_code(t, err, lo, hi); });
     }
+  };
+  if (is_float(f)) {
+    with_format(f, [&](auto fmt) {
+      if constexpr (is_float(fmt.value)) codes([](double t, double err) { return settled_code<decltype(fmt)::value>(t, err); });
+    });
+  } else {  // an integer format, its range from its row
+    const double lo = info(f).qmin, hi = qmax(f);
+    codes([lo, hi](double t, double err) { return settled_int_code(t, err, lo, hi); });
   }
 }
 

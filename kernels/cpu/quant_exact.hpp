@@ -31,15 +31,16 @@ struct ExactQuantRow {
   const double* w_hi = nullptr;  // w = w_hi + w_lo (C + gamma), beta: n each, staged in f64; null: 1, 0, 0
   const double* w_lo = nullptr;
   const double* beta = nullptr;
-  // Optional, from an ISA kernel (simd_quant_exact.hpp settle_codes): codes[0, n) of y[0, n) over one scale s, and
-  // bit i of settled[i / 64] set where the bound settles code i; the others take the exact path. Null: all element
-  // by element.
-  using SettleCodes = void (*)(QuantFormat f, const double* y, std::int64_t n, double s, double e_abs, double e_rel,
-                               std::uint8_t* codes, std::uint64_t* settled);
+  // Optional, from an ISA kernel (simd_quant_exact.hpp settle_codes): codes[0, n) of y[0, n) in groups of G, group g
+  // over the scale s[g] (G = n, or a multiple of 16: no vector of the ISA's lanes holds two groups), and bit i of
+  // settled[i / 64] set where the bound settles code i; the others take the exact path. Null: all element by element.
+  using SettleCodes = void (*)(QuantFormat f, const double* y, std::int64_t n, std::int64_t G, const double* s,
+                               double e_abs, double e_rel, std::uint8_t* codes, std::uint64_t* settled);
   SettleCodes settle = nullptr;
-  // Optional, from an ISA kernel (simd_cr_rows.hpp max_abs on f64 storage): max |y_i| over y[0, n), a NaN dropped. Null: a
-  // scalar pass. The amax* bounds are formed from it (quant_exact.cpp Decider::amax_bounds).
-  using MaxAbsFn = double (*)(const double* y, std::int64_t n);
+  // Optional, from an ISA kernel (simd_cr_rows.hpp group_max_abs): max |y_i| of each group of G in y[0, n) into
+  // amax[n / G], a NaN dropped. Null: a scalar pass. The amax* bounds are formed from it (quant_exact.cpp
+  // Decider::bounds_of).
+  using MaxAbsFn = void (*)(const double* y, std::int64_t n, std::int64_t G, double* amax);
   MaxAbsFn max_abs = nullptr;
   // max |y_i| over the whole row (a NaN dropped) where the caller took it while forming y; −1: not taken. A group
   // that is the whole row (row scaling) uses it.

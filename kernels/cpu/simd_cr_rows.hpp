@@ -139,6 +139,13 @@ double max_abs(const typename T::Bits* p, std::int64_t n) {
   return r;
 }
 
+// max |y| of each group of G in y[0, n) (n a multiple of G) into amax[n / G], a NaN dropped: one call for a row's
+// groups (ExactQuantRow::max_abs), as settle_codes is (simd_quant_exact.hpp).
+template <class V>
+void group_max_abs(const double* y, std::int64_t n, std::int64_t G, double* amax) {
+  for (std::int64_t b = 0, g = 0; b < n; b += G, ++g) amax[g] = max_abs<V, F64>(y + b, G);
+}
+
 // How a row sees its parameters: staged in f64 once per call (isa.hpp Staged64): w = C + gamma as gamma (w_hi)
 // + w_lo (null when every w fits one f64), beta.
 struct Params {
@@ -408,7 +415,7 @@ auto exact_quantizer(const Problem& p, const Tensors& t, const ::lnorm::cpu::Sta
     er.beta = p.has_beta ? st.beta : nullptr;
     er.e_abs = e.abs, er.e_rel = e.rel, er.row_amax = e.amax;
     er.settle = &exact_lanes::settle_codes<V>;  // the settled-code test on V's lanes (simd_quant_exact.hpp)
-    er.max_abs = &max_abs<V, F64>;               // and the groups' largest |y| (a NaN dropped)
+    er.max_abs = &group_max_abs<V>;              // and the groups' largest |y| (a NaN dropped)
     er.no_nan = no_nan;
     ::lnorm::cpu::quantize_row_exact(p.quant, er, static_cast<std::uint8_t*>(t.q), t.scales, row);
   });

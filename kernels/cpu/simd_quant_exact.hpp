@@ -33,17 +33,13 @@ namespace exact_lanes {
 struct LaneBound {
   float inv, a, c;
 };
-// v ≥ 0 rounded up to f32 (the next f32 by its bits where rounding went down: no libm call, once per group).
+// v ≥ 2^-126 (a normal f32 or above) rounded up to f32 or past it, without a branch: f32's nearest of v·(1 + 2^-22)
+// is at least v·(1 + 2^-22)·(1 − 2^-24) > v (the double product's own rounding is 2^-53). The slack, 2^-22 of A and
+// C, settles a few fewer lanes than the next f32 would; the exact next f32 took a compare and a branch taken half
+// the time, mispredicted once a group (a sixth of nvfp4's epilogue at one group a vector, perf annotate).
 inline float f32_up(double v) {
-  if (!(v <= 0x1.fffffep127)) return __builtin_inff();  // NaN or beyond f32: nothing settles
-  float f = static_cast<float>(v);
-  if (static_cast<double>(f) < v) {
-    std::uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    ++bits;
-    std::memcpy(&f, &bits, 4);
-  }
-  return f;
+  const double w = v * (1 + 0x1p-22);
+  return w <= 0x1.fffffep127 ? static_cast<float>(w) : __builtin_inff();  // NaN or beyond f32: +Inf, nothing settles
 }
 // Per call (per group where groups are small: one division, no libm call; e_abs/s as e_abs·(1/s), whose two roundings
 // the slack covers).
@@ -133,67 +129,88 @@ inline std::int32_t bits_window(const LaneBound& b) {
   return k < kHalf / 2 ? static_cast<std::int32_t>(k) + 1 : -1;
 }
 
-// codes[0, n) and the bitmap settled (bit i of word i/64: 1 where code i is Q(y*/s), 0 where the exact path must
-// decide; n ≤ 64·words) for y[0, n) of one scale s (finite, > 0) and the bound |y_i − y*_i| ≤ e_abs + e_rel·|y_i|.
-// The tail past whole vectors reads unsettled (its codes unwritten). A bitmap, not a byte per element: the caller
-// keeps a word's 64 codes at once where every bit is set (bytes cost a scalar store and a test per element, a third
-// of the epilogue).
-template <class V>
-void settle_codes(QuantFormat f, const double* y, std::int64_t n, double s, double e_abs, double e_rel, std::uint8_t* codes,
-                  std::uint64_t* settled) {
-  constexpr int L = V::kLanes;
-  static_assert(64 % L == 0);
+// One group's lane constants: lane_bound's, and for settle_vector_bits its window of low bits [lo, hi] that do not
+// settle; [0, 2^31 − 1] (no bits settle) where the group takes settle_vector: bits_window −1, or not a bits format.
+struct GroupLanes {
+  float inv, a, c;
+  std::int32_t lo, hi;
+};
+template <QuantFormat Fmt>
+inline GroupLanes group_lanes(double s, double e_abs, double e_rel) {
   const LaneBound b = lane_bound(s, e_abs, e_rel);
-  const typename V::F inv = V::set1(b.inv), ea = V::set1(b.a), ec = V::set1(b.c);
+  if constexpr (is_float(Fmt) && info(Fmt).bits == 8) {
+    constexpr std::int32_t kHalf = 1 << (22 - info(Fmt).mbits);
+    if (const std::int32_t k = bits_window<Fmt>(b); k >= 0) return {b.inv, b.a, b.c, kHalf - k, kHalf + k};
+  }
+  return {b.inv, b.a, b.c, 0, 0x7fffffff};
+}
+
+// codes[0, n) and the bitmap settled (bit i of word i/64: 1 where code i is Q(y*/s), 0 where the exact path must
+// decide; n ≤ 64·words) for y[0, n) in groups of G, group g over its own scale s[g] (finite and > 0; any other
+// settles nothing there), and the bound |y_i − y*_i| ≤ e_abs + e_rel·|y_i|. G = n (one scale), or a multiple of
+// V's lanes, so that no vector holds two groups. The tail past whole vectors reads unsettled (its codes
+// unwritten). A bitmap, not a byte per element: the caller keeps a word's 64 codes at once where every bit is set
+// (bytes cost a scalar store and a test per element, a third of the epilogue). One call for a row's small groups
+// (nvfp4's 16, mx's 32, group:128), not one a group: a call a group, with its constants and a loop set up for one
+// or two vectors, cost ~10 ns, and held nvfp4 at 0.08 of its y (docs/performance.md).
+// In blocks of 64 vectors: the block's groups' constants first, in a scalar loop of independent iterations (a
+// division each; formed inside the vector loop they cost registers, and the loop spilled), then its vectors, a
+// group's from its constants; an 8-bit float format's by their bits where the group's bound allows
+// (settle_vector_bits), and every vector that cannot take the bits is marked (redo) and redone after the block's
+// loop, which then holds no second body: with one inline, or a call (every zmm caller-saved), GCC re-broadcast the
+// loop's constants every vector.
+template <class V>
+void settle_codes(QuantFormat f, const double* y, std::int64_t n, std::int64_t G, const double* s, double e_abs,
+                  double e_rel, std::uint8_t* codes, std::uint64_t* settled) {
+  constexpr int L = V::kLanes;
+  constexpr std::int64_t kBlock = 64 * L;
+  static_assert(64 % L == 0);
   with_format(f, [&](auto fmt) LNORM_ALWAYS_INLINE {
     constexpr QuantFormat kF = decltype(fmt)::value;
-    if constexpr (is_float(kF) && info(kF).bits == 8) {
-      if (const std::int32_t k = bits_window<kF>(b); k >= 0) {
-        constexpr std::int32_t kHalf = 1 << (22 - info(kF).mbits);
-        constexpr auto kAll = static_cast<typename V::M>((std::uint64_t{1} << L) - 1);
-        const typename V::I lo_frac = V::set1_i(kHalf - k), hi_frac = V::set1_i(kHalf + k);
-        // Blocks of 256 elements: the vectors settle_vector_bits cannot take are marked (redo) and redone after the
-        // block's loop, which then holds no second body: with one inline, or a call (every zmm caller-saved), GCC
-        // re-broadcast the loop's constants every vector.
-        for (std::int64_t block = 0; block < n; block += 256) {
-          const std::int64_t block_end = n - block < 256 ? n : block + 256;
-          std::uint32_t redo = 0;
-          for (std::int64_t w = block / 64; w * 64 < block_end; ++w) {
-            std::uint64_t word = 0;
-            const std::int64_t end = block_end - w * 64 < 64 ? block_end - w * 64 : 64;
-            for (std::int64_t j = 0; j + L <= end; j += L) {
-              typename V::I code;
-              typename V::M normal;
-              const std::int64_t i = w * 64 + j;
-              word |= static_cast<std::uint64_t>(settle_vector_bits<V, kF>(y + i, inv, lo_frac, hi_frac, code, normal)) << j;
-              V::store_u8(codes + i, code);
-              redo |= static_cast<std::uint32_t>(normal != kAll) << ((i - block) / L);
-            }
-            settled[w] = word;
-          }
-          for (; redo != 0; redo &= redo - 1) {
-            const std::int64_t i = block + __builtin_ctz(redo) * L;
+    constexpr bool kBits = is_float(kF) && info(kF).bits == 8;
+    constexpr auto kAll = static_cast<typename V::M>((std::uint64_t{1} << L) - 1);
+    GroupLanes lanes[kBlock / L + 1];  // (G ≥ L, or one group: at most a group a vector, and one more begun)
+    for (std::int64_t block = 0; block < n; block += kBlock) {
+      const std::int64_t block_end = n - block < kBlock ? n : block + kBlock, g0 = block / G, g1 = (block_end - 1) / G;
+      for (std::int64_t g = g0; g <= g1; ++g) lanes[g - g0] = group_lanes<kF>(s[g], e_abs, e_rel);
+      std::uint64_t redo = 0, word = 0;
+      std::int64_t i = block;
+      for (std::int64_t g = g0; g <= g1; ++g) {
+        const GroupLanes& c = lanes[g - g0];
+        const std::int64_t group_end = (g + 1) * G < block_end ? (g + 1) * G : block_end;
+        const typename V::F inv = V::set1(c.inv);
+        if constexpr (kBits) {
+          const typename V::I lo_frac = V::set1_i(c.lo), hi_frac = V::set1_i(c.hi);
+          const bool group_redo = c.lo == 0;  // (a window kHalf ± k has lo > 0)
+          for (; i + L <= group_end; i += L) {
             typename V::I code;
-            const auto ok = static_cast<std::uint64_t>(settle_vector<V, kF>(y + i, inv, ea, ec, code));
+            typename V::M normal;
+            word |= static_cast<std::uint64_t>(settle_vector_bits<V, kF>(y + i, inv, lo_frac, hi_frac, code, normal)) << (i % 64);
             V::store_u8(codes + i, code);
-            settled[i / 64] = (settled[i / 64] & ~(((std::uint64_t{1} << L) - 1) << (i % 64))) | ok << (i % 64);
+            redo |= static_cast<std::uint64_t>(group_redo || normal != kAll) << ((i - block) / L);
+            if ((i + L) % 64 == 0) settled[i / 64] = word, word = 0;
+          }
+        } else {
+          const typename V::F ea = V::set1(c.a), ec = V::set1(c.c);
+          for (; i + L <= group_end; i += L) {
+            typename V::I code;
+            word |= static_cast<std::uint64_t>(settle_vector<V, kF>(y + i, inv, ea, ec, code)) << (i % 64);
+            V::store_u8(codes + i, code);
+            if ((i + L) % 64 == 0) settled[i / 64] = word, word = 0;
           }
         }
-        return;
       }
-    }
-    // A word's bits gathered in a register, stored once: OR-ing each vector's into memory chained every vector to the
-    // last one's store through store-to-load forwarding.
-    for (std::int64_t w = 0; w * 64 < n; ++w) {
-      std::uint64_t word = 0;
-      const std::int64_t end = n - w * 64 < 64 ? n - w * 64 : 64;
-      for (std::int64_t j = 0; j + L <= end; j += L) {
-        typename V::I code;
-        const std::int64_t i = w * 64 + j;
-        word |= static_cast<std::uint64_t>(settle_vector<V, kF>(y + i, inv, ea, ec, code)) << j;
-        V::store_u8(codes + i, code);
+      if (block_end % 64 != 0) settled[block_end / 64] = word;  // the last word, part of it past whole vectors
+      if constexpr (kBits) {
+        for (; redo != 0; redo &= redo - 1) {
+          const std::int64_t at = block + __builtin_ctzll(redo) * L;
+          const GroupLanes& c = lanes[at / G - g0];
+          typename V::I code;
+          const auto ok = static_cast<std::uint64_t>(settle_vector<V, kF>(y + at, V::set1(c.inv), V::set1(c.a), V::set1(c.c), code));
+          V::store_u8(codes + at, code);
+          settled[at / 64] = (settled[at / 64] & ~(((std::uint64_t{1} << L) - 1) << (at % 64))) | ok << (at % 64);
+        }
       }
-      settled[w] = word;
     }
   });
 }
