@@ -402,34 +402,35 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
         std::uint8_t* const into = packed ? lane_codes : q_row + from;
         const std::int64_t g_first = (from - b0) / G;
         if (r.settle) r.settle(f, r.y + from, m, batched ? G : m, s_of + g_first, r.e_abs, r.e_rel, into, settled_bits);
+        // The chunk's words: a settled word's codes are in q already (bytes) or packed at once; the others code by
+        // code, each of its group's scale. (Word by word, not a group's piece of each word: the pieces' index
+        // arithmetic cost int8/row 5%, q-only driver.)
+        if (r.settle) {
+          for (std::int64_t w = 0; w * 64 < m; ++w) {
+            const std::int64_t i0 = from + w * 64, len = m - w * 64 < 64 ? m - w * 64 : 64;
+            const std::uint64_t bits = settled_bits[w], all = len == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << len) - 1;
+            if (bits == all) {
+              if (packed) pack_codes(lane_codes + w * 64, len, q_row + i0 / 2);  // (i0, len even: G and kChunk are)
+              continue;
+            }
+            for (std::int64_t j = 0; j < len; ++j) {
+              const std::int64_t g = (i0 + j - b0) / G;
+              if (kind[g] != GroupCodes::scaled) continue;  // (below)
+              if ((bits >> j) & 1u) set(i0 + j, into[w * 64 + j]);
+              else one(i0 + j, s_of[g]);
+            }
+          }
+        }
+        // Groups without settled codes: NaN or ±0 groups (their bits are clear: s NaN or Inf settles nothing), and all
+        // where no lanes were given.
         for (std::int64_t g = g_first; g * G + b0 < from + m; ++g) {
           const std::int64_t gb = b0 + g * G > from ? b0 + g * G : from, ge = b0 + (g + 1) * G < from + m ? b0 + (g + 1) * G : from + m;
           if (kind[g] == GroupCodes::nan) {
             for (std::int64_t i = gb; i < ge; ++i) set(i, encode(f, r.y[i] != r.y[i] ? r.y[i] : std::numeric_limits<double>::quiet_NaN()));
-            continue;
-          }
-          if (kind[g] == GroupCodes::zero) {
+          } else if (kind[g] == GroupCodes::zero) {
             for (std::int64_t i = gb; i < ge; ++i) set(i, code_of_ordinal(f, 0, has_negative_zero(f) && d.sign(i) < 0));
-            continue;
-          }
-          if (!r.settle) {
+          } else if (!r.settle) {
             for (std::int64_t i = gb; i < ge; ++i) one(i, s_of[g]);
-            continue;
-          }
-          // The group's piece of each word: kept at once where all its bits are set (a small group's: nvfp4's 16,
-          // mx's 32), else code by code.
-          for (std::int64_t i = gb; i < ge;) {
-            const std::int64_t w = (i - from) / 64, end = from + (w + 1) * 64 < ge ? from + (w + 1) * 64 : ge, len = end - i;
-            const std::uint64_t bits = settled_bits[w] >> ((i - from) % 64), all = len == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << len) - 1;
-            if ((bits & all) == all) {
-              if (packed) pack_codes(lane_codes + (i - from), len, q_row + i / 2);  // (i, len even: G and kChunk are)
-            } else {
-              for (std::int64_t j = i; j < end; ++j) {
-                if ((bits >> (j - i)) & 1u) set(j, into[j - from]);
-                else one(j, s_of[g]);
-              }
-            }
-            i = end;
           }
         }
       }

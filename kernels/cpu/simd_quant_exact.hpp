@@ -178,26 +178,41 @@ void settle_codes(QuantFormat f, const double* y, std::int64_t n, std::int64_t G
       for (std::int64_t g = g0; g <= g1; ++g) {
         const GroupLanes& c = lanes[g - g0];
         const std::int64_t group_end = (g + 1) * G < block_end ? (g + 1) * G : block_end;
+        // The group's vectors: its whole words in a loop of their own (a word's bits in a register, stored once, no
+        // test a vector: with one, int8/row lost 7%, q-only driver), then a small group's part of a word, or the
+        // tail, vector by vector, the word kept across groups.
+        const auto run = [&](auto vector) LNORM_ALWAYS_INLINE {
+          if (i % 64 == 0)
+            for (; i + 64 <= group_end; i += 64) {
+              std::uint64_t whole = 0;
+              for (int j = 0; j < 64; j += L) whole |= vector(i + j) << j;
+              settled[i / 64] = whole;
+            }
+          for (; i + L <= group_end; i += L) {
+            word |= vector(i) << (i % 64);
+            if ((i + L) % 64 == 0) settled[i / 64] = word, word = 0;
+          }
+        };
         const typename V::F inv = V::set1(c.inv);
         if constexpr (kBits) {
           const typename V::I lo_frac = V::set1_i(c.lo), hi_frac = V::set1_i(c.hi);
           const bool group_redo = c.lo == 0;  // (a window kHalf ± k has lo > 0)
-          for (; i + L <= group_end; i += L) {
+          run([&](std::int64_t at) LNORM_ALWAYS_INLINE {
             typename V::I code;
             typename V::M normal;
-            word |= static_cast<std::uint64_t>(settle_vector_bits<V, kF>(y + i, inv, lo_frac, hi_frac, code, normal)) << (i % 64);
-            V::store_u8(codes + i, code);
-            redo |= static_cast<std::uint64_t>(group_redo || normal != kAll) << ((i - block) / L);
-            if ((i + L) % 64 == 0) settled[i / 64] = word, word = 0;
-          }
+            const auto ok = static_cast<std::uint64_t>(settle_vector_bits<V, kF>(y + at, inv, lo_frac, hi_frac, code, normal));
+            V::store_u8(codes + at, code);
+            redo |= static_cast<std::uint64_t>(group_redo || normal != kAll) << ((at - block) / L);
+            return ok;
+          });
         } else {
           const typename V::F ea = V::set1(c.a), ec = V::set1(c.c);
-          for (; i + L <= group_end; i += L) {
+          run([&](std::int64_t at) LNORM_ALWAYS_INLINE {
             typename V::I code;
-            word |= static_cast<std::uint64_t>(settle_vector<V, kF>(y + i, inv, ea, ec, code)) << (i % 64);
-            V::store_u8(codes + i, code);
-            if ((i + L) % 64 == 0) settled[i / 64] = word, word = 0;
-          }
+            const auto ok = static_cast<std::uint64_t>(settle_vector<V, kF>(y + at, inv, ea, ec, code));
+            V::store_u8(codes + at, code);
+            return ok;
+          });
         }
       }
       if (block_end % 64 != 0) settled[block_end / 64] = word;  // the last word, part of it past whole vectors
