@@ -303,12 +303,15 @@ TEST_CASE("simd quantized epilogue: native kernels write their emulated twins' q
 // several steps (so a test that ignored the bound would settle lanes whose neighbourhood straddles the midpoint),
 // and far from them, where most lanes must settle (a test that settled nothing would pass the first check alone).
 // One scale for the whole span, and groups of 16, 32 and 128 each over its own scale (a row's small groups in one
-// call), among them groups whose scale is 0 or +Inf (nothing may settle there): a test that kept one group's
-// constants for the next would settle codes of the wrong scale.
+// call), among them groups whose scale is 0 or +Inf (nothing may settle there) and one whose bound is as wide as the
+// small codes' half quanta: a test that kept one group's constants for the next, or formed them from the wrong
+// group's scale, would settle codes the bound does not.
 TEST_CASE("correctly rounded kernels: a vector-settled code is the code of every value within the bound", "[quant][simd][cr]") {
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<double> u(0, 1);
-  const double kScales[] = {0.125, 0.0371, 3.0e-3, 1.7e4, 0x1p-20};
+  // The last, 2^-33, puts e_abs/s at 2^-7 of t: as wide as the small codes' half quanta (a C formed from another
+  // group's 1/s, or too small, settles lanes near their midpoints there); its far lanes need not settle.
+  const double kScales[] = {0.125, 0.0371, 3.0e-3, 1.7e4, 0x1p-20, 0x1p-33};
   for (const FormatInfo& fi : kFormatTable) {
     const QuantFormat f = fi.format;
     for (const std::int64_t G : {std::int64_t{4096}, std::int64_t{16}, std::int64_t{32}, std::int64_t{128}})
@@ -316,17 +319,22 @@ TEST_CASE("correctly rounded kernels: a vector-settled code is the code of every
         for (const int lanes : {16, 8}) {
           const std::int64_t n = 4096;
           std::vector<double> y(static_cast<std::size_t>(n)), s(static_cast<std::size_t>(n / G));
-          for (std::size_t g = 0; g < s.size(); ++g) s[g] = G == n ? kScales[first] : kScales[(g + static_cast<std::size_t>(first)) % 5];
+          for (std::size_t g = 0; g < s.size(); ++g) s[g] = G == n ? kScales[first] : kScales[(g + static_cast<std::size_t>(first)) % 6];
           if (G < n) s[3] = 0, s[7] = INFINITY;  // no scale: nothing settles
           const double e_abs = 0x1p-40, e_rel = 0x1p-48;  // several f64 steps of y at these magnitudes
           for (std::int64_t i = 0; i < n; ++i) {
             const double si = s[static_cast<std::size_t>(i / G)] > 0 && std::isfinite(s[static_cast<std::size_t>(i / G)]) ? s[static_cast<std::size_t>(i / G)] : 0.5;
             const std::int64_t k = min_ordinal(f) + static_cast<std::int64_t>(u(rng) * static_cast<double>(max_ordinal(f) - min_ordinal(f)));
             const double mid = 0.5 * (value_of_ordinal(f, k) + value_of_ordinal(f, k + 1));
-            double v = (i % 2 == 0 ? mid : value_of_ordinal(f, k) + 0.3 * (value_of_ordinal(f, k + 1) - value_of_ordinal(f, k))) * si;
+            const bool unscaled = !(s[static_cast<std::size_t>(i / G)] > 0 && std::isfinite(s[static_cast<std::size_t>(i / G)]));
+            // Far lanes 0.3 of a quantum off a grid value; in a group without a scale, on it (its low bits all zero:
+            // a bits window that let such a group through would settle them).
+            double v = (i % 2 == 0 ? mid : value_of_ordinal(f, k) + (unscaled ? 0.0 : 0.3) * (value_of_ordinal(f, k + 1) - value_of_ordinal(f, k))) * si;
             if (i % 4 == 0) {  // a few f64 steps off the midpoint, inside the bound
               const int steps = static_cast<int>(u(rng) * 64) - 32;
               for (int j = 0; j < (steps < 0 ? -steps : steps); ++j) v = std::nextafter(v, steps < 0 ? -INFINITY : INFINITY);
+            } else if (i % 4 == 2) {  // a quarter of e_abs off the midpoint: inside the bound, outside a C a quarter its size
+              v += 0.25 * e_abs;
             }
             y[static_cast<std::size_t>(i)] = v;
           }
@@ -339,7 +347,7 @@ TEST_CASE("correctly rounded kernels: a vector-settled code is the code of every
             const double yi = y[static_cast<std::size_t>(i)], err = 0.5 * (e_abs + e_rel * std::fabs(yi));
             const double si = s[static_cast<std::size_t>(i / G)];
             const bool scaled = si > 0 && std::isfinite(si);
-            if (i % 2 == 1 && scaled) {
+            if (i % 2 == 1 && scaled && si != 0x1p-33) {
               ++far;
               settled_far += settled[static_cast<std::size_t>(i)];
             }

@@ -63,7 +63,10 @@ inline LNORM_ALWAYS_INLINE typename V::M settle_vector(const double* y, typename
   using I = typename V::I;
   const F t = V::mul(V::join_ps(V::load_pd(y), V::load_pd(y + V::kDLanes)), inv);
   const F at = V::abs(t);
-  const F e = V::fmadd(at, ea, ec);
+  // |·|: e is ≥ 0 or a NaN (0·Inf, where A = +Inf says nothing settles and t = 0), and x86's NaN from an invalid
+  // operation has its sign bit set: as an integer it lay below every bound, and a y = 0 lane of a group without a
+  // usable scale settled (test_quant_simd's settled-code case, groups without a scale).
+  const F e = V::abs(V::fmadd(at, ea, ec));
   const I e_bits = V::bits_i(e);
   if constexpr (is_float(Fmt)) {
     // Every format fact a constant expression (simd_quant.hpp's fp8_codes says why: an unoptimised build would call
