@@ -41,8 +41,8 @@ inline float f32_up(double v) {
   const double w = v * (1 + 0x1p-22);
   return w <= 0x1.fffffep127 ? static_cast<float>(w) : __builtin_inff();  // NaN or beyond f32: +Inf, nothing settles
 }
-// Per call (per group where groups are small: one division, no libm call; e_abs/s as e_abs·(1/s), whose two roundings
-// the slack covers).
+// One group's (a block with fewer groups than lanes: group_lanes_simd's arithmetic one group at a time; e_abs/s as
+// e_abs·(1/s), whose two roundings the slack covers).
 inline LaneBound lane_bound(double s, double e_abs, double e_rel) {
   constexpr double kSlack = 1 + 0x1p-20;
   const double inv_d = 1.0 / s;
@@ -92,7 +92,7 @@ inline LNORM_ALWAYS_INLINE typename V::M settle_vector(const double* y, typename
   }
 }
 
-// An 8-bit float format's lanes by their bits alone, where the bound is small against the grid (bits_window): a =
+// An 8-bit float format's lanes by their bits alone, where the bound is small against the grid (BlockLanes: K): a =
 // min(|t|, max) at or above 2^emin has its grid's midpoints where its low 23 − mbits bits (frac) equal half =
 // 2^(22 − mbits), in ulps of a; the bound e = A·|t| + C is at most K ulps of a, K ≥ A·2^24 + C/ulp(2^emin), so a lane
 // settles where |frac − half| > K: a more than e from both midpoints of its binade, and, with K < half/2, from the
@@ -132,20 +132,81 @@ inline std::int32_t bits_window(const LaneBound& b) {
   return k < kHalf / 2 ? static_cast<std::int32_t>(k) + 1 : -1;
 }
 
-// One group's lane constants: lane_bound's, and for settle_vector_bits its window of low bits [lo, hi] that do not
-// settle; [0, 2^31 − 1] (no bits settle) where the group takes settle_vector: bits_window −1, or not a bits format.
-struct GroupLanes {
-  float inv, a, c;
-  std::int32_t lo, hi;
+// A block's groups' lane constants (the header's): 1/s and the bound's A and C in f32, A and C rounded up (f32_up's
+// way); A = +Inf (no lane settles) where 1/s is not a normal f32 or C leaves f32's range; e_abs/s as e_abs·(1/s),
+// whose two roundings the slack covers. And for settle_vector_bits, K, the ulps of a the bound may reach (K > A·2^24 +
+// C/ulp(2^emin), usable below kHalf/2: settle_vector_bits' comment), as the window of low bits [kHalf − K, kHalf + K]
+// that does not settle; [0, 2^31 − 1] (no bits settle; stored as f32 bits) where the group takes settle_vector, or
+// the format has no bits path. N: room for a block's groups, in whole vectors.
+template <int N>
+struct BlockLanes {
+  float inv[N], a[N], c[N], lo[N], hi[N];
 };
-template <QuantFormat Fmt>
-inline GroupLanes group_lanes(double s, double e_abs, double e_rel) {
-  const LaneBound b = lane_bound(s, e_abs, e_rel);
-  if constexpr (is_float(Fmt) && info(Fmt).bits == 8) {
-    constexpr std::int32_t kHalf = 1 << (22 - info(Fmt).mbits);
-    if (const std::int32_t k = bits_window<Fmt>(b); k >= 0) return {b.inv, b.a, b.c, kHalf - k, kHalf + k};
+// Formed L groups at once on V's lanes, in f64 lanes and rounded to f32 by the lanes' conversion (to nearest), where
+// the block has L groups or more (groups of 64 or fewer); else one at a time (lane_bound, bits_window). One group at a
+// time, a division and three conversions each, they were 10-15% of mx's epilogue at a group every two vectors (q-only
+// driver with them dropped: 1.33 → 1.12-1.21 ns an element); in lanes, settle_codes' loop (1024 codes in L1,
+// microbenchmark) takes 0.43 ns an E4M3 code in groups of 16 where it took 0.62, 0.34 in groups of 32 for 0.44. K from k = A·2^24·(1 +
+// 2^-20) + C/ulp(2^emin)·(1 + 2^-20) + 1 in f32: where k < kHalf/2 ≤ 2^19, f32(k) is within 2^-5 of k, and f32(k) <
+// kHalf/2 only where k < kHalf/2 (a power of two: rounding is monotone); f32(k) rounded to an integer, to nearest,
+// plus one is K > k.
+template <class V, QuantFormat Fmt, int N>
+inline void group_lanes_simd(const double* s, std::int64_t count, double e_abs, double e_rel, BlockLanes<N>& out) {
+  using F = typename V::F;
+  using D = typename V::D;
+  constexpr int L = V::kLanes, DL = V::kDLanes;
+  constexpr double kSlack = 1 + 0x1p-20;
+  if (count < L) {  // (the lanes' chain before the block's first vector cost groups of 128 3-5%, one scale 6-15%)
+    for (std::int64_t g = 0; g < count; ++g) {
+      const LaneBound b = lane_bound(s[g], e_abs, e_rel);
+      out.inv[g] = b.inv, out.a[g] = b.a, out.c[g] = b.c;
+      std::int32_t lo = 0, hi = 0x7fffffff;
+      if constexpr (is_float(Fmt) && info(Fmt).bits == 8) {
+        constexpr std::int32_t kHalf = 1 << (22 - info(Fmt).mbits);
+        if (const std::int32_t k = bits_window<Fmt>(b); k >= 0) lo = kHalf - k, hi = kHalf + k;
+      }
+      std::memcpy(out.lo + g, &lo, 4), std::memcpy(out.hi + g, &hi, 4);
+    }
+    return;
   }
-  return {b.inv, b.a, b.c, 0, 0x7fffffff};
+  const float a_all = f32_up((e_rel + 0x1p-22) * kSlack);  // (the same for every group)
+  double padded[N];  // s, then 1 to whole vectors (the loads read whole vectors)
+  std::int64_t j = 0;
+  for (; j < count; ++j) padded[j] = s[j];
+  for (; j % L != 0; ++j) padded[j] = 1.0;
+  const auto c_of = [&](D inv_d, D inv) LNORM_ALWAYS_INLINE {  // (e_abs·inv_d + inv·2^-149)·kSlack² + 2^-126, up
+    const D v = V::add_pd(V::mul_pd(V::mul_pd(V::add_pd(V::mul_pd(V::set1_pd(e_abs), inv_d), V::mul_pd(inv, V::set1_pd(0x1p-149))),
+                                              V::set1_pd(kSlack)), V::set1_pd(kSlack)), V::set1_pd(0x1p-126));
+    return V::mul_pd(v, V::set1_pd(1 + 0x1p-22));  // f32_up's: its nearest f32 lies above v
+  };
+  const F inf = V::set1(__builtin_inff());
+  for (std::int64_t g = 0; g < count; g += L) {
+    const D inv_d0 = V::div_pd(V::set1_pd(1.0), V::load_pd(padded + g)), inv_d1 = V::div_pd(V::set1_pd(1.0), V::load_pd(padded + g + DL));
+    const F inv = V::join_ps(inv_d0, inv_d1);
+    const F c = V::join_ps(c_of(inv_d0, V::lo_pd(inv)), c_of(inv_d1, V::hi_pd(inv)));
+    const typename V::M normal = V::cmp_lt(V::set1(0x1.fffffcp-127f), inv) & V::cmp_lt(inv, inf);  // (NaN: neither)
+    const typename V::M usable = normal & V::cmp_lt(c, inf);
+    const F a = V::from_bits_i(V::select_i(usable, V::bits_i(V::set1(a_all)), V::bits_i(inf)));
+    V::store_ps(out.inv + g, V::from_bits_i(V::select_i(normal, V::bits_i(inv), V::bits_i(V::set1(1.0f)))));
+    V::store_ps(out.a + g, a);
+    V::store_ps(out.c + g, c);
+    if constexpr (is_float(Fmt) && info(Fmt).bits == 8) {
+      constexpr int kHalf = 1 << (22 - info(Fmt).mbits);
+      constexpr double kPerUlpMin = 1.0 / (static_cast<double>(pow2f(1 - info(Fmt).bias)) * 0x1p-23);  // a power of two
+      const auto k_of = [&](D a_d, D c_d) LNORM_ALWAYS_INLINE {
+        return V::add_pd(V::add_pd(V::mul_pd(V::mul_pd(a_d, V::set1_pd(0x1p24)), V::set1_pd(1 + 0x1p-20)),
+                                   V::mul_pd(V::mul_pd(c_d, V::set1_pd(kPerUlpMin)), V::set1_pd(1 + 0x1p-20))), V::set1_pd(1.0));
+      };
+      const F k = V::join_ps(k_of(V::lo_pd(a), V::lo_pd(c)), k_of(V::hi_pd(a), V::hi_pd(c)));
+      const typename V::M window = V::cmp_lt(k, V::set1(static_cast<float>(kHalf / 2)));
+      // k rounded to an integer by the 1.5·2^23 addition (clamped first: +Inf and huge lanes are outside the window)
+      const F kr = V::sub(V::add(V::min(k, V::set1(static_cast<float>(kHalf / 2))), V::set1(0x1.8p23f)), V::set1(0x1.8p23f));
+      const typename V::I lo = V::cvt_i(V::sub(V::set1(static_cast<float>(kHalf - 1)), kr));  // kHalf − (kr + 1)
+      const typename V::I hi = V::cvt_i(V::add(V::set1(static_cast<float>(kHalf + 1)), kr));
+      V::store_ps(out.lo + g, V::from_bits_i(V::select_i(window, lo, V::set1_i(0))));
+      V::store_ps(out.hi + g, V::from_bits_i(V::select_i(window, hi, V::set1_i(0x7fffffff))));
+    }
+  }
 }
 
 // codes[0, n) and the bitmap settled (bit i of word i/64: 1 where code i is Q(y*/s), 0 where the exact path must
@@ -156,8 +217,8 @@ inline GroupLanes group_lanes(double s, double e_abs, double e_rel) {
 // (bytes cost a scalar store and a test per element, a third of the epilogue). One call for a row's small groups
 // (nvfp4's 16, mx's 32, group:128), not one a group: a call a group, with its constants and a loop set up for one
 // or two vectors, cost ~10 ns, and held nvfp4 at 0.08 of its y (docs/performance.md).
-// In blocks of 64 vectors: the block's groups' constants first, in a scalar loop of independent iterations (a
-// division each; formed inside the vector loop they cost registers, and the loop spilled), then its vectors, a
+// In blocks of 64 vectors: the block's groups' constants first, L groups at once (group_lanes_simd; formed inside the
+// vector loop they cost registers, and the loop spilled), then its vectors, a
 // group's from its constants; an 8-bit float format's by their bits where the group's bound allows
 // (settle_vector_bits), and every vector that cannot take the bits is marked (redo) and redone after the block's
 // loop, which then holds no second body: with one inline, or a call (every zmm caller-saved), GCC re-broadcast the
@@ -172,14 +233,15 @@ void settle_codes(QuantFormat f, const double* y, std::int64_t n, std::int64_t G
     constexpr QuantFormat kF = decltype(fmt)::value;
     constexpr bool kBits = is_float(kF) && info(kF).bits == 8;
     constexpr auto kAll = static_cast<typename V::M>((std::uint64_t{1} << L) - 1);
-    GroupLanes lanes[kBlock / L + 1];  // (G ≥ L, or one group: at most a group a vector, and one more begun)
+    // (G ≥ L, or one group: at most a group a vector, and one more begun; in whole vectors)
+    BlockLanes<(kBlock / L + 1 + L - 1) / L * L> lanes;
     for (std::int64_t block = 0; block < n; block += kBlock) {
       const std::int64_t block_end = n - block < kBlock ? n : block + kBlock, g0 = block / G, g1 = (block_end - 1) / G;
-      for (std::int64_t g = g0; g <= g1; ++g) lanes[g - g0] = group_lanes<kF>(s[g], e_abs, e_rel);
+      group_lanes_simd<V, kF>(s + g0, g1 - g0 + 1, e_abs, e_rel, lanes);
       std::uint64_t redo = 0, word = 0;
       std::int64_t i = block;
       for (std::int64_t g = g0; g <= g1; ++g) {
-        const GroupLanes& c = lanes[g - g0];
+        const std::int64_t k = g - g0;
         const std::int64_t group_end = (g + 1) * G < block_end ? (g + 1) * G : block_end;
         // The group's vectors: its whole words in a loop of their own (a word's bits in a register, stored once, no
         // test a vector: with one, int8/row lost 7%, q-only driver), then a small group's part of a word, or the
@@ -196,10 +258,12 @@ void settle_codes(QuantFormat f, const double* y, std::int64_t n, std::int64_t G
             if ((i + L) % 64 == 0) settled[i / 64] = word, word = 0;
           }
         };
-        const typename V::F inv = V::set1(c.inv);
+        const typename V::F inv = V::set1(lanes.inv[k]);
         if constexpr (kBits) {
-          const typename V::I lo_frac = V::set1_i(c.lo), hi_frac = V::set1_i(c.hi);
-          const bool group_redo = c.lo == 0;  // (a window kHalf ± k has lo > 0)
+          std::int32_t lo, hi;  // (memcpy: this header is included inside a namespace, without <bit>)
+          std::memcpy(&lo, lanes.lo + k, 4), std::memcpy(&hi, lanes.hi + k, 4);
+          const typename V::I lo_frac = V::set1_i(lo), hi_frac = V::set1_i(hi);
+          const bool group_redo = lo == 0;  // (a window kHalf ± K has lo > 0)
           run([&](std::int64_t at) LNORM_ALWAYS_INLINE {
             typename V::I code;
             typename V::M normal;
@@ -209,7 +273,7 @@ void settle_codes(QuantFormat f, const double* y, std::int64_t n, std::int64_t G
             return ok;
           });
         } else {
-          const typename V::F ea = V::set1(c.a), ec = V::set1(c.c);
+          const typename V::F ea = V::set1(lanes.a[k]), ec = V::set1(lanes.c[k]);
           run([&](std::int64_t at) LNORM_ALWAYS_INLINE {
             typename V::I code;
             const auto ok = static_cast<std::uint64_t>(settle_vector<V, kF>(y + at, inv, ea, ec, code));
@@ -222,9 +286,9 @@ void settle_codes(QuantFormat f, const double* y, std::int64_t n, std::int64_t G
       if constexpr (kBits) {
         for (; redo != 0; redo &= redo - 1) {
           const std::int64_t at = block + __builtin_ctzll(redo) * L;
-          const GroupLanes& c = lanes[at / G - g0];
+          const std::int64_t k = at / G - g0;
           typename V::I code;
-          const auto ok = static_cast<std::uint64_t>(settle_vector<V, kF>(y + at, V::set1(c.inv), V::set1(c.a), V::set1(c.c), code));
+          const auto ok = static_cast<std::uint64_t>(settle_vector<V, kF>(y + at, V::set1(lanes.inv[k]), V::set1(lanes.a[k]), V::set1(lanes.c[k]), code));
           V::store_u8(codes + at, code);
           settled[at / 64] = (settled[at / 64] & ~(((std::uint64_t{1} << L) - 1) << (at % 64))) | ok << (at % 64);
         }
