@@ -413,8 +413,9 @@ void quantize_row_exact(const QuantSpec& spec, const ExactQuantRow& r, std::uint
               if (packed) pack_codes(lane_codes + w * 64, len, q_row + i0 / 2);  // (i0, len even: G and kChunk are)
               continue;
             }
+            std::int64_t g = (i0 - b0) / G, next = b0 + (g + 1) * G;  // (one division a word, not one a code)
             for (std::int64_t j = 0; j < len; ++j) {
-              const std::int64_t g = (i0 + j - b0) / G;
+              if (i0 + j == next) ++g, next += G;
               if (kind[g] != GroupCodes::scaled) continue;  // (below)
               if ((bits >> j) & 1u) set(i0 + j, into[w * 64 + j]);
               else one(i0 + j, s_of[g]);
