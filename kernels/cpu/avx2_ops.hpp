@@ -303,6 +303,7 @@ struct Avx2Ops {
   static I set1_i(std::int32_t v) { return _mm256_set1_epi32(v); }
   static I select_i(M k, I a, I b) { return _mm256_blendv_epi8(b, a, lane_mask(k)); }  // k ? a : b
   static I cvt_i(F a) { return _mm256_cvtps_epi32(a); }  // to nearest (MXCSR's default); integer-valued lanes only
+  static I round_i(F a) { return _mm256_cvtps_epi32(a); }  // to nearest, ties to even; NaN and |a| ≥ 2^31: INT32_MIN
   static void store_u8(std::uint8_t* p, I a) {           // each lane's low byte: bytes 0, 4, 8, 12 of each half
     const __m256i low = _mm256_shuffle_epi8(a, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
                                                                 0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));

@@ -241,6 +241,7 @@ struct Avx512Ops {
   static I set1_i(std::int32_t v) { return _mm512_set1_epi32(v); }
   static I select_i(M k, I a, I b) { return _mm512_mask_blend_epi32(k, b, a); }  // k ? a : b
   static I cvt_i(F a) { return _mm512_cvtps_epi32(a); }  // to nearest (MXCSR's default); integer-valued lanes only
+  static I round_i(F a) { return _mm512_cvtps_epi32(a); }  // to nearest, ties to even; NaN and |a| ≥ 2^31: INT32_MIN
   static void store_u8(std::uint8_t* p, I a) {           // each lane's low byte (vpmovdb truncates)
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(a));
   }

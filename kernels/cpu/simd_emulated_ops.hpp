@@ -386,6 +386,14 @@ struct EmulatedOps {
     for (int i = 0; i < L; ++i) r.v[i] = static_cast<std::int32_t>(a.v[i]);
     return r;
   }
+  static I round_i(F a) {  // CVTPS2DQ under MXCSR's default: to nearest, ties to even; NaN and |a| ≥ 2^31: INT32_MIN
+    I r;
+    for (int i = 0; i < L; ++i) {
+      const float v = a.v[i];
+      r.v[i] = v >= -0x1p31f && v < 0x1p31f ? static_cast<std::int32_t>(std::nearbyint(v)) : INT32_MIN;
+    }
+    return r;
+  }
   static void store_u8(std::uint8_t* p, I a) {
     for (int i = 0; i < L; ++i) p[i] = static_cast<std::uint8_t>(static_cast<std::uint32_t>(a.v[i]) & 0xFFu);
   }

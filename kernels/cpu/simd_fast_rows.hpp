@@ -66,13 +66,9 @@ void normalize_row(const typename X::Bits* x, const typename Gs::Bits* gamma, co
       i += L;
     }
   } else {
-    F acc0 = V::zero(), acc1 = V::zero();  // Amax: two chains of maxes, one per vector of a step
-    unsigned nan_lanes = 0;
-    const auto tap = [&](F v, F& acc) LNORM_ALWAYS_INLINE {
-      if constexpr (Amax) {
-        nan_lanes |= V::cmp_neq(v, v);
-        acc = V::max(V::abs(v), acc);
-      }
+    typename V::I acc0 = V::set1_i(0), acc1 = acc0;  // Amax: two chains of max_abs_bits, one per vector of a step
+    const auto tap = [&](F v, typename V::I& acc) LNORM_ALWAYS_INLINE {
+      if constexpr (Amax) acc = max_abs_bits<V>(acc, v);
     };
     for (; i + kStep <= n; i += kStep) {
       prefetch(i);
@@ -92,8 +88,9 @@ void normalize_row(const typename X::Bits* x, const typename Gs::Bits* gamma, co
       // The tail as stored (its masked-off lanes are not y): fewer than L elements, group_amax's scalar loop.
       bool tail_nan = false;
       const float tail = group_amax<V>(y + i, n - i, tail_nan);
-      const float m = max_of_lanes<V>(V::max(acc0, acc1));
-      *amax = {tail > m ? tail : m, nan_lanes != 0 || tail_nan, true};
+      bool nan = false;
+      const float m = amax_of_bits<V>(V::max_i(acc0, acc1), nan);
+      *amax = {tail > m ? tail : m, nan || tail_nan, true};
       return;
     }
   }

@@ -78,6 +78,19 @@ inline LNORM_ALWAYS_INLINE typename V::I grid_code(typename V::F r, typename V::
   }
 }
 
+// The code of an 8-bit float format's a = min(|t|, max) from its bits, where a is at or above 2^emin and not at a
+// midpoint of the grid: a's bits rounded by adding half a quantum's ulps (2^(22 − mbits); no tie, so rounding half
+// up is to nearest), shifted to mbits bits and rebiased, with t's sign (never a zero code: a ≥ 2^emin). The rebias
+// is folded into the addition: a ≥ 2^emin keeps the sum positive. fp8_codes_bits' and settle_vector_bits'
+// (simd_quant_exact.hpp).
+template <class V, QuantFormat Fmt>
+inline LNORM_ALWAYS_INLINE typename V::I normal_code_bits(typename V::I a_bits, typename V::I t_bits) {
+  constexpr int kShift = 23 - info(Fmt).mbits;
+  constexpr std::int32_t kRound = (1 << (kShift - 1)) - ((127 - info(Fmt).bias) << 23);
+  const typename V::I magnitude = V::template srli_i<kShift>(V::add_i(a_bits, V::set1_i(kRound)));
+  return V::or_i(magnitude, V::and_i(V::template srli_i<24>(t_bits), V::set1_i(0x80)));
+}
+
 // How far from a midpoint, in ulps of t, a lane is redone in f64: twice the bound on |t − y/s| (the header).
 constexpr int kWindowUlps = 4;
 // One vector of y (kLanes) to its codes in the floating-point format Fmt, from its row (lnorm/quant.hpp: mbits,
@@ -112,6 +125,38 @@ inline LNORM_ALWAYS_INLINE typename V::I fp8_codes(typename V::F y, typename V::
   return grid_code<V, Fmt>(r, y, nan);
 }
 
+// fp8_codes for an 8-bit float format, by t's bits where it can: every lane's a = min(|t|, max) at or above 2^emin
+// (no subnormal code, no zero), no NaN, and no a within kWindowUlps ulps of a midpoint (the grid's midpoints are
+// where a's low 23 − mbits bits, frac, equal half = 2^(22 − mbits); ulps of a are ulps of t where |t| ≤ max, and a
+// clamped a = max has frac 0). Then Q(t) = Q(y/s) (the header's argument) and normal_code_bits is the code. Other
+// vectors (one rare lane in it) take fp8_codes, the same bits. E2M1 keeps fp8_codes: its subnormal codes (0, ±0.5)
+// are common. One floating-point operation (t) and eleven integer ones, where fp8_codes takes ~14 floating-point
+// ones: on this Zen 5, 512-bit floating-point operations issue once a cycle and integer ones twice (the `_cr`
+// section of docs/performance.md), and the loop is bound by that count.
+template <class V, QuantFormat Fmt>
+inline LNORM_ALWAYS_INLINE typename V::I fp8_codes_bits(typename V::F y, typename V::F inv, typename V::D sd) {
+  using I = typename V::I;
+  static_assert(is_float(Fmt) && info(Fmt).bits == 8);
+  constexpr int kShift = 23 - info(Fmt).mbits;
+  constexpr std::int32_t kHalf = 1 << (kShift - 1);
+  constexpr std::uint32_t kMinBits = __builtin_bit_cast(std::uint32_t, pow2f(1 - info(Fmt).bias));  // 2^emin
+  constexpr std::uint32_t kInfBits = 0x7f800000u;
+  constexpr float kMax = static_cast<float>(qmax(Fmt));
+  const typename V::F t = V::mul(y, inv);
+  const I t_bits = V::bits_i(t);
+  const I abs_bits = V::and_i(t_bits, V::set1_i(0x7fffffff));
+  const I a_bits = V::min_i(abs_bits, V::bits_i(V::set1(kMax)));  // (+Inf: max, saturated as fp8_codes does)
+  // |t| outside [2^emin, +Inf] (below: subnormal codes and zeros; above: NaN), one signed compare: the interval
+  // moved to begin at INT32_MIN (the bits of |t| below 2^emin wrap to the top).
+  const I moved = V::add_i(abs_bits, V::set1_i(static_cast<std::int32_t>(0x80000000u - kMinBits)));
+  const typename V::M outside = V::cmp_lt_i(V::set1_i(static_cast<std::int32_t>(0x80000000u + (kInfBits - kMinBits))), moved);
+  // |frac − half| ≤ kWindowUlps as (frac − half + window) mod 2^kShift ≤ 2·window.
+  const I off = V::and_i(V::add_i(a_bits, V::set1_i(kWindowUlps - kHalf)), V::set1_i(2 * kHalf - 1));
+  const typename V::M near = V::cmp_lt_i(off, V::set1_i(2 * kWindowUlps + 1));
+  if (outside | near) return fp8_codes<V, Fmt>(y, inv, sd, V::cmp_neq(y, y));
+  return normal_code_bits<V, Fmt>(a_bits, t_bits);
+}
+
 // An integer format's codes (int8: [lo, hi] = [−128, 127]; the range is the format's row, lnorm/quant.hpp).
 template <class V>
 inline LNORM_ALWAYS_INLINE typename V::I int_codes(typename V::F y, typename V::F inv, typename V::D sd, typename V::M nan, float lo, float hi) {
@@ -131,6 +176,29 @@ inline LNORM_ALWAYS_INLINE typename V::I int_codes(typename V::F y, typename V::
   }
   const typename V::I k = V::cvt_i(r);
   return nan ? V::select_i(nan, V::set1_i(0), k) : k;
+}
+
+// An integer format's codes by integer operations where it can, t scaled to 2^-14 units: t' = y·(2^14/s) (inv14 =
+// 2^14·f32(1/s), exact; t' = 2^14·t, the same two roundings), v = t' rounded to an integer (round_i), clamped to
+// [lo, hi]·2^14. |v − 2^14·y/s| < 1/2 + 2·ulp(t')·(1 + 2^-22) ≤ 3/4 (|t'| ≤ 2^21: ulp ≤ 1/8; a clamped v is an
+// integer code's exact multiple, frac 0); so where v's low 14 bits (frac) are more than kIntWindow from 2^13, the
+// midpoint, Q(t) = Q(y/s) = the code (v + 2^13) >> 14, one rounding of v, not a tie. Plus 2^22 keeps the sum
+// positive for a logical shift and makes the result code + 256, whose low byte (store_u8 keeps it) is the
+// two's-complement code. A lane of NaN, or |t'| ≥ 2^31 (round_i's INT32_MIN: saturated beyond int32), sends the
+// vector to int_codes, as does one within the window. Two floating-point operations and eight integer ones, where
+// int_codes takes ~10 floating-point ones (fp8_codes_bits says why the count matters).
+constexpr std::int32_t kIntWindow = 2;  // in 2^-14 units: more than twice the bound (3/4) above
+template <class V>
+inline LNORM_ALWAYS_INLINE typename V::I int_codes_bits(typename V::F y, typename V::F inv14, typename V::F inv, typename V::D sd,
+                                                        float lo, float hi) {
+  using I = typename V::I;
+  const I v0 = V::round_i(V::mul(y, inv14));
+  const typename V::M outside = V::cmp_lt_i(v0, V::set1_i(INT32_MIN + 1));
+  const I v = V::min_i(V::max_i(v0, V::set1_i(static_cast<std::int32_t>(lo) * (1 << 14))), V::set1_i(static_cast<std::int32_t>(hi) * (1 << 14)));
+  const I off = V::and_i(V::add_i(v, V::set1_i(kIntWindow - (1 << 13))), V::set1_i((1 << 14) - 1));
+  const typename V::M near = V::cmp_lt_i(off, V::set1_i(2 * kIntWindow + 1));
+  if (outside | near) return int_codes<V>(y, inv, sd, V::cmp_neq(y, y), lo, hi);
+  return V::template srli_i<14>(V::add_i(v, V::set1_i((1 << 13) + (1 << 22))));
 }
 
 // 1/s in f32 where it is a normal number (the codes' precondition: the header's error bound), else false: s
@@ -169,10 +237,15 @@ void encode_span(QuantFormat f, float s, const float* y, std::int64_t n, std::ui
     with_format(f, [&](auto fmt) LNORM_ALWAYS_INLINE {
       constexpr QuantFormat kF = decltype(fmt)::value;
       if constexpr (is_float(kF)) {
-        each([](F v, F s1, D s2, M m) LNORM_ALWAYS_INLINE { return fp8_codes<V, kF>(v, s1, s2, m); });
+        if constexpr (info(kF).bits == 8) {
+          for (; i + L <= n; i += L) V::store_u8(q + i, fp8_codes_bits<V, kF>(V::template load<F32>(y + i), inv, sd));
+        } else {
+          each([](F v, F s1, D s2, M m) LNORM_ALWAYS_INLINE { return fp8_codes<V, kF>(v, s1, s2, m); });
+        }
       } else {  // an integer format, its range from its row
         constexpr float lo = static_cast<float>(info(kF).qmin), hi = static_cast<float>(qmax(kF));
-        each([](F v, F s1, D s2, M m) LNORM_ALWAYS_INLINE { return int_codes<V>(v, s1, s2, m, lo, hi); });
+        const F inv14 = V::mul(inv, V::set1(0x1p14f));
+        for (; i + L <= n; i += L) V::store_u8(q + i, int_codes_bits<V>(V::template load<F32>(y + i), inv14, inv, sd, lo, hi));
       }
     });
   }
@@ -199,21 +272,31 @@ inline LNORM_ALWAYS_INLINE float max_of_lanes(typename V::F acc) {
   return V::hmax(acc);
 }
 
+// |v|'s bits folded into acc by an integer max: nonnegative floats order as their bits and a NaN's lie above +Inf's,
+// so acc holds both the amax and whether a NaN was seen (amax_of_bits). It was abs, a max and a compare into a mask,
+// floating-point operations, which issue once a cycle on this Zen 5 where integer ones issue twice
+// (docs/performance.md, "the fast kernels' codes by their bits").
+template <class V>
+inline LNORM_ALWAYS_INLINE typename V::I max_abs_bits(typename V::I acc, typename V::F v) {
+  return V::max_i(V::and_i(V::bits_i(v), V::set1_i(0x7fffffff)), acc);
+}
+// The amax of max_abs_bits' lanes, and whether one of them is a NaN (then 0: a NaN group's scale is NaN whatever
+// its amax, group_scale).
+template <class V>
+inline LNORM_ALWAYS_INLINE float amax_of_bits(typename V::I acc, bool& nan) {
+  nan = V::cmp_lt_i(V::set1_i(0x7f800000), acc) != 0;
+  return nan ? 0.0f : max_of_lanes<V>(V::from_bits_i(acc));
+}
+
 // A group's amax (the f32 max of |y|, exact in any order) and whether it holds a NaN, V's lanes at a time. Inline:
 // mx and nvfp4 take it once per 32 or 16 elements, and a call's set-up was a quarter of its samples there.
 template <class V>
 inline LNORM_ALWAYS_INLINE float group_amax(const float* yg, std::int64_t G, bool& nan) {
   constexpr int L = V::kLanes;
-  typename V::F acc = V::zero();
-  unsigned nan_lanes = 0;
+  typename V::I acc = V::set1_i(0);
   std::int64_t i = 0;
-  for (; i + L <= G; i += L) {
-    const typename V::F v = V::template load<F32>(yg + i);
-    nan_lanes |= V::cmp_neq(v, v);
-    acc = V::max(V::abs(v), acc);
-  }
-  float amax = max_of_lanes<V>(acc);
-  nan = nan_lanes != 0;
+  for (; i + L <= G; i += L) acc = max_abs_bits<V>(acc, V::template load<F32>(yg + i));
+  float amax = amax_of_bits<V>(acc, nan);
   for (; i < G; ++i) {
     nan |= yg[i] != yg[i];
     const float a = yg[i] < 0 ? -yg[i] : yg[i];
@@ -328,12 +411,14 @@ void quantize_groups_simd(const QuantSpec& spec, const float* y, std::int64_t G,
     // (pack_codes) was 11% of nvfp4's epilogue (perf, avx512 f32 1024x4096).
     constexpr bool kPacked = is_packed(kF);
     const auto encode_vector = [](F v, float inv, float s) LNORM_ALWAYS_INLINE {
-      const typename V::M nan = V::cmp_neq(v, v);
-      if constexpr (is_float(kF)) {
-        return fp8_codes<V, kF>(v, V::set1(inv), V::set1_pd(static_cast<double>(s)), nan);
-      } else {
+      const typename V::D sd = V::set1_pd(static_cast<double>(s));
+      if constexpr (!is_float(kF)) {
         constexpr float lo = static_cast<float>(info(kF).qmin), hi = static_cast<float>(qmax(kF));
-        return int_codes<V>(v, V::set1(inv), V::set1_pd(static_cast<double>(s)), nan, lo, hi);
+        return int_codes_bits<V>(v, V::set1(inv * 0x1p14f), V::set1(inv), sd, lo, hi);
+      } else if constexpr (info(kF).bits == 8) {
+        return fp8_codes_bits<V, kF>(v, V::set1(inv), sd);
+      } else {
+        return fp8_codes<V, kF>(v, V::set1(inv), sd, V::cmp_neq(v, v));
       }
     };
     for (std::int64_t g = 0; g < per_row; ++g) {

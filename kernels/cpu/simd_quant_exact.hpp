@@ -106,7 +106,7 @@ template <class V, QuantFormat Fmt>
 inline LNORM_ALWAYS_INLINE typename V::M settle_vector_bits(const double* y, typename V::F inv, typename V::I lo_frac,
                                                             typename V::I hi_frac, typename V::I& code, typename V::M& normal) {
   using I = typename V::I;
-  constexpr int Mbits = info(Fmt).mbits, kShift = 23 - Mbits, kRebias = -((127 - info(Fmt).bias) << Mbits);
+  constexpr int kShift = 23 - info(Fmt).mbits;
   constexpr float kMax = static_cast<float>(qmax(Fmt)), kMinNormal = pow2f(1 - info(Fmt).bias);  // (constants: above)
   const typename V::F t = V::mul(V::join_ps(V::load_pd(y), V::load_pd(y + V::kDLanes)), inv);
   const I t_bits = V::bits_i(t);
@@ -117,9 +117,7 @@ inline LNORM_ALWAYS_INLINE typename V::M settle_vector_bits(const double* y, typ
            V::cmp_lt_i(abs_bits, V::set1_i(0x7f800001));
   // (Not AND-ed with normal: the caller redoes every vector with a lane outside it, bits and codes.)
   const typename V::M settled = V::cmp_lt_i(frac, lo_frac) | V::cmp_lt_i(hi_frac, frac);
-  const I magnitude = V::add_i(V::template srli_i<kShift>(V::add_i(a_bits, V::set1_i(1 << (kShift - 1)))),
-                               V::set1_i(kRebias));
-  code = V::or_i(magnitude, V::and_i(V::template srli_i<24>(t_bits), V::set1_i(0x80)));
+  code = normal_code_bits<V, Fmt>(a_bits, t_bits);
   return settled;
 }
 // K for settle_vector_bits (the ulps of a the bound may reach), or -1 where the bound is not small enough for it.
