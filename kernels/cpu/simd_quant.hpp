@@ -19,6 +19,8 @@
 //   quantum. The sign from y's; a NaN quotient (y NaN, or ±Inf over an Inf scale) gives 0x7f with it;
 //   int8 (an integer format): clamped to [−128, 127] (its row's range), rounded by the 1.5·2^23 addition, converted
 //   exactly; NaN gives 0.
+//   The 8-bit float formats and int8 take the same codes by integer operations where every lane of a vector allows
+//   it (fp8_codes_bits, int_codes_bits: one floating-point multiply, then the bits), the forms above for the rest.
 // Scales as quantize_row (group_scale, in the generic TU: ISA code calls it, ctest isa_objects_share_no_code); rows
 // of small groups form L groups' scales at once in lanes where the rule allows (group_scales_simd, the same bits);
 // amax is a max, exact in any order. A group's last G mod lanes elements take encode, the same bits. The code
