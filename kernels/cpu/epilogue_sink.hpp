@@ -7,7 +7,8 @@
 //                       f64 for _cr), and y is not written; done(r, error) hands the row to the quantizer,
 //                       q(row, r, error), which writes q's row r and its scales, then copies an f32 row to
 //                       Tensors::quant_y where the caller asked for the y the quantizer read (_cr hands none:
-//                       QuantInput::exact_y). A driver that took the row's amax on the way hands it too (RowAmax).
+//                       QuantInput::exact_y). A driver that took the row's amax on the way hands it too (RowAmax),
+//                       and the x row it will read next, for the quantizer to prefetch (RowAhead).
 // error: how far the row may be from y* (|y − y*| ≤ abs + rel·|y|), for a quantizer that decides from y* (_cr's
 // quantize_row_exact); the other drivers leave it 0: they quantize the y they formed, whatever its error.
 // Included inside an anonymous namespace by the ISA translation units (simd_body.hpp: no ISA instantiation may be
@@ -31,6 +32,14 @@ struct RowAmax {
   bool known = false;
 };
 
+// The x row the driver reads kAhead rows on (null: none), for a quantizer to prefetch into L2 over its own pass
+// (simd_quant.hpp AheadLines): the fast SIMD rows' quantizer runs after the output pass, and a prefetch burst within
+// the output pass left DRAM idle during the codes (docs/performance.md, "the next row's lines under the codes").
+struct RowAhead {
+  const char* next = nullptr;
+  std::int64_t bytes = 0;  // the row's bytes
+};
+
 template <class E>
 struct ToY {
   using Elem = E;
@@ -38,7 +47,7 @@ struct ToY {
   E* y;
   std::int64_t n;
   E* row(std::int64_t r) const { return y + r * n; }
-  void done(std::int64_t, RowError = {}, RowAmax = {}) const {}
+  void done(std::int64_t, RowError = {}, RowAmax = {}, RowAhead = {}) const {}
 };
 
 template <class A, class Quantize>
@@ -50,8 +59,10 @@ struct ToQuantizer {
   float* handed;  // Tensors::quant_y, or null
   Quantize quantize;
   A* row(std::int64_t) const { return scratch; }
-  void done(std::int64_t r, RowError error = {}, RowAmax amax = {}) const {
-    if constexpr (std::is_invocable_v<const Quantize&, const A*, std::int64_t, RowError, RowAmax>)
+  void done(std::int64_t r, RowError error = {}, RowAmax amax = {}, RowAhead ahead = {}) const {
+    if constexpr (std::is_invocable_v<const Quantize&, const A*, std::int64_t, RowError, RowAmax, RowAhead>)
+      quantize(static_cast<const A*>(scratch), r, error, amax, ahead);
+    else if constexpr (std::is_invocable_v<const Quantize&, const A*, std::int64_t, RowError, RowAmax>)
       quantize(static_cast<const A*>(scratch), r, error, amax);
     else
       quantize(static_cast<const A*>(scratch), r, error);

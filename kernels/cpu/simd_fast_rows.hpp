@@ -7,9 +7,10 @@
 namespace fast {
 
 // y = fma(x − m, rstd, −mean_lo·rstd) · γ + β (the two-float centre in one FMA); RMSNorm (Centred = false)
-// x·rstd · γ + β, the same bits (m = mean_lo = 0) with two operations fewer. NT: y is streamed. Prefetch (NT, or
-// the quantized epilogue's row in cache): next (the row kAhead rows on) is prefetched into L2 meanwhile, one
-// prefetch per 64-byte line, so DRAM keeps reading while this pass runs from L1 (kPrefetch).
+// x·rstd · γ + β, the same bits (m = mean_lo = 0) with two operations fewer. NT: y is streamed. Prefetch (NT):
+// next (the row kAhead rows on) is prefetched into L2 meanwhile, one prefetch per 64-byte line, so DRAM keeps
+// reading while this pass runs from L1 (kPrefetch). The quantized epilogue's row prefetches nothing here: its
+// quantizer spreads the same prefetches over the codes pass that follows (sinks::RowAhead).
 // Amax (the quantized epilogue's f32 row): the max of |y| and a NaN flag are taken as the row is formed, into amax,
 // so a row-scaled quantizer reads the row once, not twice (sinks::RowAmax).
 // X: how x is stored (T, or F32: Add & Norm's f32 h beside 16-bit y); T: y's storage; Gs: how gamma and beta
@@ -125,7 +126,8 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
   using XBits = typename X::Bits;
   static_assert(std::is_same_v<typename Sink::Elem, typename T::Bits> && (!NT || Sink::kMayStream));
   // The quantizer's f32 row in cache: the row's amax taken on the way (sinks::RowAmax), and the row kAhead on
-  // prefetched as the streamed rows are: its x is read from DRAM at the sizes a quantized epilogue is for.
+  // handed to the quantizer to prefetch (sinks::RowAhead): its x is read from DRAM at the sizes a quantized epilogue
+  // is for.
   constexpr bool kQuantRow = !Sink::kMayStream && std::is_same_v<T, F32>;
   const XBits* x = static_cast<const XBits*>(t.x);
   float* mean = static_cast<float*>(t.mean);
@@ -175,15 +177,17 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
     const auto out = [&]<bool Finite>() LNORM_ALWAYS_INLINE {
       if (is_centred) {
         if (nt) normalize_row<V, X, T, Gs, G, B, NT, true, Finite>(xr, gamma, beta, yr, n, s, ahead);
-        else normalize_row<V, X, T, Gs, G, B, false, true, Finite, kQuantRow, kQuantRow>(xr, gamma, beta, yr, n, s, ahead, &amax);
+        else normalize_row<V, X, T, Gs, G, B, false, true, Finite, false, kQuantRow>(xr, gamma, beta, yr, n, s, ahead, &amax);
       } else {
         if (nt) normalize_row<V, X, T, Gs, G, B, NT, false, Finite>(xr, gamma, beta, yr, n, s, ahead);
-        else normalize_row<V, X, T, Gs, G, B, false, false, Finite, kQuantRow, kQuantRow>(xr, gamma, beta, yr, n, s, ahead, &amax);
+        else normalize_row<V, X, T, Gs, G, B, false, false, Finite, false, kQuantRow>(xr, gamma, beta, yr, n, s, ahead, &amax);
       }
     };
     if (finite) out.template operator()<kFiniteNarrowing<T>>();
     else out.template operator()<false>();
-    sink.done(row, {}, amax);
+    const sinks::RowAhead next_row{row + kAhead < end ? reinterpret_cast<const char*>(xr + kAhead * n) : nullptr,
+                                   n * static_cast<std::int64_t>(sizeof(XBits))};
+    sink.done(row, {}, amax, next_row);
   }
   if (NT) V::sfence();
 }
@@ -246,8 +250,9 @@ void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t e
   const std::int64_t n = p.cols;
   if (p.op.epilogue == Epilogue::quantized) {
     const auto to_q = sinks::to_quantizer(staged.y_row, n, static_cast<float*>(t.quant_y),
-                                         [&p, &t, n](const float* y, std::int64_t row, sinks::RowError, sinks::RowAmax amax) {
-                                           quantize_row_simd<V>(p.quant, y, n, static_cast<std::uint8_t*>(t.q), t.scales, row, amax);
+                                         [&p, &t, n](const float* y, std::int64_t row, sinks::RowError, sinks::RowAmax amax,
+                                                     sinks::RowAhead ahead) {
+                                           quantize_row_simd<V>(p.quant, y, n, static_cast<std::uint8_t*>(t.q), t.scales, row, amax, ahead);
                                          });
     if constexpr (!std::is_same_v<T, F32>) {
       if (input_dtype(p) == DType::f32) return rows_wide<V, F32, T, false>(p, t, begin, end, staged, to_q);
