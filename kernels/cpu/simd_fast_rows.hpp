@@ -6,6 +6,34 @@
 
 namespace fast {
 
+// One vector of a row's y in f32 (normalize_row's formula, below): at(i), elements [i, i + L); masked(i, k), the
+// lanes of k (the others 0). normalize_row's and normalize_codes', so a quantizer fed by either reads the same bits.
+template <class V, class X, class Gs, bool G, bool B, bool Centred>
+struct RowY {
+  using F = typename V::F;
+  const typename X::Bits* x;
+  const typename Gs::Bits* gamma;
+  const typename Gs::Bits* beta;
+  F mv, lo_rstd, rstd;
+  RowY(const typename X::Bits* x_, const typename Gs::Bits* g, const typename Gs::Bits* b, const Stats& s)
+      : x(x_), gamma(g), beta(b), mv(V::set1(s.m)), lo_rstd(V::set1(-s.mean_lo * s.rstd)), rstd(V::set1(s.rstd)) {}
+  LNORM_ALWAYS_INLINE F at(std::int64_t i) const { return one(i, 0, false); }
+  LNORM_ALWAYS_INLINE F masked(std::int64_t i, typename V::M k) const { return one(i, k, true); }
+
+ private:
+  LNORM_ALWAYS_INLINE F one(std::int64_t i, typename V::M k, bool masked) const {
+    const auto ld = [&](const typename Gs::Bits* p) LNORM_ALWAYS_INLINE { return masked ? V::template maskz_load<Gs>(k, p) : V::template load<Gs>(p); };
+    const F xv = masked ? V::template maskz_load<X>(k, x + i) : V::template load<X>(x + i);
+    F t;
+    if constexpr (Centred) t = V::fmadd(V::sub(xv, mv), rstd, lo_rstd);
+    else t = V::mul(xv, rstd);
+    if constexpr (G && B) return V::fmadd(t, ld(gamma + i), ld(beta + i));
+    else if constexpr (G) return V::mul(t, ld(gamma + i));
+    else if constexpr (B) return V::add(t, ld(beta + i));
+    else return t;
+  }
+};
+
 // y = fma(x − m, rstd, −mean_lo·rstd) · γ + β (the two-float centre in one FMA); RMSNorm (Centred = false)
 // x·rstd · γ + β, the same bits (m = mean_lo = 0) with two operations fewer. NT: y is streamed. Prefetch (NT):
 // next (the row kAhead rows on) is prefetched into L2 meanwhile, one prefetch per 64-byte line, so DRAM keeps
@@ -25,17 +53,9 @@ void normalize_row(const typename X::Bits* x, const typename Gs::Bits* gamma, co
   static_assert(!Amax || (std::is_same_v<T, F32> && !NT));
   // Elements of x per 64-byte line.
   constexpr std::int64_t kLine = 64 / static_cast<std::int64_t>(sizeof(typename X::Bits));
-  const F mv = V::set1(s.m), lo_rstd = V::set1(-s.mean_lo * s.rstd), rstd = V::set1(s.rstd);
+  const RowY<V, X, Gs, G, B, Centred> row_y(x, gamma, beta, s);
   const auto one = [&](std::int64_t i, typename V::M k, bool masked) LNORM_ALWAYS_INLINE {
-    const auto ld = [&](const typename Gs::Bits* p) LNORM_ALWAYS_INLINE { return masked ? V::template maskz_load<Gs>(k, p) : V::template load<Gs>(p); };
-    const F xv = masked ? V::template maskz_load<X>(k, x + i) : V::template load<X>(x + i);
-    F t;
-    if constexpr (Centred) t = V::fmadd(V::sub(xv, mv), rstd, lo_rstd);
-    else t = V::mul(xv, rstd);
-    if constexpr (G && B) return V::fmadd(t, ld(gamma + i), ld(beta + i));
-    else if constexpr (G) return V::mul(t, ld(gamma + i));
-    else if constexpr (B) return V::add(t, ld(beta + i));
-    else return t;
+    return masked ? row_y.masked(i, k) : row_y.at(i);
   };
   const auto masked_at = [&](std::int64_t i, std::int64_t count) {
     const auto k = static_cast<typename V::M>((1u << count) - 1);
@@ -98,6 +118,49 @@ void normalize_row(const typename X::Bits* x, const typename Gs::Bits* gamma, co
   if (i < n) masked_at(i, n - i);
 }
 
+// A row's codes formed in the output pass, where the scale is known before the row (tensor scaling): y by RowY, as
+// normalize_row forms it, then its codes (vector_codes), with no f32 row stored and read again. handed: the row of
+// Tensors::quant_y, or null; y is written there as the staged path's sink would copy it. ahead: the next row's
+// lines, prefetched along (AheadLines). One pass, not two: q-only driver, avx512, 64x4096, three runs alternating:
+// fp8_e4m3/tensor RMSNorm f32 0.291 → 0.241 ns an element, LayerNorm bf16 0.326 → 0.293; int8/tensor LayerNorm f32
+// 0.329 → 0.250 (docs/performance.md, "the codes in the output pass"). The f32 row formed and coded in blocks of
+// 256 or 1024 elements (the same instantiations as today) reached only 0.28 and 0.31 for f32. Row scaling formed y
+// twice this way (its amax first, then the codes): no faster than the f32 row (0.30 → 0.30 f32, 0.27 → 0.30 bf16),
+// not kept. Fmt: a format of one code a byte; inv = f32(1/scale), a normal number (usable_inverse).
+template <class V, class X, class Gs, bool G, bool B, bool Centred, QuantFormat Fmt>
+void normalize_codes(const typename X::Bits* x, const typename Gs::Bits* gamma, const typename Gs::Bits* beta, std::int64_t n,
+                     const Stats& s, float scale, float inv, std::uint8_t* q, float* handed, AheadLines<V>& ahead) {
+  using F = typename V::F;
+  constexpr int L = V::kLanes;
+  static_assert(!is_packed(Fmt));
+  const RowY<V, X, Gs, G, B, Centred> row_y(x, gamma, beta, s);
+  const typename V::D sd = V::set1_pd(static_cast<double>(scale));
+  std::int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    ahead.upto(i);
+    const F v = row_y.at(i);
+    if (handed) V::template store<F32>(handed + i, v);
+    V::store_u8(q + i, vector_codes<V, Fmt>(v, inv, sd));
+  }
+  if (i < n) {  // the tail (fewer than L): its y through the stack, encode_quotient's codes (encode_span's tail)
+    alignas(64) float tail[L];
+    V::template store<F32>(tail, row_y.masked(i, static_cast<typename V::M>((1u << (n - i)) - 1)));
+    for (std::int64_t j = 0; i + j < n; ++j) {
+      q[i + j] = ::lnorm::cpu::encode_quotient(Fmt, tail[j], scale);
+      if (handed) handed[i + j] = tail[j];
+    }
+  }
+  ahead.upto(n);
+}
+
+// Whether a tensor-scaled quantizer takes its codes in the output pass (normalize_codes): a format of one code a byte
+// and a scale whose 1/s is a normal f32 (else the f32 row and quantize_row_simd, which treat the rest).
+inline bool codes_in_output_pass(const QuantSpec& spec, float& inv) {
+  bool packed = true;  // the format's fact as a constant (ISA code reads no table at run time: isa_objects_share_no_code)
+  with_format(spec.format, [&](auto fmt) { packed = is_packed(decltype(fmt)::value); });
+  return spec.scaling == Scaling::tensor && !packed && usable_inverse(spec.scale, inv);
+}
+
 // Whether a bf16 y's narrowing may skip NaN lanes where they cannot occur (AVX2: 4 of 13 operations a vector).
 // `lnorm bench --kernel avx2 --shape 1024x768 --dtype bf16`, two runs before and after, AMD EPYC (Zen 3, AVX2):
 // LayerNorm 8.4, 9.0 → 11.2, 11.8 GB/s; RMSNorm 10.9, 12.2 → 14.6, 14.9. Other storage types gain nothing.
@@ -146,6 +209,12 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
   // LayerNorm f32 against the best sketch, taken ahead like this, four runs of each binary alternating, AMD EPYC
   // Zen 3: 64x768 0.85-0.94 → 0.93-1.00; docs/performance.md, the AVX2-only machine in rounds).
   const bool ahead = stats_ahead<X, NT>(n);
+  // A tensor-scaled quantizer's codes in the output pass (normalize_codes), q's rows written here, not by the sink.
+  // Gamma and beta in f32 only (x in f32, or 16-bit x up to kWideMax, widened): one instantiation per format in
+  // every storage form doubled the ISA objects' compile time (avx512.cpp 12 → 23 s, one build each); longer 16-bit
+  // rows keep the f32 row.
+  float inv = 0;
+  const bool in_pass = kQuantRow && std::is_same_v<Gs, F32> && codes_in_output_pass(p.quant, inv);
   const auto shift_of = [&](std::int64_t r) { return is_centred ? row_shift<V, X>(x + r * n, n) : 0.0f; };
   const auto stats = [&](std::int64_t r, float shift) { return stats_of<V, X>(x + r * n, n, eps, is_centred, shift); };
   float shift = begin < end ? shift_of(begin) : 0.0f;  // of the next row whose statistics are taken
@@ -173,6 +242,23 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
     const XBits* ahead = row + kAhead < end ? xr + kAhead * n : xr;
     typename T::Bits* yr = sink.row(row);
     const bool nt = NT && head_to_align(yr, 64) >= 0;
+    const sinks::RowAhead next_row{row + kAhead < end ? reinterpret_cast<const char*>(xr + kAhead * n) : nullptr,
+                                   n * static_cast<std::int64_t>(sizeof(XBits))};
+    if constexpr (kQuantRow && std::is_same_v<Gs, F32>) {
+      if (in_pass) {
+        AheadLines<V> lines(next_row, n);
+        std::uint8_t* qr = static_cast<std::uint8_t*>(t.q) + row * n;
+        float* handed = t.quant_y ? static_cast<float*>(t.quant_y) + row * n : nullptr;
+        with_format(p.quant.format, [&](auto fmt) LNORM_ALWAYS_INLINE {
+          constexpr QuantFormat kF = decltype(fmt)::value;
+          if constexpr (!is_packed(kF)) {
+            if (is_centred) normalize_codes<V, X, Gs, G, B, true, kF>(xr, gamma, beta, n, s, p.quant.scale, inv, qr, handed, lines);
+            else normalize_codes<V, X, Gs, G, B, false, kF>(xr, gamma, beta, n, s, p.quant.scale, inv, qr, handed, lines);
+          }
+        });
+        continue;
+      }
+    }
     sinks::RowAmax amax;
     const auto out = [&]<bool Finite>() LNORM_ALWAYS_INLINE {
       if (is_centred) {
@@ -185,8 +271,6 @@ void rows_typed(const Problem& p, const Tensors& t, std::int64_t begin, std::int
     };
     if (finite) out.template operator()<kFiniteNarrowing<T>>();
     else out.template operator()<false>();
-    const sinks::RowAhead next_row{row + kAhead < end ? reinterpret_cast<const char*>(xr + kAhead * n) : nullptr,
-                                   n * static_cast<std::int64_t>(sizeof(XBits))};
     sink.done(row, {}, amax, next_row);
   }
   if (NT) V::sfence();

@@ -203,6 +203,20 @@ inline LNORM_ALWAYS_INLINE typename V::I int_codes_bits(typename V::F y, typenam
   return V::template srli_i<14>(V::add_i(v, V::set1_i((1 << 13) + (1 << 22))));
 }
 
+// One vector of y to its codes in format Fmt (one a lane): the 8-bit float formats and int8 by their bits
+// (fp8_codes_bits, int_codes_bits), E2M1 by fp8_codes. inv: f32(1/s) (usable_inverse), sd: s in f64.
+template <class V, QuantFormat Fmt>
+inline LNORM_ALWAYS_INLINE typename V::I vector_codes(typename V::F v, float inv, typename V::D sd) {
+  if constexpr (!is_float(Fmt)) {
+    constexpr float lo = static_cast<float>(info(Fmt).qmin), hi = static_cast<float>(qmax(Fmt));
+    return int_codes_bits<V>(v, V::set1(inv * 0x1p14f), V::set1(inv), sd, lo, hi);
+  } else if constexpr (info(Fmt).bits == 8) {
+    return fp8_codes_bits<V, Fmt>(v, V::set1(inv), sd);
+  } else {
+    return fp8_codes<V, Fmt>(v, V::set1(inv), sd, V::cmp_neq(v, v));
+  }
+}
+
 // 1/s in f32 where it is a normal number (the codes' precondition: the header's error bound), else false: s
 // subnormal below 2^-128, 0, Inf (nvfp4's block of zeros), NaN. Tested on the bits: the exponent field 1..254.
 inline bool usable_inverse_bits(float inv) {
@@ -421,7 +435,6 @@ template <class V>
 void quantize_groups_simd(const QuantSpec& spec, const float* y, std::int64_t G, std::int64_t per_row, std::uint8_t* q,
                           void* scales, std::int64_t row, AheadLines<V>& ahead) {
   constexpr int L = V::kLanes;
-  using F = typename V::F;
   float a_of[kBatchedGroups], s_of[kBatchedGroups], inv_of[kBatchedGroups];
   for (std::int64_t g = 0; g < per_row; ++g) {
     bool nan = false;
@@ -444,17 +457,6 @@ void quantize_groups_simd(const QuantSpec& spec, const float* y, std::int64_t G,
     // L codes as L/2 bytes (V::store_u4): gathering them a byte each and packing 512 at a time in generic code
     // (pack_codes) was 11% of nvfp4's epilogue (perf, avx512 f32 1024x4096).
     constexpr bool kPacked = is_packed(kF);
-    const auto encode_vector = [](F v, float inv, float s) LNORM_ALWAYS_INLINE {
-      const typename V::D sd = V::set1_pd(static_cast<double>(s));
-      if constexpr (!is_float(kF)) {
-        constexpr float lo = static_cast<float>(info(kF).qmin), hi = static_cast<float>(qmax(kF));
-        return int_codes_bits<V>(v, V::set1(inv * 0x1p14f), V::set1(inv), sd, lo, hi);
-      } else if constexpr (info(kF).bits == 8) {
-        return fp8_codes_bits<V, kF>(v, V::set1(inv), sd);
-      } else {
-        return fp8_codes<V, kF>(v, V::set1(inv), sd, V::cmp_neq(v, v));
-      }
-    };
     for (std::int64_t g = 0; g < per_row; ++g) {
       const std::int64_t i = g * G;
       const float s = s_of[g];
@@ -478,7 +480,7 @@ void quantize_groups_simd(const QuantSpec& spec, const float* y, std::int64_t G,
       }
       for (std::int64_t j = i; j < i + G; j += L) {
         ahead.upto(j);
-        const typename V::I codes = encode_vector(V::template load<F32>(y + j), inv_of[g], s);
+        const typename V::I codes = vector_codes<V, kF>(V::template load<F32>(y + j), inv_of[g], V::set1_pd(static_cast<double>(s)));
         if constexpr (kPacked) V::store_u4(q + j / 2, codes);
         else V::store_u8(q + j, codes);
       }
