@@ -8,7 +8,9 @@
 //                       q(row, r, error), which writes q's row r and its scales, then copies an f32 row to
 //                       Tensors::quant_y where the caller asked for the y the quantizer read (_cr hands none:
 //                       QuantInput::exact_y). A driver that took the row's amax on the way hands it too (RowAmax),
-//                       and the x row it will read next, for the quantizer to prefetch (RowAhead).
+//                       and the x row it will read next, for the quantizer to prefetch (RowAhead). The fast
+//                       SIMD rows pass it by where the scale is known before the row (tensor scaling: the codes
+//                       in the output pass, simd_fast_rows.hpp normalize_codes, quant_y written there).
 // error: how far the row may be from y* (|y − y*| ≤ abs + rel·|y|), for a quantizer that decides from y* (_cr's
 // quantize_row_exact); the other drivers leave it 0: they quantize the y they formed, whatever its error.
 // Included inside an anonymous namespace by the ISA translation units (simd_body.hpp: no ISA instantiation may be

@@ -136,12 +136,11 @@ void normalize_codes(const typename X::Bits* x, const typename Gs::Bits* gamma, 
   const RowY<V, X, Gs, G, B, Centred> row_y(x, gamma, beta, s);
   const typename V::D sd = V::set1_pd(static_cast<double>(scale));
   std::int64_t i = 0;
-  for (; i + L <= n; i += L) {
-    ahead.upto(i);
-    const F v = row_y.at(i);
-    if (handed) V::template store<F32>(handed + i, v);
-    V::store_u8(q + i, vector_codes<V, Fmt>(v, inv, sd));
-  }
+  vectors_ahead(i, n, ahead, 0, [&](std::int64_t j) LNORM_ALWAYS_INLINE {
+    const F v = row_y.at(j);
+    if (handed) V::template store<F32>(handed + j, v);
+    V::store_u8(q + j, vector_codes<V, Fmt>(v, inv, sd));
+  });
   if (i < n) {  // the tail (fewer than L): its y through the stack, encode_quotient's codes (encode_span's tail)
     alignas(64) float tail[L];
     V::template store<F32>(tail, row_y.masked(i, static_cast<typename V::M>((1u << (n - i)) - 1)));
@@ -328,7 +327,8 @@ void rows_wide(const Problem& p, const Tensors& t, std::int64_t begin, std::int6
 
 // Rows [begin, end) of p, y in storage type T; x in T, or f32 where the rows are Add & Norm's f32 h beside
 // 16-bit y (input_dtype(p)). The sink: y's rows, or (the quantized epilogue) y in f32 in the generic driver's row
-// (Staged::y_row, in cache) handed to quantize_row_simd (simd_quant.hpp: quantize_row's bits on V's lanes).
+// (Staged::y_row, in cache) handed to quantize_row_simd (simd_quant.hpp: quantize_row's bits on V's lanes); with
+// tensor scaling the codes are formed in the output pass instead (rows_typed, normalize_codes).
 template <class V, class T>
 void rows(const Problem& p, const Tensors& t, std::int64_t begin, std::int64_t end, const ::lnorm::cpu::Staged& staged) {
   const std::int64_t n = p.cols;
