@@ -36,7 +36,8 @@ struct RowAmax {
 
 // The x row the driver reads kAhead rows on (null: none), for a quantizer to prefetch into L2 over its own pass
 // (simd_quant.hpp AheadLines): the fast SIMD rows' quantizer runs after the output pass, and a prefetch burst within
-// the output pass left DRAM idle during the codes (docs/performance.md, "the next row's lines under the codes").
+// the output pass left DRAM idle during the codes (docs/performance.md, "the next row's lines prefetched over the
+// codes pass").
 struct RowAhead {
   const char* next = nullptr;
   std::int64_t bytes = 0;  // the row's bytes

@@ -120,13 +120,13 @@ void normalize_row(const typename X::Bits* x, const typename Gs::Bits* gamma, co
 
 // A row's codes formed in the output pass, where the scale is known before the row (tensor scaling): y by RowY, as
 // normalize_row forms it, then its codes (vector_codes), with no f32 row stored and read again. handed: the row of
-// Tensors::quant_y, or null; y is written there as the staged path's sink would copy it. ahead: the next row's
-// lines, prefetched along (AheadLines). One pass, not two: q-only driver, avx512, 64x4096, three runs alternating:
+// Tensors::quant_y, or null; y is written there as the staged path's sink would copy it. ahead: the next row's lines,
+// prefetched along (AheadLines). One pass, not two: q-only driver, avx512, 64x4096, three runs alternating:
 // fp8_e4m3/tensor RMSNorm f32 0.291 → 0.241 ns an element, LayerNorm bf16 0.326 → 0.293; int8/tensor LayerNorm f32
-// 0.329 → 0.250 (docs/performance.md, "the codes in the output pass"). The f32 row formed and coded in blocks of
-// 256 or 1024 elements (the same instantiations as today) reached only 0.28 and 0.31 for f32. Row scaling formed y
-// twice this way (its amax first, then the codes): no faster than the f32 row (0.30 → 0.30 f32, 0.27 → 0.30 bf16),
-// not kept. Fmt: a format of one code a byte; inv = f32(1/scale), a normal number (usable_inverse).
+// 0.329 → 0.250 (docs/performance.md, "tensor scaling's codes in the output pass"). The f32 row formed and coded in
+// blocks of 256 or 1024 elements (the same instantiations as today) reached only 0.28 and 0.31 for f32. Row scaling
+// formed y twice this way (its amax first, then the codes): no faster than the f32 row (0.30 → 0.30 f32, 0.27 → 0.30
+// bf16), not kept. Fmt: a format of one code a byte; inv = f32(1/scale), a normal number (usable_inverse).
 template <class V, class X, class Gs, bool G, bool B, bool Centred, QuantFormat Fmt>
 void normalize_codes(const typename X::Bits* x, const typename Gs::Bits* gamma, const typename Gs::Bits* beta, std::int64_t n,
                      const Stats& s, float scale, float inv, std::uint8_t* q, float* handed, AheadLines<V>& ahead) {
@@ -156,7 +156,10 @@ void normalize_codes(const typename X::Bits* x, const typename Gs::Bits* gamma, 
 // and a scale whose 1/s is a normal f32 (else the f32 row and quantize_row_simd, which treat the rest).
 inline bool codes_in_output_pass(const QuantSpec& spec, float& inv) {
   bool packed = true;  // the format's fact as a constant (ISA code reads no table at run time: isa_objects_share_no_code)
-  with_format(spec.format, [&](auto fmt) { packed = is_packed(decltype(fmt)::value); });
+  with_format(spec.format, [&](auto fmt) {
+    constexpr bool kPacked = is_packed(decltype(fmt)::value);  // constexpr: unoptimised (ASan) builds would call it
+    packed = kPacked;
+  });
   return spec.scaling == Scaling::tensor && !packed && usable_inverse(spec.scale, inv);
 }
 

@@ -231,10 +231,10 @@ inline bool usable_inverse(float s, float& inv) {
 }
 
 // The next x row's lines (sinks::RowAhead), prefetched into L2 in step with the codes pass over this row: where the
-// pass has done k of the row's n elements, the next row's first k·bytes/n bytes have been asked for. The output
+// pass reaches element k of the row's n, the next row's first k·bytes/n bytes are asked for (upto(k)). The output
 // pass before it, which had them all asked for at once (as the streamed y rows do), left DRAM idle during the codes:
 // q-only driver, avx512 RMSNorm fp8_e4m3/row 16384x4096, three runs alternating: f32 0.45-0.51 → 0.38-0.44 ns an
-// element, bf16 0.39-0.42 → 0.35-0.36 (docs/performance.md, "the next row's lines under the codes").
+// element, bf16 0.39-0.42 → 0.35-0.36 (docs/performance.md, "the next row's lines prefetched over the codes pass").
 template <class V>
 struct AheadLines {
   const char* at = nullptr;    // the next line to ask for
@@ -251,11 +251,11 @@ struct AheadLines {
   }
 };
 
-// body(i) for every whole vector [i, i + L) of [i, n), in chunks of kAheadChunk elements, each chunk's lines of the
+// body(i) for every whole vector [i, i + L) of [i, n), in chunks of kAheadVectors vectors, each chunk's lines of the
 // next row asked for before it (ahead.upto(from + the chunk's end): from is i = 0's element in its row). Per chunk,
 // not per vector: q-only driver, avx2 int8/row bf16 64x4096, three runs: 0.338 ns an element with the test per
-// vector, 0.320 per chunk (0.300 before the prefetch moved here: docs/performance.md, "the next row's lines under the
-// codes", has what is left of that gap).
+// vector, 0.320 per chunk (0.300 before the prefetch moved here: docs/performance.md, "the next row's lines
+// prefetched over the codes pass", has what is left of that gap).
 constexpr std::int64_t kAheadVectors = 8;  // 2-8 lines of x a chunk (bf16 on AVX2 to f32 on AVX-512); the one setting measured
 template <class V, class Body>
 inline LNORM_ALWAYS_INLINE void vectors_ahead(std::int64_t& i, std::int64_t n, AheadLines<V>& ahead, std::int64_t from, Body body) {
